@@ -1,0 +1,53 @@
+# Every target installs what it needs first, so a fresh clone works with one command.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 9092
+DATA ?= ./data
+METRICS_PORT ?= 9308
+
+.PHONY: install run test test-uvloop test-asyncio test-integration compat bench lint fmt clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test,dev,spark]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/shoal serve --host $(HOST) --port $(PORT) --data-dir $(DATA) --metrics-port $(METRICS_PORT)
+
+test: $(STAMP)
+	$(BIN)/pytest
+
+test-uvloop: $(STAMP)
+	SHOAL_LOOP=uvloop $(BIN)/pytest tests/integration
+
+test-asyncio: $(STAMP)
+	SHOAL_LOOP=asyncio $(BIN)/pytest tests/integration
+
+test-integration: $(STAMP)
+	$(BIN)/pytest -m integration
+
+compat: $(STAMP)
+	$(BIN)/pytest -m compat
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+fmt: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) data .pytest_cache .mypy_cache .ruff_cache

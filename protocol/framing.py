@@ -1,0 +1,57 @@
+"""Kafka's framing: every request and response is a 4-byte big-endian size and that many bytes.
+
+Sans-IO: `FrameDecoder.feed` takes whatever the transport read and returns the whole frames in
+it, so the same code serves the broker, the client and byte-level tests.
+"""
+
+from __future__ import annotations
+
+import struct
+
+SIZE = struct.Struct(">i")
+DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024  # socket.request.max.bytes
+
+
+class FrameError(ValueError):
+    """The peer sent something that cannot be a frame: the connection must close."""
+
+
+class FrameDecoder:
+    """Splits a byte stream into frames, refusing any frame larger than `max_frame_bytes`."""
+
+    __slots__ = ("_buffer", "_max")
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self._buffer = bytearray()
+        self._max = max_frame_bytes
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+        """Add bytes read from the peer; return every frame they complete, in order.
+
+        :raises FrameError: the next frame's size is negative or above the limit.
+        """
+        buf = self._buffer
+        buf += data
+        frames: list[bytes] = []
+        pos = 0
+        end = len(buf)
+        while end - pos >= 4:
+            (size,) = SIZE.unpack_from(buf, pos)
+            if size < 0 or size > self._max:
+                raise FrameError(f"frame size {size} outside 0..{self._max}")
+            if end - pos - 4 < size:
+                break
+            frames.append(bytes(buf[pos + 4 : pos + 4 + size]))
+            pos += 4 + size
+        if pos:
+            del buf[:pos]
+        return frames
+
+
+def frame(payload: bytes) -> bytes:
+    """Prefix a payload with its size."""
+    return SIZE.pack(len(payload)) + payload

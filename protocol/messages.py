@@ -1,0 +1,219 @@
+"""Request and response codecs: kio entity lookup by (api key, version), headers, and a builder.
+
+Every message codec comes from kio. This module only knows which kio class to use and how the
+header in front of it is laid out, and keeps the readers and writers it builds in a cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import struct
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+from typing import TypeVar
+
+from kio.index import KioIndexError
+from kio.index import load_request_schema
+from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
+from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
+from kio.serial import entity_reader
+from kio.serial import entity_writer
+from kio.static.protocol import Entity
+from kio.static.protocol import RequestPayload
+from kio.static.protocol import ResponsePayload
+
+API_VERSIONS_KEY = 18
+# api key, api version, correlation id: the fixed start of every request header version.
+HEADER_PREFIX = struct.Struct(">hhi")
+
+E = TypeVar("E")
+
+
+class UnknownApi(LookupError):
+    """kio has no request schema for this (api key, version)."""
+
+
+class UndecodableRequest(ValueError):
+    """The header or body of a request does not parse."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    header: RequestHeader
+    body: RequestPayload
+
+
+def peek_header(frame: bytes) -> tuple[int, int, int]:
+    """The api key, version and correlation id: readable even when nothing else is."""
+    if len(frame) < HEADER_PREFIX.size:
+        raise UndecodableRequest(f"frame of {len(frame)} bytes is shorter than a header")
+    key, version, correlation_id = HEADER_PREFIX.unpack_from(frame)
+    return key, version, correlation_id
+
+
+@cache
+def request_type(api_key: int, version: int) -> type[RequestPayload]:
+    try:
+        return load_request_schema(api_key, version)
+    except KioIndexError as e:
+        raise UnknownApi(f"api key {api_key} version {version}") from e
+
+
+@cache
+def response_type(api_key: int, version: int) -> type[ResponsePayload]:
+    try:
+        return load_response_schema(api_key, version)
+    except KioIndexError as e:
+        raise UnknownApi(f"api key {api_key} version {version}") from e
+
+
+@cache
+def _reader(entity: type[E]) -> Callable[[Any, int], tuple[E, int]]:
+    return entity_reader(entity)  # type: ignore[type-var,return-value]
+
+
+@cache
+def _writer(entity: type[E]) -> Callable[[io.BytesIO, E], None]:
+    return entity_writer(entity)  # type: ignore[type-var,return-value]
+
+
+def decode_request(frame: bytes) -> Request:
+    """Parse a request frame (without its size prefix).
+
+    :raises UnknownApi: kio has no schema for the request's key and version.
+    :raises UndecodableRequest: the header or body does not parse, or bytes are left over.
+    """
+    key, version, _ = peek_header(frame)
+    req_type = request_type(key, version)
+    try:
+        header, pos = _reader(req_type.__header_schema__)(frame, 0)
+        body, size = _reader(req_type)(frame, pos)
+    except (
+        Exception
+    ) as e:  # kio raises many kinds (KeyError for an unknown tag...): all mean "does not parse"
+        raise UndecodableRequest(f"{req_type.__name__}: {e}") from e
+    if pos + size != len(frame):
+        raise UndecodableRequest(f"{req_type.__name__}: {len(frame) - pos - size} trailing bytes")
+    return Request(
+        RequestHeader(key, version, header.correlation_id, header.client_id),
+        body,
+    )
+
+
+def encode_request(body: RequestPayload, correlation_id: int, client_id: str | None) -> bytes:
+    """Header and body of a request, without the size prefix (the client's side)."""
+    header_type: Any = body.__header_schema__
+    fields = {f.name for f in dataclasses.fields(header_type)}
+    values: dict[str, Any] = {
+        "request_api_key": body.__api_key__,
+        "request_api_version": body.__version__,
+        "correlation_id": correlation_id,
+    }
+    if "client_id" in fields:
+        values["client_id"] = client_id
+    buf = io.BytesIO()
+    _writer(header_type)(buf, header_type(**values))
+    _writer(type(body))(buf, body)
+    return buf.getvalue()
+
+
+def encode_response(body: ResponsePayload, correlation_id: int) -> bytes:
+    """Header and body of a response, without the size prefix.
+
+    ApiVersions responses always use header v0 so that a client that does not yet know our
+    versions can read them (KIP-511).
+    """
+    buf = io.BytesIO()
+    if body.__api_key__ == API_VERSIONS_KEY or not body.__flexible__:
+        _writer(ResponseHeaderV0)(buf, ResponseHeaderV0(correlation_id=correlation_id))
+    else:
+        _writer(ResponseHeaderV1)(buf, ResponseHeaderV1(correlation_id=correlation_id))
+    _writer(type(body))(buf, body)
+    return buf.getvalue()
+
+
+def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, ResponsePayload]:
+    """The correlation id and body of a response (the client's side)."""
+    resp_type = response_type(api_key, version)
+    header_type: Any = (
+        ResponseHeaderV0
+        if api_key == API_VERSIONS_KEY or not resp_type.__flexible__
+        else ResponseHeaderV1
+    )
+    header, pos = _reader(header_type)(payload, 0)
+    body, _ = _reader(resp_type)(payload, pos)
+    return int(header.correlation_id), body
+
+
+_ZERO: dict[str, Any] = {
+    "bool": False,
+    "bytes": b"",
+    "datetime_i64": datetime.datetime.fromtimestamp(0, datetime.UTC),
+    "error_code": ErrorCode.none,
+    "float64": 0.0,
+    "int8": 0,
+    "int16": 0,
+    "int32": 0,
+    "int64": 0,
+    "records": None,
+    "string": "",
+    "timedelta_i32": datetime.timedelta(0),
+    "timedelta_i64": datetime.timedelta(0),
+    "uint16": 0,
+    "uuid": uuid.UUID(int=0),
+}
+
+
+@cache
+def _field_plan(entity: type[Any]) -> tuple[frozenset[str], tuple[tuple[str, Any], ...]]:
+    """Names of an entity's fields, and a zero value for each required one."""
+    names: set[str] = set()
+    required: list[tuple[str, Any]] = []
+    for f in dataclasses.fields(entity):
+        names.add(f.name)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            kafka_type = f.metadata.get("kafka_type")
+            required.append((f.name, _ZERO[kafka_type] if kafka_type else ()))
+    return frozenset(names), tuple(required)
+
+
+def build(entity: type[E], /, **values: Any) -> E:
+    """Make a kio entity of any version from the values that version has.
+
+    Handlers serve many versions of one API with one body of code: values for fields this
+    version lacks are dropped, and required fields not given get their zero value.
+    """
+    names, required = _field_plan(entity)
+    kwargs = {k: v for k, v in values.items() if k in names}
+    for name, zero in required:
+        kwargs.setdefault(name, zero)
+    return entity(**kwargs)
+
+
+def error_response(api_key: int, version: int, code: ErrorCode) -> ResponsePayload:
+    """A response of the request's own version that carries only a top-level error."""
+    return build(response_type(api_key, version), error_code=code)
+
+
+def entity_of(response: type[Entity], name: str) -> type[Any]:
+    """A nested entity class of the same version module as `response` (e.g. "TopicResponse")."""
+    import sys
+
+    module = sys.modules[response.__module__]
+    cls: type[Any] = getattr(module, name)
+    return cls

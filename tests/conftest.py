@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from broker.loops import loop_factory
+from broker.server import Server
+from tests.brokers import BrokerProcess
+from tests.brokers import make_server
+
+
+@pytest.fixture(scope="session")
+def event_loop_policy() -> object:
+    """Run async tests on the loop the broker uses (SHOAL_LOOP picks uvloop or asyncio)."""
+    import asyncio
+
+    factory = loop_factory()
+
+    class Policy(asyncio.DefaultEventLoopPolicy):
+        def new_event_loop(self) -> asyncio.AbstractEventLoop:
+            return factory()
+
+    return Policy()
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[Server]:
+    """A broker in the test's event loop on an ephemeral port."""
+    srv = make_server(tmp_path / "data")
+    await srv.start()
+    yield srv
+    await srv.stop()
+
+
+@pytest.fixture
+def broker_process(tmp_path: Path) -> Iterator[BrokerProcess]:
+    """`shoal serve` in a child process; started, killed at the end if still running."""
+    with BrokerProcess(tmp_path / "data") as proc:
+        yield proc
