@@ -1,0 +1,198 @@
+"""One client connection: frames in, handlers dispatched, responses out in request order.
+
+The protocol object only moves bytes (framing is sans-IO in `protocol.framing`). Clients
+pipeline requests, so each request gets a sequence number and its response waits until every
+earlier response has been written. Reading pauses while too many requests are in flight or the
+transport's write buffer is full, so a fast producer cannot grow memory without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from broker.context import BrokerServices
+from broker.context import RequestContext
+from broker.handlers.api_versions import unsupported_version_response
+from protocol.framing import FrameDecoder
+from protocol.framing import FrameError
+from protocol.framing import frame
+from protocol.messages import API_VERSIONS_KEY
+from protocol.messages import UndecodableRequest
+from protocol.messages import UnknownApi
+from protocol.messages import decode_request
+from protocol.messages import encode_response
+from protocol.messages import error_response
+from protocol.messages import peek_header
+from protocol.messages import request_type
+
+log = structlog.get_logger("shoal.connection")
+
+MAX_IN_FLIGHT = 64
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(self, services: BrokerServices, connections: set[KafkaConnection]) -> None:
+        # Shared server state.
+        self._services = services
+        self._connections = connections
+        # Per-connection state.
+        self._transport: asyncio.Transport | None = None
+        self._decoder = FrameDecoder(services.config["socket.request.max.bytes"])
+        self._peer = "?"
+        self._next_seq = 0
+        self._next_to_write = 0
+        self._ready: dict[int, bytes | None] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._reading_paused = False
+        self._writing_paused = False
+        self._closing = False
+        self._draining = False
+
+    # asyncio callbacks -------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport
+        peer = transport.get_extra_info("peername")
+        self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self._connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._connections.discard(self)
+        self._closing = True
+        for task in self._tasks:
+            task.cancel()
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        try:
+            frames = self._decoder.feed(data)
+        except FrameError as e:
+            self.abort(f"bad frame: {e}")
+            return
+        for f in frames:
+            self._dispatch(f)
+            if self._closing:
+                return
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._update_reading()
+
+    # dispatch ----------------------------------------------------------------------------------
+
+    def _dispatch(self, payload: bytes) -> None:
+        try:
+            key, version, correlation_id = peek_header(payload)
+        except UndecodableRequest as e:
+            self.abort(str(e))
+            return
+        handler = self._services.registry.get(key)
+        if handler is None or not handler.supports(version):
+            self._refuse_version(key, version, correlation_id)
+            return
+        try:
+            request = decode_request(payload)
+        except (UndecodableRequest, UnknownApi) as e:
+            self.abort(f"undecodable request: {e}")
+            return
+        seq = self._next_seq
+        self._next_seq += 1
+        ctx = RequestContext(self._services, request.header, self._peer)
+        task = asyncio.get_running_loop().create_task(
+            self._run(seq, ctx, handler.handle, request.body)
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        self._update_reading()
+
+    def _refuse_version(self, key: int, version: int, correlation_id: int) -> None:
+        """UNSUPPORTED_VERSION where a response can be encoded, else close (as Kafka does)."""
+        if key == API_VERSIONS_KEY:
+            response: Any = unsupported_version_response(self._services.registry)
+        else:
+            try:
+                request_type(key, version)
+                response = error_response(key, version, ErrorCode.unsupported_version)
+            except UnknownApi:
+                self.abort(f"unsupported api key {key} version {version}")
+                return
+        log.info("unsupported version", api_key=key, api_version=version, peer=self._peer)
+        seq = self._next_seq
+        self._next_seq += 1
+        self._complete(seq, frame(encode_response(response, correlation_id)))
+
+    async def _run(self, seq: int, ctx: RequestContext, handle: Any, body: Any) -> None:
+        header = ctx.header
+        structlog.contextvars.bind_contextvars(
+            client_id=header.client_id,
+            correlation_id=header.correlation_id,
+            api=type(body).__name__.removesuffix("Request"),
+        )
+        try:
+            response = await handle(ctx, body)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("handler failed", peer=self._peer)
+            response = error_response(
+                header.api_key, header.api_version, ErrorCode.unknown_server_error
+            )
+        out = None if response is None else frame(encode_response(response, header.correlation_id))
+        self._complete(seq, out)
+
+    def _complete(self, seq: int, out: bytes | None) -> None:
+        self._ready[seq] = out
+        transport = self._transport
+        while self._next_to_write in self._ready:
+            data = self._ready.pop(self._next_to_write)
+            self._next_to_write += 1
+            if data is not None and transport is not None and not self._closing:
+                transport.write(data)
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        if self._transport is None or self._closing:
+            return
+        busy = (
+            self._draining
+            or self._writing_paused
+            or self._next_seq - self._next_to_write >= MAX_IN_FLIGHT
+        )
+        if busy and not self._reading_paused:
+            self._transport.pause_reading()
+            self._reading_paused = True
+        elif not busy and self._reading_paused:
+            self._transport.resume_reading()
+            self._reading_paused = False
+
+    # lifecycle ---------------------------------------------------------------------------------
+
+    @property
+    def idle(self) -> bool:
+        return self._next_seq == self._next_to_write
+
+    def abort(self, reason: str) -> None:
+        """Close this connection only; other connections are untouched."""
+        log.warning("closing connection", peer=self._peer, reason=reason)
+        self._closing = True
+        if self._transport is not None:
+            self._transport.abort()
+
+    def close(self) -> None:
+        self._closing = True
+        if self._transport is not None:
+            self._transport.close()
+
+    def stop_reading(self) -> None:
+        """Graceful shutdown: take no new requests, let the in-flight ones finish."""
+        self._draining = True
+        self._update_reading()

@@ -1,0 +1,55 @@
+"""What a handler can reach: the broker's services and the request's own header."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from dataclasses import field
+from typing import TYPE_CHECKING
+
+from broker.config import BrokerConfig
+from broker.notifier import Notifier
+from broker.producer_ids import ProducerIdAllocator
+from protocol.messages import RequestHeader
+
+if TYPE_CHECKING:
+    from broker.registry import Registry
+    from broker.share.share_partition_manager import SharePartitionManager
+    from broker.share.share_session_cache import ShareSessionCache
+    from coordinator.group_configs import GroupConfigs
+    from coordinator.share_group import ShareGroupCoordinator
+    from storage.log_manager import LogManager
+
+
+@dataclass
+class BrokerServices:
+    """Shared, long-lived state, grouped by what owns it; no logic of its own."""
+
+    config: BrokerConfig
+    logs: LogManager
+    registry: Registry
+    producer_ids: ProducerIdAllocator
+    cluster_id: str
+    node_id: int
+    host: str
+    port: int
+    group_configs: GroupConfigs
+    coordinator: ShareGroupCoordinator
+    share_partitions: SharePartitionManager
+    share_sessions: ShareSessionCache
+    notifier: Notifier = field(default_factory=Notifier)
+
+    @staticmethod
+    def now_ms() -> int:
+        return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    services: BrokerServices
+    header: RequestHeader
+    peer: str
+
+    @property
+    def version(self) -> int:
+        return self.header.api_version

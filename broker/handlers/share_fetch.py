@@ -1,0 +1,182 @@
+"""ShareFetch (78): share-session bookkeeping, piggybacked acknowledgements, acquisition.
+
+Records come back as stored batches with `AcquiredRecords` ranges; the client drops offsets
+outside them. With IsRenewAck (v2) the request only renews locks and returns no records.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.context import RequestContext
+from broker.handlers.common import Response
+from broker.registry import Handler
+from broker.share import acknowledgements
+from broker.share.departures import session_closed
+from broker.share.share_partition_manager import FetchedPartition
+from broker.share.share_session_cache import CLOSE_EPOCH
+from broker.share.share_session_cache import OPEN_EPOCH
+from broker.share.share_session_cache import ShareSession
+from broker.share.share_session_cache import ShareSessionError
+from broker.share.share_session_cache import ShareSessionKey
+from protocol.messages import build
+
+Key = tuple[Any, int]
+
+
+def _invalid(request: Any) -> str | None:
+    if not request.group_id or not request.member_id:
+        return "group id and member id are required"
+    if getattr(request, "is_renew_ack", False) and (
+        request.max_wait.total_seconds()
+        or request.min_bytes
+        or request.max_bytes
+        or request.max_records
+    ):
+        return "a renew request must have MaxWaitMs, MinBytes, MaxBytes and MaxRecords 0"
+    return None
+
+
+def _session(ctx: RequestContext, request: Any) -> ShareSession | None:
+    """Open, advance or look up the share session. :raises ShareSessionError:"""
+    s = ctx.services
+    key = ShareSessionKey(request.group_id, request.member_id)
+    if request.share_session_epoch == CLOSE_EPOCH:
+        return None
+    if request.share_session_epoch == OPEN_EPOCH:
+        if not s.coordinator.is_member(request.group_id, request.member_id):
+            raise ShareSessionError(ErrorCode.unknown_member_id, "not a member of the share group")
+        session = s.share_sessions.open(key)
+    else:
+        session = s.share_sessions.advance(key, request.share_session_epoch)
+    for topic in request.topics:
+        for p in topic.partitions:
+            session.partitions[(topic.topic_id, p.partition_index)] = None
+    for topic in request.forgotten_topics_data:
+        for index in topic.partitions:
+            session.partitions.pop((topic.topic_id, index), None)
+    return session
+
+
+def _acquire(
+    ctx: RequestContext, request: Any, session: ShareSession
+) -> dict[Key, FetchedPartition]:
+    s = ctx.services
+    keys = list(session.partitions)
+    if not keys:
+        return {}
+    start = session.rotation % len(keys)
+    session.rotation += 1
+    records_left, bytes_left = request.max_records, request.max_bytes
+    out: dict[Key, FetchedPartition] = {}
+    for topic_id, partition in keys[start:] + keys[:start]:
+        if records_left <= 0 or bytes_left <= 0:
+            break
+        fetched = s.share_partitions.fetch(
+            request.group_id, request.member_id, topic_id, partition,
+            max_bytes=bytes_left, max_records=records_left, now_ms=s.now_ms(),
+        )  # fmt: skip
+        if fetched.acquired or fetched.error_code != ErrorCode.none:
+            out[(topic_id, partition)] = fetched
+            records_left -= sum(a.last_offset - a.first_offset + 1 for a in fetched.acquired)
+            bytes_left -= len(fetched.records)
+    return out
+
+
+async def _long_poll(
+    ctx: RequestContext, request: Any, session: ShareSession
+) -> dict[Key, FetchedPartition]:
+    s = ctx.services
+    deadline = time.monotonic() + request.max_wait.total_seconds()
+    while True:
+        fetched = _acquire(ctx, request, session)
+        left = deadline - time.monotonic()
+        if fetched or left <= 0 or not session.partitions:
+            return fetched
+        names = [
+            (t.name, p) for t, p in ((s.logs.topic_by_id(t), p) for t, p in session.partitions) if t
+        ]
+        await s.notifier.wait(names, left)
+
+
+def _response(
+    ctx: RequestContext,
+    request: Any,
+    acks: dict[Key, ErrorCode],
+    fetched: dict[Key, FetchedPartition],
+) -> Any:
+    r = Response(ctx)
+    s = ctx.services
+    leader = build(r.LeaderIdAndEpoch, leader_id=s.node_id, leader_epoch=0)
+    by_topic: dict[Any, list[Any]] = {}
+    for key in list(dict.fromkeys([*acks, *fetched])):
+        f = fetched.get(key)
+        by_topic.setdefault(key[0], []).append(
+            build(
+                r.PartitionData,
+                partition_index=key[1],
+                error_code=f.error_code if f else ErrorCode.none,
+                acknowledge_error_code=acks.get(key, ErrorCode.none),
+                current_leader=leader,
+                records=f.records if f else b"",
+                acquired_records=tuple(
+                    build(
+                        r.AcquiredRecords,
+                        first_offset=a.first_offset,
+                        last_offset=a.last_offset,
+                        delivery_count=a.delivery_count,
+                    )
+                    for a in (f.acquired if f else ())
+                ),
+            )
+        )
+    return build(
+        r.type,
+        error_code=ErrorCode.none,
+        acquisition_lock_timeout=datetime.timedelta(
+            milliseconds=s.share_partitions.lock_duration_ms(request.group_id)
+        ),
+        responses=tuple(
+            build(r.ShareFetchableTopicResponse, topic_id=t, partitions=tuple(ps))
+            for t, ps in by_topic.items()
+        ),
+        node_endpoints=(),
+    )
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    r = Response(ctx)
+    s = ctx.services
+    problem = _invalid(request)
+    if problem:
+        return build(
+            r.type,
+            error_code=ErrorCode.invalid_request,
+            error_message=problem,
+            responses=(),
+            node_endpoints=(),
+        )
+    try:
+        session = _session(ctx, request)
+    except ShareSessionError as e:
+        return build(
+            r.type, error_code=e.error_code, error_message=str(e), responses=(), node_endpoints=()
+        )
+    acks = acknowledgements.apply(
+        s.share_partitions, request.group_id, request.member_id,
+        acknowledgements.collect(request.topics),
+        renew_allowed=ctx.version >= 2, now_ms=s.now_ms(),
+    )  # fmt: skip
+    if session is None:
+        session_closed(s, request.group_id, request.member_id, s.now_ms())
+        return _response(ctx, request, acks, {})
+    if getattr(request, "is_renew_ack", False):
+        return _response(ctx, request, acks, {})
+    return _response(ctx, request, acks, await _long_poll(ctx, request, session))
+
+
+HANDLER = Handler(api_key=78, min_version=1, max_version=2, handle=handle, name="ShareFetch")

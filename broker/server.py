@@ -1,0 +1,174 @@
+"""The broker process: listen, run background duties, shut down in stages.
+
+Shutdown follows uvicorn's sequence: stop accepting, stop reading new requests, wait (bounded)
+for in-flight requests to be answered, close connections, then flush and close the logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Awaitable
+from collections.abc import Callable
+from pathlib import Path
+
+import structlog
+
+from broker.config import BrokerConfig
+from broker.connection import KafkaConnection
+from broker.context import BrokerServices
+from broker.handlers import build_registry
+from broker.notifier import Notifier
+from broker.producer_ids import ProducerIdAllocator
+from broker.share.departures import expire_members
+from broker.share.share_partition_manager import SharePartitionManager
+from broker.share.share_session_cache import ShareSessionCache
+from coordinator.group_configs import GroupConfigs
+from coordinator.share_group import CoordinatorLimits
+from coordinator.share_group import ShareGroupCoordinator
+from storage.config import LogConfig
+from storage.log_manager import LogManager
+
+log = structlog.get_logger("shoal.server")
+
+LOCK_TIMER_TICK_MS = 50  # acquisition locks expire at most this late
+MEMBER_CHECK_MS = 250
+
+
+def log_config(config: BrokerConfig) -> LogConfig:
+    return LogConfig(
+        segment_bytes=config["log.segment.bytes"],
+        segment_ms=config["log.roll.ms"],
+        retention_ms=config["log.retention.ms"],
+        retention_bytes=config["log.retention.bytes"],
+        index_interval_bytes=config["log.index.interval.bytes"],
+        flush_messages=config["log.flush.interval.messages"],
+        flush_interval_ms=config["log.flush.interval.ms"],
+    )
+
+
+def _cluster_id(data_dir: Path) -> str:
+    path = data_dir / "meta.properties"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.startswith("cluster.id="):
+                return line.split("=", 1)[1]
+    cluster_id = uuid.uuid4().hex[:22]
+    path.write_text(f"version=1\ncluster.id={cluster_id}\n")
+    return cluster_id
+
+
+class Server:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        data_dir = config.data_dir
+        data_dir.mkdir(parents=True, exist_ok=True)
+        host, port = config.advertised
+        logs = LogManager(data_dir, log_config(config))
+        group_configs = GroupConfigs(data_dir / "share-group-configs.json", config.__getitem__)
+
+        def limits(group_id: str) -> CoordinatorLimits:
+            return CoordinatorLimits(
+                max_groups=config["group.share.max.groups"],
+                max_size=config["group.share.max.size"],
+                session_timeout_ms=group_configs.effective(group_id, "share.session.timeout.ms"),
+                heartbeat_interval_ms=group_configs.effective(
+                    group_id, "share.heartbeat.interval.ms"
+                ),
+            )
+
+        def topic_lookup(name: str) -> tuple[uuid.UUID, int] | None:
+            topic = logs.topic(name)
+            return (topic.topic_id, topic.partitions) if topic else None
+
+        notifier = Notifier()
+        self.services = BrokerServices(
+            config=config,
+            logs=logs,
+            group_configs=group_configs,
+            coordinator=ShareGroupCoordinator(limits, topic_lookup),
+            share_partitions=SharePartitionManager(
+                logs, group_configs, lambda t, p: notifier.notify((t, p))
+            ),
+            share_sessions=ShareSessionCache(config["group.share.max.share.sessions"]),
+            notifier=notifier,
+            registry=build_registry(),
+            producer_ids=ProducerIdAllocator(data_dir / "producer-ids"),
+            cluster_id=_cluster_id(data_dir),
+            node_id=config["node.id"],
+            host=host,
+            port=port,
+        )
+        self._connections: set[KafkaConnection] = set()
+        self._server: asyncio.Server | None = None
+        self._duties: set[asyncio.Task[None]] = set()
+        self.port = 0
+
+    async def start(self) -> None:
+        host, port = self.config.listener
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: KafkaConnection(self.services, self._connections),
+            host,
+            port,
+            reuse_address=True,
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        if self.services.port == 0:  # listening on an ephemeral port: advertise the real one
+            self.services.port = self.port
+        self._every(self.config["log.flush.interval.ms"], self._flush)
+        self._every(self.config["log.retention.check.interval.ms"], self._retention)
+        self._every(LOCK_TIMER_TICK_MS, self._expire_locks)
+        self._every(MEMBER_CHECK_MS, lambda: expire_members(self.services))
+        log.info("listening", host=host, port=self.port, data_dir=str(self.config.data_dir))
+
+    def _every(self, interval_ms: int, duty: Callable[[], Awaitable[None] | None]) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval_ms / 1000)
+                try:
+                    result = duty()
+                    if result is not None:
+                        await result
+                except Exception:
+                    log.exception("background duty failed", duty=getattr(duty, "__name__", "?"))
+
+        task = asyncio.get_running_loop().create_task(loop())
+        self._duties.add(task)
+        task.add_done_callback(self._duties.discard)
+
+    def _flush(self) -> None:
+        self.services.logs.flush_all()
+
+    def _expire_locks(self) -> None:
+        self.services.share_partitions.expire_locks(self.services.now_ms())
+
+    def _retention(self) -> None:
+        self.services.logs.apply_retention(self.services.now_ms())
+
+    async def stop(self) -> None:
+        log.info("shutting down", connections=len(self._connections))
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self._connections):
+            conn.stop_reading()
+        deadline = self.config["shutdown.timeout.ms"] / 1000
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(deadline):
+                while any(not c.idle for c in self._connections):
+                    await asyncio.sleep(0.01)
+        for conn in list(self._connections):
+            conn.close()
+        for task in list(self._duties):
+            task.cancel()
+        await asyncio.gather(*self._duties, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+        self.services.logs.close()
+        log.info("stopped")
+
+    async def serve_forever(self, stop: asyncio.Event) -> None:
+        await self.start()
+        await stop.wait()
+        await self.stop()
