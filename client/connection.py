@@ -1,0 +1,102 @@
+"""One connection to a broker: pipelined requests, responses matched by correlation id.
+
+Kafka answers in request order on a connection, so a FIFO of pending futures is enough; the
+correlation id is still checked to catch a confused peer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from typing import Any
+from typing import TypeVar
+
+from kio.static.protocol import RequestPayload
+
+from protocol.framing import SIZE
+from protocol.framing import frame
+from protocol.messages import decode_response
+from protocol.messages import encode_request
+
+R = TypeVar("R")
+
+
+class ConnectionClosed(ConnectionError):
+    """The broker closed the connection, or it was closed here."""
+
+
+class Connection:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._client_id = client_id
+        self._next_correlation = 0
+        self._pending: deque[tuple[int, int, int, asyncio.Future[Any]]] = deque()
+        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        self._closed = False
+
+    @classmethod
+    async def open(cls, host: str, port: int, client_id: str = "shoal-client") -> Connection:
+        reader, writer = await asyncio.open_connection(host, port)
+        return cls(reader, writer, client_id)
+
+    async def request(self, body: RequestPayload, *, expect_response: bool = True) -> Any:
+        """Send a request and wait for its response (None when the broker sends none)."""
+        if self._closed:
+            raise ConnectionClosed("connection is closed")
+        correlation = self._next_correlation
+        self._next_correlation += 1
+        self._writer.write(frame(encode_request(body, correlation, self._client_id)))
+        if not expect_response:
+            await self._writer.drain()
+            return None
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending.append((correlation, body.__api_key__, body.__version__, fut))
+        await self._writer.drain()
+        return await fut
+
+    async def _read_loop(self) -> None:
+        error: BaseException = ConnectionClosed("broker closed the connection")
+        try:
+            while True:
+                size_bytes = await self._reader.readexactly(4)
+                (size,) = SIZE.unpack(size_bytes)
+                payload = await self._reader.readexactly(size)
+                if not self._pending:
+                    raise ConnectionClosed("response with no request pending")
+                correlation, key, version, fut = self._pending.popleft()
+                got, body = decode_response(key, version, payload)
+                if got != correlation:
+                    raise ConnectionClosed(f"correlation id {got}, expected {correlation}")
+                if not fut.done():
+                    fut.set_result(body)
+        except (asyncio.IncompleteReadError, ConnectionError, OSError) as e:
+            error = (
+                e
+                if isinstance(e, ConnectionClosed)
+                else ConnectionClosed(str(e) or type(e).__name__)
+            )
+        except asyncio.CancelledError:
+            error = ConnectionClosed("connection closed")
+        finally:
+            self._closed = True
+            while self._pending:
+                fut = self._pending.popleft()[3]
+                if not fut.done():
+                    fut.set_exception(error)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def close(self) -> None:
+        self._closed = True
+        self._read_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._read_task
+        self._writer.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await self._writer.wait_closed()

@@ -1,0 +1,209 @@
+"""Share-group configs, bounded by broker configs (seed 002).
+
+- Setting a group config validates it against the broker's bounds and rejects what is outside.
+- The broker starts even when stored values lie outside bounds changed since.
+- Reading the effective value caps it by the current bounds.
+Stored configs live in one JSON file, rewritten atomically on every change (changes are rare).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from storage.fsutil import atomic_write
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigDef:
+    name: str
+    kind: type
+    broker_default: str  # broker config giving the default
+    broker_min: str | None = None
+    broker_max: str | None = None
+    choices: tuple[str, ...] = ()
+
+
+DEFS: dict[str, GroupConfigDef] = {
+    d.name: d
+    for d in (
+        GroupConfigDef(
+            "share.auto.offset.reset",
+            str,
+            "group.share.auto.offset.reset",
+            choices=("latest", "earliest"),
+        ),
+        GroupConfigDef(
+            "share.record.lock.duration.ms",
+            int,
+            "group.share.record.lock.duration.ms",
+            "group.share.min.record.lock.duration.ms",
+            "group.share.max.record.lock.duration.ms",
+        ),
+        GroupConfigDef(
+            "share.delivery.count.limit",
+            int,
+            "group.share.delivery.count.limit",
+            "group.share.min.delivery.count.limit",
+            "group.share.max.delivery.count.limit",
+        ),
+        GroupConfigDef(
+            "share.partition.max.record.locks",
+            int,
+            "group.share.partition.max.record.locks",
+            "group.share.min.partition.max.record.locks",
+            "group.share.max.partition.max.record.locks",
+        ),
+        GroupConfigDef(
+            "share.renew.acknowledge.enable", bool, "group.share.renew.acknowledge.enable"
+        ),
+        GroupConfigDef(
+            "share.session.timeout.ms",
+            int,
+            "group.share.session.timeout.ms",
+            "group.share.min.session.timeout.ms",
+            "group.share.max.session.timeout.ms",
+        ),
+        GroupConfigDef(
+            "share.heartbeat.interval.ms",
+            int,
+            "group.share.heartbeat.interval.ms",
+            "group.share.min.heartbeat.interval.ms",
+            "group.share.max.heartbeat.interval.ms",
+        ),
+    )
+}
+
+# Broker configs behind the group configs: (default, type), KIP-932 and seed 002 defaults.
+BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
+    "group.share.auto.offset.reset": ("latest", str),
+    "group.share.record.lock.duration.ms": (30_000, int),
+    "group.share.min.record.lock.duration.ms": (1_000, int),
+    "group.share.max.record.lock.duration.ms": (60_000, int),
+    "group.share.delivery.count.limit": (5, int),
+    "group.share.min.delivery.count.limit": (2, int),
+    "group.share.max.delivery.count.limit": (10, int),
+    "group.share.partition.max.record.locks": (2_000, int),
+    "group.share.min.partition.max.record.locks": (100, int),
+    "group.share.max.partition.max.record.locks": (4_000, int),
+    "group.share.renew.acknowledge.enable": (True, bool),
+    "group.share.session.timeout.ms": (45_000, int),
+    "group.share.min.session.timeout.ms": (45_000, int),
+    "group.share.max.session.timeout.ms": (60_000, int),
+    "group.share.heartbeat.interval.ms": (5_000, int),
+    "group.share.min.heartbeat.interval.ms": (5_000, int),
+    "group.share.max.heartbeat.interval.ms": (15_000, int),
+    "group.share.max.groups": (10, int),
+    "group.share.max.size": (200, int),
+}
+
+
+class InvalidGroupConfig(ValueError):
+    error_code = ErrorCode.invalid_config
+
+
+def _parse(definition: GroupConfigDef, value: str) -> Any:
+    if definition.kind is bool:
+        if value.lower() not in ("true", "false"):
+            raise InvalidGroupConfig(f"{definition.name} must be true or false, not {value!r}")
+        return value.lower() == "true"
+    if definition.kind is int:
+        try:
+            return int(value)
+        except ValueError:
+            raise InvalidGroupConfig(
+                f"{definition.name} must be an integer, not {value!r}"
+            ) from None
+    if definition.choices and value not in definition.choices:
+        raise InvalidGroupConfig(
+            f"{definition.name} must be one of {', '.join(definition.choices)}"
+        )
+    return value
+
+
+class GroupConfigs:
+    def __init__(self, path: Path | None, broker: Callable[[str], Any]) -> None:
+        self._path = path
+        self._broker = broker
+        self._stored: dict[str, dict[str, str]] = {}
+        if path is not None and path.exists():
+            self._stored = json.loads(path.read_text())
+
+    def stored(self, group_id: str) -> dict[str, str]:
+        return dict(self._stored.get(group_id, {}))
+
+    def bounds(self, name: str) -> tuple[int | None, int | None]:
+        d = DEFS[name]
+        return (
+            self._broker(d.broker_min) if d.broker_min else None,
+            self._broker(d.broker_max) if d.broker_max else None,
+        )
+
+    def validate(self, name: str, value: str) -> Any:
+        """:raises InvalidGroupConfig: unknown name, bad value, or outside the broker bounds."""
+        if name not in DEFS:
+            raise InvalidGroupConfig(f"unknown group config {name!r}")
+        parsed = _parse(DEFS[name], value)
+        low, high = self.bounds(name)
+        if low is not None and parsed < low:
+            raise InvalidGroupConfig(f"{name}={parsed} is below the broker minimum {low}")
+        if high is not None and parsed > high:
+            raise InvalidGroupConfig(f"{name}={parsed} is above the broker maximum {high}")
+        return parsed
+
+    def alter(self, group_id: str, changes: Mapping[str, str | None]) -> None:
+        """Set (or with None, delete) configs of a group, all or nothing.
+
+        :raises InvalidGroupConfig: on the first invalid change; nothing is stored then.
+        """
+        for name, value in changes.items():
+            if value is None:
+                if name not in DEFS:
+                    raise InvalidGroupConfig(f"unknown group config {name!r}")
+            else:
+                self.validate(name, value)
+        configs = self._stored.setdefault(group_id, {})
+        for name, value in changes.items():
+            if value is None:
+                configs.pop(name, None)
+            else:
+                configs[name] = value
+        if not configs:
+            del self._stored[group_id]
+        self._save()
+
+    def delete_group(self, group_id: str) -> None:
+        if self._stored.pop(group_id, None) is not None:
+            self._save()
+
+    def _save(self) -> None:
+        if self._path is not None:
+            atomic_write(self._path, json.dumps(self._stored, sort_keys=True).encode())
+
+    def effective(self, group_id: str, name: str) -> Any:
+        """The value in force: the group's own if set, else the broker default; capped by bounds."""
+        d = DEFS[name]
+        raw = self._stored.get(group_id, {}).get(name)
+        value = self._broker(d.broker_default) if raw is None else _parse(d, raw)
+        low, high = self.bounds(name)
+        if low is not None:
+            value = max(value, low)
+        if high is not None:
+            value = min(value, high)
+        return value
+
+    def describe(self, group_id: str) -> list[tuple[str, str, bool]]:
+        """(name, effective value as a string, set on the group?) for every group config."""
+        stored = self._stored.get(group_id, {})
+        out = []
+        for name in DEFS:
+            value = self.effective(group_id, name)
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            out.append((name, text, name in stored))
+        return out
