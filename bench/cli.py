@@ -1,0 +1,138 @@
+"""`python -m bench`: start a broker, run the phases, print the table and the ratios."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import confluent_kafka
+from confluent_kafka.admin import AdminClient
+
+from bench import report
+from bench import workers
+from bench.broker import Broker
+from bench.phases import PHASES
+from bench.phases import Bench
+from bench.phases import Row
+from bench.phases import median_rows
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    p.add_argument("--records", type=int, default=1_000_000, help="produce/fetch records")
+    p.add_argument("--share-records", type=int, default=200_000, help="share phase records")
+    p.add_argument("--partitions", type=int, default=4)
+    p.add_argument("--value-size", type=int, default=100, help="bytes per record value")
+    p.add_argument(
+        "--only",
+        default=",".join(PHASES),
+        help=f"comma-separated phases to run, from: {', '.join(PHASES)}",
+    )
+    p.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="run the broker under cProfile; write DIR/<phase>.prof and .txt (slows it down)",
+    )
+    p.add_argument(
+        "--profile-clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="cProfile's timer: wall time (default) or the broker's CPU time",
+    )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="run the phases this many times and report the median run (1 with --profile)",
+    )
+    p.add_argument("--keep", action="store_true", help="keep the broker's data directory")
+    return p
+
+
+def _command(argv: list[str]) -> str:
+    return "make bench" if not argv else "python -m bench " + " ".join(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser().parse_args(argv)
+    names = [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in PHASES]
+    if unknown:
+        print(f"unknown phase(s): {unknown}; known: {list(PHASES)}", file=sys.stderr)
+        return 2
+    if args.profile:
+        args.profile = args.profile.resolve()
+        args.profile.mkdir(parents=True, exist_ok=True)
+
+    tmp = Path(tempfile.mkdtemp(prefix="shoal-bench-"))
+    if args.profile:
+        os.environ["SHOAL_BENCH_PROFILE_CLOCK"] = args.profile_clock
+    broker = Broker(tmp / "data", profile_dir=args.profile)
+    rows: list[Row] = []
+    began = time.monotonic()
+    try:
+        broker.start()
+        print(f"broker pid {broker.pid} on {broker.bootstrap}, data in {broker.data_dir}")
+        bench = Bench(
+            broker=broker,
+            admin=AdminClient({"bootstrap.servers": broker.bootstrap}),
+            records=args.records,
+            share_records=args.share_records,
+            partitions=args.partitions,
+            value_size=args.value_size,
+        )
+        repeat = 1 if args.profile else max(1, args.repeat)
+        runs: list[list[Row]] = []
+        for i in range(repeat):
+            run: list[Row] = []
+            for name in [n for n in PHASES if n in names]:
+                print(f"run {i + 1}/{repeat}, {name}: {PHASES[name].description}", flush=True)
+                run.extend(PHASES[name].run(bench))
+            runs.append(run)
+        rows = median_rows(runs)
+    finally:
+        bench = None  # drop the AdminClient before the broker goes away (no disconnect noise)
+        code = broker.stop()
+        if code not in (0, None):
+            print(f"broker exited with {code}; last log lines:\n{broker.log()}", file=sys.stderr)
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    print()
+    print(report.table(rows))
+    print()
+    for line in report.ratios(rows):
+        print(f"  {line}")
+    print()
+    print(f"producer settings (librdkafka): {workers.PRODUCER_SETTINGS}")
+    print(f"consumer settings: {workers.CONSUMER_SETTINGS}")
+    print(f"share consumer settings: {workers.SHARE_SETTINGS}, poll(0.02), one process each")
+    print(
+        f"MB/s counts value bytes only ({args.value_size} B/record). Broker CPU = user+sys of the"
+        " broker process from /proc/<pid>/stat over the measured interval."
+    )
+    print(
+        f"confluent-kafka {confluent_kafka.__version__}, librdkafka "
+        f"{confluent_kafka.libversion()[0]}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs; whole run {time.monotonic() - began:.0f}s"
+    )
+    if args.profile:
+        for row in rows:
+            prof = args.profile / f"{row.key}.prof"
+            if prof.exists():
+                text = report.profile_summary(prof)
+                (args.profile / f"{row.key}.txt").write_text(text)
+                print(f"profile of {row.key}: {prof} (summary in {row.key}.txt)")
+        print("note: under cProfile the broker runs slower; quote the figures of a plain run")
+    print(f"reproduce: {_command(argv)}")
+    return 0
