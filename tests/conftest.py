@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,18 +13,10 @@ from tests.brokers import BrokerProcess
 from tests.brokers import make_server
 
 
-@pytest.fixture(scope="session")
-def event_loop_policy() -> object:
+def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, object]:
     """Run async tests on the loop the broker uses (SHOAL_LOOP picks uvloop or asyncio)."""
-    import asyncio
-
-    factory = loop_factory()
-
-    class Policy(asyncio.DefaultEventLoopPolicy):
-        def new_event_loop(self) -> asyncio.AbstractEventLoop:
-            return factory()
-
-    return Policy()
+    name = os.environ.get("SHOAL_LOOP", "uvloop")
+    return {name: loop_factory(name)}
 
 
 @pytest.fixture

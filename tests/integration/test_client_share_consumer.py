@@ -1,0 +1,388 @@
+"""The client's ShareConsumer (KIP-932, RENEW from KIP-1222) against a real broker."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.server import Server
+from broker.share.share_session_cache import ShareSessionKey
+from client.admin import Admin
+from client.admin import ConfigResourceType
+from client.errors import ClientStateError
+from client.errors import UnsupportedVersionError
+from client.producer import Producer
+from client.records import ConsumerRecord
+from client.share_acks import AcknowledgeType
+from client.share_acks import ack_batches
+from client.share_consumer import ShareConsumer
+from client.share_membership import new_member_id
+from tests.brokers import make_server
+
+pytestmark = pytest.mark.integration
+
+GROUP = "workers"
+TOPIC = "jobs"
+
+
+@pytest.fixture
+async def broker(tmp_path: Path) -> AsyncIterator[Server]:
+    """A broker whose share groups heartbeat every 200 ms, so joins and reassignments are quick."""
+    srv = make_server(
+        tmp_path / "data",
+        **{
+            "group.share.min.heartbeat.interval.ms": 100,
+            "group.share.heartbeat.interval.ms": 200,
+        },
+    )
+    await srv.start()
+    yield srv
+    await srv.stop()
+
+
+def _bootstrap(server: Server) -> str:
+    return f"127.0.0.1:{server.port}"
+
+
+async def _prepare(
+    server: Server, *, partitions: int = 1, group: str = GROUP, **configs: str
+) -> None:
+    """A topic, and a group that starts at the earliest offset (plus any group configs)."""
+    async with Admin(_bootstrap(server)) as admin:
+        await admin.create_topic(TOPIC, partitions)
+        await admin.incremental_alter_configs(
+            ConfigResourceType.GROUP,
+            group,
+            {
+                "share.auto.offset.reset": "earliest",
+                **{k.replace("_", "."): v for k, v in configs.items()},
+            },
+        )
+
+
+async def _produce(server: Server, count: int, *, partitions: int = 1) -> None:
+    async with Producer(_bootstrap(server)) as producer:
+        for i in range(count):
+            await producer.send(
+                TOPIC,
+                b"value-%d" % i,
+                key=b"key-%d" % i,
+                headers=[("n", b"%d" % i), ("empty", None)],
+                partition=i % partitions,
+                timestamp_ms=1_700_000_000_000 + i,
+            )
+
+
+async def _poll_until(
+    consumer: ShareConsumer, count: int, timeout_s: float = 5.0
+) -> list[ConsumerRecord]:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    out: list[ConsumerRecord] = []
+    while len(out) < count and loop.time() < deadline:
+        out.extend(await consumer.poll(0.3))
+    return out
+
+
+async def _poll_for(consumer: ShareConsumer, seconds: float) -> list[ConsumerRecord]:
+    """Everything a consumer receives during `seconds`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    out: list[ConsumerRecord] = []
+    while loop.time() < deadline:
+        out.extend(await consumer.poll(min(0.2, max(deadline - loop.time(), 0))))
+    return out
+
+
+def test_ack_batches_merge_adjacent_offsets_of_one_type() -> None:
+    accept, release = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE
+    acks = {5: accept, 1: accept, 2: accept, 3: release, 4: release, 9: accept}
+    assert ack_batches(acks) == [(1, 2, [1]), (3, 4, [2]), (5, 5, [1]), (9, 9, [1])]
+
+
+def test_member_id_is_22_urlsafe_characters() -> None:
+    ids = {new_member_id() for _ in range(100)}
+    assert len(ids) == 100
+    assert all(len(i) == 22 and "=" not in i and "+" not in i and "/" not in i for i in ids)
+
+
+async def test_implicit_mode_delivers_every_record_once(broker: Server) -> None:
+    await _prepare(broker, partitions=3)
+    await _produce(broker, 30, partitions=3)
+    async with ShareConsumer(_bootstrap(broker), GROUP) as consumer:
+        consumer.subscribe([TOPIC])
+        records = await _poll_until(consumer, 30)
+        assert consumer.assignment == {(TOPIC, 0), (TOPIC, 1), (TOPIC, 2)}
+        more = await _poll_for(consumer, 1.0)  # also carries the acceptance of `records`
+        assert consumer.acquisition_lock_timeout_ms == 30_000
+    assert more == []
+    assert len(records) == 30
+    assert sorted(r.value or b"" for r in records) == sorted(b"value-%d" % i for i in range(30))
+    for r in records:
+        i = int(r.value.removeprefix(b"value-"))  # type: ignore[union-attr]
+        assert (r.topic, r.partition, r.key) == (TOPIC, i % 3, b"key-%d" % i)
+        assert r.headers == [("n", b"%d" % i), ("empty", None)]
+        assert r.timestamp_ms == 1_700_000_000_000 + i
+        assert r.delivery_count == 1
+
+
+async def test_implicit_acceptance_rides_on_the_next_poll(broker: Server) -> None:
+    await _prepare(broker)
+    await _produce(broker, 5)
+    results: list[dict[tuple[str, int], ErrorCode]] = []
+    async with ShareConsumer(
+        _bootstrap(broker), GROUP, on_acknowledgement=results.append
+    ) as consumer:
+        consumer.subscribe([TOPIC])
+        assert len(await _poll_until(consumer, 5)) == 5
+        assert results == []
+        await consumer.poll(0.2)
+        assert results == [{(TOPIC, 0): ErrorCode.none}]
+        assert consumer.last_ack_results == {(TOPIC, 0): ErrorCode.none}
+    # Accepted records never come back, even to a new member.
+    async with ShareConsumer(_bootstrap(broker), GROUP) as other:
+        other.subscribe([TOPIC])
+        assert await _poll_for(other, 1.0) == []
+
+
+async def test_explicit_release_redelivers_with_delivery_count_two(broker: Server) -> None:
+    await _prepare(broker)
+    await _produce(broker, 3)
+    async with ShareConsumer(
+        _bootstrap(broker), GROUP, acknowledgement_mode="explicit"
+    ) as consumer:
+        consumer.subscribe([TOPIC])
+        first = await _poll_until(consumer, 3)
+        assert [r.offset for r in first] == [0, 1, 2]
+        consumer.acknowledge(first[0], AcknowledgeType.ACCEPT)
+        consumer.acknowledge(first[1], AcknowledgeType.RELEASE)
+        consumer.acknowledge(first[2], AcknowledgeType.ACCEPT)
+        again = await _poll_until(consumer, 1)
+        assert consumer.last_ack_results == {(TOPIC, 0): ErrorCode.none}
+        assert [(r.offset, r.value, r.delivery_count) for r in again] == [(1, b"value-1", 2)]
+        consumer.acknowledge(again[0], AcknowledgeType.ACCEPT)
+        assert await consumer.commit_sync() == {(TOPIC, 0): ErrorCode.none}
+
+
+async def test_reject_and_accept_are_never_delivered_again(broker: Server) -> None:
+    await _prepare(broker)
+    await _produce(broker, 4)
+    async with ShareConsumer(
+        _bootstrap(broker), GROUP, acknowledgement_mode="explicit"
+    ) as consumer:
+        consumer.subscribe([TOPIC])
+        records = await _poll_until(consumer, 4)
+        for r, kind in zip(records, [1, 3, 3, 1], strict=True):
+            consumer.acknowledge(r, AcknowledgeType(kind))
+        assert await consumer.commit_sync() == {(TOPIC, 0): ErrorCode.none}
+        assert await _poll_for(consumer, 1.0) == []
+    async with ShareConsumer(_bootstrap(broker), GROUP) as other:
+        other.subscribe([TOPIC])
+        assert await _poll_for(other, 1.0) == []
+
+
+async def test_acknowledge_checks_mode_and_ownership(broker: Server) -> None:
+    await _prepare(broker)
+    await _produce(broker, 1)
+    async with ShareConsumer(_bootstrap(broker), GROUP) as implicit:
+        implicit.subscribe([TOPIC])
+        (record,) = await _poll_until(implicit, 1)
+        with pytest.raises(ClientStateError):
+            implicit.acknowledge(record, AcknowledgeType.ACCEPT)
+    async with ShareConsumer(
+        _bootstrap(broker), GROUP, acknowledgement_mode="explicit"
+    ) as explicit:
+        explicit.subscribe([TOPIC])
+        with pytest.raises(ClientStateError):
+            explicit.acknowledge(record, AcknowledgeType.ACCEPT)  # never delivered to it
+
+
+async def test_renew_keeps_a_record_past_the_lock_duration(broker: Server) -> None:
+    await _prepare(broker, share_record_lock_duration_ms="1000")
+    await _produce(broker, 1)
+    bootstrap = _bootstrap(broker)
+    async with (
+        ShareConsumer(bootstrap, GROUP, acknowledgement_mode="explicit") as holder,
+        ShareConsumer(bootstrap, GROUP) as rival,
+    ):
+        holder.subscribe([TOPIC])
+        rival.subscribe([TOPIC])
+        (record,) = await _poll_until(holder, 1)
+        assert holder.acquisition_lock_timeout_ms == 1000
+        results: list[dict[tuple[str, int], ErrorCode]] = []
+        stolen: list[ConsumerRecord] = []
+
+        async def renew_for(seconds: float) -> None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + seconds
+            while loop.time() < deadline:
+                holder.acknowledge(record, AcknowledgeType.RENEW)
+                assert await holder.poll(1.0) == []  # a renew fetch returns no records
+                results.append(holder.last_ack_results)
+                await asyncio.sleep(0.4)
+
+        await asyncio.gather(renew_for(2.5), _collect(rival, 2.5, stolen))
+        assert stolen == []
+        assert len(results) >= 5
+        assert all(r == {(TOPIC, 0): ErrorCode.none} for r in results)
+        holder.acknowledge(record, AcknowledgeType.ACCEPT)
+        assert await holder.commit_sync() == {(TOPIC, 0): ErrorCode.none}
+        assert await _poll_for(rival, 1.5) == []
+
+
+async def _collect(consumer: ShareConsumer, seconds: float, into: list[ConsumerRecord]) -> None:
+    into.extend(await _poll_for(consumer, seconds))
+
+
+async def test_without_renew_the_lock_expires_and_another_member_gets_it(broker: Server) -> None:
+    """The control for the RENEW test: the same timing without renewals loses the record."""
+    await _prepare(broker, share_record_lock_duration_ms="1000")
+    await _produce(broker, 1)
+    bootstrap = _bootstrap(broker)
+    async with (
+        ShareConsumer(bootstrap, GROUP, acknowledgement_mode="explicit") as holder,
+        ShareConsumer(bootstrap, GROUP) as rival,
+    ):
+        holder.subscribe([TOPIC])
+        rival.subscribe([TOPIC])
+        await _poll_until(holder, 1)
+        stolen = await _poll_until(rival, 1, timeout_s=3.0)
+    assert [(r.offset, r.delivery_count) for r in stolen] == [(0, 2)]
+
+
+async def test_renew_refused_when_the_group_disables_it(broker: Server) -> None:
+    await _prepare(broker, share_renew_acknowledge_enable="false")
+    await _produce(broker, 2)
+    async with ShareConsumer(
+        _bootstrap(broker), GROUP, acknowledgement_mode="explicit"
+    ) as consumer:
+        consumer.subscribe([TOPIC])
+        first, second = await _poll_until(consumer, 2)
+        consumer.acknowledge(first, AcknowledgeType.RENEW)
+        assert await consumer.commit_sync() == {(TOPIC, 0): ErrorCode.invalid_record_state}
+        consumer.acknowledge(second, AcknowledgeType.RENEW)
+        assert await consumer.poll(0.5) == []
+        assert consumer.last_ack_results == {(TOPIC, 0): ErrorCode.invalid_record_state}
+
+
+async def test_two_consumers_split_records_without_duplicates(broker: Server) -> None:
+    await _prepare(broker, partitions=3)
+    await _produce(broker, 150, partitions=3)
+    bootstrap = _bootstrap(broker)
+    async with (
+        ShareConsumer(bootstrap, GROUP, max_records=5) as a,
+        ShareConsumer(bootstrap, GROUP, max_records=5) as b,
+    ):
+        a.subscribe([TOPIC])
+        b.subscribe([TOPIC])
+        got_a: list[ConsumerRecord] = []
+        got_b: list[ConsumerRecord] = []
+        await asyncio.gather(_collect(a, 3.0, got_a), _collect(b, 3.0, got_b))
+    keys = [(r.partition, r.offset) for r in got_a + got_b]
+    assert len(keys) == 150
+    assert len(set(keys)) == 150
+    assert got_a and got_b
+
+
+@pytest.mark.parametrize("mode", ["implicit", "explicit"])
+async def test_close_releases_unacknowledged_records(broker: Server, mode: str) -> None:
+    await _prepare(broker)
+    await _produce(broker, 3)
+    bootstrap = _bootstrap(broker)
+    first = ShareConsumer(bootstrap, GROUP, acknowledgement_mode=mode)  # type: ignore[arg-type]
+    first.subscribe([TOPIC])
+    try:
+        taken = await _poll_until(first, 3)
+        assert len(taken) == 3
+        if mode == "explicit":
+            first.acknowledge(taken[0], AcknowledgeType.ACCEPT)  # sent by the closing ack
+    finally:
+        await first.close()
+    expected = [1, 2] if mode == "explicit" else [0, 1, 2]
+    async with ShareConsumer(bootstrap, GROUP) as second:
+        second.subscribe([TOPIC])
+        # Sooner than the broker's grace for a member that leaves without closing its session.
+        again = await _poll_until(second, len(expected), timeout_s=2.0)
+        again += await _poll_for(second, 0.3)
+    assert sorted(r.offset for r in again) == expected
+    assert {r.delivery_count for r in again} == {2}
+
+
+async def test_rejoins_with_the_same_member_id_after_being_removed(broker: Server) -> None:
+    await _prepare(broker)
+    await _produce(broker, 1)
+    coordinator = broker.services.coordinator
+    async with ShareConsumer(_bootstrap(broker), GROUP) as consumer:
+        consumer.subscribe([TOPIC])
+        assert len(await _poll_until(consumer, 1)) == 1
+        member_id = consumer.member_id
+        # The coordinator forgets the member, as after a session timeout: the next heartbeat
+        # gets UNKNOWN_MEMBER_ID and the client joins again at epoch 0 under the same id.
+        coordinator.remove_member(GROUP, member_id, "expired")
+        assert not coordinator.is_member(GROUP, member_id)
+        for _ in range(10):
+            await consumer.poll(0.2)
+            if coordinator.is_member(GROUP, member_id):
+                break
+        assert coordinator.is_member(GROUP, member_id)
+        assert consumer.member_id == member_id
+        assert consumer.member_epoch > 0
+
+
+async def test_lost_share_session_fails_its_acks_and_opens_a_new_session(broker: Server) -> None:
+    await _prepare(broker)
+    await _produce(broker, 2)
+    async with ShareConsumer(
+        _bootstrap(broker), GROUP, acknowledgement_mode="explicit"
+    ) as consumer:
+        consumer.subscribe([TOPIC])
+        first, second = await _poll_until(consumer, 2)
+        # The broker forgets the session (evicted from its cache, say).
+        broker.services.share_sessions.close(ShareSessionKey(GROUP, consumer.member_id))
+        consumer.acknowledge(first, AcknowledgeType.ACCEPT)
+        assert await consumer.poll(0.3) == []
+        # The ack went out on a request that failed: reported, not retried.
+        assert consumer.last_ack_results == {(TOPIC, 0): ErrorCode.share_session_not_found}
+        # The same poll opened a new session (epoch 0), which later requests continue.
+        consumer.acknowledge(second, AcknowledgeType.ACCEPT)
+        assert await consumer.commit_sync() == {(TOPIC, 0): ErrorCode.none}
+
+
+async def test_resubscribing_forgets_the_old_topic_partitions(broker: Server) -> None:
+    await _prepare(broker)
+    async with Admin(_bootstrap(broker)) as admin:
+        await admin.create_topic("other", 1)
+    async with ShareConsumer(_bootstrap(broker), GROUP) as consumer:
+        consumer.subscribe([TOPIC])
+        await _produce(broker, 1)
+        assert len(await _poll_until(consumer, 1)) == 1
+        consumer.subscribe(["other"])
+        for _ in range(20):
+            await consumer.poll(0.1)
+            if consumer.assignment == {("other", 0)}:
+                break
+        assert consumer.assignment == {("other", 0)}
+        await _produce(broker, 1)  # to TOPIC: no longer in the share session
+        async with Producer(_bootstrap(broker)) as producer:
+            await producer.send("other", b"elsewhere")
+        got = await _poll_for(consumer, 1.0)
+    assert [(r.topic, r.value) for r in got] == [("other", b"elsewhere")]
+
+
+async def test_renew_is_refused_locally_when_the_broker_lacks_v2(broker: Server) -> None:
+    await _prepare(broker)
+    await _produce(broker, 1)
+    async with ShareConsumer(
+        _bootstrap(broker), GROUP, acknowledgement_mode="explicit"
+    ) as consumer:
+        consumer.subscribe([TOPIC])
+        (record,) = await _poll_until(consumer, 1)
+        consumer.cluster._api_versions[78] = (1, 1)  # as a broker without KIP-1222 would say
+        with pytest.raises(UnsupportedVersionError):
+            consumer.acknowledge(record, AcknowledgeType.RENEW)
+        consumer.acknowledge(record, AcknowledgeType.ACCEPT)
+        assert await consumer.commit_sync() == {(TOPIC, 0): ErrorCode.none}
