@@ -1,0 +1,209 @@
+"""The in-flight range structure of a share-partition and its lock-deadline index.
+
+State is kept per range of offsets, not per record: a fetch of a 500-record batch adds one
+range, an acknowledgement of that batch touches one range. A range is split only where an
+operation covers part of it, and neighbours with identical state merge back straight away,
+so the number of ranges equals the number of distinct runs in the window.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from broker.share.record_state import RecordState
+
+
+@dataclass(slots=True)
+class InFlightBatch:
+    """Offsets [first, last] sharing one state, delivery count, owner and lock deadline.
+
+    `member_id` and `deadline` are set only while the range is ACQUIRED.
+    """
+
+    first: int
+    last: int
+    state: RecordState
+    delivery_count: int
+    member_id: str | None = None
+    deadline: int | None = None
+
+    @property
+    def size(self) -> int:
+        return self.last - self.first + 1
+
+    def same_state(self, other: InFlightBatch) -> bool:
+        return (
+            self.state is other.state
+            and self.delivery_count == other.delivery_count
+            and self.member_id == other.member_id
+            and self.deadline == other.deadline
+        )
+
+
+def _first(batch: InFlightBatch) -> int:
+    return batch.first
+
+
+class InFlightRanges:
+    """Ranges sorted by first offset that cover [start, end) with no holes.
+
+    Index arithmetic stays inside this class; callers address ranges by offset and get back
+    index pairs [i, j) that stay valid until the next structural call.
+    """
+
+    __slots__ = ("_batches", "_end", "_start")
+
+    def __init__(self, start: int) -> None:
+        self._batches: list[InFlightBatch] = []
+        self._start = start
+        self._end = start
+
+    @property
+    def start(self) -> int:
+        return self._start
+
+    @property
+    def end(self) -> int:
+        return self._end
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+    def __iter__(self) -> Iterator[InFlightBatch]:
+        return iter(self._batches)
+
+    def view(self, i: int, j: int) -> list[InFlightBatch]:
+        """The range objects at indices [i, j) (a copy of the list, the objects themselves)."""
+        return self._batches[i:j]
+
+    def overlapping(self, first: int, last: int) -> tuple[int, int]:
+        """Indices [i, j) of the ranges meeting [first, last], which must lie in the window."""
+        i = bisect_right(self._batches, first, key=_first) - 1
+        j = bisect_right(self._batches, last, key=_first, lo=i)
+        return i, j
+
+    def isolate(self, first: int, last: int) -> tuple[int, int]:
+        """Split so that ranges [i, j) cover exactly [first, last]; call merge(i, j) after."""
+        i = self._boundary(first)
+        return i, self._boundary(last + 1)
+
+    def _boundary(self, offset: int) -> int:
+        if offset >= self._end:
+            return len(self._batches)
+        i = bisect_right(self._batches, offset, key=_first) - 1
+        batch = self._batches[i]
+        if batch.first == offset:
+            return i
+        tail = InFlightBatch(
+            offset, batch.last, batch.state, batch.delivery_count, batch.member_id, batch.deadline
+        )
+        batch.last = offset - 1
+        self._batches.insert(i + 1, tail)
+        return i + 1
+
+    def merge(self, i: int, j: int) -> None:
+        """Merge equal neighbours among ranges [i, j) and the one on each side."""
+        lo, hi = max(i - 1, 0), min(j + 1, len(self._batches))
+        if hi - lo < 2:
+            return
+        merged: list[InFlightBatch] = []
+        for batch in self._batches[lo:hi]:
+            if merged and merged[-1].same_state(batch):
+                merged[-1].last = batch.last
+            else:
+                merged.append(batch)
+        if len(merged) != hi - lo:
+            self._batches[lo:hi] = merged
+
+    def append(self, batch: InFlightBatch) -> None:
+        """Extend the window by `batch`, which must start at `end`; merge_tail() after."""
+        if batch.first != self._end:
+            raise ValueError(f"range {batch.first} does not start at the window end {self._end}")
+        self._batches.append(batch)
+        self._end = batch.last + 1
+
+    def merge_tail(self) -> None:
+        n = len(self._batches)
+        self.merge(n - 1, n)
+
+    def drop_leading_terminal(self) -> None:
+        """Move the start over the leading run of ACKNOWLEDGED/ARCHIVED ranges."""
+        k = 0
+        for batch in self._batches:
+            if not batch.state.is_terminal:
+                break
+            k += 1
+        if k:
+            del self._batches[:k]
+            self._start = self._batches[0].first if self._batches else self._end
+
+    def clear(self, start: int) -> None:
+        self._batches.clear()
+        self._start = self._end = start
+
+
+class LockIndex:
+    """Acquired-record counts per lock deadline, so expiry finds due ranges without a scan.
+
+    For each live deadline it keeps the number of records holding it and the hull of their
+    offsets: expiry visits only ranges inside the hulls of due deadlines. The heap of deadlines
+    uses lazy deletion: a deadline whose records all left ACQUIRED is skipped when popped.
+    """
+
+    __slots__ = ("_groups", "_heap", "_records")
+
+    def __init__(self) -> None:
+        self._groups: dict[int, list[int]] = {}  # deadline -> [records, lo, hi]
+        self._heap: list[int] = []
+        self._records = 0
+
+    @property
+    def records(self) -> int:
+        return self._records
+
+    def add(self, deadline: int, first: int, last: int) -> None:
+        group = self._groups.get(deadline)
+        if group is None:
+            self._groups[deadline] = [last - first + 1, first, last]
+            heapq.heappush(self._heap, deadline)
+        else:
+            group[0] += last - first + 1
+            group[1] = min(group[1], first)
+            group[2] = max(group[2], last)
+        self._records += last - first + 1
+
+    def remove(self, deadline: int, records: int) -> None:
+        group = self._groups[deadline]
+        group[0] -= records
+        self._records -= records
+        if group[0] == 0:
+            del self._groups[deadline]
+
+    def next_deadline(self) -> int | None:
+        while self._heap and self._heap[0] not in self._groups:
+            heapq.heappop(self._heap)
+        return self._heap[0] if self._heap else None
+
+    def due_hulls(self, now_ms: int) -> list[tuple[int, int]]:
+        """Disjoint, sorted offset hulls holding every record whose deadline is <= now."""
+        hulls: list[tuple[int, int]] = []
+        while self._heap and self._heap[0] <= now_ms:
+            group = self._groups.get(heapq.heappop(self._heap))
+            if group is not None:
+                hulls.append((group[1], group[2]))
+        hulls.sort()
+        merged: list[tuple[int, int]] = []
+        for lo, hi in hulls:
+            if merged and lo <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+            else:
+                merged.append((lo, hi))
+        return merged
+
+    def clear(self) -> None:
+        self._groups.clear()
+        self._heap.clear()
+        self._records = 0

@@ -1,0 +1,64 @@
+"""Record states and acknowledgement types of a share-partition (KIP-932, KIP-1222).
+
+The numeric values are the ones written in durable share state and sent on the wire, so they
+must never change.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class InvalidStateTransition(ValueError):
+    """An internal bug: a move the transition table forbids. Never mapped to a client error."""
+
+
+class RecordState(IntEnum):
+    """The state of one in-flight record; the transition table lives here, as in Kafka."""
+
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+    @property
+    def is_terminal(self) -> bool:
+        """ACKNOWLEDGED and ARCHIVED never change again; SPSO may move over them."""
+        return self is RecordState.ACKNOWLEDGED or self is RecordState.ARCHIVED
+
+    def validate_transition(self, new: RecordState) -> RecordState:
+        """Return `new` if the move self -> new is allowed, else raise InvalidStateTransition.
+
+        Every allowed move:
+          AVAILABLE -> ACQUIRED      acquisition by a member (delivery count + 1)
+          AVAILABLE -> ARCHIVED      the offset holds nothing deliverable: a control batch, a
+                                     gap in the log, or a record removed by retention
+          ACQUIRED  -> AVAILABLE     RELEASE, lock expiry, member departure (below the limit)
+          ACQUIRED  -> ACKNOWLEDGED  ACCEPT
+          ACQUIRED  -> ARCHIVED      REJECT, GAP, or RELEASE/expiry at the delivery-count limit
+        ACKNOWLEDGED and ARCHIVED are terminal. RENEW is not a transition (same state).
+        """
+        allowed = _TRANSITIONS[self]
+        if new not in allowed:
+            raise InvalidStateTransition(f"record state cannot move from {self.name} to {new.name}")
+        return new
+
+
+_TRANSITIONS: dict[RecordState, frozenset[RecordState]] = {
+    RecordState.AVAILABLE: frozenset({RecordState.ACQUIRED, RecordState.ARCHIVED}),
+    RecordState.ACQUIRED: frozenset(
+        {RecordState.AVAILABLE, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED}
+    ),
+    RecordState.ACKNOWLEDGED: frozenset(),
+    RecordState.ARCHIVED: frozenset(),
+}
+
+
+class AcknowledgeType(IntEnum):
+    """AcknowledgementBatch.AcknowledgeTypes values of ShareFetch/ShareAcknowledge."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4

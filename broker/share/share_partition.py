@@ -1,0 +1,524 @@
+"""SharePartition: the in-flight state of one (group, topic, partition) (KIP-932).
+
+Sans-IO: synchronous, no clock of its own (every method that needs time takes `now_ms`), no
+storage. The broker hands in the log's batch headers as `BatchSpan`s and gets back the
+`AcquiredRecords` ranges of a ShareFetch response; the durable-state code reads
+`take_changes()` after each operation and writes them as a SHARE_DELTA.
+
+The window is [SPSO, SPEO): below SPSO everything is done, from SPEO on everything is available
+and never delivered. Inside, state is kept per range (see `in_flight.py`), so a fetch or an
+acknowledgement costs O(ranges touched + log ranges), never O(records).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import groupby
+
+from kio.schema.errors import ErrorCode
+
+from broker.share.in_flight import InFlightBatch
+from broker.share.in_flight import InFlightRanges
+from broker.share.in_flight import LockIndex
+from broker.share.record_state import AcknowledgeType
+from broker.share.record_state import RecordState
+
+AVAILABLE = RecordState.AVAILABLE
+ACQUIRED = RecordState.ACQUIRED
+ACKNOWLEDGED = RecordState.ACKNOWLEDGED
+ARCHIVED = RecordState.ARCHIVED
+
+_ACK_TYPES = frozenset(int(t) for t in AcknowledgeType)
+
+AckBatch = tuple[int, int, Sequence[int]]
+"""(first offset, last offset, acknowledge types): one type for the range, or one per offset."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareLimits:
+    """The effective group limits, read afresh at every operation (group configs change)."""
+
+    delivery_count_limit: int
+    max_record_locks: int
+    lock_duration_ms: int
+    renew_enabled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSpan:
+    """A record batch of the log as its header describes it; records are never decoded."""
+
+    base_offset: int
+    last_offset: int
+    is_control: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRecords:
+    """One AcquiredRecords entry of a ShareFetch response."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class StateRange:
+    """Durable form of a range: ACQUIRED is never stored (it is AVAILABLE with count - 1)."""
+
+    first_offset: int
+    last_offset: int
+    state: RecordState
+    delivery_count: int
+
+
+class SharePartition:
+    """In-flight records of one share-partition: acquisition, acknowledgement, lock expiry."""
+
+    def __init__(
+        self,
+        group_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        *,
+        start_offset: int,
+        limits: Callable[[], ShareLimits],
+    ) -> None:
+        self.group_id = group_id
+        self.topic_id = topic_id
+        self.partition = partition
+        self._limits = limits
+        self._ranges = InFlightRanges(start_offset)
+        self._locks = LockIndex()
+        # Records AVAILABLE inside the window: when zero, the next fetch starts at SPEO
+        # without scanning the ranges.
+        self._available = 0
+        self._changes: list[StateRange] = []
+
+    # ----------------------------------------------------------------------------- queries
+
+    @property
+    def spso(self) -> int:
+        return self._ranges.start
+
+    @property
+    def speo(self) -> int:
+        return self._ranges.end
+
+    def in_flight_count(self) -> int:
+        return self.speo - self.spso
+
+    def acquired_count(self) -> int:
+        return self._locks.records
+
+    def range_count(self) -> int:
+        """Number of internal ranges (equals the number of distinct runs: ranges merge)."""
+        return len(self._ranges)
+
+    def in_flight(self) -> list[InFlightBatch]:
+        """A copy of the internal ranges, for describe APIs and tests."""
+        return [
+            InFlightBatch(b.first, b.last, b.state, b.delivery_count, b.member_id, b.deadline)
+            for b in self._ranges
+        ]
+
+    def next_deadline(self) -> int | None:
+        """The earliest lock deadline of an ACQUIRED record, for the broker-wide timer."""
+        return self._locks.next_deadline()
+
+    def next_fetch_offset(self) -> int | None:
+        """Where the broker should read the log from; None when the window is full."""
+        if self._available:
+            for batch in self._ranges:
+                if batch.state is AVAILABLE:
+                    return batch.first
+        if self.speo - self.spso >= self._limits().max_record_locks:
+            return None
+        return self.speo
+
+    def state_of(self, offset: int) -> tuple[RecordState, int]:
+        """(state, delivery count) of one offset. Below SPSO everything counts as ARCHIVED
+        (its count is forgotten); from SPEO on everything is AVAILABLE, never delivered."""
+        if offset < self.spso:
+            return ARCHIVED, 0
+        if offset >= self.speo:
+            return AVAILABLE, 0
+        i, _ = self._ranges.overlapping(offset, offset)
+        batch = self._ranges.view(i, i + 1)[0]
+        return batch.state, batch.delivery_count
+
+    def state_ranges(self) -> list[StateRange]:
+        """The whole window in durable form, adjacent equal ranges merged (a checkpoint)."""
+        out: list[StateRange] = []
+        for b in self._ranges:
+            _append_merged(out, _durable(b))
+        return out
+
+    def take_changes(self) -> list[StateRange]:
+        """Durable-form ranges changed since the last call (later changes win), then clear.
+
+        Only changes that a restart could not rebuild are listed: acquisition and RENEW leave
+        the durable form as it was (ACQUIRED is stored as AVAILABLE with count - 1), and
+        control batches and log gaps are archived again from the log on the next fetch.
+        """
+        changes, self._changes = self._changes, []
+        return _normalise(changes)
+
+    # ------------------------------------------------------------------------- acquisition
+
+    def acquire(
+        self, member_id: str, spans: Sequence[BatchSpan], *, max_records: int, now_ms: int
+    ) -> list[AcquiredRecords]:
+        """Acquire records for `member_id` from the log batches `spans`.
+
+        `spans` start at the batch holding `next_fetch_offset()` and run in log order. Whole
+        batches are taken (MaxRecords may be exceeded to keep batch boundaries): first the
+        AVAILABLE in-flight records they hold, then new records at and after SPEO while the
+        window stays within `max_record_locks` (the first new batch is allowed whenever the
+        window has room for one record). Control batches and offsets missing from the log
+        (gaps before or between spans) are archived, never handed out.
+        """
+        cursor = self.next_fetch_offset()
+        if cursor is None or max_records <= 0:
+            return []
+        limits = self._limits()
+        deadline = now_ms + limits.lock_duration_ms
+        out: list[AcquiredRecords] = []
+        taken = 0
+        added_new = False
+        for span in spans:
+            cursor = max(cursor, self.spso)  # archiving may have moved SPSO past the cursor
+            if span.last_offset < cursor:
+                continue
+            lo = max(span.base_offset, cursor)
+            self._archive_absent(cursor, lo - 1)
+            if span.is_control:
+                self._archive_absent(lo, span.last_offset)
+                cursor = span.last_offset + 1
+                continue
+            if span.last_offset >= self.speo:
+                if not self._may_extend(span.last_offset, added_new, limits.max_record_locks):
+                    break
+                added_new = True
+            taken += self._acquire_span(member_id, lo, span.last_offset, deadline, out)
+            cursor = span.last_offset + 1
+            if taken >= max_records:
+                break
+        return out
+
+    def _may_extend(self, last: int, added_new: bool, max_locks: int) -> bool:
+        if last + 1 - self.spso <= max_locks:
+            return True
+        # The first new batch of a fetch goes whole if the window has room for one record.
+        return not added_new and self.speo - self.spso < max_locks
+
+    def _acquire_span(
+        self, member_id: str, lo: int, hi: int, deadline: int, out: list[AcquiredRecords]
+    ) -> int:
+        taken = 0
+        lo = max(lo, self.spso)  # archiving a gap just before may have moved SPSO past lo
+        in_flight_hi = min(hi, self.speo - 1)
+        if lo <= in_flight_hi and self._available:
+            i, j = self._ranges.overlapping(lo, in_flight_hi)
+            if any(b.state is AVAILABLE for b in self._ranges.view(i, j)):
+                i, j = self._ranges.isolate(lo, in_flight_hi)
+                for b in self._ranges.view(i, j):
+                    if b.state is AVAILABLE:
+                        self._move(b, ACQUIRED, member_id, deadline)
+                        _emit(out, b.first, b.last, b.delivery_count)
+                        taken += b.size
+                self._ranges.merge(i, j)
+        new_lo = max(lo, self.speo)
+        if new_lo <= hi:
+            batch = self._append_available(new_lo, hi)
+            self._move(batch, ACQUIRED, member_id, deadline)
+            self._ranges.merge_tail()
+            _emit(out, new_lo, hi, 1)
+            taken += hi - new_lo + 1
+        return taken
+
+    def _archive_absent(self, first: int, last: int) -> None:
+        """Archive [first, last]: the log holds nothing deliverable there."""
+        first = max(first, self.spso)
+        if first > last:
+            return
+        in_flight_hi = min(last, self.speo - 1)
+        if first <= in_flight_hi and self._available:
+            i, j = self._ranges.isolate(first, in_flight_hi)
+            for b in self._ranges.view(i, j):
+                if b.state is AVAILABLE:
+                    self._move(b, ARCHIVED)
+            self._ranges.merge(i, j)
+        new_lo = max(first, self.speo)
+        if new_lo <= last:
+            self._move(self._append_available(new_lo, last), ARCHIVED)
+            self._ranges.merge_tail()
+        self._advance_spso()
+
+    def _append_available(self, first: int, last: int) -> InFlightBatch:
+        # Offsets from SPEO on are AVAILABLE with count 0; they enter the window as such and
+        # then move through the transition table like any other record.
+        batch = InFlightBatch(first, last, AVAILABLE, 0)
+        self._ranges.append(batch)
+        self._available += batch.size
+        return batch
+
+    # --------------------------------------------------------------------- acknowledgement
+
+    def acknowledge(self, member_id: str, batches: Sequence[AckBatch], *, now_ms: int) -> ErrorCode:
+        """Apply acknowledgement batches atomically: all of them, or none with an error.
+
+        INVALID_REQUEST: unknown type, first > last, unsorted or overlapping batches, or a
+        types list that is neither one type nor one per offset. INVALID_RECORD_STATE: a non-GAP
+        offset outside the window, not ACQUIRED, or acquired by another member; or RENEW while
+        renewal is disabled. A GAP offset is never an error: it is archived if this member
+        holds it, else left alone (a gap between log batches is archived on acquisition).
+        """
+        runs = _parse_acks(batches)
+        if isinstance(runs, ErrorCode):
+            return runs
+        limits = self._limits()
+        for first, last, ack in runs:
+            if ack is AcknowledgeType.GAP:
+                continue
+            if ack is AcknowledgeType.RENEW and not limits.renew_enabled:
+                return ErrorCode.invalid_record_state
+            if not self._held_by(member_id, first, last):
+                return ErrorCode.invalid_record_state
+        for first, last, ack in runs:
+            self._apply_ack(member_id, first, last, ack, limits, now_ms)
+        self._advance_spso()
+        return ErrorCode.none
+
+    def _held_by(self, member_id: str, first: int, last: int) -> bool:
+        if first < self.spso or last >= self.speo:
+            return False
+        i, j = self._ranges.overlapping(first, last)
+        return all(
+            b.state is ACQUIRED and b.member_id == member_id for b in self._ranges.view(i, j)
+        )
+
+    def _apply_ack(
+        self,
+        member_id: str,
+        first: int,
+        last: int,
+        ack: AcknowledgeType,
+        limits: ShareLimits,
+        now_ms: int,
+    ) -> None:
+        first, last = max(first, self.spso), min(last, self.speo - 1)
+        if first > last:  # only a GAP run can lie outside the window
+            return
+        i, j = self._ranges.isolate(first, last)
+        for b in self._ranges.view(i, j):
+            if ack is AcknowledgeType.RENEW:
+                self._move(b, ACQUIRED, b.member_id, now_ms + limits.lock_duration_ms)
+            elif ack is AcknowledgeType.GAP:
+                if b.state is ACQUIRED and b.member_id == member_id:
+                    self._finish(b, ARCHIVED)
+            elif ack is AcknowledgeType.ACCEPT:
+                self._finish(b, ACKNOWLEDGED)
+            elif ack is AcknowledgeType.REJECT:
+                self._finish(b, ARCHIVED)
+            else:
+                self._release(b, limits.delivery_count_limit)
+        self._ranges.merge(i, j)
+
+    # ------------------------------------------------------------------ locks and members
+
+    def expire_locks(self, now_ms: int) -> int:
+        """Release every record whose lock deadline is <= now; return how many."""
+        limit = self._limits().delivery_count_limit
+        expired = 0
+        for lo, hi in self._locks.due_hulls(now_ms):
+            lo, hi = max(lo, self.spso), min(hi, self.speo - 1)
+            if lo > hi:
+                continue
+            i, j = self._ranges.overlapping(lo, hi)
+            for b in self._ranges.view(i, j):
+                if b.state is ACQUIRED and b.deadline is not None and b.deadline <= now_ms:
+                    expired += b.size
+                    self._release(b, limit)
+            self._ranges.merge(i, j)
+        self._advance_spso()
+        return expired
+
+    def release_member(self, member_id: str, now_ms: int) -> int:
+        """Release every record `member_id` holds (it left or timed out); return how many.
+
+        `now_ms` is unused today: a release needs no deadline. It keeps the mutating API
+        uniform for the manager.
+        """
+        limit = self._limits().delivery_count_limit
+        released = 0
+        for b in self._ranges.view(0, len(self._ranges)):
+            if b.state is ACQUIRED and b.member_id == member_id:
+                released += b.size
+                self._release(b, limit)
+        self._ranges.merge(0, len(self._ranges))
+        self._advance_spso()
+        return released
+
+    # ----------------------------------------------------------------- reset and recovery
+
+    def reset(self, start_offset: int) -> None:
+        """Drop all in-flight state and start the window at `start_offset` (admin reset of an
+        empty group). Pending changes are dropped: the caller must write a new checkpoint."""
+        self._ranges.clear(start_offset)
+        self._locks.clear()
+        self._available = 0
+        self._changes.clear()
+
+    def restore(self, spso: int, speo: int, ranges: Sequence[StateRange]) -> None:
+        """Rebuild the window from durable state (a checkpoint and its deltas, applied).
+
+        Offsets of [spso, speo) that no range covers are AVAILABLE with delivery count 0: at
+        most a first delivery was under way there, and that is what its durable form says.
+        Ranges below `spso` are ignored (SPSO moved past them); a range past `speo` moves
+        SPEO up to it, as a SHARE_DELTA moves the recorded end in seed 000. Overlapping
+        ranges and ACQUIRED (never durable) are a ValueError.
+        """
+        if speo < spso:
+            raise ValueError(f"SPEO {speo} is below SPSO {spso}")
+        self.reset(spso)
+        cursor = spso
+        for r in sorted(ranges, key=lambda r: r.first_offset):
+            if r.state is ACQUIRED:
+                raise ValueError(f"ACQUIRED is never durable: {r}")
+            first = max(r.first_offset, spso)
+            if r.last_offset < first:
+                continue
+            if first < cursor:
+                raise ValueError(f"range {r} overlaps the one before it")
+            if first > cursor:
+                self._append_available(cursor, first - 1)
+            self._ranges.append(InFlightBatch(first, r.last_offset, r.state, r.delivery_count))
+            if r.state is AVAILABLE:
+                self._available += r.last_offset - first + 1
+            self._ranges.merge_tail()
+            cursor = r.last_offset + 1
+        if cursor < speo:
+            self._append_available(cursor, speo - 1)
+            self._ranges.merge_tail()
+        self._advance_spso()
+
+    # ------------------------------------------------------------------------ transitions
+
+    def _move(
+        self,
+        b: InFlightBatch,
+        new: RecordState,
+        member_id: str | None = None,
+        deadline: int | None = None,
+    ) -> None:
+        """The one place a range changes state, owner or deadline; keeps the counters right.
+
+        ACQUIRED -> ACQUIRED is a RENEW (new deadline, same count), not a state transition.
+        """
+        if b.state is ACQUIRED and b.deadline is not None:
+            self._locks.remove(b.deadline, b.size)
+        renew = new is ACQUIRED and b.state is ACQUIRED
+        if not renew:
+            b.state.validate_transition(new)
+            if new is ACQUIRED:
+                b.delivery_count += 1
+            self._available += b.size * ((new is AVAILABLE) - (b.state is AVAILABLE))
+        if new is ACQUIRED and deadline is not None:
+            self._locks.add(deadline, b.first, b.last)
+        b.state, b.member_id, b.deadline = new, member_id, deadline
+
+    def _finish(self, b: InFlightBatch, new: RecordState) -> None:
+        """End a delivery attempt and record the durable change."""
+        self._move(b, new)
+        self._changes.append(StateRange(b.first, b.last, new, b.delivery_count))
+
+    def _release(self, b: InFlightBatch, delivery_count_limit: int) -> None:
+        # Checked when the attempt ends, not when it starts (KIP: a lowered limit may let a
+        # final attempt run past it; a raised one gives archived-to-be records more tries).
+        self._finish(b, ARCHIVED if b.delivery_count >= delivery_count_limit else AVAILABLE)
+
+    def _advance_spso(self) -> None:
+        self._ranges.drop_leading_terminal()
+
+
+# ------------------------------------------------------------------------------- helpers
+
+
+def _durable(b: InFlightBatch) -> StateRange:
+    if b.state is ACQUIRED:
+        return StateRange(b.first, b.last, AVAILABLE, b.delivery_count - 1)
+    return StateRange(b.first, b.last, b.state, b.delivery_count)
+
+
+def _append_merged(out: list[StateRange], r: StateRange) -> None:
+    if out:
+        p = out[-1]
+        if (
+            p.last_offset + 1 == r.first_offset
+            and p.state is r.state
+            and p.delivery_count == r.delivery_count
+        ):
+            out[-1] = StateRange(p.first_offset, r.last_offset, p.state, p.delivery_count)
+            return
+    out.append(r)
+
+
+def _normalise(changes: list[StateRange]) -> list[StateRange]:
+    """Sorted, disjoint, merged; where changes overlap the later one wins."""
+    painted: list[StateRange] = []
+    for c in changes:
+        if not painted or c.first_offset > painted[-1].last_offset:
+            painted.append(c)
+            continue
+        kept: list[StateRange] = []
+        for p in painted:
+            if p.last_offset < c.first_offset or p.first_offset > c.last_offset:
+                kept.append(p)
+                continue
+            if p.first_offset < c.first_offset:
+                kept.append(
+                    StateRange(p.first_offset, c.first_offset - 1, p.state, p.delivery_count)
+                )
+            if p.last_offset > c.last_offset:
+                kept.append(StateRange(c.last_offset + 1, p.last_offset, p.state, p.delivery_count))
+        kept.append(c)
+        painted = sorted(kept, key=lambda r: r.first_offset)
+    out: list[StateRange] = []
+    for r in painted:
+        _append_merged(out, r)
+    return out
+
+
+def _emit(out: list[AcquiredRecords], first: int, last: int, count: int) -> None:
+    if out and out[-1].last_offset + 1 == first and out[-1].delivery_count == count:
+        out[-1] = AcquiredRecords(out[-1].first_offset, last, count)
+    else:
+        out.append(AcquiredRecords(first, last, count))
+
+
+def _parse_acks(batches: Sequence[AckBatch]) -> list[tuple[int, int, AcknowledgeType]] | ErrorCode:
+    """Check the request's shape and cut it into runs of one type each."""
+    runs: list[tuple[int, int, AcknowledgeType]] = []
+    prev_last: int | None = None
+    for first, last, types in batches:
+        if first > last or (prev_last is not None and first <= prev_last):
+            return ErrorCode.invalid_request
+        if not types or not _ACK_TYPES.issuperset(types):
+            return ErrorCode.invalid_request
+        if len(types) == 1:
+            runs.append((first, last, AcknowledgeType(types[0])))
+        elif len(types) == last - first + 1:
+            # One type per offset: equal neighbours become one run, handled as a range.
+            offset = first
+            for ack, group in groupby(types):
+                n = sum(1 for _ in group)
+                runs.append((offset, offset + n - 1, AcknowledgeType(ack)))
+                offset += n
+        else:
+            return ErrorCode.invalid_request
+        prev_last = last
+    return runs

@@ -1,0 +1,398 @@
+"""SharePartition against a per-offset reference model, driven by Hypothesis.
+
+The model keeps one entry per offset and applies the rules literally, offset by offset; the
+real structure keeps ranges. Any disagreement in state, count, owner, deadline, SPSO, SPEO,
+acquired ranges, durable changes or error codes is a bug in the range arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import groupby
+
+from hypothesis import HealthCheck
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine
+from hypothesis.stateful import initialize
+from hypothesis.stateful import invariant
+from hypothesis.stateful import precondition
+from hypothesis.stateful import rule
+from kio.schema.errors import ErrorCode
+
+from broker.share.record_state import AcknowledgeType
+from broker.share.record_state import RecordState
+from broker.share.share_partition import AckBatch
+from broker.share.share_partition import AcquiredRecords
+from broker.share.share_partition import BatchSpan
+from broker.share.share_partition import StateRange
+from tests.unit.test_share_partition_support import FakeLog
+from tests.unit.test_share_partition_support import Limits
+from tests.unit.test_share_partition_support import make_partition
+
+AVAILABLE = RecordState.AVAILABLE
+ACQUIRED = RecordState.ACQUIRED
+ACKNOWLEDGED = RecordState.ACKNOWLEDGED
+ARCHIVED = RecordState.ARCHIVED
+MEMBERS = ("A", "B", "C")
+
+
+@dataclass
+class Rec:
+    state: RecordState
+    count: int
+    owner: str | None = None
+    deadline: int | None = None
+
+    def key(self) -> tuple[RecordState, int, str | None, int | None]:
+        return self.state, self.count, self.owner, self.deadline
+
+
+class Model:
+    """The reference: the rules of DESIGN.md and seed 000/002, applied per offset."""
+
+    def __init__(self, limits: Limits, start: int) -> None:
+        self.limits = limits
+        self.spso = self.speo = start
+        self.recs: dict[int, Rec] = {}
+        self.changes: dict[int, tuple[RecordState, int]] = {}
+
+    def next_fetch_offset(self) -> int | None:
+        for o in range(self.spso, self.speo):
+            if self.recs[o].state is AVAILABLE:
+                return o
+        full = self.speo - self.spso >= self.limits.current.max_record_locks
+        return None if full else self.speo
+
+    def advance(self) -> None:
+        while self.spso < self.speo and self.recs[self.spso].state in (ACKNOWLEDGED, ARCHIVED):
+            del self.recs[self.spso]
+            self.spso += 1
+
+    def archive_absent(self, first: int, last: int) -> None:
+        for o in range(max(first, self.spso), last + 1):
+            if o >= self.speo:
+                self.recs[o] = Rec(ARCHIVED, 0)
+                self.speo = o + 1
+            elif self.recs[o].state is AVAILABLE:
+                self.recs[o] = Rec(ARCHIVED, self.recs[o].count)
+        self.advance()
+
+    def acquire(
+        self, member: str, spans: list[BatchSpan], max_records: int, now: int
+    ) -> list[tuple[int, int]]:
+        cursor = self.next_fetch_offset()
+        if cursor is None or max_records <= 0:
+            return []
+        lim = self.limits.current
+        got: list[tuple[int, int]] = []
+        added_new = False
+        for span in spans:
+            cursor = max(cursor, self.spso)
+            if span.last_offset < cursor:
+                continue
+            lo = max(span.base_offset, cursor)
+            self.archive_absent(cursor, lo - 1)
+            if span.is_control:
+                self.archive_absent(lo, span.last_offset)
+                cursor = span.last_offset + 1
+                continue
+            if span.last_offset >= self.speo:
+                fits = span.last_offset + 1 - self.spso <= lim.max_record_locks
+                first_fits = not added_new and self.speo - self.spso < lim.max_record_locks
+                if not (fits or first_fits):
+                    break
+                added_new = True
+            for o in range(max(lo, self.spso), span.last_offset + 1):
+                if o >= self.speo:
+                    self.recs[o] = Rec(AVAILABLE, 0)
+                    self.speo = o + 1
+                rec = self.recs[o]
+                if rec.state is AVAILABLE:
+                    self.recs[o] = Rec(ACQUIRED, rec.count + 1, member, now + lim.lock_duration_ms)
+                    got.append((o, rec.count + 1))
+            cursor = span.last_offset + 1
+            if len(got) >= max_records:
+                break
+        return got
+
+    def end_attempt(self, o: int, state: RecordState) -> None:
+        self.recs[o] = Rec(state, self.recs[o].count)
+        self.changes[o] = (state, self.recs[o].count)
+
+    def release(self, o: int) -> None:
+        at_limit = self.recs[o].count >= self.limits.current.delivery_count_limit
+        self.end_attempt(o, ARCHIVED if at_limit else AVAILABLE)
+
+    def acknowledge(self, member: str, batches: list[AckBatch], now: int) -> ErrorCode:
+        types = parse_acks(batches)
+        if types is None:
+            return ErrorCode.invalid_request
+        lim = self.limits.current
+        for o, t in types.items():
+            if t == AcknowledgeType.GAP:
+                continue
+            if t == AcknowledgeType.RENEW and not lim.renew_enabled:
+                return ErrorCode.invalid_record_state
+            rec = self.recs.get(o)
+            in_window = self.spso <= o < self.speo
+            if not in_window or rec is None or rec.state is not ACQUIRED or rec.owner != member:
+                return ErrorCode.invalid_record_state
+        for o, t in types.items():
+            rec = self.recs.get(o)
+            if t == AcknowledgeType.GAP:
+                if rec is not None and rec.state is ACQUIRED and rec.owner == member:
+                    self.end_attempt(o, ARCHIVED)
+            elif t == AcknowledgeType.ACCEPT:
+                self.end_attempt(o, ACKNOWLEDGED)
+            elif t == AcknowledgeType.REJECT:
+                self.end_attempt(o, ARCHIVED)
+            elif t == AcknowledgeType.RELEASE:
+                self.release(o)
+            else:
+                assert rec is not None
+                rec.deadline = now + lim.lock_duration_ms
+        self.advance()
+        return ErrorCode.none
+
+    def release_where(self, due: bool, member: str | None, now: int) -> int:
+        n = 0
+        for o in range(self.spso, self.speo):
+            rec = self.recs[o]
+            if rec.state is not ACQUIRED:
+                continue
+            assert rec.deadline is not None
+            if (due and rec.deadline <= now) or (member is not None and rec.owner == member):
+                self.release(o)
+                n += 1
+        self.advance()
+        return n
+
+    def holders(self) -> list[str]:
+        return sorted({r.owner for r in self.recs.values() if r.owner is not None})
+
+    def restart(self) -> None:
+        """Crash and recovery: acquired records come back available, count less one."""
+        for o, rec in self.recs.items():
+            if rec.state is ACQUIRED:
+                self.recs[o] = Rec(AVAILABLE, rec.count - 1)
+        self.changes.clear()
+        self.advance()
+
+    def durable(self) -> list[StateRange]:
+        out: list[StateRange] = []
+        for o in range(self.spso, self.speo):
+            rec = self.recs[o]
+            state, count = (
+                (AVAILABLE, rec.count - 1) if rec.state is ACQUIRED else (rec.state, rec.count)
+            )
+            if out and out[-1].state is state and out[-1].delivery_count == count:
+                out[-1] = StateRange(out[-1].first_offset, o, state, count)
+            else:
+                out.append(StateRange(o, o, state, count))
+        return out
+
+
+def parse_acks(batches: list[AckBatch]) -> dict[int, int] | None:
+    """offset -> ack type, or None for a malformed request (INVALID_REQUEST)."""
+    types: dict[int, int] = {}
+    prev_last: int | None = None
+    for first, last, ts in batches:
+        if first > last or (prev_last is not None and first <= prev_last):
+            return None
+        if not ts or any(t not in range(5) for t in ts) or len(ts) not in (1, last - first + 1):
+            return None
+        for o in range(first, last + 1):
+            types[o] = ts[0] if len(ts) == 1 else ts[o - first]
+        prev_last = last
+    return types
+
+
+def to_ranges(got: list[tuple[int, int]]) -> list[AcquiredRecords]:
+    out: list[AcquiredRecords] = []
+    for o, c in got:
+        if out and out[-1].last_offset + 1 == o and out[-1].delivery_count == c:
+            out[-1] = AcquiredRecords(out[-1].first_offset, o, c)
+        else:
+            out.append(AcquiredRecords(o, o, c))
+    return out
+
+
+ack_type = st.sampled_from([0, 1, 1, 1, 2, 2, 3, 4, 4])
+
+
+class SharePartitionMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.limits = Limits()
+        self.log = FakeLog()
+        self.now = 0
+
+    @initialize(
+        start=st.integers(0, 5),
+        count_limit=st.integers(2, 5),
+        locks=st.integers(5, 60),
+    )
+    def setup(self, start: int, count_limit: int, locks: int) -> None:
+        self.limits.set(
+            delivery_count_limit=count_limit, max_record_locks=locks, lock_duration_ms=10_000
+        )
+        self.log = FakeLog(end=start)
+        self.sp = make_partition(self.limits, start)
+        self.model = Model(self.limits, start)
+
+    @rule(
+        count=st.integers(1, 12),
+        control=st.sampled_from([False, False, False, False, True]),
+        skip=st.sampled_from([0, 0, 0, 0, 1, 3]),
+    )
+    def append(self, count: int, control: bool, skip: int) -> None:
+        self.log.append(1 if control else count, control=control, skip=skip)
+
+    @rule(k=st.integers(1, 3))
+    def retention(self, k: int) -> None:
+        """The log start moves: records never acknowledged may be gone before redelivery."""
+        del self.log.spans[:k]
+
+    @rule(
+        member=st.sampled_from(MEMBERS),
+        max_records=st.integers(0, 40),
+        produced=st.lists(
+            st.tuples(st.integers(1, 12), st.sampled_from([False, False, False, True])),
+            max_size=2,
+        ),
+    )
+    def fetch(self, member: str, max_records: int, produced: list[tuple[int, bool]]) -> None:
+        for count, control in produced:  # keeps fetches busy without many append steps
+            self.log.append(1 if control else count, control=control)
+        offset = self.sp.next_fetch_offset()
+        assert offset == self.model.next_fetch_offset()
+        if offset is None:
+            return
+        spans = self.log.read_from(offset)
+        before = {o: r.state for o, r in self.model.recs.items()}
+        got = self.sp.acquire(member, spans, max_records=max_records, now_ms=self.now)
+        want = self.model.acquire(member, spans, max_records, self.now)
+        assert got == to_ranges(want)
+        for o, _ in want:  # never handed to two members at once, never below SPSO
+            assert before.get(o, AVAILABLE) is AVAILABLE
+
+    @rule(member=st.sampled_from(MEMBERS), data=st.data())
+    def ack_random(self, member: str, data: st.DataObject) -> None:
+        batches: list[AckBatch] = []
+        for _ in range(data.draw(st.integers(1, 3))):
+            first = data.draw(st.integers(self.sp.spso - 2, self.sp.speo + 2))
+            last = first + data.draw(st.integers(-1, 10))
+            n = max(last - first + 1, 1)
+            shape = data.draw(st.sampled_from(["one", "one", "per-offset", "per-offset", "junk"]))
+            if shape == "junk":  # unknown types or a length that fits neither form
+                types = data.draw(st.lists(st.integers(-1, 6), min_size=0, max_size=n + 1))
+            else:
+                size = 1 if shape == "one" else n
+                types = data.draw(st.lists(ack_type, min_size=size, max_size=size))
+            batches.append((first, last, types))
+        if data.draw(st.sampled_from([True, True, True, False])):
+            batches.sort(key=lambda b: b[0])
+        self.check_ack(member, batches)
+
+    @precondition(lambda self: self.model.holders())
+    @rule(data=st.data())
+    def ack_owned(self, data: st.DataObject) -> None:
+        """Acknowledge parts of runs a member really holds, so valid requests are common."""
+        member = data.draw(st.sampled_from(self.model.holders()))
+        runs: list[tuple[int, int]] = []
+        for o in sorted(self.model.recs):
+            if self.model.recs[o].owner != member:
+                continue
+            if runs and runs[-1][1] + 1 == o:
+                runs[-1] = (runs[-1][0], o)
+            else:
+                runs.append((o, o))
+        picked = data.draw(st.lists(st.sampled_from(runs), min_size=1, max_size=3, unique=True))
+        batches: list[AckBatch] = []
+        for lo, hi in sorted(picked):
+            first = data.draw(st.integers(lo, hi))
+            last = data.draw(st.integers(first, hi))
+            size = data.draw(st.sampled_from([1, last - first + 1]))
+            batches.append(
+                (first, last, data.draw(st.lists(ack_type, min_size=size, max_size=size)))
+            )
+        self.check_ack(member, batches)
+
+    def check_ack(self, member: str, batches: list[AckBatch]) -> None:
+        before = (self.sp.in_flight(), self.sp.spso, self.sp.speo)
+        got = self.sp.acknowledge(member, batches, now_ms=self.now)
+        assert got == self.model.acknowledge(member, batches, self.now)
+        if got != ErrorCode.none:  # atomic: nothing at all changed
+            assert (self.sp.in_flight(), self.sp.spso, self.sp.speo) == before
+
+    @rule(ms=st.integers(0, 12_000))
+    def tick(self, ms: int) -> None:
+        self.now += ms
+        assert self.sp.expire_locks(self.now) == self.model.release_where(True, None, self.now)
+
+    @rule(member=st.sampled_from(MEMBERS))
+    def member_leaves(self, member: str) -> None:
+        got = self.sp.release_member(member, self.now)
+        assert got == self.model.release_where(False, member, self.now)
+
+    @rule(
+        count_limit=st.integers(2, 6),
+        locks=st.integers(3, 60),
+        renew=st.booleans(),
+        duration=st.integers(1_000, 15_000),
+    )
+    def change_limits(self, count_limit: int, locks: int, renew: bool, duration: int) -> None:
+        self.limits.set(
+            delivery_count_limit=count_limit,
+            max_record_locks=locks,
+            renew_enabled=renew,
+            lock_duration_ms=duration,
+        )
+
+    @rule()
+    def restart(self) -> None:
+        ranges = self.sp.state_ranges()
+        self.sp = make_partition(self.limits)
+        self.sp.restore(self.model.spso, self.model.speo, ranges)
+        self.model.restart()
+
+    @invariant()
+    def same_window(self) -> None:
+        assert (self.sp.spso, self.sp.speo) == (self.model.spso, self.model.speo)
+
+    @invariant()
+    def same_records(self) -> None:
+        got = {}
+        for b in self.sp.in_flight():
+            for o in range(b.first, b.last + 1):
+                got[o] = (b.state, b.delivery_count, b.member_id, b.deadline)
+        want = {o: r.key() for o, r in self.model.recs.items()}
+        assert got == want
+        runs = sum(1 for _ in groupby(want[o] for o in sorted(want)))
+        assert self.sp.range_count() == runs  # fully merged
+        assert self.sp.acquired_count() == sum(
+            r.state is ACQUIRED for r in self.model.recs.values()
+        )
+        deadlines = [r.deadline for r in self.model.recs.values() if r.deadline is not None]
+        assert self.sp.next_deadline() == (min(deadlines) if deadlines else None)
+
+    @invariant()
+    def same_durable_state(self) -> None:
+        assert self.sp.state_ranges() == self.model.durable()
+        got = {
+            o: (r.state, r.delivery_count)
+            for r in self.sp.take_changes()
+            for o in range(r.first_offset, r.last_offset + 1)
+        }
+        assert got == self.model.changes
+        self.model.changes.clear()
+
+
+SharePartitionMachine.TestCase.settings = settings(
+    max_examples=200,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestSharePartitionMachine = SharePartitionMachine.TestCase

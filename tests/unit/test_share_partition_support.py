@@ -1,0 +1,88 @@
+"""Builders shared by the SharePartition tests: a fake log of batch headers and mutable limits.
+
+Named test_* only to stay among the share-partition test files; it holds no tests.
+"""
+
+from __future__ import annotations
+
+import uuid
+from bisect import bisect_right
+from dataclasses import dataclass
+from dataclasses import field
+
+from broker.share.share_partition import AcquiredRecords
+from broker.share.share_partition import BatchSpan
+from broker.share.share_partition import ShareLimits
+from broker.share.share_partition import SharePartition
+
+TOPIC_ID = uuid.UUID(int=7)
+
+
+@dataclass
+class Limits:
+    """Group limits an operator may change at any moment; pass `limits.get` to the partition."""
+
+    current: ShareLimits = field(
+        default_factory=lambda: ShareLimits(
+            delivery_count_limit=5,
+            max_record_locks=2000,
+            lock_duration_ms=30_000,
+            renew_enabled=True,
+        )
+    )
+
+    def get(self) -> ShareLimits:
+        return self.current
+
+    def set(
+        self,
+        *,
+        delivery_count_limit: int | None = None,
+        max_record_locks: int | None = None,
+        lock_duration_ms: int | None = None,
+        renew_enabled: bool | None = None,
+    ) -> None:
+        c = self.current
+        self.current = ShareLimits(
+            delivery_count_limit=c.delivery_count_limit
+            if delivery_count_limit is None
+            else delivery_count_limit,
+            max_record_locks=c.max_record_locks if max_record_locks is None else max_record_locks,
+            lock_duration_ms=c.lock_duration_ms if lock_duration_ms is None else lock_duration_ms,
+            renew_enabled=c.renew_enabled if renew_enabled is None else renew_enabled,
+        )
+
+
+@dataclass
+class FakeLog:
+    """Batch headers of a partition log, as the broker's storage would report them."""
+
+    spans: list[BatchSpan] = field(default_factory=list)
+    end: int = 0
+
+    def append(self, count: int, *, control: bool = False, skip: int = 0) -> BatchSpan:
+        """Append a batch of `count` offsets, after `skip` offsets missing from the log."""
+        base = self.end + skip
+        span = BatchSpan(base, base + count - 1, control)
+        self.spans.append(span)
+        self.end = span.last_offset + 1
+        return span
+
+    def read_from(self, offset: int) -> list[BatchSpan]:
+        """The batch holding `offset` (or the next one) and everything after it."""
+        i = bisect_right([s.last_offset for s in self.spans], offset - 1)
+        return self.spans[i:]
+
+
+def make_partition(limits: Limits, start_offset: int = 0) -> SharePartition:
+    return SharePartition("G1", TOPIC_ID, 0, start_offset=start_offset, limits=limits.get)
+
+
+def fetch(
+    sp: SharePartition, log: FakeLog, member: str, *, now: int, max_records: int = 500
+) -> list[AcquiredRecords]:
+    """What the broker does for one partition of a ShareFetch."""
+    offset = sp.next_fetch_offset()
+    if offset is None:
+        return []
+    return sp.acquire(member, log.read_from(offset), max_records=max_records, now_ms=now)
