@@ -1,0 +1,118 @@
+"""Helpers for driving a real broker with confluent-kafka's real clients (librdkafka)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from collections.abc import Iterable
+from pathlib import Path
+
+from confluent_kafka import KafkaError
+from confluent_kafka import KafkaException
+from confluent_kafka import Message
+from confluent_kafka import ShareConsumer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AlterConfigOpType
+from confluent_kafka.admin import ConfigEntry
+from confluent_kafka.admin import ConfigResource
+from confluent_kafka.admin import NewTopic
+
+from tests.brokers import BrokerProcess
+
+# librdkafka prints a "Preview" warning for every share consumer; keep test output readable.
+QUIET = {"log_level": 3}
+
+# Broker settings for the share-group tests: members that vanish are noticed within seconds.
+SHORT_SESSION_CONFIG = {
+    "group.share.min.session.timeout.ms": 2000,
+    "group.share.session.timeout.ms": 3000,
+    "group.share.min.heartbeat.interval.ms": 500,
+    "group.share.heartbeat.interval.ms": 1000,
+}
+
+
+def start_broker(data_dir: Path, config: dict[str, object] | None = None) -> BrokerProcess:
+    """`shoal serve` with an optional properties file made from `config`."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    extra: list[str] = []
+    if config:
+        props = data_dir.parent / f"{data_dir.name}.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+        extra = ["--config", str(props)]
+    proc = BrokerProcess(data_dir, extra=extra)
+    proc.start()
+    return proc
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 10.0) -> None:
+    client = admin(bootstrap)  # the futures fail if their client is destroyed first
+    futures = client.create_topics([NewTopic(topic, partitions, 1)])
+    for f in futures.values():
+        f.result(timeout)
+
+
+def set_group_configs(bootstrap: str, group: str, configs: dict[str, str]) -> None:
+    """IncrementalAlterConfigs (SET) on a group resource; raises KafkaException on refusal."""
+    resource = ConfigResource(
+        "group",
+        group,
+        incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+            for k, v in configs.items()
+        ],
+    )
+    client = admin(bootstrap)
+    client.incremental_alter_configs([resource])[resource].result(10)
+
+
+def describe_group_configs(bootstrap: str, group: str) -> dict[str, str | None]:
+    resource = ConfigResource("group", group)
+    client = admin(bootstrap)
+    entries = client.describe_configs([resource])[resource].result(10)
+    return {name: entry.value for name, entry in entries.items()}
+
+
+def error_code(exc: BaseException) -> int:
+    """The Kafka error code inside a KafkaException raised by a future."""
+    assert isinstance(exc, KafkaException), repr(exc)
+    err = exc.args[0]
+    assert isinstance(err, KafkaError), repr(err)
+    return int(err.code())
+
+
+def share_consumer(bootstrap: str, group: str, **config: object) -> ShareConsumer:
+    return ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **QUIET, **config})
+
+
+def poll_records(consumer: ShareConsumer, timeout: float = 0.5) -> list[Message]:
+    """One poll: the good records it returned (a record carrying an error fails the test)."""
+    out: list[Message] = []
+    for msg in consumer.poll(timeout):
+        err = msg.error()
+        if err is not None:
+            if err.code() == KafkaError._PARTITION_EOF:
+                continue
+            raise AssertionError(f"share consumer returned an error: {err}")
+        out.append(msg)
+    return out
+
+
+def poll_until(
+    consumers: Iterable[ShareConsumer],
+    done: Callable[[], bool],
+    on_records: Callable[[ShareConsumer, list[Message]], None],
+    timeout: float,
+    poll_timeout: float = 0.2,
+) -> None:
+    """Round-robin polls until `done()` or the deadline (no assertion on the deadline)."""
+    group = list(consumers)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not done():
+        for c in group:
+            records = poll_records(c, poll_timeout)
+            if records:
+                on_records(c, records)
