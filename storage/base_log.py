@@ -1,0 +1,227 @@
+"""Log behaviour shared by SegmentLog (files) and MemoryLog (bytearrays).
+
+Segments differ only in where their bytes live, so everything here (offset
+assignment, producer de-duplication, rolling, reads, retention) is written once and
+both implementations have the same semantics by construction.
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from abc import abstractmethod
+from bisect import bisect_right
+from collections.abc import Sequence
+
+from protocol.record_batch import BatchHeader
+from protocol.record_batch import Buffer
+from protocol.record_batch import InvalidRecordBatch
+from protocol.record_batch import iter_batch_headers
+from protocol.record_batch import rewrite_base_offset
+from protocol.record_batch import validate_batches
+from storage.config import LogConfig
+from storage.errors import OffsetOutOfRange
+from storage.log import AppendResult
+from storage.log import BatchSpan
+from storage.producer_state import ProducerStateManager
+from storage.segment import Segment
+
+
+class SegmentedLog(ABC):
+    def __init__(
+        self, config: LogConfig, segments: list[Segment], producers: ProducerStateManager
+    ) -> None:
+        assert segments, "a log always has an active segment"
+        self.config = config
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._producers = producers
+        self._unflushed_messages = 0
+
+    @abstractmethod
+    def _new_segment(self, base_offset: int) -> Segment: ...
+
+    def _after_roll(self) -> None:
+        """Hook: the disk log snapshots producer state here."""
+        return None
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def segments(self) -> Sequence[Segment]:
+        return tuple(self._segments)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    # --- appending --------------------------------------------------------------------
+
+    def append(self, records: Buffer, *, now_ms: int) -> AppendResult:
+        headers = validate_batches(records)
+        if any(h.is_control for h in headers):
+            raise InvalidRecordBatch("control", "clients may not write control batches")
+        duplicate = self._producers.check(headers)
+        if duplicate is not None:
+            return AppendResult(
+                base_offset=duplicate.base_offset,
+                last_offset=duplicate.last_offset,
+                log_start_offset=self.log_start_offset,
+                duplicate=True,
+            )
+        return self._append(records, headers, now_ms)
+
+    def append_control(self, batch: Buffer, *, now_ms: int) -> AppendResult:
+        headers = validate_batches(batch)
+        if not all(h.is_control for h in headers):
+            raise InvalidRecordBatch("control", "append_control takes control batches only")
+        return self._append(batch, headers, now_ms)
+
+    def _append(self, records: Buffer, headers: list[BatchHeader], now_ms: int) -> AppendResult:
+        buf = bytearray(records)
+        count = sum(h.record_count for h in headers)
+        self._maybe_roll(len(buf), count, now_ms)
+        base = self.log_end_offset
+        batches: list[tuple[int, BatchHeader]] = []
+        pos, offset = 0, base
+        for header in headers:
+            rewrite_base_offset(buf, pos, offset)
+            batches.append((pos, header))
+            pos += header.size
+            offset += header.record_count
+        active = self._segments[-1]
+        active.append(buf, batches)
+        # Only once the bytes are written: a failed write must not look like a success.
+        offset = base
+        for header in headers:
+            self._producers.update(header, offset)
+            offset += header.record_count
+        if active.roll_base_ms is None:
+            active.roll_base_ms = now_ms
+        self._unflushed_messages += count
+        if self._unflushed_messages >= self.config.flush_messages:
+            self.flush()
+        return AppendResult(
+            base_offset=base, last_offset=offset - 1, log_start_offset=self.log_start_offset
+        )
+
+    def _maybe_roll(self, size: int, record_count: int, now_ms: int) -> None:
+        active = self._segments[-1]
+        if active.size == 0:
+            return
+        too_old = (
+            active.roll_base_ms is not None
+            and now_ms - active.roll_base_ms >= self.config.segment_ms
+        )
+        too_big = active.size + size > self.config.segment_bytes
+        if too_big or too_old or not active.fits(record_count):
+            self.roll()
+
+    def roll(self) -> None:
+        """Seal the active segment and start a new one at the log end."""
+        self._segments[-1].seal()
+        segment = self._new_segment(self.log_end_offset)
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+        self._after_roll()
+
+    # --- reading ----------------------------------------------------------------------
+
+    def _locate(self, offset: int) -> tuple[Segment, int, BatchHeader] | None:
+        if offset < self.log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRange(
+                f"offset {offset} outside [{self.log_start_offset}, {self.log_end_offset}]"
+            )
+        if offset == self.log_end_offset:
+            return None
+        for i in range(bisect_right(self._bases, offset) - 1, len(self._segments)):
+            segment = self._segments[i]
+            found = segment.locate(offset)
+            if found is not None:
+                return segment, *found
+        return None
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one holding ``offset``, within one segment like Kafka.
+
+        The end is found before reading (index floor below the limit, then a short
+        header walk), so the data comes from one exact pread and is never copied.
+        """
+        located = self._locate(offset)
+        if located is None:
+            return b""
+        segment, position, header = located
+        limit = min(position + max(max_bytes, header.size), segment.size)
+        end = limit  # a segment holds only whole batches
+        if limit < segment.size:
+            end = max(segment.offset_index.floor_position(limit), position)
+            for pos, h in segment.iter_headers(end):
+                if pos + h.size > limit:
+                    break
+                end = pos + h.size
+        return segment.read(position, end - position)
+
+    def read_with_spans(
+        self, offset: int, max_bytes: int, max_records: int | None = None
+    ) -> tuple[bytes, list[BatchSpan]]:
+        data = self.read(offset, max_bytes)
+        spans: list[BatchSpan] = []
+        records = 0
+        for pos, h in iter_batch_headers(data):
+            if spans and max_records is not None and records >= max_records:
+                break
+            spans.append(BatchSpan(h.base_offset, h.last_offset, pos, h.size, h.is_control))
+            records += h.last_offset - max(h.base_offset, offset) + 1
+        end = spans[-1].position_in_result + spans[-1].size if spans else 0
+        return (data if end == len(data) else data[:end]), spans
+
+    def batch_spans(
+        self, offset: int, max_bytes: int, max_records: int | None = None
+    ) -> list[BatchSpan]:
+        return self.read_with_spans(offset, max_bytes, max_records)[1]
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        for segment in self._segments:
+            header = segment.find_timestamp(timestamp_ms)
+            if header is not None:
+                return header.base_offset, header.max_timestamp
+        return None
+
+    # --- maintenance ------------------------------------------------------------------
+
+    def flush(self) -> None:
+        for segment in self._segments:
+            if segment.dirty:
+                segment.flush()
+        self._unflushed_messages = 0
+
+    def apply_retention(self, now_ms: int, min_retained_offset: int | None = None) -> int:
+        """Delete the oldest whole segments past retention.ms / retention.bytes.
+
+        The active segment stays, and so does any segment holding an offset at or
+        after ``min_retained_offset`` (share-state control records live there).
+        """
+        config = self.config
+        total = self.size_bytes
+        deleted = 0
+        while len(self._segments) > 1:
+            oldest, following = self._segments[0], self._segments[1]
+            if min_retained_offset is not None and following.base_offset > min_retained_offset:
+                break
+            by_time = (
+                config.retention_ms >= 0 and now_ms - oldest.max_timestamp > config.retention_ms
+            )
+            by_size = config.retention_bytes >= 0 and total - oldest.size >= config.retention_bytes
+            if not (by_time or by_size):
+                break
+            total -= oldest.size
+            oldest.delete()
+            del self._segments[0], self._bases[0]
+            deleted += 1
+        self._producers.expire(now_ms, config.producer_id_expiration_ms)
+        return deleted

@@ -1,0 +1,56 @@
+"""Per-log settings, named after Kafka's topic configs."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from storage.errors import InvalidConfig
+
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
+_DAY_MS = 24 * 60 * 60 * 1000
+
+# Kafka topic config name -> LogConfig field.
+TOPIC_CONFIG_FIELDS: Mapping[str, str] = {
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+    "retention.ms": "retention_ms",
+    "retention.bytes": "retention_bytes",
+    "index.interval.bytes": "index_interval_bytes",
+    "flush.messages": "flush_messages",
+    "flush.ms": "flush_interval_ms",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * _DAY_MS
+    retention_ms: int = 7 * _DAY_MS  # -1: keep forever
+    retention_bytes: int = -1  # -1: no size limit
+    index_interval_bytes: int = 4096
+    flush_messages: int = _INT64_MAX  # 1: fsync before every append returns
+    flush_interval_ms: int = 1000  # the broker calls flush() on this interval
+    producer_id_expiration_ms: int = _DAY_MS
+
+    def __post_init__(self) -> None:
+        # Positions in the offset index are int32, so a segment cannot outgrow that.
+        if not 14 <= self.segment_bytes <= _INT32_MAX:
+            raise InvalidConfig(f"segment.bytes {self.segment_bytes} out of range")
+        if self.segment_ms < 1 or self.index_interval_bytes < 0 or self.flush_messages < 1:
+            raise InvalidConfig("segment.ms, index.interval.bytes and flush.messages too low")
+
+    def with_overrides(self, configs: Mapping[str, str]) -> LogConfig:
+        """Apply topic configs (Kafka names, string values); other names are ignored."""
+        changes: dict[str, int] = {}
+        for name, value in configs.items():
+            field = TOPIC_CONFIG_FIELDS.get(name)
+            if field is None:
+                continue
+            try:
+                changes[field] = int(value)
+            except ValueError:
+                raise InvalidConfig(f"{name}={value!r} is not an integer") from None
+        return dataclasses.replace(self, **changes) if changes else self

@@ -1,0 +1,49 @@
+"""Storage exceptions; each carries the Kafka error a handler should answer with."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from kio.schema.errors import ErrorCode
+
+
+class StorageError(Exception):
+    error_code: ClassVar[ErrorCode] = ErrorCode.unknown_server_error
+
+
+class OffsetOutOfRange(StorageError):
+    error_code = ErrorCode.offset_out_of_range
+
+
+class OutOfOrderSequence(StorageError):
+    error_code = ErrorCode.out_of_order_sequence_number
+
+
+class DuplicateSequence(StorageError):
+    """Reserved: a duplicate of a cached batch is answered with its offsets instead."""
+
+    error_code = ErrorCode.duplicate_sequence_number
+
+
+class InvalidProducerEpoch(StorageError):
+    error_code = ErrorCode.invalid_producer_epoch
+
+
+class InvalidConfig(StorageError):
+    error_code = ErrorCode.invalid_config
+
+
+class InvalidTopic(StorageError):
+    error_code = ErrorCode.invalid_topic_exception
+
+
+class TopicAlreadyExists(StorageError):
+    error_code = ErrorCode.topic_already_exists
+
+
+class InvalidPartitions(StorageError):
+    error_code = ErrorCode.invalid_partitions
+
+
+class UnknownTopicOrPartition(StorageError):
+    error_code = ErrorCode.unknown_topic_or_partition

@@ -1,0 +1,84 @@
+"""The partition log contract shared by the disk and in-memory implementations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from protocol.record_batch import Buffer
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppendResult:
+    base_offset: int
+    last_offset: int
+    log_start_offset: int
+    log_append_time_ms: int = -1  # -1: CreateTime topics keep the producer's timestamps
+    duplicate: bool = False  # a retried idempotent batch: offsets are the original ones
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSpan:
+    """Where one stored batch sits in a read result, from its header alone."""
+
+    base_offset: int
+    last_offset: int
+    position_in_result: int
+    size: int
+    is_control: bool
+
+
+class PartitionLog(Protocol):
+    """One partition's log. Synchronous: the broker calls it from its event loop."""
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int:
+        """The next offset to assign (= high watermark on a single broker)."""
+        ...
+
+    def append(self, records: Buffer, *, now_ms: int) -> AppendResult:
+        """Append a Produce ``records`` blob (one or more batches), offsets assigned here.
+
+        :raises protocol.record_batch.InvalidRecordBatch: corrupt or control input.
+        :raises storage.errors.OutOfOrderSequence:
+        :raises storage.errors.InvalidProducerEpoch:
+        """
+        ...
+
+    def append_control(self, batch: Buffer, *, now_ms: int) -> AppendResult:
+        """Append a control batch built by the broker itself."""
+        ...
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole stored batches from the one holding ``offset``, at least one (KIP-74).
+
+        :raises storage.errors.OffsetOutOfRange: outside [log start, log end].
+        """
+        ...
+
+    def read_with_spans(
+        self, offset: int, max_bytes: int, max_records: int | None = None
+    ) -> tuple[bytes, list[BatchSpan]]:
+        """``read`` plus every batch boundary in the result (ShareFetch reads once)."""
+        ...
+
+    def batch_spans(
+        self, offset: int, max_bytes: int, max_records: int | None = None
+    ) -> list[BatchSpan]: ...
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(base offset, maxTimestamp) of the first batch with maxTimestamp >= ts."""
+        ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def apply_retention(self, now_ms: int, min_retained_offset: int | None = None) -> int:
+        """Delete whole expired segments, never the active one; returns how many."""
+        ...
+
+    def delete(self) -> None: ...

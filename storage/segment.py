@@ -1,0 +1,232 @@
+"""One log segment: batch bytes plus its sparse offset and time indexes.
+
+``Segment`` holds everything that does not care where the bytes live; ``FileSegment``
+keeps them in ``<base offset>.log`` (with ``.index`` and ``.timeindex`` beside it),
+``MemorySegment`` in a bytearray for tests of other packages.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from abc import ABC
+from abc import abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+
+from protocol.record_batch import BATCH_HEADER_SIZE
+from protocol.record_batch import BatchHeader
+from protocol.record_batch import iter_batch_headers
+from protocol.record_batch import parse_header
+from storage.fsutil import atomic_write
+from storage.index import OffsetIndex
+from storage.index import TimeIndex
+
+# Relative offsets are int32 in the index files.
+MAX_RELATIVE_OFFSET = 2**31 - 1
+
+
+def segment_stem(base_offset: int) -> str:
+    return f"{base_offset:020d}"
+
+
+class Segment(ABC):
+    def __init__(self, base_offset: int, index_interval_bytes: int) -> None:
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.size = 0
+        self.dirty = False
+        self.roll_base_ms: int | None = None
+        self.reset_tracking()
+
+    def reset_tracking(self) -> None:
+        """Forget what was learnt from batches (before re-learning it by a scan)."""
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self.max_timestamp_offset = 0
+        self.bytes_since_index = 0
+        self.offset_index = OffsetIndex()
+        self.time_index = TimeIndex()
+
+    @property
+    def last_offset(self) -> int:
+        return self.next_offset - 1
+
+    # --- storage primitives -----------------------------------------------------------
+
+    @abstractmethod
+    def read(self, position: int, size: int) -> bytes: ...
+
+    @abstractmethod
+    def _write(self, data: bytes | bytearray) -> None: ...
+
+    @abstractmethod
+    def truncate(self, size: int) -> None: ...
+
+    def flush(self) -> None:
+        """Make the appended bytes durable."""
+        self.dirty = False
+
+    def seal(self) -> None:
+        """The segment stops being active: finish and persist its indexes."""
+        self.time_index.maybe_append(self.max_timestamp, self.max_timestamp_offset)
+        self.flush()
+
+    def close(self) -> None:
+        """Release resources; callers seal first for a clean shutdown."""
+        return None
+
+    def delete(self) -> None:
+        """Remove the segment and its indexes."""
+        self.truncate(0)
+
+    # --- appending and indexing -------------------------------------------------------
+
+    def append(self, data: bytes | bytearray, batches: list[tuple[int, BatchHeader]]) -> None:
+        """Write ``data`` (whole batches, offsets already assigned) and index them.
+
+        ``batches`` holds each batch's position within ``data`` and its header as
+        parsed before offsets were assigned; offsets follow ``next_offset``.
+        """
+        start = self.size
+        self._write(data)
+        self.size += len(data)
+        for pos, header in batches:
+            self.track(start + pos, self.next_offset, header)
+        self.dirty = True
+
+    def track(self, position: int, base_offset: int, header: BatchHeader) -> None:
+        """Account for one stored batch: indexes, max timestamp, next offset."""
+        relative = base_offset - self.base_offset
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.max_timestamp_offset = relative
+        if self.bytes_since_index > self.index_interval_bytes:
+            self.offset_index.append(relative, position)
+            self.time_index.maybe_append(self.max_timestamp, self.max_timestamp_offset)
+            self.bytes_since_index = 0
+        self.bytes_since_index += header.size
+        self.next_offset = base_offset + header.last_offset_delta + 1
+
+    def fits(self, record_count: int) -> bool:
+        return self.next_offset + record_count - 1 - self.base_offset <= MAX_RELATIVE_OFFSET
+
+    # --- reading ----------------------------------------------------------------------
+
+    def iter_headers(self, position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+        """Headers of the stored batches from ``position``, read in index-interval chunks."""
+        chunk = self.index_interval_bytes + 2 * BATCH_HEADER_SIZE
+        while self.size - position >= BATCH_HEADER_SIZE:
+            buf = self.read(position, min(chunk, self.size - position))
+            consumed = 0
+            for pos, header in iter_batch_headers(buf):
+                yield position + pos, header
+                consumed = pos + header.size
+            if consumed == 0:
+                # One batch larger than the chunk: its header is enough to step over it.
+                header = parse_header(buf)
+                if position + header.size > self.size:
+                    return
+                yield position, header
+                consumed = header.size
+            position += consumed
+
+    def locate(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """Position and header of the batch holding ``offset``: one bisect, a short walk."""
+        start = self.offset_index.lookup(offset - self.base_offset)
+        for position, header in self.iter_headers(start):
+            if header.last_offset >= offset:
+                return position, header
+        return None
+
+    def find_timestamp(self, timestamp: int) -> BatchHeader | None:
+        """First batch whose maxTimestamp >= ``timestamp``."""
+        if self.max_timestamp < timestamp:
+            return None
+        relative = self.time_index.scan_start(timestamp)
+        start = 0 if relative is None else self.offset_index.lookup(relative)
+        for _, header in self.iter_headers(start):
+            if header.max_timestamp >= timestamp:
+                return header
+        return None
+
+
+class MemorySegment(Segment):
+    def __init__(self, base_offset: int, index_interval_bytes: int) -> None:
+        super().__init__(base_offset, index_interval_bytes)
+        self._data = bytearray()
+
+    def read(self, position: int, size: int) -> bytes:
+        return bytes(self._data[position : position + size])
+
+    def _write(self, data: bytes | bytearray) -> None:
+        self._data += data
+
+    def truncate(self, size: int) -> None:
+        del self._data[size:]
+        self.size = size
+
+
+class FileSegment(Segment):
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+        super().__init__(base_offset, index_interval_bytes)
+        self.directory = directory
+        stem = segment_stem(base_offset)
+        self.log_path = directory / f"{stem}.log"
+        self.index_path = directory / f"{stem}.index"
+        self.time_index_path = directory / f"{stem}.timeindex"
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        stat = os.fstat(self._fd)
+        self.size = stat.st_size
+        # After a restart we only know when the file was last written: rolling by age
+        # from then errs on the side of rolling later.
+        self.roll_base_ms = stat.st_mtime_ns // 1_000_000 if self.size else None
+
+    def read(self, position: int, size: int) -> bytes:
+        return os.pread(self._fd, size, position)
+
+    def _write(self, data: bytes | bytearray) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    def truncate(self, size: int) -> None:
+        os.ftruncate(self._fd, size)
+        self.size = size
+        self.dirty = True
+
+    def flush(self) -> None:
+        if self.dirty:
+            os.fsync(self._fd)
+        super().flush()
+
+    def seal(self) -> None:
+        super().seal()
+        self.save_indexes()
+
+    def save_indexes(self) -> None:
+        atomic_write(self.index_path, self.offset_index.to_bytes())
+        atomic_write(self.time_index_path, self.time_index.to_bytes())
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def delete(self) -> None:
+        self.close()
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            path.unlink(missing_ok=True)
+
+    def save_aside(self, position: int) -> Path:
+        """Copy bytes from ``position`` to the end into ``<name>.log.corrupt-<ms>``."""
+        stamp = time.time_ns() // 1_000_000
+        target = self.log_path.with_name(f"{self.log_path.name}.corrupt-{stamp}")
+        with target.open("wb") as out:
+            while position < self.size:
+                chunk = self.read(position, min(1 << 20, self.size - position))
+                out.write(chunk)
+                position += len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        return target

@@ -1,0 +1,157 @@
+"""The on-disk PartitionLog: a directory of Kafka-named segment files.
+
+``<dir>/00000000000000000000.log`` (+ ``.index``, ``.timeindex``) per segment,
+``producer_state.json`` (idempotent-producer snapshot, written at roll and close) and
+``.clean_shutdown`` (present only between a clean close and the next open).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import structlog
+
+from storage.base_log import SegmentedLog
+from storage.config import LogConfig
+from storage.fsutil import atomic_write
+from storage.fsutil import fsync_dir
+from storage.producer_state import ProducerStateManager
+from storage.recovery import RecoveryEvent
+from storage.recovery import load_indexes
+from storage.recovery import recover_segment
+from storage.segment import FileSegment
+from storage.segment import Segment
+
+CLEAN_SHUTDOWN = ".clean_shutdown"
+PRODUCER_SNAPSHOT = "producer_state.json"
+
+_log = structlog.get_logger(__name__)
+
+
+def _segment_bases(directory: Path) -> list[int]:
+    bases = []
+    for path in directory.glob("*.log"):
+        if len(path.stem) == 20 and path.stem.isdigit():
+            bases.append(int(path.stem))
+    return sorted(bases)
+
+
+def _open_segments(
+    directory: Path, config: LogConfig, clean: bool, events: list[RecoveryEvent]
+) -> list[FileSegment]:
+    interval = config.index_interval_bytes
+    segments = [FileSegment(directory, b, interval) for b in _segment_bases(directory)]
+    if not segments:
+        return [FileSegment(directory, 0, interval)]
+    for i, segment in enumerate(segments):
+        last = i == len(segments) - 1
+        # Sealed segments were fsynced with their indexes at roll; the active one is
+        # only trusted after a clean close.
+        if (clean or not last) and load_indexes(segment):
+            continue
+        if recover_segment(segment, events) and not last:
+            # Later segments would leave a hole in the offsets: they cannot be served.
+            for later in segments[i + 1 :]:
+                events.append(RecoveryEvent("segment_deleted", str(later.log_path)))
+                later.delete()
+            return segments[: i + 1]
+    return segments
+
+
+class SegmentLog(SegmentedLog):
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        segments: list[FileSegment],
+        producers: ProducerStateManager,
+        events: list[RecoveryEvent],
+    ) -> None:
+        super().__init__(config, list[Segment](segments), producers)
+        self.directory = directory
+        self.recovery_events = events
+        self._closed = False
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike[str], config: LogConfig | None = None) -> SegmentLog:
+        """Open (or create) the log in ``directory``, recovering it if needed."""
+        config = config or LogConfig()
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        for stray in path.glob("*.tmp"):
+            stray.unlink()
+        marker = path / CLEAN_SHUTDOWN
+        clean = marker.exists()
+        events: list[RecoveryEvent] = []
+        segments = _open_segments(path, config, clean, events)
+        producers = _load_producers(path, segments, events)
+        if clean:
+            marker.unlink()
+            fsync_dir(path)
+        for event in events:
+            _log.warning(
+                "log_recovery",
+                kind=event.kind,
+                path=event.path,
+                position=event.position,
+                detail=event.detail,
+            )
+        return cls(path, config, segments, producers, events)
+
+    def _new_segment(self, base_offset: int) -> Segment:
+        segment = FileSegment(self.directory, base_offset, self.config.index_interval_bytes)
+        fsync_dir(self.directory)
+        return segment
+
+    def _after_roll(self) -> None:
+        self._save_producers()
+
+    def _save_producers(self) -> None:
+        data = self._producers.to_json(self.log_end_offset)
+        atomic_write(self.directory / PRODUCER_SNAPSHOT, data)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._segments[-1].seal()
+        self.flush()
+        self._save_producers()
+        for segment in self._segments:
+            segment.close()
+        atomic_write(self.directory / CLEAN_SHUTDOWN, b"")
+        self._closed = True
+
+    def delete(self) -> None:
+        for segment in self._segments:
+            segment.close()
+        self._closed = True
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _load_producers(
+    directory: Path, segments: list[FileSegment], events: list[RecoveryEvent]
+) -> ProducerStateManager:
+    """Snapshot + a header walk of what was appended after it (or of the whole log)."""
+    start, end = segments[0].base_offset, segments[-1].next_offset
+    path = directory / PRODUCER_SNAPSHOT
+    state, covered = ProducerStateManager(), start
+    try:
+        state, covered = ProducerStateManager.from_json(path.read_bytes())
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        events.append(RecoveryEvent("snapshot_discarded", str(path), None, repr(exc)))
+    if not start <= covered <= end:
+        # Recovery cut the log below the snapshot: it describes batches that are gone.
+        events.append(RecoveryEvent("snapshot_discarded", str(path), None, f"offset {covered}"))
+        state, covered = ProducerStateManager(), start
+    for segment in segments:
+        if segment.next_offset <= covered:
+            continue
+        found = segment.locate(covered) if covered >= segment.base_offset else None
+        for _, header in segment.iter_headers(found[0] if found else 0):
+            if header.base_offset >= covered:
+                state.update(header, header.base_offset)
+    return state
