@@ -37,6 +37,8 @@ DEFAULTS: dict[str, tuple[Any, type]] = {
     "metrics.port": (9308, int),
     "shutdown.timeout.ms": (5000, int),
     "group.share.max.share.sessions": (2000, int),
+    # Deltas after which the share-partition leader writes a new SHARE_CHECKPOINT.
+    "share.coordinator.snapshot.update.records.per.snapshot": (100, int),
     **BROKER_DEFAULTS,
 }
 

@@ -34,6 +34,7 @@ log = structlog.get_logger("shoal.server")
 
 LOCK_TIMER_TICK_MS = 50  # acquisition locks expire at most this late
 MEMBER_CHECK_MS = 250
+SNAPSHOT_INTERVAL_MS = 1000  # share snapshot files catch up with their newest checkpoint
 
 
 def log_config(config: BrokerConfig) -> LogConfig:
@@ -89,7 +90,11 @@ class Server:
             group_configs=group_configs,
             coordinator=ShareGroupCoordinator(limits, topic_lookup),
             share_partitions=SharePartitionManager(
-                logs, group_configs, lambda t, p: notifier.notify((t, p))
+                logs,
+                group_configs,
+                lambda t, p: notifier.notify((t, p)),
+                state_dir=data_dir / "__share_state",
+                max_deltas=config["share.coordinator.snapshot.update.records.per.snapshot"],
             ),
             share_sessions=ShareSessionCache(config["group.share.max.share.sessions"]),
             notifier=notifier,
@@ -121,6 +126,7 @@ class Server:
         self._every(self.config["log.retention.check.interval.ms"], self._retention)
         self._every(LOCK_TIMER_TICK_MS, self._expire_locks)
         self._every(MEMBER_CHECK_MS, lambda: expire_members(self.services))
+        self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
         log.info("listening", host=host, port=self.port, data_dir=str(self.config.data_dir))
 
     def _every(self, interval_ms: int, duty: Callable[[], Awaitable[None] | None]) -> None:
@@ -145,7 +151,11 @@ class Server:
         self.services.share_partitions.expire_locks(self.services.now_ms())
 
     def _retention(self) -> None:
-        self.services.logs.apply_retention(self.services.now_ms())
+        eso = self.services.share_partitions.earliest_share_offsets()
+        self.services.logs.apply_retention(self.services.now_ms(), eso)
+
+    def _snapshots(self) -> None:
+        self.services.share_partitions.flush_snapshots(self.services.now_ms())
 
     async def stop(self) -> None:
         log.info("shutting down", connections=len(self._connections))
@@ -165,6 +175,7 @@ class Server:
         await asyncio.gather(*self._duties, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
+        self._snapshots()
         self.services.logs.close()
         log.info("stopped")
 

@@ -132,6 +132,8 @@ class GroupConfigs:
         self._path = path
         self._broker = broker
         self._stored: dict[str, dict[str, str]] = {}
+        # Bumped on every change, so callers may cache effective values until it moves.
+        self.version = 0
         if path is not None and path.exists():
             self._stored = json.loads(path.read_text())
 
@@ -176,10 +178,12 @@ class GroupConfigs:
                 configs[name] = value
         if not configs:
             del self._stored[group_id]
+        self.version += 1
         self._save()
 
     def delete_group(self, group_id: str) -> None:
         if self._stored.pop(group_id, None) is not None:
+            self.version += 1
             self._save()
 
     def _save(self) -> None:

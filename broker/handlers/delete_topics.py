@@ -29,6 +29,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             code = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
         else:
             logs.delete_topic(info.name)
+            ctx.services.share_partitions.forget_topic(info.name, info.topic_id)
         results.append(
             build(
                 r.DeletableTopicResult,

@@ -8,10 +8,12 @@ hold acquired records, unchanged. Records are never decoded.
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -22,13 +24,21 @@ from broker.share.share_partition import AcquiredRecords
 from broker.share.share_partition import BatchSpan
 from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
+from broker.share.share_state_persister import ShareStatePersister
 from coordinator.group_configs import GroupConfigs
 from storage.errors import OffsetOutOfRange
+from storage.log import PartitionLog
 from storage.log_manager import LogManager
+from storage.share_state_store import ShareStateStore
 
 log = structlog.get_logger("shoal.share")
 
 SharePartitionKey = tuple[str, uuid.UUID, int]
+# One ShareFetch reads at most this much of a partition's log: MaxBytes is 50 MiB from
+# librdkafka while MaxRecords is 500, and reading 50 MiB to hand out 500 records is waste.
+# At least one whole batch is always read, however large.
+READ_CHUNK_BYTES = 1024 * 1024
+MAX_READS_PER_FETCH = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +49,20 @@ class FetchedPartition:
 
 
 def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]:
+    """The group's effective limits, recomputed only after a group config changed."""
+    cached: list[tuple[int, ShareLimits]] = []
+
     def limits() -> ShareLimits:
-        return ShareLimits(
+        if cached and cached[0][0] == configs.version:
+            return cached[0][1]
+        value = ShareLimits(
             delivery_count_limit=configs.effective(group_id, "share.delivery.count.limit"),
             max_record_locks=configs.effective(group_id, "share.partition.max.record.locks"),
             lock_duration_ms=configs.effective(group_id, "share.record.lock.duration.ms"),
             renew_enabled=configs.effective(group_id, "share.renew.acknowledge.enable"),
         )
+        cached[:] = [(configs.version, value)]
+        return value
 
     return limits
 
@@ -56,17 +73,67 @@ class SharePartitionManager:
         logs: LogManager,
         configs: GroupConfigs,
         on_available: Callable[[str, int], None] = lambda topic, partition: None,
+        *,
+        state_dir: Path | None = None,
+        max_deltas: int = 100,
     ) -> None:
         self._logs = logs
         self._configs = configs
         self._on_available = on_available  # wakes long polls when records come back
         self._partitions: dict[SharePartitionKey, SharePartition] = {}
         self._timer: AcquisitionLockTimer[SharePartitionKey] = AcquisitionLockTimer()
+        self._state_dir = state_dir  # None: share state is not durable (unit tests)
+        self._stores: dict[tuple[str, int], ShareStateStore] = {}
+        self.persister = ShareStatePersister(self._store_for, max_deltas=max_deltas)
+
+    def _store_for(self, sp: SharePartition) -> ShareStateStore | None:
+        topic = self._logs.topic_by_id(sp.topic_id)
+        return self.store(topic.name, sp.partition) if topic else None
+
+    def store(self, topic: str, partition: int) -> ShareStateStore | None:
+        """The share-state records and snapshot files of one partition."""
+        if self._state_dir is None:
+            return None
+        store = self._stores.get((topic, partition))
+        if store is None:
+            plog = self._logs.log(topic, partition)
+            if plog is None:
+                return None
+            store = self._stores[(topic, partition)] = ShareStateStore(
+                plog, self._state_dir / f"{topic}-{partition}"
+            )
+        return store
+
+    def earliest_share_offsets(self) -> dict[tuple[str, int], int]:
+        """ESO per partition: the lowest SCO of all groups; retention keeps control records from it."""
+        eso: dict[tuple[str, int], int] = {}
+        for topic in self._logs.topics():
+            for p in range(topic.partitions):
+                store = self.store(topic.name, p)
+                offsets = store.snapshot_offsets() if store else []
+                if offsets:
+                    eso[(topic.name, p)] = min(offsets)
+        return eso
+
+    def forget_topic(self, topic: str, topic_id: uuid.UUID) -> None:
+        """A deleted topic takes its share-partitions and share-state files with it."""
+        for key in [k for k in self._partitions if k[1] == topic_id]:
+            self.persister.forget(self._partitions.pop(key))
+        for key in [k for k in self._stores if k[0] == topic]:
+            del self._stores[key]
+        if self._state_dir is not None:
+            for path in self._state_dir.glob(f"{topic}-*"):
+                if path.name.rpartition("-")[0] == topic:
+                    shutil.rmtree(path, ignore_errors=True)
+
+    def flush_snapshots(self, now_ms: int) -> None:
+        self.persister.flush_snapshots(list(self._partitions.values()), now_ms)
 
     # lookup ------------------------------------------------------------------------------------
 
-    def get(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition | None:
-        """The share-partition, made on first use with SPSO from `share.auto.offset.reset`."""
+    def get(self, group_id: str, topic_id: uuid.UUID, partition: int, now_ms: int) -> SharePartition | None:
+        """The share-partition: recovered from its log, or new with SPSO from
+        `share.auto.offset.reset`."""
         key = (group_id, topic_id, partition)
         sp = self._partitions.get(key)
         if sp is not None:
@@ -84,6 +151,7 @@ class SharePartitionManager:
             start_offset=start,
             limits=limits_of(self._configs, group_id),
         )
+        self.persister.initialise(sp, plog.log_start_offset, now_ms)
         self._partitions[key] = sp
         return sp
 
@@ -111,29 +179,54 @@ class SharePartitionManager:
         max_records: int,
         now_ms: int,
     ) -> FetchedPartition:
-        sp = self.get(group_id, topic_id, partition)
+        sp = self.get(group_id, topic_id, partition, now_ms)
         topic = self._logs.topic_by_id(topic_id)
         plog = self._logs.log(topic.name, partition) if topic else None
         if sp is None or plog is None:
             return FetchedPartition(ErrorCode.unknown_topic_or_partition, b"", [])
-        offset = sp.next_fetch_offset()
-        if offset is None or offset >= plog.log_end_offset or max_records <= 0:
+        if max_records <= 0:
             return FetchedPartition(ErrorCode.none, b"", [])
+        # A read may find only control batches (share state written between data): they are
+        # skipped, and the next stretch of log is read, a bounded number of times.
+        for _ in range(MAX_READS_PER_FETCH):
+            offset = sp.next_fetch_offset()
+            if offset is None or offset >= plog.log_end_offset:
+                break
+            fetched = self._acquire(sp, plog, member_id, offset, max_bytes, max_records, now_ms)
+            if fetched is not None:
+                return fetched
+            if sp.next_fetch_offset() == offset:
+                break
+        return FetchedPartition(ErrorCode.none, b"", [])
+
+    def _acquire(
+        self,
+        sp: SharePartition,
+        plog: PartitionLog,
+        member_id: str,
+        offset: int,
+        max_bytes: int,
+        max_records: int,
+        now_ms: int,
+    ) -> FetchedPartition | None:
+        """Read once from `offset` and acquire what the read holds; None if nothing."""
         # Enough batches for max_records new records past whatever is in flight after `offset`.
         wanted = max_records + max(0, sp.speo - offset)
         try:
-            data, spans = plog.read_with_spans(max(offset, plog.log_start_offset), max_bytes, wanted)
+            data, spans = plog.read_with_spans(
+                max(offset, plog.log_start_offset), min(max_bytes, READ_CHUNK_BYTES), wanted
+            )
         except OffsetOutOfRange:
-            return FetchedPartition(ErrorCode.none, b"", [])
+            return None
         acquired = sp.acquire(
             member_id,
             [BatchSpan(s.base_offset, s.last_offset, s.is_control) for s in spans],
             max_records=max_records,
             now_ms=now_ms,
         )
-        self._after(sp)
+        self._after(sp, now_ms)
         if not acquired:
-            return FetchedPartition(ErrorCode.none, b"", [])
+            return None
         # Trim to the batches that hold acquired records; the client drops the rest anyway.
         first, last = acquired[0].first_offset, acquired[-1].last_offset
         kept = [s for s in spans if s.last_offset >= first and s.base_offset <= last]
@@ -149,12 +242,12 @@ class SharePartitionManager:
         batches: Sequence[AckBatch],
         now_ms: int,
     ) -> ErrorCode:
-        sp = self.get(group_id, topic_id, partition)
+        sp = self.get(group_id, topic_id, partition, now_ms)
         if sp is None:
             return ErrorCode.unknown_topic_or_partition
         code = sp.acknowledge(member_id, batches, now_ms=now_ms)
         if code == ErrorCode.none:
-            self._after(sp)
+            self._after(sp, now_ms)
         return code
 
     def release_member(self, group_id: str, member_id: str, now_ms: int) -> int:
@@ -164,7 +257,7 @@ class SharePartitionManager:
             n = sp.release_member(member_id, now_ms)
             if n:
                 released += n
-                self._after(sp)
+                self._after(sp, now_ms)
         if released:
             log.info(
                 "released records of departed member",
@@ -191,16 +284,31 @@ class SharePartitionManager:
                     partition=key[2],
                     records=n,
                 )
-            self._after(sp)
+            self._after(sp, now_ms)
         return expired
 
-    def _after(self, sp: SharePartition) -> None:
-        """Bookkeeping after any change: re-arm the timer, hand changes on, wake fetchers."""
+    def _after(self, sp: SharePartition, now_ms: int) -> None:
+        """Bookkeeping after any change: re-arm the timer, persist changes, wake fetchers."""
         deadline = sp.next_deadline()
         if deadline is not None:
             self._timer.schedule((sp.group_id, sp.topic_id, sp.partition), deadline)
-        changes = sp.take_changes()  # durable share state writes these (issue 4)
+        changes = sp.take_changes()
+        if changes and self._state_dir is not None:
+            self.persister.record(sp, changes, now_ms)
         if changes and sp.next_fetch_offset() is not None and sp.next_fetch_offset() != sp.speo:
             topic = self._logs.topic_by_id(sp.topic_id)
             if topic is not None:
                 self._on_available(topic.name, sp.partition)
+
+    # admin (share-group offsets) -----------------------------------------------------------
+
+    @property
+    def state_dir(self) -> Path | None:
+        """Where share snapshot files live (None: share state is not durable)."""
+        return self._state_dir
+
+    def drop(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        """Forget one share-partition (in memory); the next `get` recovers it from its log."""
+        sp = self._partitions.pop((group_id, topic_id, partition), None)
+        if sp is not None:
+            self.persister.forget(sp)

@@ -1,0 +1,138 @@
+"""Durable share-partition state as control records (seed 000, KIP-932 "Recovery and log cleaning").
+
+Two control record types live in the share-partition's own log, each alone in a control batch:
+
+- SHARE_CHECKPOINT (5): GroupId string, CheckpointEpoch uint16, StartOffset int64,
+  EndOffset int64, States [BaseOffset int64, LastOffset int64, State int8, DeliveryCount int16]
+- SHARE_DELTA (6): GroupId string, CheckpointEpoch uint16, BackOffset int64, States [...]
+
+Both are version 0, not flexible: a string is an int16 length and UTF-8 bytes, an array an int32
+count. The record key is Kafka's control key (int16 version, int16 type); the value starts with
+an int16 schema version, as Kafka's other stored records do.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from kio.records.readers import read_batch
+
+from protocol.record_batch import NO_PRODUCER_EPOCH
+from protocol.record_batch import NO_PRODUCER_ID
+from protocol.record_batch import build_control_batch
+from protocol.record_batch import control_record_key
+from protocol.record_batch import parse_control_record_key
+
+SHARE_CHECKPOINT = 5
+SHARE_DELTA = 6
+VALUE_VERSION = 0
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_CHECKPOINT_FIXED = struct.Struct(">Hqq")  # epoch, start offset, end offset
+_DELTA_FIXED = struct.Struct(">Hq")  # epoch, back offset
+_STATE = struct.Struct(">qqbh")  # base offset, last offset, state, delivery count
+
+
+class InvalidShareState(ValueError):
+    """A SHARE_CHECKPOINT or SHARE_DELTA record does not parse."""
+
+
+@dataclass(frozen=True, slots=True)
+class StateBatch:
+    base_offset: int
+    last_offset: int
+    state: int  # 0 Available, 2 Acknowledged, 4 Archived
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareCheckpoint:
+    group_id: str
+    checkpoint_epoch: int
+    start_offset: int
+    end_offset: int
+    states: tuple[StateBatch, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareDelta:
+    group_id: str
+    checkpoint_epoch: int
+    back_offset: int
+    states: tuple[StateBatch, ...]
+
+
+ShareStateRecord = ShareCheckpoint | ShareDelta
+
+
+def _encode_states(states: tuple[StateBatch, ...]) -> bytes:
+    return _I32.pack(len(states)) + b"".join(
+        _STATE.pack(s.base_offset, s.last_offset, s.state, s.delivery_count) for s in states
+    )
+
+
+def encode_value(record: ShareStateRecord) -> bytes:
+    group = record.group_id.encode()
+    head = _I16.pack(VALUE_VERSION) + _I16.pack(len(group)) + group
+    if isinstance(record, ShareCheckpoint):
+        fixed = _CHECKPOINT_FIXED.pack(record.checkpoint_epoch, record.start_offset, record.end_offset)
+    else:
+        fixed = _DELTA_FIXED.pack(record.checkpoint_epoch, record.back_offset)
+    return head + fixed + _encode_states(record.states)
+
+
+def decode_value(record_type: int, value: bytes) -> ShareStateRecord:
+    """:raises InvalidShareState:"""
+    try:
+        pos = 2  # the value's schema version; only 0 exists
+        (length,) = _I16.unpack_from(value, pos)
+        group = value[pos + 2 : pos + 2 + length].decode()
+        pos += 2 + length
+        if record_type == SHARE_CHECKPOINT:
+            epoch, start, end = _CHECKPOINT_FIXED.unpack_from(value, pos)
+            pos += _CHECKPOINT_FIXED.size
+        elif record_type == SHARE_DELTA:
+            epoch, back = _DELTA_FIXED.unpack_from(value, pos)
+            pos += _DELTA_FIXED.size
+        else:
+            raise InvalidShareState(f"control record type {record_type} is not share state")
+        (count,) = _I32.unpack_from(value, pos)
+        pos += 4
+        states = tuple(StateBatch(*_STATE.unpack_from(value, pos + i * _STATE.size)) for i in range(count))
+        if pos + count * _STATE.size != len(value):
+            raise InvalidShareState("trailing bytes after the states")
+    except (struct.error, UnicodeDecodeError) as e:
+        raise InvalidShareState(str(e)) from e
+    if record_type == SHARE_CHECKPOINT:
+        return ShareCheckpoint(group, epoch, start, end, states)
+    return ShareDelta(group, epoch, back, states)
+
+
+def encode_batch(record: ShareStateRecord, timestamp_ms: int) -> bytes:
+    """A control batch holding one share-state record (its offset is assigned on append)."""
+    record_type = SHARE_CHECKPOINT if isinstance(record, ShareCheckpoint) else SHARE_DELTA
+    return build_control_batch(
+        0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, timestamp_ms, [(control_record_key(record_type), encode_value(record))]
+    )
+
+
+def decode_batch(batch: bytes) -> list[ShareStateRecord]:
+    """The share-state records of one control batch; other control records are skipped.
+
+    Decoding records is fine here: control batches are few and small, and this runs only
+    during recovery and in tools, never on the fetch or produce path.
+    """
+    try:
+        parsed, _ = read_batch(batch, 0)
+    except Exception as e:  # kio raises ValueError and friends for a bad batch
+        raise InvalidShareState(f"control batch does not parse: {e}") from e
+    out: list[ShareStateRecord] = []
+    for rec in parsed.records:
+        if rec.key is None or rec.value is None:
+            continue
+        _, record_type = parse_control_record_key(rec.key)
+        if record_type in (SHARE_CHECKPOINT, SHARE_DELTA):
+            out.append(decode_value(record_type, rec.value))
+    return out

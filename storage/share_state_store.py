@@ -1,0 +1,212 @@
+"""Share-partition state in the partition's own log, found again through snapshot files.
+
+Writing: each SHARE_CHECKPOINT / SHARE_DELTA is one control batch appended to the log (durable
+per the log's flush policy). A snapshot file per (partition, group) names the Share Checkpoint
+Offset (SCO); it is written atomically and may lag behind the newest checkpoint: recovery reads
+forward from it, and a later checkpoint of the same group supersedes an earlier one.
+
+Recovery: from the snapshot's SCO (or, if the file is missing or stale, from the latest
+checkpoint found by scanning the log) walk the batches forward, decode only control batches,
+and apply the group's deltas of the current checkpoint epoch in order.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+
+import structlog
+
+from protocol.share_state import InvalidShareState
+from protocol.share_state import ShareCheckpoint
+from protocol.share_state import ShareDelta
+from protocol.share_state import ShareStateRecord
+from protocol.share_state import StateBatch
+from protocol.share_state import decode_batch
+from protocol.share_state import encode_batch
+from storage.errors import OffsetOutOfRange
+from storage.fsutil import atomic_write
+from storage.log import PartitionLog
+
+log = structlog.get_logger("shoal.share_state")
+
+SCAN_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class RecoveredState:
+    """The share-partition state the log records, ready for SharePartition.restore()."""
+
+    checkpoint_epoch: int
+    checkpoint_offset: int  # the SCO
+    last_offset: int  # offset of the newest record of the chain (the next BackOffset)
+    chain_length: int  # deltas since the checkpoint
+    start_offset: int
+    end_offset: int
+    states: list[StateBatch] = field(default_factory=list)
+
+
+def overwrite(states: list[StateBatch], new: tuple[StateBatch, ...]) -> list[StateBatch]:
+    """`states` with every range of `new` written over it (both sorted, non-overlapping)."""
+    out: list[StateBatch] = []
+    for s in states:
+        pieces = [s]
+        for n in new:
+            next_pieces = []
+            for p in pieces:
+                if n.last_offset < p.base_offset or n.base_offset > p.last_offset:
+                    next_pieces.append(p)
+                    continue
+                if p.base_offset < n.base_offset:
+                    next_pieces.append(
+                        StateBatch(p.base_offset, n.base_offset - 1, p.state, p.delivery_count)
+                    )
+                if p.last_offset > n.last_offset:
+                    next_pieces.append(
+                        StateBatch(n.last_offset + 1, p.last_offset, p.state, p.delivery_count)
+                    )
+            pieces = next_pieces
+        out.extend(pieces)
+    out.extend(new)
+    out.sort(key=lambda s: s.base_offset)
+    return out
+
+
+def _apply(
+    state: RecoveredState | None, record: ShareStateRecord, offset: int
+) -> RecoveredState | None:
+    if isinstance(record, ShareCheckpoint):
+        if state is not None and record.checkpoint_epoch < state.checkpoint_epoch:
+            return state
+        return RecoveredState(
+            record.checkpoint_epoch,
+            offset,
+            offset,
+            0,
+            record.start_offset,
+            record.end_offset,
+            list(record.states),
+        )
+    if state is None or record.checkpoint_epoch != state.checkpoint_epoch:
+        return state  # a delta of another epoch belongs to a superseded chain
+    state.states = overwrite(state.states, record.states)
+    if record.states:
+        state.end_offset = max(state.end_offset, max(s.last_offset for s in record.states) + 1)
+    state.last_offset = offset
+    state.chain_length += 1
+    return state
+
+
+class ShareStateStore:
+    """Share-state records and snapshot files of one partition log."""
+
+    def __init__(self, plog: PartitionLog, snapshot_dir: Path | None) -> None:
+        self._log = plog
+        self._dir = snapshot_dir
+
+    def append(self, record: ShareStateRecord, now_ms: int) -> int:
+        """Append one record as a control batch; its offset."""
+        return self._log.append_control(encode_batch(record, now_ms), now_ms=now_ms).base_offset
+
+    def _snapshot_path(self, group_id: str) -> Path | None:
+        return None if self._dir is None else self._dir / f"{group_id.encode().hex()}.snapshot"
+
+    def write_snapshot(self, group_id: str, checkpoint_offset: int, checkpoint_epoch: int) -> None:
+        path = self._snapshot_path(group_id)
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = {
+            "group_id": group_id,
+            "sco": checkpoint_offset,
+            "checkpoint_epoch": checkpoint_epoch,
+        }
+        atomic_write(path, json.dumps(body).encode())
+
+    def read_snapshot(self, group_id: str) -> int | None:
+        path = self._snapshot_path(group_id)
+        if path is None or not path.exists():
+            return None
+        try:
+            sco = int(json.loads(path.read_text())["sco"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("unreadable share snapshot file", path=str(path))
+            return None
+        return sco
+
+    def snapshot_offsets(self) -> list[int]:
+        """Every group's SCO on this partition: retention keeps control records from the lowest."""
+        if self._dir is None or not self._dir.exists():
+            return []
+        offsets = []
+        for path in self._dir.glob("*.snapshot"):
+            try:
+                offsets.append(int(json.loads(path.read_text())["sco"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+        return offsets
+
+    def delete_snapshot(self, group_id: str) -> None:
+        path = self._snapshot_path(group_id)
+        if path is not None:
+            path.unlink(missing_ok=True)
+
+    def _records(self, start: int) -> list[tuple[int, ShareStateRecord]]:
+        """(offset, record) of every share-state record from `start` to the log end."""
+        out: list[tuple[int, ShareStateRecord]] = []
+        offset = max(start, self._log.log_start_offset)
+        while offset < self._log.log_end_offset:
+            try:
+                data, spans = self._log.read_with_spans(offset, SCAN_CHUNK_BYTES)
+            except OffsetOutOfRange:
+                break
+            if not spans:
+                break
+            for span in spans:
+                if span.is_control and span.base_offset >= start:
+                    batch = data[span.position_in_result : span.position_in_result + span.size]
+                    try:
+                        out.extend((span.base_offset, r) for r in decode_batch(batch))
+                    except InvalidShareState as e:
+                        log.warning(
+                            "skipping unreadable share-state batch",
+                            offset=span.base_offset,
+                            error=str(e),
+                        )
+            offset = spans[-1].last_offset + 1
+        return out
+
+    def recover(self, group_id: str) -> RecoveredState | None:
+        """The group's recorded state, or None when the log holds none."""
+        sco = self.read_snapshot(group_id)
+        start = (
+            sco
+            if sco is not None and sco >= self._log.log_start_offset
+            else self._log.log_start_offset
+        )
+        state: RecoveredState | None = None
+        for offset, record in self._records(start):
+            if record.group_id == group_id:
+                state = _apply(state, record, offset)
+        if state is None and start > self._log.log_start_offset:  # stale snapshot: scan it all
+            log.warning("share snapshot is stale, scanning the log", group=group_id, sco=sco)
+            for offset, record in self._records(self._log.log_start_offset):
+                if record.group_id == group_id:
+                    state = _apply(state, record, offset)
+        return state
+
+    def chain(self, group_id: str) -> list[tuple[int, ShareStateRecord]]:
+        """The current checkpoint and its deltas, for tools (`shoal share-state dump`)."""
+        state = self.recover(group_id)
+        if state is None:
+            return []
+        return [
+            (o, r)
+            for o, r in self._records(state.checkpoint_offset)
+            if r.group_id == group_id and r.checkpoint_epoch == state.checkpoint_epoch
+        ]
+
+
+__all__ = ["RecoveredState", "ShareCheckpoint", "ShareDelta", "ShareStateStore", "overwrite"]
