@@ -27,7 +27,7 @@ from protocol.messages import decode_request
 from protocol.messages import encode_response
 from protocol.messages import error_response
 from protocol.messages import peek_header
-from protocol.messages import request_type
+from protocol.messages import has_error_field
 
 log = structlog.get_logger("shoal.connection")
 
@@ -120,9 +120,11 @@ class KafkaConnection(asyncio.Protocol):
             response: Any = unsupported_version_response(self._services.registry)
         else:
             try:
-                request_type(key, version)
                 response = error_response(key, version, ErrorCode.unsupported_version)
             except UnknownApi:
+                response = None
+            if response is None or not has_error_field(response):
+                # No field could carry the error (Metadata v0 has none): close, as Kafka does.
                 self.abort(f"unsupported api key {key} version {version}")
                 return
         log.info("unsupported version", api_key=key, api_version=version, peer=self._peer)

@@ -25,6 +25,7 @@ from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeade
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader
 from kio.serial import entity_writer
+from kio.static.primitive import i32
 from kio.static.protocol import Entity
 from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
@@ -84,12 +85,12 @@ def response_type(api_key: int, version: int) -> type[ResponsePayload]:
 
 @cache
 def _reader(entity: type[E]) -> Callable[[Any, int], tuple[E, int]]:
-    return entity_reader(entity)  # type: ignore[type-var,return-value]
+    return entity_reader(entity)  # type: ignore[type-var]
 
 
 @cache
 def _writer(entity: type[E]) -> Callable[[io.BytesIO, E], None]:
-    return entity_writer(entity)  # type: ignore[type-var,return-value]
+    return entity_writer(entity)  # type: ignore[type-var]
 
 
 def decode_request(frame: bytes) -> Request:
@@ -101,14 +102,15 @@ def decode_request(frame: bytes) -> Request:
     key, version, _ = peek_header(frame)
     req_type = request_type(key, version)
     try:
-        header, pos = _reader(req_type.__header_schema__)(frame, 0)
+        header_type: Any = req_type.__header_schema__
+        header, pos = _reader(header_type)(frame, 0)
         body, size = _reader(req_type)(frame, pos)
     except (
         Exception
     ) as e:  # kio raises many kinds (KeyError for an unknown tag...): all mean "does not parse"
         raise UndecodableRequest(f"{req_type.__name__}: {e}") from e
-    if pos + size != len(frame):
-        raise UndecodableRequest(f"{req_type.__name__}: {len(frame) - pos - size} trailing bytes")
+    # Bytes after the fields this version defines are ignored, as Apache Kafka does:
+    # librdkafka's all-topics Metadata v12 carries three of them.
     return Request(
         RequestHeader(key, version, header.correlation_id, header.client_id),
         body,
@@ -140,9 +142,9 @@ def encode_response(body: ResponsePayload, correlation_id: int) -> bytes:
     """
     buf = io.BytesIO()
     if body.__api_key__ == API_VERSIONS_KEY or not body.__flexible__:
-        _writer(ResponseHeaderV0)(buf, ResponseHeaderV0(correlation_id=correlation_id))
+        _writer(ResponseHeaderV0)(buf, ResponseHeaderV0(correlation_id=i32(correlation_id)))
     else:
-        _writer(ResponseHeaderV1)(buf, ResponseHeaderV1(correlation_id=correlation_id))
+        _writer(ResponseHeaderV1)(buf, ResponseHeaderV1(correlation_id=i32(correlation_id)))
     _writer(type(body))(buf, body)
     return buf.getvalue()
 
@@ -198,7 +200,7 @@ def build(entity: type[E], /, **values: Any) -> E:
     Handlers serve many versions of one API with one body of code: values for fields this
     version lacks are dropped, and required fields not given get their zero value.
     """
-    names, required = _field_plan(entity)
+    names, required = _field_plan(entity)  # type: ignore[arg-type]
     kwargs = {k: v for k, v in values.items() if k in names}
     for name, zero in required:
         kwargs.setdefault(name, zero)
@@ -208,6 +210,11 @@ def build(entity: type[E], /, **values: Any) -> E:
 def error_response(api_key: int, version: int, code: ErrorCode) -> ResponsePayload:
     """A response of the request's own version that carries only a top-level error."""
     return build(response_type(api_key, version), error_code=code)
+
+
+def has_error_field(response: ResponsePayload) -> bool:
+    """Whether a response has a top-level error code (old versions of some APIs do not)."""
+    return "error_code" in _field_plan(type(response))[0]  # type: ignore[arg-type]
 
 
 def entity_of(response: type[Entity], name: str) -> type[Any]:

@@ -16,6 +16,7 @@ from protocol.record_batch import BatchHeader
 from protocol.record_batch import Buffer
 from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import iter_batch_headers
+from protocol.record_batch import record_timestamps
 from protocol.record_batch import rewrite_base_offset
 from protocol.record_batch import validate_batches
 from storage.config import LogConfig
@@ -186,11 +187,26 @@ class SegmentedLog(ABC):
         return self.read_with_spans(offset, max_bytes, max_records)[1]
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """The first record at or after `timestamp_ms` (Kafka's ListOffsets), with its timestamp.
+
+        The time index finds the batch; that one batch's records are then read for the exact
+        record. A compressed batch answers with its base offset and max timestamp.
+        """
         for segment in self._segments:
             header = segment.find_timestamp(timestamp_ms)
             if header is not None:
-                return header.base_offset, header.max_timestamp
+                return self._record_at_or_after(header, timestamp_ms)
         return None
+
+    def _record_at_or_after(self, header: BatchHeader, timestamp_ms: int) -> tuple[int, int]:
+        batch = self.read(header.base_offset, header.size)[: header.size]
+        try:
+            for offset, ts in record_timestamps(batch):
+                if ts >= timestamp_ms:
+                    return offset, ts
+        except InvalidRecordBatch:
+            pass
+        return header.base_offset, header.max_timestamp
 
     # --- maintenance ------------------------------------------------------------------
 

@@ -87,12 +87,6 @@ async def test_list_offsets_earliest_latest_and_by_timestamp(server: Server) -> 
         assert await admin.list_offsets("offsets", 0, base + 10_000) == -1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="broker bug: ListOffsets by timestamp answers with the base offset of the batch "
-    "whose max timestamp reaches the target (storage/base_log.py offset_for_timestamp), "
-    "not the first record at or after it as Kafka does",
-)
 async def test_list_offsets_by_timestamp_inside_one_batch(server: Server) -> None:
     base = int(time.time() * 1000) - 60_000
     async with Producer(_bootstrap(server)) as producer:

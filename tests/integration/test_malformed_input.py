@@ -377,17 +377,12 @@ def _old_request(key: int, version: int) -> bytes:
     return header + b"\x00" * 32
 
 
-_EMPTY_V0 = pytest.mark.xfail(
-    strict=True,
-    reason="Metadata v0 below the minimum v1 is answered with an empty v0 body (no brokers, no "
-    "topics, no error code anywhere) instead of a close or an UNSUPPORTED_VERSION topic error",
-)
 
 
 @pytest.mark.parametrize(
     ("key", "version"),
     [
-        pytest.param(3, 0, id="Metadata-v0", marks=_EMPTY_V0),
+        pytest.param(3, 0, id="Metadata-v0"),
         pytest.param(1, 3, id="Fetch-v3"),
         pytest.param(2, 0, id="ListOffsets-v0"),
         pytest.param(19, 1, id="CreateTopics-v1"),
