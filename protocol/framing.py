@@ -32,25 +32,29 @@ class FrameDecoder:
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         """Add bytes read from the peer; return every frame they complete, in order.
 
+        Frames that lie wholly inside `data` are sliced from it directly (one copy); only an
+        unfinished tail is buffered.
+
         :raises FrameError: the next frame's size is negative or above the limit.
         """
-        buf = self._buffer
-        buf += data
+        if self._buffer:
+            self._buffer += data
+            data = bytes(self._buffer)
+            self._buffer.clear()
         frames: list[bytes] = []
         pos = 0
-        end = len(buf)
+        end = len(data)
         while end - pos >= 4:
-            (size,) = SIZE.unpack_from(buf, pos)
+            (size,) = SIZE.unpack_from(data, pos)
             if size < 0 or size > self._max:
                 raise FrameError(f"frame size {size} outside 0..{self._max}")
             if end - pos - 4 < size:
                 break
-            frames.append(bytes(buf[pos + 4 : pos + 4 + size]))
+            frames.append(bytes(data[pos + 4 : pos + 4 + size]))
             pos += 4 + size
-        if pos:
-            del buf[:pos]
+        if pos < end:
+            self._buffer += data[pos:]
         return frames
-
 
 def frame(payload: bytes) -> bytes:
     """Prefix a payload with its size."""

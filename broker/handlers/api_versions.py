@@ -27,7 +27,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 def unsupported_version_response(registry: Registry) -> ApiVersionsResponseV0:
     """A too-new ApiVersions request gets the v0 layout and what we support (KIP-511)."""
     keys = tuple(
-        ApiVersionV0(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version)  # type: ignore[arg-type]
+        ApiVersionV0(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version)
         for h in registry
     )
     return ApiVersionsResponseV0(error_code=ErrorCode.unsupported_version, api_keys=keys)

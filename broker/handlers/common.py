@@ -9,7 +9,7 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from protocol.messages import entity_of
 from protocol.messages import response_type
-from storage.log_manager import TopicInfo
+from storage.topics import TopicInfo
 
 
 class Response:

@@ -11,7 +11,7 @@ from broker.handlers.common import Response
 from broker.handlers.common import topic_or_create
 from broker.registry import Handler
 from protocol.messages import build
-from storage.log_manager import TopicInfo
+from storage.topics import TopicInfo
 
 
 def _topic(r: Response, ctx: RequestContext, topic: TopicInfo) -> Any:
