@@ -9,6 +9,7 @@ transport's write buffer is full, so a fast producer cannot grow memory without 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import structlog
@@ -26,8 +27,8 @@ from protocol.messages import UnknownApi
 from protocol.messages import decode_request
 from protocol.messages import encode_response
 from protocol.messages import error_response
-from protocol.messages import peek_header
 from protocol.messages import has_error_field
+from protocol.messages import peek_header
 
 log = structlog.get_logger("shoal.connection")
 
@@ -90,6 +91,7 @@ class KafkaConnection(asyncio.Protocol):
     # dispatch ----------------------------------------------------------------------------------
 
     def _dispatch(self, payload: bytes) -> None:
+        self._services.metrics.bytes_in.inc(len(payload) + 4)
         try:
             key, version, correlation_id = peek_header(payload)
         except UndecodableRequest as e:
@@ -134,10 +136,10 @@ class KafkaConnection(asyncio.Protocol):
 
     async def _run(self, seq: int, ctx: RequestContext, handle: Any, body: Any) -> None:
         header = ctx.header
+        api = type(body).__name__.removesuffix("Request")
+        started = time.perf_counter()
         structlog.contextvars.bind_contextvars(
-            client_id=header.client_id,
-            correlation_id=header.correlation_id,
-            api=type(body).__name__.removesuffix("Request"),
+            client_id=header.client_id, correlation_id=header.correlation_id, api=api
         )
         try:
             response = await handle(ctx, body)
@@ -149,7 +151,18 @@ class KafkaConnection(asyncio.Protocol):
                 header.api_key, header.api_version, ErrorCode.unknown_server_error
             )
         out = None if response is None else frame(encode_response(response, header.correlation_id))
+        self._observe(api, response, out, started)
         self._complete(seq, out)
+
+    def _observe(self, api: str, response: Any, out: bytes | None, started: float) -> None:
+        metrics = self._services.metrics
+        metrics.requests.labels(request=api).inc()
+        metrics.latency.labels(request=api).observe(time.perf_counter() - started)
+        code = getattr(response, "error_code", 0)
+        if code:
+            metrics.errors.labels(request=api, error=ErrorCode(code).name).inc()
+        if out is not None:
+            metrics.bytes_out.inc(len(out))
 
     def _complete(self, seq: int, out: bytes | None) -> None:
         self._ready[seq] = out

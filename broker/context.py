@@ -8,6 +8,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING
 
 from broker.config import BrokerConfig
+from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
 from broker.producer_ids import ProducerIdAllocator
 from protocol.messages import RequestHeader
@@ -38,6 +39,7 @@ class BrokerServices:
     share_partitions: SharePartitionManager
     share_sessions: ShareSessionCache
     notifier: Notifier = field(default_factory=Notifier)
+    metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
 
     @staticmethod
     def now_ms() -> int:

@@ -19,6 +19,7 @@ from broker.config import BrokerConfig
 from broker.connection import KafkaConnection
 from broker.context import BrokerServices
 from broker.handlers import build_registry
+from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
 from broker.producer_ids import ProducerIdAllocator
 from broker.share.departures import expire_members
@@ -84,6 +85,7 @@ class Server:
             return (topic.topic_id, topic.partitions) if topic else None
 
         notifier = Notifier()
+        metrics = BrokerMetrics()
         self.services = BrokerServices(
             config=config,
             logs=logs,
@@ -95,9 +97,11 @@ class Server:
                 lambda t, p: notifier.notify((t, p)),
                 state_dir=data_dir / "__share_state",
                 max_deltas=config["share.coordinator.snapshot.update.records.per.snapshot"],
+                metrics=metrics,
             ),
             share_sessions=ShareSessionCache(config["group.share.max.share.sessions"]),
             notifier=notifier,
+            metrics=metrics,
             registry=build_registry(),
             producer_ids=ProducerIdAllocator(data_dir / "producer-ids"),
             cluster_id=_cluster_id(data_dir),
@@ -105,10 +109,24 @@ class Server:
             host=host,
             port=port,
         )
+        self._watch(metrics)
         self._connections: set[KafkaConnection] = set()
         self._server: asyncio.Server | None = None
         self._duties: set[asyncio.Task[None]] = set()
         self.port = 0
+        self.metrics_port = -1
+
+    def _watch(self, metrics: BrokerMetrics) -> None:
+        s = self.services
+        partitions = s.share_partitions.all_partitions
+        metrics.gauges(
+            in_flight=lambda: sum(sp.in_flight_count() for sp in partitions()),
+            acquired=lambda: sum(sp.acquired_count() for sp in partitions()),
+            sessions=lambda: len(s.share_sessions),
+            groups=lambda: len(s.coordinator.groups),
+            members=lambda: sum(len(g.members) for g in s.coordinator.groups.values()),
+            share_partitions=lambda: len(partitions()),
+        )
 
     async def start(self) -> None:
         host, port = self.config.listener
@@ -127,6 +145,9 @@ class Server:
         self._every(LOCK_TIMER_TICK_MS, self._expire_locks)
         self._every(MEMBER_CHECK_MS, lambda: expire_members(self.services))
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
+        if self.config["metrics.port"] >= 0:
+            self.metrics_port = self.services.metrics.serve(host, self.config["metrics.port"])
+            log.info("metrics", host=host, port=self.metrics_port)
         log.info("listening", host=host, port=self.port, data_dir=str(self.config.data_dir))
 
     def _every(self, interval_ms: int, duty: Callable[[], Awaitable[None] | None]) -> None:
@@ -176,6 +197,7 @@ class Server:
         if self._server is not None:
             await self._server.wait_closed()
         self._snapshots()
+        self.services.metrics.stop()
         self.services.logs.close()
         log.info("stopped")
 

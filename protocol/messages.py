@@ -214,7 +214,7 @@ def error_response(api_key: int, version: int, code: ErrorCode) -> ResponsePaylo
 
 def has_error_field(response: ResponsePayload) -> bool:
     """Whether a response has a top-level error code (old versions of some APIs do not)."""
-    return "error_code" in _field_plan(type(response))[0]  # type: ignore[arg-type]
+    return "error_code" in _field_plan(type(response))[0]
 
 
 def entity_of(response: type[Entity], name: str) -> type[Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
@@ -11,6 +12,8 @@ from broker.handlers.common import Response
 from broker.registry import Handler
 from protocol.messages import build
 from storage.errors import StorageError
+
+log = structlog.get_logger("shoal.topics")
 
 
 def _create(
@@ -41,6 +44,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     results = []
     for topic in request.topics:
         code, message, info = _create(ctx, topic, request.validate_only)
+        if code != ErrorCode.none:
+            log.info("create topic refused", topic=topic.name, error=code.name, reason=message)
+        elif info is not None:
+            log.info(
+                "topic created",
+                topic=info.name,
+                partitions=info.partitions,
+                topic_id=str(info.topic_id),
+            )
         results.append(
             build(
                 r.CreatableTopicResult,

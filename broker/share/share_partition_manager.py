@@ -18,7 +18,11 @@ from pathlib import Path
 import structlog
 from kio.schema.errors import ErrorCode
 
+from broker.metrics import ACK_TYPE_NAMES
+from broker.metrics import BrokerMetrics
 from broker.share.acquisition_lock_timer import AcquisitionLockTimer
+from broker.share.record_state import AcknowledgeType
+from broker.share.record_state import RecordState
 from broker.share.share_partition import AckBatch
 from broker.share.share_partition import AcquiredRecords
 from broker.share.share_partition import BatchSpan
@@ -39,6 +43,20 @@ SharePartitionKey = tuple[str, uuid.UUID, int]
 # At least one whole batch is always read, however large.
 READ_CHUNK_BYTES = 1024 * 1024
 MAX_READS_PER_FETCH = 8
+ARCHIVED = RecordState.ARCHIVED
+REJECT = int(AcknowledgeType.REJECT)
+
+
+def count_ack_types(batches: Sequence[AckBatch]) -> dict[int, int]:
+    """Records per acknowledge type: ranges count whole, per-offset type lists by type."""
+    counts: dict[int, int] = {}
+    for first, last, types in batches:
+        if len(types) == 1:
+            counts[types[0]] = counts.get(types[0], 0) + last - first + 1
+        else:
+            for t in set(types):
+                counts[t] = counts.get(t, 0) + list(types).count(t)
+    return counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +94,9 @@ class SharePartitionManager:
         *,
         state_dir: Path | None = None,
         max_deltas: int = 100,
+        metrics: BrokerMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or BrokerMetrics()
         self._logs = logs
         self._configs = configs
         self._on_available = on_available  # wakes long polls when records come back
@@ -105,7 +125,8 @@ class SharePartitionManager:
         return store
 
     def earliest_share_offsets(self) -> dict[tuple[str, int], int]:
-        """ESO per partition: the lowest SCO of all groups; retention keeps control records from it."""
+        """ESO per partition: the lowest SCO of any group; retention keeps control records
+        from it on."""
         eso: dict[tuple[str, int], int] = {}
         for topic in self._logs.topics():
             for p in range(topic.partitions):
@@ -119,8 +140,8 @@ class SharePartitionManager:
         """A deleted topic takes its share-partitions and share-state files with it."""
         for key in [k for k in self._partitions if k[1] == topic_id]:
             self.persister.forget(self._partitions.pop(key))
-        for key in [k for k in self._stores if k[0] == topic]:
-            del self._stores[key]
+        for store_key in [k for k in self._stores if k[0] == topic]:
+            del self._stores[store_key]
         if self._state_dir is not None:
             for path in self._state_dir.glob(f"{topic}-*"):
                 if path.name.rpartition("-")[0] == topic:
@@ -131,7 +152,9 @@ class SharePartitionManager:
 
     # lookup ------------------------------------------------------------------------------------
 
-    def get(self, group_id: str, topic_id: uuid.UUID, partition: int, now_ms: int) -> SharePartition | None:
+    def get(
+        self, group_id: str, topic_id: uuid.UUID, partition: int, now_ms: int
+    ) -> SharePartition | None:
         """The share-partition: recovered from its log, or new with SPSO from
         `share.auto.offset.reset`."""
         key = (group_id, topic_id, partition)
@@ -154,6 +177,9 @@ class SharePartitionManager:
         self.persister.initialise(sp, plog.log_start_offset, now_ms)
         self._partitions[key] = sp
         return sp
+
+    def all_partitions(self) -> list[SharePartition]:
+        return list(self._partitions.values())
 
     def partitions_of(self, group_id: str) -> list[SharePartition]:
         return [sp for (g, _, _), sp in self._partitions.items() if g == group_id]
@@ -227,6 +253,7 @@ class SharePartitionManager:
         self._after(sp, now_ms)
         if not acquired:
             return None
+        self.metrics.records_acquired.inc(sum(a.last_offset - a.first_offset + 1 for a in acquired))
         # Trim to the batches that hold acquired records; the client drops the rest anyway.
         first, last = acquired[0].first_offset, acquired[-1].last_offset
         kept = [s for s in spans if s.last_offset >= first and s.base_offset <= last]
@@ -246,8 +273,13 @@ class SharePartitionManager:
         if sp is None:
             return ErrorCode.unknown_topic_or_partition
         code = sp.acknowledge(member_id, batches, now_ms=now_ms)
+        self.metrics.share_acks.labels(result="ok" if code == ErrorCode.none else "failed").inc()
         if code == ErrorCode.none:
-            self._after(sp, now_ms)
+            counts = count_ack_types(batches)
+            for ack_type, n in counts.items():
+                if ack_type in ACK_TYPE_NAMES:
+                    self.metrics.record_acks.labels(ackType=ACK_TYPE_NAMES[ack_type]).inc(n)
+            self._after(sp, now_ms, rejected=counts.get(REJECT, 0))
         return code
 
     def release_member(self, group_id: str, member_id: str, now_ms: int) -> int:
@@ -277,6 +309,7 @@ class SharePartitionManager:
             n = sp.expire_locks(now_ms)
             if n:
                 expired += n
+                self.metrics.lock_timeouts.inc(n)
                 log.info(
                     "acquisition locks expired",
                     group=key[0],
@@ -287,12 +320,26 @@ class SharePartitionManager:
             self._after(sp, now_ms)
         return expired
 
-    def _after(self, sp: SharePartition, now_ms: int) -> None:
+    def _after(self, sp: SharePartition, now_ms: int, rejected: int = 0) -> None:
         """Bookkeeping after any change: re-arm the timer, persist changes, wake fetchers."""
         deadline = sp.next_deadline()
         if deadline is not None:
             self._timer.schedule((sp.group_id, sp.topic_id, sp.partition), deadline)
         changes = sp.take_changes()
+        # Records archived by this operation other than by REJECT reached the delivery limit.
+        archived = (
+            sum(c.last_offset - c.first_offset + 1 for c in changes if c.state is ARCHIVED)
+            - rejected
+        )
+        if archived > 0:
+            self.metrics.archived_at_limit.inc(archived)
+            log.info(
+                "records archived at the delivery-count limit",
+                group=sp.group_id,
+                topic_id=str(sp.topic_id),
+                partition=sp.partition,
+                records=archived,
+            )
         if changes and self._state_dir is not None:
             self.persister.record(sp, changes, now_ms)
         if changes and sp.next_fetch_offset() is not None and sp.next_fetch_offset() != sp.speo:

@@ -1,0 +1,129 @@
+"""Prometheus metrics, on a registry of the broker's own (several test brokers share a process).
+
+Names follow the JMX names an operator of Kafka knows, lower-cased the way the Prometheus JMX
+exporter writes them: KIP-932/KIP-1222's `kafka.server:type=ShareGroupMetrics,
+name=RecordAcknowledgementsPerSec,ackType=...` is
+`kafka_server_sharegroupmetrics_recordacknowledgementspersec_total{ackType="Accept"}` (a
+counter: Prometheus derives the per-second rate). Labels are bounded: API names, error codes,
+ack types, never member ids, offsets or groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry
+from prometheus_client import Counter
+from prometheus_client import Gauge
+from prometheus_client import Histogram
+from prometheus_client import start_http_server
+
+ACK_TYPE_NAMES = {1: "Accept", 2: "Release", 3: "Reject", 4: "Renew"}
+SHARE = "kafka_server_sharegroupmetrics"
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class BrokerMetrics:
+    def __init__(self) -> None:
+        self.registry = r = CollectorRegistry()
+        # Requests (kafka.network:type=RequestMetrics).
+        self.requests = Counter(
+            "kafka_network_requestmetrics_requests",
+            "Requests handled, by API.",
+            ["request"],
+            registry=r,
+        )
+        self.errors = Counter(
+            "kafka_network_requestmetrics_errors",
+            "Responses carrying a top-level error code, by API and error.",
+            ["request", "error"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "kafka_network_requestmetrics_totaltime_seconds",
+            "Time from a request's arrival to its response being queued, by API.",
+            ["request"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.bytes_in = Counter(
+            "kafka_server_brokertopicmetrics_bytesin", "Request bytes received.", registry=r
+        )
+        self.bytes_out = Counter(
+            "kafka_server_brokertopicmetrics_bytesout", "Response bytes sent.", registry=r
+        )
+        # Share groups (KIP-932, KIP-1103, KIP-1222).
+        self.record_acks = Counter(
+            f"{SHARE}_recordacknowledgementspersec",
+            "RecordAcknowledgementsPerSec: records acknowledged, by acknowledgement type.",
+            ["ackType"],
+            registry=r,
+        )
+        for name in ACK_TYPE_NAMES.values():
+            self.record_acks.labels(ackType=name)
+        self.share_acks = Counter(
+            f"{SHARE}_shareacknowledgementpersec",
+            "ShareAcknowledgement: acknowledgement requests per partition, and failures.",
+            ["result"],
+            registry=r,
+        )
+        self.lock_timeouts = Counter(
+            f"{SHARE}_acquisitionlocktimeoutpersec",
+            "Records whose acquisition lock expired before they were acknowledged.",
+            registry=r,
+        )
+        self.archived_at_limit = Counter(
+            f"{SHARE}_deliverycountlimitarchivedpersec",
+            "Records archived because they reached the delivery-count limit.",
+            registry=r,
+        )
+        self.records_acquired = Counter(
+            f"{SHARE}_recordsacquiredpersec",
+            "Records handed out by ShareFetch (deliveries).",
+            registry=r,
+        )
+
+    def gauges(
+        self,
+        *,
+        in_flight: Callable[[], float],
+        acquired: Callable[[], float],
+        sessions: Callable[[], float],
+        groups: Callable[[], float],
+        members: Callable[[], float],
+        share_partitions: Callable[[], float],
+    ) -> None:
+        """Values read at scrape time from the live state (no bookkeeping on the hot path)."""
+        for name, doc, fn in (
+            (
+                f"{SHARE}_inflightrecords",
+                "Records in share-partition windows (SPSO to SPEO).",
+                in_flight,
+            ),
+            (f"{SHARE}_acquiredrecords", "Records currently acquired under a lock.", acquired),
+            (f"{SHARE}_sharesessions", "Open share sessions.", sessions),
+            ("kafka_server_groupcoordinatormetrics_sharegroupcount", "Share groups.", groups),
+            (
+                "kafka_server_groupcoordinatormetrics_sharegroupmembers",
+                "Members of share groups.",
+                members,
+            ),
+            (
+                f"{SHARE}_sharepartitions",
+                "Share-partitions loaded on this broker.",
+                share_partitions,
+            ),
+        ):
+            Gauge(name, doc, registry=self.registry).set_function(fn)
+
+    def serve(self, host: str, port: int) -> int:
+        """Start the scrape endpoint in a daemon thread; the port it listens on."""
+        server, _ = start_http_server(port, addr=host, registry=self.registry)
+        self._server = server
+        return int(server.server_port)
+
+    def stop(self) -> None:
+        server = getattr(self, "_server", None)
+        if server is not None:
+            server.shutdown()
+            server.server_close()
