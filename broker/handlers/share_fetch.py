@@ -31,6 +31,10 @@ Key = tuple[Any, int]
 def _invalid(request: Any) -> str | None:
     if not request.group_id or not request.member_id:
         return "group id and member id are required"
+    if request.share_session_epoch == OPEN_EPOCH and any(
+        p.acknowledgement_batches for t in request.topics for p in t.partitions
+    ):
+        return "a request that opens a share session cannot carry acknowledgements"
     if getattr(request, "is_renew_ack", False) and (
         request.max_wait.total_seconds()
         or request.min_bytes
