@@ -8,6 +8,7 @@ the command line.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
@@ -116,8 +117,12 @@ class BrokerConfig:
 
     @property
     def advertised(self) -> tuple[str, int]:
+        """What Metadata tells clients; a wildcard listener advertises this host's name."""
         adv = self["advertised.listeners"]
-        return parse_listener(adv.split(",")[0]) if adv else self.listener
+        host, port = parse_listener(adv.split(",")[0]) if adv else self.listener
+        if host in ("0.0.0.0", "::"):
+            host = socket.getfqdn()
+        return host, port
 
     @property
     def data_dir(self) -> Path:

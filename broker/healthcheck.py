@@ -1,0 +1,59 @@
+"""`python -m broker.healthcheck [HOST] [PORT]`: exit 0 if the broker answers ApiVersions.
+
+A real round trip on the Kafka port, not a process check: the container's HEALTHCHECK and
+anyone's script can use it. Synchronous and dependency-free beyond `protocol`.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.errors import ErrorCode
+
+from protocol.framing import SIZE
+from protocol.framing import frame
+from protocol.messages import decode_response
+from protocol.messages import encode_request
+
+
+def check(host: str, port: int, timeout_s: float = 3.0) -> str | None:
+    """None when healthy, else what went wrong."""
+    request = ApiVersionsRequest(
+        client_software_name="shoal-healthcheck", client_software_version="1"
+    )
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            sock.sendall(frame(encode_request(request, 1, "shoal-healthcheck")))
+            size = SIZE.unpack(_read(sock, 4))[0]
+            _, response = decode_response(18, 3, _read(sock, size))
+    except (OSError, ValueError) as e:
+        return f"{host}:{port}: {e}"
+    code = getattr(response, "error_code", ErrorCode.unknown_server_error)
+    return None if code == ErrorCode.none else f"ApiVersions answered {ErrorCode(code).name}"
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise OSError("connection closed before the response was complete")
+        data += chunk
+    return data
+
+
+def main(argv: list[str]) -> int:
+    host = argv[0] if argv else "127.0.0.1"
+    port = int(argv[1]) if len(argv) > 1 else 9092
+    problem = check(host, port)
+    if problem:
+        print(f"unhealthy: {problem}", file=sys.stderr)
+        return 1
+    print("healthy")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

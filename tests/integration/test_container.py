@@ -1,0 +1,50 @@
+"""What the container image runs, exercised here (no Docker engine on this machine).
+
+The Dockerfile is a thin shell: its CMD is `shoal serve ...` and its HEALTHCHECK is
+`python -m broker.healthcheck`. Both command lines are read from the Dockerfile itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from broker.cli import parser
+from tests.brokers import BrokerProcess
+from tests.brokers import free_port
+
+pytestmark = pytest.mark.integration
+DOCKERFILE = Path(__file__).parents[2] / "docker" / "Dockerfile"
+
+
+def _instruction(name: str) -> list[str]:
+    text = DOCKERFILE.read_text().replace("\\\n", " ")
+    match = re.search(rf"^{name}\s.*?(\[.*\])\s*$", text, re.MULTILINE)
+    assert match, name
+    return list(json.loads(match.group(1)))
+
+
+def test_the_images_command_line_is_one_the_cli_accepts() -> None:
+    cmd = _instruction("CMD")
+    assert cmd[0].endswith("shoal")
+    args = parser().parse_args(cmd[1:])
+    assert (args.command, args.host, args.port, str(args.data_dir), args.metrics_port) == (
+        "serve", "0.0.0.0", 9092, "/data", 9308,
+    )  # fmt: skip
+
+
+def test_the_healthcheck_passes_on_a_live_broker_and_fails_on_a_dead_port(
+    broker_process: BrokerProcess,
+) -> None:
+    check = _instruction("HEALTHCHECK.*CMD")
+    assert check[1:3] == ["-m", "broker.healthcheck"]
+    live = [sys.executable, "-m", "broker.healthcheck", "127.0.0.1", str(broker_process.port)]
+    assert subprocess.run(live, capture_output=True, timeout=20).returncode == 0
+    dead = [sys.executable, "-m", "broker.healthcheck", "127.0.0.1", str(free_port())]
+    result = subprocess.run(dead, capture_output=True, text=True, timeout=20)
+    assert result.returncode == 1 and "unhealthy" in result.stderr
