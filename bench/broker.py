@@ -33,8 +33,11 @@ def process_cpu_seconds(pid: int) -> float:
 class Broker:
     """`python -m broker.cli serve ...`, or the profiling wrapper `bench.profiled_broker`."""
 
-    def __init__(self, data_dir: Path, *, profile_dir: Path | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, *, profile_dir: Path | None = None, env: dict[str, str] | None = None
+    ) -> None:
         self.data_dir = data_dir
+        self.env = env or {}
         self.port = free_port()
         self.profile_dir = profile_dir
         self.log_path = data_dir.parent / "broker.log"
@@ -57,7 +60,7 @@ class Broker:
 
     def start(self, timeout: float = 30.0) -> None:
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - open for the child's lifetime
-        env = os.environ.copy()
+        env = {**os.environ, **self.env}
         if self.profile_dir is not None:
             env["SHOAL_BENCH_PROFILE_DIR"] = str(self.profile_dir)
         self.proc = subprocess.Popen(

@@ -92,6 +92,11 @@ def ratios(rows: list[Row]) -> list[str]:
         ("share-4", "fetch"),
         lambda s, f: s.cpu_us_per_record / f.cpu_us_per_record,
     )
+    ratio(
+        "share (4) with durable share state / without records/s",
+        ("share-4-durable", "share-4-volatile"),
+        lambda on, off: on.rate / off.rate,
+    )
     return out
 
 

@@ -38,6 +38,8 @@ DEFAULTS: dict[str, tuple[Any, type]] = {
     "metrics.port": (9308, int),
     "shutdown.timeout.ms": (5000, int),
     "group.share.max.share.sessions": (2000, int),
+    # Kafka's name; empty means no persister (share state is not durable; for benchmarks).
+    "group.share.persister.class.name": ("SHARE_CHECKPOINT", str),
     # Deltas after which the share-partition leader writes a new SHARE_CHECKPOINT.
     "share.coordinator.snapshot.update.records.per.snapshot": (100, int),
     **BROKER_DEFAULTS,

@@ -86,6 +86,9 @@ class Server:
 
         notifier = Notifier()
         metrics = BrokerMetrics()
+        durable = bool(config["group.share.persister.class.name"])
+        if not durable:
+            log.warning("share state is not durable: group.share.persister.class.name is empty")
         self.services = BrokerServices(
             config=config,
             logs=logs,
@@ -95,7 +98,7 @@ class Server:
                 logs,
                 group_configs,
                 lambda t, p: notifier.notify((t, p)),
-                state_dir=data_dir / "__share_state",
+                state_dir=data_dir / "__share_state" if durable else None,
                 max_deltas=config["share.coordinator.snapshot.update.records.per.snapshot"],
                 metrics=metrics,
             ),

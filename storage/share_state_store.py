@@ -12,6 +12,7 @@ and apply the group's deltas of the current checkpoint epoch in order.
 
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import dataclass
 from dataclasses import field
@@ -49,28 +50,28 @@ class RecoveredState:
 
 
 def overwrite(states: list[StateBatch], new: tuple[StateBatch, ...]) -> list[StateBatch]:
-    """`states` with every range of `new` written over it (both sorted, non-overlapping)."""
-    out: list[StateBatch] = []
-    for s in states:
-        pieces = [s]
-        for n in new:
-            next_pieces = []
-            for p in pieces:
-                if n.last_offset < p.base_offset or n.base_offset > p.last_offset:
-                    next_pieces.append(p)
-                    continue
-                if p.base_offset < n.base_offset:
-                    next_pieces.append(
-                        StateBatch(p.base_offset, n.base_offset - 1, p.state, p.delivery_count)
-                    )
-                if p.last_offset > n.last_offset:
-                    next_pieces.append(
-                        StateBatch(n.last_offset + 1, p.last_offset, p.state, p.delivery_count)
-                    )
-            pieces = next_pieces
-        out.extend(pieces)
-    out.extend(new)
-    out.sort(key=lambda s: s.base_offset)
+    """`states` with every range of `new` written over it (both sorted, non-overlapping).
+
+    Each new range finds the states it touches by bisection and replaces that slice, so a
+    delta of k ranges costs O(k log n) plus list moves, whatever the window's size.
+    """
+    out = list(states)
+    for n in new:
+        lo = bisect.bisect_left(out, n.base_offset, key=lambda s: s.last_offset)
+        hi = bisect.bisect_right(out, n.last_offset, key=lambda s: s.base_offset)
+        pieces: list[StateBatch] = []
+        if lo < hi and out[lo].base_offset < n.base_offset:
+            first = out[lo]
+            pieces.append(
+                StateBatch(first.base_offset, n.base_offset - 1, first.state, first.delivery_count)
+            )
+        pieces.append(n)
+        if lo < hi and out[hi - 1].last_offset > n.last_offset:
+            last = out[hi - 1]
+            pieces.append(
+                StateBatch(n.last_offset + 1, last.last_offset, last.state, last.delivery_count)
+            )
+        out[lo:hi] = pieces
     return out
 
 

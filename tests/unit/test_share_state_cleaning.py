@@ -35,7 +35,9 @@ def _produce(logs: LogManager, batches: int) -> None:
         plog.append(build_batch([(None, b"x" * 20)] * 10, timestamp_ms=1), now_ms=1)
 
 
-def _consume(m: SharePartitionManager, group: str, topic_id: object, upto: int | None = None) -> None:
+def _consume(
+    m: SharePartitionManager, group: str, topic_id: object, upto: int | None = None
+) -> None:
     """Fetch everything available; accept all of it, or only offsets below `upto`."""
     while True:
         got = m.fetch(group, "m", topic_id, 0, max_bytes=1 << 20, max_records=500, now_ms=2)  # type: ignore[arg-type]
@@ -106,7 +108,9 @@ def test_cleaning_below_the_eso_keeps_recovery_correct(tmp_path: Path) -> None:
         for offset in _data_offsets(logs2, recovered.spso, recovered.speo):
             state, count = sp.state_of(offset)
             durable = (0, count - 1) if state == 1 else (int(state), count)
-            assert (int(recovered.state_of(offset)[0]), recovered.state_of(offset)[1]) == durable, offset
+            assert (int(recovered.state_of(offset)[0]), recovered.state_of(offset)[1]) == durable, (
+                offset
+            )
         checked = _data_offsets(logs2, recovered.spso, recovered.speo)
         assert group == "G1" or len(checked) >= 20  # G2's window really was compared
         for offset in _data_offsets(logs2, recovered.speo, sp.speo):  # first deliveries
@@ -131,3 +135,40 @@ def test_without_the_eso_retention_would_lose_a_stalled_groups_checkpoint(tmp_pa
     recovered = m2.get("G2", topic.topic_id, 0, 20)
     assert recovered is not None and recovered.spso != 50  # the acknowledged position is lost
     logs2.close()
+
+
+def test_overwrite_agrees_with_a_per_offset_model() -> None:
+    """The bisecting range overwrite used by recovery, against a dict of offsets."""
+    import random
+
+    from protocol.share_state import StateBatch
+    from storage.share_state_store import overwrite
+
+    rng = random.Random(7)
+    for _ in range(300):
+        states: list[StateBatch] = []
+        model: dict[int, tuple[int, int]] = {}
+        for _ in range(rng.randint(1, 12)):
+            first = rng.randint(0, 60)
+            last = first + rng.randint(0, 8)
+            ranges = tuple(sorted({(first, last)}))
+            delta = tuple(
+                StateBatch(f, lst, rng.choice((0, 2, 4)), rng.randint(0, 5)) for f, lst in ranges
+            )
+            states = overwrite(states, delta)
+            for d in delta:
+                model.update(
+                    {
+                        o: (d.state, d.delivery_count)
+                        for o in range(d.base_offset, d.last_offset + 1)
+                    }
+                )
+            flat = {
+                o: (s.state, s.delivery_count)
+                for s in states
+                for o in range(s.base_offset, s.last_offset + 1)
+            }
+            assert flat == model
+            assert all(
+                a.last_offset < b.base_offset for a, b in zip(states, states[1:], strict=False)
+            )
