@@ -104,7 +104,7 @@ def decode_request(frame: bytes) -> Request:
     try:
         header_type: Any = req_type.__header_schema__
         header, pos = _reader(header_type)(frame, 0)
-        body, size = _reader(req_type)(frame, pos)
+        body, _ = _reader(req_type)(frame, pos)
     except (
         Exception
     ) as e:  # kio raises many kinds (KeyError for an unknown tag...): all mean "does not parse"

@@ -77,7 +77,9 @@ def encode_value(record: ShareStateRecord) -> bytes:
     group = record.group_id.encode()
     head = _I16.pack(VALUE_VERSION) + _I16.pack(len(group)) + group
     if isinstance(record, ShareCheckpoint):
-        fixed = _CHECKPOINT_FIXED.pack(record.checkpoint_epoch, record.start_offset, record.end_offset)
+        fixed = _CHECKPOINT_FIXED.pack(
+            record.checkpoint_epoch, record.start_offset, record.end_offset
+        )
     else:
         fixed = _DELTA_FIXED.pack(record.checkpoint_epoch, record.back_offset)
     return head + fixed + _encode_states(record.states)
@@ -100,7 +102,9 @@ def decode_value(record_type: int, value: bytes) -> ShareStateRecord:
             raise InvalidShareState(f"control record type {record_type} is not share state")
         (count,) = _I32.unpack_from(value, pos)
         pos += 4
-        states = tuple(StateBatch(*_STATE.unpack_from(value, pos + i * _STATE.size)) for i in range(count))
+        states = tuple(
+            StateBatch(*_STATE.unpack_from(value, pos + i * _STATE.size)) for i in range(count)
+        )
         if pos + count * _STATE.size != len(value):
             raise InvalidShareState("trailing bytes after the states")
     except (struct.error, UnicodeDecodeError) as e:
@@ -114,7 +118,11 @@ def encode_batch(record: ShareStateRecord, timestamp_ms: int) -> bytes:
     """A control batch holding one share-state record (its offset is assigned on append)."""
     record_type = SHARE_CHECKPOINT if isinstance(record, ShareCheckpoint) else SHARE_DELTA
     return build_control_batch(
-        0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, timestamp_ms, [(control_record_key(record_type), encode_value(record))]
+        0,
+        NO_PRODUCER_ID,
+        NO_PRODUCER_EPOCH,
+        timestamp_ms,
+        [(control_record_key(record_type), encode_value(record))],
     )
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import structlog
 
@@ -42,7 +41,9 @@ class Chain:
 
 
 def _batches(ranges: list[StateRange]) -> tuple[StateBatch, ...]:
-    return tuple(StateBatch(r.first_offset, r.last_offset, int(r.state), r.delivery_count) for r in ranges)
+    return tuple(
+        StateBatch(r.first_offset, r.last_offset, int(r.state), r.delivery_count) for r in ranges
+    )
 
 
 class ShareStatePersister:
@@ -76,11 +77,18 @@ class ShareStatePersister:
         sp.restore(
             start,
             max(state.end_offset, start),
-            [StateRange(b.base_offset, b.last_offset, RecordState(b.state), b.delivery_count) for b in state.states],
+            [
+                StateRange(b.base_offset, b.last_offset, RecordState(b.state), b.delivery_count)
+                for b in state.states
+            ],
         )
         sp.take_changes()
         self._chains[self._key(sp)] = Chain(
-            state.checkpoint_epoch, state.checkpoint_offset, state.last_offset, state.chain_length, None
+            state.checkpoint_epoch,
+            state.checkpoint_offset,
+            state.last_offset,
+            state.chain_length,
+            None,
         )
         log.info(
             "share-partition recovered",
@@ -97,11 +105,20 @@ class ShareStatePersister:
         store = self._store_for(sp)
         if store is None:
             return
-        offset = store.append(ShareDelta(sp.group_id, chain.epoch, chain.last_offset, _batches(changes)), now_ms)
+        offset = store.append(
+            ShareDelta(sp.group_id, chain.epoch, chain.last_offset, _batches(changes)), now_ms
+        )
         chain.last_offset = offset
         chain.length += 1
 
-    def checkpoint(self, sp: SharePartition, now_ms: int, *, epoch: int | None = None, snapshot_now: bool = False) -> None:
+    def checkpoint(
+        self,
+        sp: SharePartition,
+        now_ms: int,
+        *,
+        epoch: int | None = None,
+        snapshot_now: bool = False,
+    ) -> None:
         """Write the whole window as a new checkpoint; the snapshot file follows (rate-limited)."""
         store = self._store_for(sp)
         if store is None:
@@ -112,13 +129,22 @@ class ShareStatePersister:
         if epoch is None:
             epoch = 1 if old is None else old.epoch % MAX_EPOCH + 1
         offset = store.append(
-            ShareCheckpoint(sp.group_id, epoch, sp.spso, sp.speo, _batches(sp.state_ranges())), now_ms
+            ShareCheckpoint(sp.group_id, epoch, sp.spso, sp.speo, _batches(sp.state_ranges())),
+            now_ms,
         )
-        chain = self._chains[key] = Chain(epoch, offset, offset, 0, old.snapshot_offset if old else None)
-        if snapshot_now or chain.snapshot_offset is None or now_ms - self._last_snapshot_ms >= self._snapshot_interval_ms:
+        chain = self._chains[key] = Chain(
+            epoch, offset, offset, 0, old.snapshot_offset if old else None
+        )
+        if (
+            snapshot_now
+            or chain.snapshot_offset is None
+            or now_ms - self._last_snapshot_ms >= self._snapshot_interval_ms
+        ):
             self._write_snapshot(store, sp.group_id, chain, now_ms)
 
-    def _write_snapshot(self, store: ShareStateStore, group_id: str, chain: Chain, now_ms: int) -> None:
+    def _write_snapshot(
+        self, store: ShareStateStore, group_id: str, chain: Chain, now_ms: int
+    ) -> None:
         store.write_snapshot(group_id, chain.checkpoint_offset, chain.epoch)
         chain.snapshot_offset = chain.checkpoint_offset
         self._last_snapshot_ms = now_ms
@@ -128,7 +154,11 @@ class ShareStatePersister:
         for sp in partitions:
             chain = self._chains.get(self._key(sp))
             store = self._store_for(sp)
-            if chain is not None and store is not None and chain.snapshot_offset != chain.checkpoint_offset:
+            if (
+                chain is not None
+                and store is not None
+                and chain.snapshot_offset != chain.checkpoint_offset
+            ):
                 self._write_snapshot(store, sp.group_id, chain, now_ms)
 
     def forget(self, sp: SharePartition) -> None:

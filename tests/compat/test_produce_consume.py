@@ -200,7 +200,10 @@ def test_offsets_for_times_finds_the_first_record_at_or_after(
             for ts in (stamps[len(sent) // 3], stamps[-1] - 7, stamps[5] + 1, stamps[-1]):
                 queries.append((p, ts, sent[bisect.bisect_left(stamps, ts)].offset))
         # One query per partition per call: librdkafka keeps one answer per partition.
-        got = [(p, c.offsets_for_times([TopicPartition(TOPIC, p, ts)], 10)[0].offset) for p, ts, _ in queries]
+        got = [
+            (p, c.offsets_for_times([TopicPartition(TOPIC, p, ts)], 10)[0].offset)
+            for p, ts, _ in queries
+        ]
         assert got == [(p, want) for p, _, want in queries]
     finally:
         c.close()

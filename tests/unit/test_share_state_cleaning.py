@@ -139,6 +139,7 @@ def test_without_the_eso_retention_would_lose_a_stalled_groups_checkpoint(tmp_pa
 
 def test_overwrite_agrees_with_a_per_offset_model() -> None:
     """The bisecting range overwrite used by recovery, against a dict of offsets."""
+    import itertools
     import random
 
     from protocol.share_state import StateBatch
@@ -169,6 +170,4 @@ def test_overwrite_agrees_with_a_per_offset_model() -> None:
                 for o in range(s.base_offset, s.last_offset + 1)
             }
             assert flat == model
-            assert all(
-                a.last_offset < b.base_offset for a, b in zip(states, states[1:], strict=False)
-            )
+            assert all(a.last_offset < b.base_offset for a, b in itertools.pairwise(states))

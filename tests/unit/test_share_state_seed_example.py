@@ -26,8 +26,8 @@ import pytest
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
 from broker.share.share_partition import BatchSpan
-from broker.share.share_partition import SharePartition
 from broker.share.share_partition import ShareLimits
+from broker.share.share_partition import SharePartition
 from broker.share.share_partition import StateRange
 from broker.share.share_state_persister import ShareStatePersister
 from protocol.record_batch import build_batch
@@ -38,8 +38,14 @@ from storage.memory_log import MemoryLog
 from storage.share_state_store import ShareStateStore
 
 TOPIC_ID = uuid.UUID(int=7)
-LIMITS = ShareLimits(delivery_count_limit=5, max_record_locks=2000, lock_duration_ms=30_000, renew_enabled=True)
-ACCEPT, RELEASE, RENEW = int(AcknowledgeType.ACCEPT), int(AcknowledgeType.RELEASE), int(AcknowledgeType.RENEW)
+LIMITS = ShareLimits(
+    delivery_count_limit=5, max_record_locks=2000, lock_duration_ms=30_000, renew_enabled=True
+)
+ACCEPT, RELEASE, RENEW = (
+    int(AcknowledgeType.ACCEPT),
+    int(AcknowledgeType.RELEASE),
+    int(AcknowledgeType.RENEW),
+)
 AVAILABLE, ACKNOWLEDGED = RecordState.AVAILABLE, RecordState.ACKNOWLEDGED
 
 
@@ -48,7 +54,12 @@ class Harness:
         self.log = MemoryLog()
         self.log.append(build_batch([(None, b"old")] * 100, timestamp_ms=1), now_ms=1)  # 0-99
         for first, count in ((100, 10), (110, 10), (120, 1), (121, 9)):  # data batches to 129
-            assert self.log.append(build_batch([(None, b"r")] * count, timestamp_ms=1), now_ms=1).base_offset == first
+            assert (
+                self.log.append(
+                    build_batch([(None, b"r")] * count, timestamp_ms=1), now_ms=1
+                ).base_offset
+                == first
+            )
         self.store = ShareStateStore(self.log, None)
         self.persister = ShareStatePersister(lambda sp: self.store)
         self.sp = self.new_partition()
@@ -86,7 +97,9 @@ class Harness:
     def check_recovery(self) -> None:
         """A broker that restarts now recovers the same durable state from the log alone."""
         recovered = self.new_partition()
-        ShareStatePersister(lambda sp: self.store).initialise(recovered, self.log.log_start_offset, 0)
+        ShareStatePersister(lambda sp: self.store).initialise(
+            recovered, self.log.log_start_offset, 0
+        )
         live = self.sp
         assert recovered.spso == live.spso
         # Everything past the recorded end is a first delivery in flight: durable form AVAILABLE 0.
@@ -94,7 +107,9 @@ class Harness:
             if r.first_offset >= recovered.speo:
                 assert (r.state, r.delivery_count) == (AVAILABLE, 0), r
         cut = [
-            StateRange(r.first_offset, min(r.last_offset, recovered.speo - 1), r.state, r.delivery_count)
+            StateRange(
+                r.first_offset, min(r.last_offset, recovered.speo - 1), r.state, r.delivery_count
+            )
             for r in live.state_ranges()
             if r.first_offset < recovered.speo
         ]
@@ -104,7 +119,11 @@ class Harness:
 def merge(ranges: list[StateRange]) -> list[StateRange]:
     out: list[StateRange] = []
     for r in ranges:
-        if out and out[-1].last_offset + 1 == r.first_offset and (out[-1].state, out[-1].delivery_count) == (r.state, r.delivery_count):
+        if (
+            out
+            and out[-1].last_offset + 1 == r.first_offset
+            and (out[-1].state, out[-1].delivery_count) == (r.state, r.delivery_count)
+        ):
             out[-1] = StateRange(out[-1].first_offset, r.last_offset, r.state, r.delivery_count)
         else:
             out.append(r)
@@ -193,7 +212,9 @@ def test_a_long_chain_is_replaced_by_a_checkpoint() -> None:
 
 
 @pytest.mark.parametrize("cut", [1, 20, 50])
-def test_a_torn_control_batch_at_the_tail_is_dropped_like_any_torn_batch(tmp_path: object, cut: int) -> None:
+def test_a_torn_control_batch_at_the_tail_is_dropped_like_any_torn_batch(
+    tmp_path: object, cut: int
+) -> None:
     """A crash mid-write of a delta loses that delta only; the chain before it recovers."""
     from pathlib import Path
 
@@ -221,5 +242,7 @@ def test_a_torn_control_batch_at_the_tail_is_dropped_like_any_torn_batch(tmp_pat
     assert reopened.log_end_offset == 12  # the torn delta is gone, nothing before it
     recovered = SharePartition("G1", TOPIC_ID, 0, start_offset=0, limits=lambda: LIMITS)
     ShareStatePersister(lambda _: ShareStateStore(reopened, None)).initialise(recovered, 0, 0)
-    assert recovered.spso == 1  # offset 0's acknowledgement survived, offset 1's was never confirmed
+    assert (
+        recovered.spso == 1
+    )  # offset 0's acknowledgement survived, offset 1's was never confirmed
     reopened.close()
