@@ -56,6 +56,7 @@ class FrameDecoder:
             self._buffer += data[pos:]
         return frames
 
+
 def frame(payload: bytes) -> bytes:
     """Prefix a payload with its size."""
     return SIZE.pack(len(payload)) + payload
