@@ -377,8 +377,6 @@ def _old_request(key: int, version: int) -> bytes:
     return header + b"\x00" * 32
 
 
-
-
 @pytest.mark.parametrize(
     ("key", "version"),
     [
