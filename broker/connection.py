@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from typing import Any
 
 import structlog
@@ -52,6 +53,7 @@ class KafkaConnection(asyncio.Protocol):
         self._writing_paused = False
         self._closing = False
         self._draining = False
+        self._waiting: deque[bytes] = deque()  # frames read but not yet dispatched
 
     # asyncio callbacks -------------------------------------------------------------------------
 
@@ -75,10 +77,8 @@ class KafkaConnection(asyncio.Protocol):
         except FrameError as e:
             self.abort(f"bad frame: {e}")
             return
-        for f in frames:
-            self._dispatch(f)
-            if self._closing:
-                return
+        self._waiting.extend(frames)
+        self._pump()
 
     def pause_writing(self) -> None:
         self._writing_paused = True
@@ -86,9 +86,20 @@ class KafkaConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._writing_paused = False
-        self._update_reading()
+        self._pump()
 
     # dispatch ----------------------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        """Dispatch waiting frames while there is room: one read may hold hundreds of frames,
+        and each may produce a large response, so the in-flight limit gates dispatch too."""
+        while self._waiting and not self._closing and not self._busy():
+            self._dispatch(self._waiting.popleft())
+        self._update_reading()
+
+    def _busy(self) -> bool:
+        in_flight = self._next_seq - self._next_to_write
+        return self._draining or self._writing_paused or in_flight >= MAX_IN_FLIGHT
 
     def _dispatch(self, payload: bytes) -> None:
         self._services.metrics.bytes_in.inc(len(payload) + 4)
@@ -172,16 +183,12 @@ class KafkaConnection(asyncio.Protocol):
             self._next_to_write += 1
             if data is not None and transport is not None and not self._closing:
                 transport.write(data)
-        self._update_reading()
+        self._pump()
 
     def _update_reading(self) -> None:
         if self._transport is None or self._closing:
             return
-        busy = (
-            self._draining
-            or self._writing_paused
-            or self._next_seq - self._next_to_write >= MAX_IN_FLIGHT
-        )
+        busy = self._busy() or bool(self._waiting)
         if busy and not self._reading_paused:
             self._transport.pause_reading()
             self._reading_paused = True

@@ -187,7 +187,8 @@ class ShareGroupCoordinator:
                 topic_state[name] = found
         if topic_state != group.topic_state:
             group.topic_state = topic_state
-            group.group_epoch += 1
+            if group.assignment_epoch == group.group_epoch:  # not already due for a new one
+                group.group_epoch += 1
         if group.assignment_epoch == group.group_epoch:
             return
         subscriptions = {
