@@ -14,6 +14,7 @@ from broker.producer_ids import ProducerIdAllocator
 from protocol.messages import RequestHeader
 
 if TYPE_CHECKING:
+    from broker.dynamic_config import DynamicBrokerConfigs
     from broker.registry import Registry
     from broker.share.share_partition_manager import SharePartitionManager
     from broker.share.share_session_cache import ShareSessionCache
@@ -38,6 +39,7 @@ class BrokerServices:
     coordinator: ShareGroupCoordinator
     share_partitions: SharePartitionManager
     share_sessions: ShareSessionCache
+    dynamic_configs: DynamicBrokerConfigs
     notifier: Notifier = field(default_factory=Notifier)
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
 

@@ -18,6 +18,7 @@ import structlog
 from broker.config import BrokerConfig
 from broker.connection import KafkaConnection
 from broker.context import BrokerServices
+from broker.dynamic_config import DynamicBrokerConfigs
 from broker.handlers import build_registry
 from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
@@ -66,6 +67,8 @@ class Server:
         self.config = config
         data_dir = config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
+        # Dynamic broker configs stored in the data dir win over file, environment and flags.
+        dynamic = DynamicBrokerConfigs(config)
         host, port = config.advertised
         logs = LogManager(data_dir, log_config(config))
         group_configs = GroupConfigs(data_dir / "share-group-configs.json", config.__getitem__)
@@ -103,6 +106,7 @@ class Server:
                 metrics=metrics,
             ),
             share_sessions=ShareSessionCache(config["group.share.max.share.sessions"]),
+            dynamic_configs=dynamic,
             notifier=notifier,
             metrics=metrics,
             registry=build_registry(),

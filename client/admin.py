@@ -5,8 +5,12 @@ from __future__ import annotations
 import datetime
 import enum
 import uuid
+from collections.abc import Iterable
 from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
 from types import TracebackType
+from typing import Any
 from typing import Literal
 
 from kio.schema.errors import ErrorCode
@@ -25,12 +29,40 @@ from client.errors import raise_for
 from protocol.messages import build
 
 _TIMEOUT = datetime.timedelta(seconds=30)
+API_LIST_GROUPS = 16
+API_DELETE_GROUPS = 42
+API_SHARE_GROUP_DESCRIBE = 77
+API_DESCRIBE_SHARE_GROUP_OFFSETS = 90
+API_ALTER_SHARE_GROUP_OFFSETS = 91
+API_DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 class ConfigResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
     GROUP = 32
+
+
+class ConfigSource(enum.IntEnum):
+    """Where a config's value comes from (Kafka's DescribeConfigsResponse.ConfigSource)."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: ConfigSource
+    read_only: bool
 
 
 class _AlterOp(enum.IntEnum):
@@ -135,6 +167,29 @@ class Admin:
         raise_for(result.error_code, result.error_message)
         return {c.name: c.value for c in result.configs}
 
+    async def describe_config_entries(
+        self, resource_type: int, name: str, keys: tuple[str, ...] | None = None
+    ) -> list[ConfigEntry]:
+        """Like `describe_configs`, with each config's source and whether it is read-only.
+
+        :raises KafkaError: the resource or a key is unknown.
+        """
+        await self.cluster.bootstrap()
+        m = schema("describe_configs", self.cluster.version(API_DESCRIBE_CONFIGS, 1, 4))
+        resource = build(
+            m.DescribeConfigsResource,
+            resource_type=resource_type,
+            resource_name=name,
+            configuration_keys=keys,
+        )
+        resp = await self.cluster.request(build(m.DescribeConfigsRequest, resources=(resource,)))
+        (result,) = resp.results
+        raise_for(result.error_code, result.error_message)
+        return [
+            ConfigEntry(c.name, c.value, _source(int(c.config_source)), bool(c.read_only))
+            for c in result.configs
+        ]
+
     async def incremental_alter_configs(
         self, resource_type: int, name: str, configs: Mapping[str, str | None]
     ) -> None:
@@ -203,3 +258,269 @@ class Admin:
         if p.error_code != ErrorCode.none:
             raise error_for(p.error_code, f"ListOffsets {topic}-{partition}")
         return int(p.offset)
+
+    # -- share groups (KIP-932 admin APIs) ------------------------------------------------------
+
+    async def _coordinator(self, group_id: str) -> int:
+        await self.cluster.bootstrap()
+        return (await self.cluster.find_coordinator(group_id)).node_id
+
+    async def list_groups(
+        self, types: Iterable[str] | None = None, states: Iterable[str] | None = None
+    ) -> list[GroupListing]:
+        """Groups of the given types ("share", "consumer"...) and states; None: all of them.
+
+        Filters match case-insensitively; a broker older than ListGroups v5 (v4) is filtered
+        here instead.
+        """
+        await self.cluster.bootstrap()
+        version = self.cluster.version(API_LIST_GROUPS, 0, 5)
+        m = schema("list_groups", version)
+        type_filter = tuple(types or ())
+        state_filter = tuple(states or ())
+        resp = await self.cluster.request(
+            build(m.ListGroupsRequest, states_filter=state_filter, types_filter=type_filter)
+        )
+        raise_for(resp.error_code, "ListGroups")
+        wanted_types = {t.lower() for t in type_filter}
+        wanted_states = {s.lower() for s in state_filter}
+        out = []
+        for g in resp.groups:
+            listing = GroupListing(
+                group_id=g.group_id,
+                group_type=getattr(g, "group_type", "") or g.protocol_type,
+                state=getattr(g, "group_state", ""),
+                protocol_type=g.protocol_type,
+            )
+            if wanted_types and listing.group_type.lower() not in wanted_types:
+                continue
+            if wanted_states and version >= 4 and listing.state.lower() not in wanted_states:
+                continue
+            out.append(listing)
+        return sorted(out, key=lambda g: g.group_id)
+
+    async def describe_share_groups(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, ShareGroupDescription]:
+        """State, epochs and members of share groups (ShareGroupDescribe v1).
+
+        :raises KafkaError: GROUP_ID_NOT_FOUND (the message names the group) and others.
+        """
+        ids = tuple(group_ids)
+        if not ids:
+            return {}
+        node = await self._coordinator(ids[0])
+        m = schema("share_group_describe", self.cluster.version(API_SHARE_GROUP_DESCRIBE, 1, 1))
+        resp = await self.cluster.request(
+            build(m.ShareGroupDescribeRequest, group_ids=ids, include_authorized_operations=False),
+            node_id=node,
+        )
+        out: dict[str, ShareGroupDescription] = {}
+        for g in resp.groups:
+            raise_for(g.error_code, g.error_message or f"share group {g.group_id}")
+            out[g.group_id] = ShareGroupDescription(
+                group_id=g.group_id,
+                state=g.group_state,
+                group_epoch=int(g.group_epoch),
+                assignment_epoch=int(g.assignment_epoch),
+                assignor=g.assignor_name,
+                members=[_member(x) for x in g.members],
+            )
+        return out
+
+    async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, KafkaError | None]:
+        """Delete groups (share groups must be empty); each group's error, or None."""
+        ids = tuple(group_ids)
+        if not ids:
+            return {}
+        node = await self._coordinator(ids[0])
+        m = schema("delete_groups", self.cluster.version(API_DELETE_GROUPS, 0, 2))
+        resp = await self.cluster.request(
+            build(m.DeleteGroupsRequest, groups_names=ids), node_id=node
+        )
+        return {
+            r.group_id: None
+            if r.error_code == ErrorCode.none
+            else error_for(r.error_code, f"group {r.group_id}")
+            for r in resp.results
+        }
+
+    async def describe_share_group_offsets(
+        self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], SharePartitionOffsets]:
+        """SPSO and lag of a share group's partitions (all it has started, when None).
+
+        A partition the group never started has start offset -1 and lag -1.
+        :raises KafkaError: GROUP_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION...
+        """
+        node = await self._coordinator(group_id)
+        m = schema(
+            "describe_share_group_offsets",
+            self.cluster.version(API_DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1),
+        )
+        topics = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, p in partitions:
+                by_topic.setdefault(topic, []).append(p)
+            topics = tuple(
+                build(m.DescribeShareGroupOffsetsRequestTopic, topic_name=t, partitions=tuple(ps))
+                for t, ps in by_topic.items()
+            )
+        group = build(m.DescribeShareGroupOffsetsRequestGroup, group_id=group_id, topics=topics)
+        resp = await self.cluster.request(
+            build(m.DescribeShareGroupOffsetsRequest, groups=(group,)), node_id=node
+        )
+        (g,) = resp.groups
+        raise_for(g.error_code, g.error_message or f"share group {group_id}")
+        out: dict[tuple[str, int], SharePartitionOffsets] = {}
+        for t in g.topics:
+            for p in t.partitions:
+                raise_for(p.error_code, p.error_message or f"{t.topic_name}-{p.partition_index}")
+                out[(t.topic_name, int(p.partition_index))] = SharePartitionOffsets.parse(
+                    t.topic_name, p
+                )
+        return out
+
+    async def alter_share_group_offsets(
+        self, group_id: str, offsets: Mapping[tuple[str, int], int]
+    ) -> None:
+        """Set the share-partition start offsets of an empty share group (made if unknown).
+
+        :raises KafkaError: NON_EMPTY_GROUP (the group has members), UNKNOWN_TOPIC_OR_PARTITION.
+        """
+        node = await self._coordinator(group_id)
+        m = schema(
+            "alter_share_group_offsets", self.cluster.version(API_ALTER_SHARE_GROUP_OFFSETS, 0, 0)
+        )
+        by_topic: dict[str, list[tuple[int, int]]] = {}
+        for (topic, p), offset in offsets.items():
+            by_topic.setdefault(topic, []).append((p, offset))
+        topics = tuple(
+            build(
+                m.AlterShareGroupOffsetsRequestTopic,
+                topic_name=t,
+                partitions=tuple(
+                    build(
+                        m.AlterShareGroupOffsetsRequestPartition, partition_index=p, start_offset=o
+                    )
+                    for p, o in ps
+                ),
+            )
+            for t, ps in by_topic.items()
+        )
+        resp = await self.cluster.request(
+            build(m.AlterShareGroupOffsetsRequest, group_id=group_id, topics=topics), node_id=node
+        )
+        raise_for(resp.error_code, resp.error_message or f"share group {group_id}")
+        for t in resp.responses:
+            for p in t.partitions:
+                raise_for(p.error_code, p.error_message or f"{t.topic_name}-{p.partition_index}")
+
+    async def delete_share_group_offsets(self, group_id: str, topics: Iterable[str]) -> None:
+        """Forget an empty share group's offsets on topics; they start afresh next time.
+
+        :raises KafkaError: NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION.
+        """
+        node = await self._coordinator(group_id)
+        m = schema(
+            "delete_share_group_offsets", self.cluster.version(API_DELETE_SHARE_GROUP_OFFSETS, 0, 0)
+        )
+        req = build(
+            m.DeleteShareGroupOffsetsRequest,
+            group_id=group_id,
+            topics=tuple(
+                build(m.DeleteShareGroupOffsetsRequestTopic, topic_name=t) for t in topics
+            ),
+        )
+        resp = await self.cluster.request(req, node_id=node)
+        raise_for(resp.error_code, resp.error_message or f"share group {group_id}")
+        for t in resp.responses:
+            raise_for(t.error_code, t.error_message or t.topic_name)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    group_id: str
+    group_type: str
+    state: str
+    protocol_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMemberDescription:
+    member_id: str
+    client_id: str
+    client_host: str
+    rack_id: str | None
+    member_epoch: int
+    subscribed: tuple[str, ...]
+    assignment: dict[str, tuple[int, ...]]  # topic name -> partitions
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupDescription:
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: list[ShareMemberDescription] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionOffsets:
+    """A share-partition's start offset (SPSO) and lag; -1 when the group never started it.
+
+    Shoal's broker adds SPEO and in-flight counts by state; from another broker they are None.
+    """
+
+    topic: str
+    partition: int
+    start_offset: int
+    lag: int
+    end_offset: int | None = None
+    available: int | None = None
+    acquired: int | None = None
+    acknowledged: int | None = None
+    archived: int | None = None
+
+    @classmethod
+    def parse(cls, topic: str, p: Any) -> SharePartitionOffsets:
+        extra: dict[str, int] = {}
+        for word in (p.error_message or "").split():
+            key, sep, value = word.partition("=")
+            if sep and value.lstrip("-").isdigit():
+                extra[key] = int(value)
+        return cls(
+            topic,
+            int(p.partition_index),
+            int(p.start_offset),
+            int(getattr(p, "lag", -1)),
+            end_offset=extra.get("speo"),
+            available=extra.get("available"),
+            acquired=extra.get("acquired"),
+            acknowledged=extra.get("acknowledged"),
+            archived=extra.get("archived"),
+        )
+
+
+def _source(value: int) -> ConfigSource:
+    try:
+        return ConfigSource(value)
+    except ValueError:
+        return ConfigSource.UNKNOWN
+
+
+def _member(m: Any) -> ShareMemberDescription:
+    return ShareMemberDescription(
+        member_id=m.member_id,
+        client_id=m.client_id,
+        client_host=m.client_host,
+        rack_id=m.rack_id,
+        member_epoch=int(m.member_epoch),
+        subscribed=tuple(m.subscribed_topic_names),
+        assignment={
+            t.topic_name: tuple(int(p) for p in t.partitions) for t in m.assignment.topic_partitions
+        },
+    )

@@ -168,3 +168,24 @@ class LogManager:
     def close(self) -> None:
         for log in self._logs.values():
             log.close()
+
+    def alter_topic_configs(self, name: str, changes: Mapping[str, str | None]) -> TopicInfo:
+        """Set (None: remove) topic configs; the partitions' logs use the new values at once.
+
+        :raises UnknownTopicOrPartition: no such topic.
+        :raises InvalidConfig: a value does not parse or is out of range; nothing changes then.
+        """
+        from storage.base_log import SegmentedLog
+
+        info = self._require(name)
+        configs = {k: v for k, v in info.configs.items() if k not in changes}
+        configs.update({k: v for k, v in changes.items() if v is not None})
+        config = self.config.with_overrides(configs)
+        altered = replace(info, configs=configs)
+        self._save(altered)
+        self._register(altered)
+        for partition in range(info.partitions):
+            log = self._logs.get((name, partition))
+            if isinstance(log, SegmentedLog):
+                log.config = config
+        return altered

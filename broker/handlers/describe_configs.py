@@ -1,4 +1,9 @@
-"""DescribeConfigs (32): GROUP (share-group configs), TOPIC and BROKER resources."""
+"""DescribeConfigs (32): GROUP (share-group configs), TOPIC and BROKER resources.
+
+A topic lists every config Shoal acts on with its effective value (the topic's own, else the
+broker's), plus any other config stored on it. The broker lists its configs; the dynamic ones
+(`group.share.*`, see `broker.dynamic_config`) are writable, the rest read-only.
+"""
 
 from __future__ import annotations
 
@@ -6,52 +11,80 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.config import DEFAULTS
 from broker.context import RequestContext
+from broker.dynamic_config import DYNAMIC
 from broker.handlers.common import Response
 from broker.registry import Handler
 from protocol.messages import build
+from storage.config import TOPIC_CONFIG_FIELDS
 
 TOPIC, BROKER, GROUP = 2, 4, 32
-# ConfigSource values of DescribeConfigs v1+.
-DYNAMIC_TOPIC, DYNAMIC_GROUP, STATIC_BROKER, DEFAULT = 1, 8, 4, 5
+# ConfigSource values of DescribeConfigs v1+ (Kafka's DescribeConfigsResponse.ConfigSource).
+DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER = 1, 2, 3
+STATIC_BROKER, DEFAULT, DYNAMIC_GROUP = 4, 5, 8
+
+Row = tuple[str, str, int, bool]  # name, value, source, read only
 
 
-def _entries(
-    ctx: RequestContext, resource: Any
-) -> tuple[ErrorCode, str | None, list[tuple[str, str, int, bool]]]:
-    """(error, message, [(name, value, source, read_only)])."""
+def _text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _group(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list[Row]]:
+    if not name:
+        return ErrorCode.invalid_group_id, "group name is empty", []
+    rows = ctx.services.group_configs.describe(name)
+    return (
+        ErrorCode.none,
+        None,
+        [(n, v, DYNAMIC_GROUP if own else DEFAULT, False) for n, v, own in rows],
+    )
+
+
+def _topic(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list[Row]]:
+    logs = ctx.services.logs
+    topic = logs.topic(name)
+    if topic is None:
+        return ErrorCode.unknown_topic_or_partition, f"no topic {name!r}", []
+    rows: dict[str, Row] = {
+        n: (n, _text(getattr(logs.config, field)), DEFAULT, False)
+        for n, field in TOPIC_CONFIG_FIELDS.items()
+    }
+    for n, v in topic.configs.items():
+        rows[n] = (n, v, DYNAMIC_TOPIC, False)
+    return ErrorCode.none, None, [rows[n] for n in sorted(rows)]
+
+
+def _broker(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list[Row]]:
     s = ctx.services
-    if resource.resource_type == GROUP:
-        if not resource.resource_name:
-            return ErrorCode.invalid_group_id, "group name is empty", []
-        rows = s.group_configs.describe(resource.resource_name)
+    if name not in ("", str(s.node_id)):
+        return ErrorCode.invalid_request, f"this broker is node {s.node_id}, not {name!r}", []
+    dynamic = s.dynamic_configs.stored
+    rows = []
+    for n, v in sorted(s.config.values.items()):
+        if n in dynamic:
+            source = DYNAMIC_BROKER if name else DYNAMIC_DEFAULT_BROKER
+        elif n in DEFAULTS and DEFAULTS[n][0] == v:
+            source = DEFAULT
+        else:
+            source = STATIC_BROKER
+        rows.append((n, _text(v), source, n not in DYNAMIC))
+    return ErrorCode.none, None, rows
+
+
+_BY_TYPE = {GROUP: _group, TOPIC: _topic, BROKER: _broker}
+
+
+def _entries(ctx: RequestContext, resource: Any) -> tuple[ErrorCode, str | None, list[Row]]:
+    describe = _BY_TYPE.get(resource.resource_type)
+    if describe is None:
         return (
-            ErrorCode.none,
-            None,
-            [(n, v, DYNAMIC_GROUP if own else DEFAULT, False) for n, v, own in rows],
+            ErrorCode.invalid_request,
+            f"resource type {resource.resource_type} is not supported",
+            [],
         )
-    if resource.resource_type == TOPIC:
-        topic = s.logs.topic(resource.resource_name)
-        if topic is None:
-            return ErrorCode.unknown_topic_or_partition, f"no topic {resource.resource_name!r}", []
-        return (
-            ErrorCode.none,
-            None,
-            [(n, v, DYNAMIC_TOPIC, False) for n, v in sorted(topic.configs.items())],
-        )
-    if resource.resource_type == BROKER:
-        if resource.resource_name not in ("", str(s.node_id)):
-            return ErrorCode.invalid_request, f"this broker is node {s.node_id}", []
-        values = s.config.values
-        return (
-            ErrorCode.none,
-            None,
-            [
-                (n, str(v).lower() if isinstance(v, bool) else str(v), STATIC_BROKER, True)
-                for n, v in sorted(values.items())
-            ],
-        )
-    return ErrorCode.invalid_request, f"resource type {resource.resource_type} is not supported", []
+    return describe(ctx, resource.resource_name)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -1,7 +1,13 @@
-"""IncrementalAlterConfigs (44): share-group configs (resource type GROUP, 32).
+"""IncrementalAlterConfigs (44): GROUP (32), TOPIC (2) and BROKER (4) configs.
 
-Each change is validated against the broker's bounds (seed 002); a resource's changes apply all
-or nothing. SET and DELETE are meaningful for group configs; APPEND and SUBTRACT are for lists.
+- GROUP: share-group configs, each validated against the broker's bounds (seed 002).
+- TOPIC: the configs Shoal's logs act on (`segment.bytes`, `retention.ms`, ...) and a few
+  more Kafka topic configs that are stored and described but change nothing here.
+- BROKER (node id, or "" for the cluster default): the dynamic `group.share.*` configs,
+  persisted in the data dir (see `broker.dynamic_config`); any other name is refused.
+
+A resource's changes apply all or nothing. SET and DELETE apply; APPEND and SUBTRACT are for
+list configs, which none of these are.
 """
 
 from __future__ import annotations
@@ -11,39 +17,101 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.dynamic_config import InvalidBrokerConfig
 from broker.handlers.common import Response
 from broker.registry import Handler
 from coordinator.group_configs import InvalidGroupConfig
 from protocol.messages import build
+from storage.config import TOPIC_CONFIG_FIELDS
+from storage.errors import StorageError
 
-GROUP = 32
+TOPIC, BROKER, GROUP = 2, 4, 32
 SET, DELETE = 0, 1
+# Kafka topic configs Shoal keeps on the topic without acting on them.
+STORED_TOPIC_CONFIGS = frozenset(
+    {
+        "cleanup.policy",
+        "compression.type",
+        "max.message.bytes",
+        "message.timestamp.type",
+        "min.insync.replicas",
+        "retention.local.ms",
+        "retention.local.bytes",
+    }
+)
+
+Result = tuple[ErrorCode, str | None]
 
 
-def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> tuple[ErrorCode, str | None]:
-    if resource.resource_type != GROUP:
-        return (
-            ErrorCode.invalid_request,
-            f"altering resource type {resource.resource_type} is not supported yet",
-        )
-    if not resource.resource_name:
-        return ErrorCode.invalid_group_id, "group name is empty"
+def _changes(resource: Any) -> dict[str, str | None] | Result:
     changes: dict[str, str | None] = {}
     for c in resource.configs:
         if c.config_operation not in (SET, DELETE):
-            return ErrorCode.invalid_config, f"{c.name}: only SET and DELETE apply to group configs"
+            return ErrorCode.invalid_config, f"{c.name}: only SET and DELETE apply here"
         changes[c.name] = c.value if c.config_operation == SET else None
+    return changes
+
+
+def _group(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: bool) -> Result:
+    if not name:
+        return ErrorCode.invalid_group_id, "group name is empty"
     configs = ctx.services.group_configs
     try:
-        if validate_only:
-            for name, value in changes.items():
+        if dry:
+            for n, value in changes.items():
                 if value is not None:
-                    configs.validate(name, value)
+                    configs.validate(n, value)
         else:
-            configs.alter(resource.resource_name, changes)
+            configs.alter(name, changes)
     except InvalidGroupConfig as e:
         return ErrorCode.invalid_config, str(e)
     return ErrorCode.none, None
+
+
+def _topic(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: bool) -> Result:
+    logs = ctx.services.logs
+    topic = logs.topic(name)
+    if topic is None:
+        return ErrorCode.unknown_topic_or_partition, f"no topic {name!r}"
+    unknown = sorted(set(changes) - set(TOPIC_CONFIG_FIELDS) - STORED_TOPIC_CONFIGS)
+    if unknown:
+        return ErrorCode.invalid_config, f"unknown topic config(s): {', '.join(unknown)}"
+    try:
+        if dry:
+            merged = {**topic.configs, **{k: v for k, v in changes.items() if v is not None}}
+            logs.config.with_overrides(merged)
+        else:
+            logs.alter_topic_configs(name, changes)
+    except StorageError as e:
+        return ErrorCode.invalid_config, str(e)
+    return ErrorCode.none, None
+
+
+def _broker(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: bool) -> Result:
+    s = ctx.services
+    if name not in ("", str(s.node_id)):
+        return ErrorCode.invalid_request, f"this broker is node {s.node_id}, not {name!r}"
+    try:
+        s.dynamic_configs.alter(changes, validate_only=dry)
+    except InvalidBrokerConfig as e:
+        return ErrorCode.invalid_config, str(e)
+    return ErrorCode.none, None
+
+
+_BY_TYPE = {GROUP: _group, TOPIC: _topic, BROKER: _broker}
+
+
+def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> Result:
+    alter = _BY_TYPE.get(resource.resource_type)
+    if alter is None:
+        return (
+            ErrorCode.invalid_request,
+            f"altering resource type {resource.resource_type} is not supported",
+        )
+    changes = _changes(resource)
+    if isinstance(changes, tuple):
+        return changes
+    return alter(ctx, resource.resource_name, changes, validate_only)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

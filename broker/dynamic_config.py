@@ -1,0 +1,125 @@
+"""Dynamic broker configs: the `group.share.*` defaults and bounds, changeable at runtime.
+
+Kafka lets an operator change some broker configs without a restart (`kafka-configs.sh
+--entity-type brokers`). In Shoal the dynamic ones are the share-group configs' broker
+defaults and bounds, read afresh wherever they are used. Changes are stored in
+`<data dir>/dynamic-broker-configs.json` and win over the properties file, the environment
+and the command line, as Kafka's dynamic configs win over `server.properties`. Deleting one
+goes back to its static value.
+
+Seed 002: changing a bound does not re-validate group configs already stored; their effective
+values are capped by the new bounds when read. A change must keep each bound pair consistent
+(min <= default <= max), as Kafka checks at startup.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from broker.config import DEFAULTS
+from broker.config import BrokerConfig
+from coordinator.group_configs import BROKER_DEFAULTS
+from coordinator.group_configs import DEFS
+from storage.fsutil import atomic_write
+
+log = structlog.get_logger("shoal.config")
+
+FILE_NAME = "dynamic-broker-configs.json"
+DYNAMIC: frozenset[str] = frozenset(BROKER_DEFAULTS)
+_CHOICES = {"group.share.auto.offset.reset": ("latest", "earliest")}
+
+
+class InvalidBrokerConfig(ValueError):
+    """A dynamic broker config change is refused (unknown, read-only, bad value)."""
+
+
+def parse(name: str, value: str) -> Any:
+    """:raises InvalidBrokerConfig: the value does not fit the config's type."""
+    kind = DEFAULTS[name][1]
+    if kind is bool:
+        if value.lower() not in ("true", "false"):
+            raise InvalidBrokerConfig(f"{name} must be true or false, not {value!r}")
+        return value.lower() == "true"
+    if kind is int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise InvalidBrokerConfig(f"{name} must be an integer, not {value!r}") from None
+        if number < 1:
+            raise InvalidBrokerConfig(f"{name} must be at least 1, not {number}")
+        return number
+    if name in _CHOICES and value not in _CHOICES[name]:
+        raise InvalidBrokerConfig(f"{name} must be one of {', '.join(_CHOICES[name])}")
+    return value
+
+
+def check_bounds(values: Mapping[str, Any]) -> None:
+    """:raises InvalidBrokerConfig: a default lies outside its bounds, or min > max."""
+    for d in DEFS.values():
+        if d.broker_min is None or d.broker_max is None:
+            continue
+        low, default, high = values[d.broker_min], values[d.broker_default], values[d.broker_max]
+        if not low <= default <= high:
+            raise InvalidBrokerConfig(
+                f"{d.broker_default}={default} must lie within "
+                f"{d.broker_min}={low} and {d.broker_max}={high}"
+            )
+
+
+class DynamicBrokerConfigs:
+    """The dynamic configs of one broker, applied to its `BrokerConfig` values in place."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self._config = config
+        self._path: Path = config.data_dir / FILE_NAME
+        self._static = {n: config.values[n] for n in DYNAMIC}
+        self.stored: dict[str, str] = {}
+        if self._path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        try:
+            stored = json.loads(self._path.read_text())
+        except (OSError, ValueError) as e:
+            log.warning("unreadable dynamic broker configs", path=str(self._path), error=str(e))
+            return
+        for name, value in stored.items():
+            try:
+                if name not in DYNAMIC:
+                    raise InvalidBrokerConfig(f"{name} is not a dynamic broker config")
+                self._config.values[name] = parse(name, str(value))
+            except InvalidBrokerConfig as e:
+                log.warning("ignoring stored dynamic broker config", name=name, error=str(e))
+                continue
+            self.stored[name] = str(value)
+
+    def alter(self, changes: Mapping[str, str | None], *, validate_only: bool = False) -> None:
+        """Set (None: back to the static value) dynamic configs, all or nothing.
+
+        :raises InvalidBrokerConfig: unknown or read-only name, bad value, inconsistent bounds.
+        """
+        values = dict(self._config.values)
+        for name, value in changes.items():
+            if name not in DEFAULTS:
+                raise InvalidBrokerConfig(f"unknown broker config {name!r}")
+            if name not in DYNAMIC:
+                raise InvalidBrokerConfig(
+                    f"{name} is not a dynamic broker config: set it in the properties file and "
+                    "restart (dynamic: group.share.*)"
+                )
+            values[name] = self._static[name] if value is None else parse(name, value)
+        check_bounds(values)
+        if validate_only:
+            return
+        stored = {k: v for k, v in self.stored.items() if k not in changes}
+        stored.update({k: v for k, v in changes.items() if v is not None})
+        atomic_write(self._path, json.dumps(stored, sort_keys=True, indent=1).encode())
+        self.stored = stored
+        for name in changes:
+            self._config.values[name] = values[name]
+        log.info("dynamic broker configs changed", changes=dict(changes))

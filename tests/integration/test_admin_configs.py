@@ -1,0 +1,139 @@
+"""Topic and broker configs through our client: DescribeConfigs and IncrementalAlterConfigs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.server import Server
+from client.admin import Admin
+from client.admin import ConfigResourceType
+from client.admin import ConfigSource
+from client.errors import KafkaError
+from tests.brokers import make_server
+
+pytestmark = pytest.mark.integration
+
+TOPIC = ConfigResourceType.TOPIC
+BROKER = ConfigResourceType.BROKER
+GROUP = ConfigResourceType.GROUP
+
+
+def _bootstrap(server: Server) -> str:
+    return f"127.0.0.1:{server.port}"
+
+
+async def _error(call: object) -> ErrorCode:
+    with pytest.raises(KafkaError) as info:
+        await call  # type: ignore[misc]
+    return info.value.error_code
+
+
+async def test_alter_topic_configs_applies_persists_and_reverts(tmp_path: Path) -> None:
+    srv = make_server(tmp_path / "data")
+    await srv.start()
+    async with Admin(_bootstrap(srv)) as admin:
+        await admin.create_topic("t", 2)
+        before = {e.name: e for e in await admin.describe_config_entries(TOPIC, "t")}
+        assert before["retention.ms"].source == ConfigSource.DEFAULT_CONFIG
+        await admin.incremental_alter_configs(
+            TOPIC, "t", {"retention.ms": "60000", "cleanup.policy": "delete"}
+        )
+        after = {e.name: e for e in await admin.describe_config_entries(TOPIC, "t")}
+        assert after["retention.ms"].value == "60000"
+        assert after["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG
+        assert after["cleanup.policy"].value == "delete"
+    log = srv.services.logs.log("t", 1)
+    assert log is not None and log.config.retention_ms == 60000  # type: ignore[attr-defined]
+    await srv.stop()
+    srv = make_server(tmp_path / "data")
+    await srv.start()
+    try:
+        async with Admin(_bootstrap(srv)) as admin:
+            assert (await admin.describe_configs(TOPIC, "t"))["retention.ms"] == "60000"
+            await admin.incremental_alter_configs(TOPIC, "t", {"retention.ms": None})
+            entries = {e.name: e for e in await admin.describe_config_entries(TOPIC, "t")}
+            assert entries["retention.ms"].value == str(7 * 24 * 3600 * 1000)
+            assert entries["retention.ms"].source == ConfigSource.DEFAULT_CONFIG
+    finally:
+        await srv.stop()
+
+
+async def test_topic_config_errors(server: Server) -> None:
+    async with Admin(_bootstrap(server)) as admin:
+        await admin.create_topic("t", 1)
+        alter = admin.incremental_alter_configs
+        assert await _error(alter(TOPIC, "t", {"no.such.config": "1"})) == ErrorCode.invalid_config
+        assert await _error(alter(TOPIC, "t", {"retention.ms": "soon"})) == ErrorCode.invalid_config
+        assert await _error(alter(TOPIC, "t", {"segment.bytes": "1"})) == ErrorCode.invalid_config
+        assert (
+            await _error(alter(TOPIC, "missing", {"retention.ms": "1"}))
+            == ErrorCode.unknown_topic_or_partition
+        )
+        assert (
+            await _error(admin.describe_configs(TOPIC, "missing"))
+            == ErrorCode.unknown_topic_or_partition
+        )
+        assert (await admin.describe_configs(TOPIC, "t"))["segment.bytes"] == str(1024**3)
+
+
+async def test_dynamic_broker_bounds_persist_and_do_not_revalidate_groups(
+    tmp_path: Path,
+) -> None:
+    srv = make_server(tmp_path / "data")
+    await srv.start()
+    lock_max = "group.share.max.record.lock.duration.ms"
+    async with Admin(_bootstrap(srv)) as admin:
+        await admin.incremental_alter_configs(
+            GROUP, "g", {"share.record.lock.duration.ms": "55000"}
+        )
+        await admin.incremental_alter_configs(BROKER, "1", {lock_max: "40000"})
+        entries = {e.name: e for e in await admin.describe_config_entries(BROKER, "1")}
+        assert entries[lock_max].value == "40000"
+        assert entries[lock_max].source == ConfigSource.DYNAMIC_BROKER_CONFIG
+        assert not entries[lock_max].read_only and entries["log.dirs"].read_only
+        # Seed 002: the stored group value stays, capped by the new bound when read...
+        group = await admin.describe_configs(GROUP, "g")
+        assert group["share.record.lock.duration.ms"] == "40000"
+        # ...while new group values are validated against it.
+        assert (
+            await _error(
+                admin.incremental_alter_configs(
+                    GROUP, "g", {"share.record.lock.duration.ms": "45000"}
+                )
+            )
+            == ErrorCode.invalid_config
+        )
+    await srv.stop()
+    srv = make_server(tmp_path / "data")
+    await srv.start()
+    try:
+        async with Admin(_bootstrap(srv)) as admin:
+            assert (await admin.describe_configs(BROKER, "1"))[lock_max] == "40000"
+            await admin.incremental_alter_configs(BROKER, "", {lock_max: None})
+            assert (await admin.describe_configs(BROKER, "1"))[lock_max] == "60000"
+            group = await admin.describe_configs(GROUP, "g")
+            assert group["share.record.lock.duration.ms"] == "55000"
+    finally:
+        await srv.stop()
+
+
+async def test_broker_config_errors(server: Server) -> None:
+    async with Admin(_bootstrap(server)) as admin:
+        alter = admin.incremental_alter_configs
+        codes = [
+            await _error(alter(BROKER, "1", {"log.retention.ms": "1000"})),  # not dynamic
+            await _error(alter(BROKER, "1", {"no.such.config": "1"})),
+            await _error(alter(BROKER, "1", {"group.share.max.delivery.count.limit": "x"})),
+            # The default (5) would lie outside the new bounds.
+            await _error(alter(BROKER, "1", {"group.share.max.delivery.count.limit": "3"})),
+            await _error(alter(BROKER, "1", {"group.share.auto.offset.reset": "middle"})),
+        ]
+        assert codes == [ErrorCode.invalid_config] * 5
+        assert await _error(alter(BROKER, "7", {})) == ErrorCode.invalid_request
+        assert await _error(admin.describe_configs(BROKER, "7")) == ErrorCode.invalid_request
+        assert (await admin.describe_configs(BROKER, "1"))[
+            "group.share.max.delivery.count.limit"
+        ] == "10"

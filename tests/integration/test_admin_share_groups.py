@@ -1,0 +1,122 @@
+"""Share-group admin through our client: ListGroups, ShareGroupDescribe, DeleteGroups."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.server import Server
+from client.admin import Admin
+from client.admin import ConfigResourceType
+from client.errors import KafkaError
+from client.share_consumer import ShareConsumer
+from tests.brokers import make_server
+from tests.integration.admin_support import FAST_GROUPS
+from tests.integration.admin_support import consume_all
+from tests.integration.admin_support import poll_until
+from tests.integration.admin_support import prepare
+from tests.integration.admin_support import produce
+
+pytestmark = pytest.mark.integration
+
+GROUP, TOPIC = "workers", "jobs"
+
+
+@pytest.fixture
+async def broker(tmp_path: Path) -> AsyncIterator[Server]:
+    srv = make_server(tmp_path / "data", **FAST_GROUPS)
+    await srv.start()
+    yield srv
+    await srv.stop()
+
+
+def _bootstrap(server: Server) -> str:
+    return f"127.0.0.1:{server.port}"
+
+
+async def test_list_and_describe_a_running_then_empty_group(broker: Server) -> None:
+    bootstrap = _bootstrap(broker)
+    await prepare(bootstrap, TOPIC, GROUP, partitions=2)
+    await produce(bootstrap, TOPIC, 2)
+    async with Admin(bootstrap) as admin:
+        async with ShareConsumer(bootstrap, GROUP, client_id="cli-1") as consumer:
+            consumer.subscribe([TOPIC])
+            assert len(await poll_until(consumer, 2)) == 2
+            (listed,) = await admin.list_groups(types=["share"])
+            assert (listed.group_id, listed.group_type, listed.state) == (GROUP, "share", "Stable")
+            assert listed.protocol_type == "share"
+            desc = (await admin.describe_share_groups([GROUP]))[GROUP]
+            assert desc.state == "Stable" and desc.assignor == "simple"
+            (member,) = desc.members
+            assert member.member_id == consumer.member_id
+            assert member.client_id == "cli-1" and member.client_host.startswith("127.0.0.1")
+            assert member.subscribed == (TOPIC,)
+            assert member.assignment == {TOPIC: (0, 1)}
+            assert member.member_epoch == desc.assignment_epoch >= 1
+        desc = (await admin.describe_share_groups([GROUP]))[GROUP]
+        assert (desc.state, desc.members) == ("Empty", [])
+        assert [g.group_id for g in await admin.list_groups(states=["empty"])] == [GROUP]
+        assert await admin.list_groups(states=["Stable"]) == []
+        assert await admin.list_groups(types=["consumer"]) == []
+        assert [g.group_id for g in await admin.list_groups()] == [GROUP]
+
+
+async def test_describe_unknown_group_is_group_id_not_found(broker: Server) -> None:
+    async with Admin(_bootstrap(broker)) as admin:
+        with pytest.raises(KafkaError) as info:
+            await admin.describe_share_groups(["nobody"])
+    assert info.value.error_code == ErrorCode.group_id_not_found
+
+
+async def test_delete_groups_only_deletes_empty_known_groups(broker: Server) -> None:
+    bootstrap = _bootstrap(broker)
+    await prepare(bootstrap, TOPIC, GROUP)
+    await produce(bootstrap, TOPIC, 3)
+    async with Admin(bootstrap) as admin:
+        async with ShareConsumer(bootstrap, GROUP) as consumer:
+            consumer.subscribe([TOPIC])
+            assert len(await poll_until(consumer, 3)) == 3
+            results = await admin.delete_groups([GROUP, "nobody"])
+            busy, unknown = results[GROUP], results["nobody"]
+            assert busy is not None and busy.error_code == ErrorCode.non_empty_group
+            assert unknown is not None and unknown.error_code == ErrorCode.group_id_not_found
+        state_dir = Path(broker.config.data_dir) / "__share_state"
+        assert list(state_dir.glob("*/*.snapshot"))
+        assert await admin.delete_groups([GROUP]) == {GROUP: None}
+        assert await admin.list_groups() == []
+        assert not list(state_dir.glob("*/*.snapshot"))
+        configs = await admin.describe_configs(ConfigResourceType.GROUP, GROUP)
+        assert configs["share.auto.offset.reset"] == "latest"  # its own config went too
+        with pytest.raises(KafkaError) as info:
+            await admin.describe_share_group_offsets(GROUP)
+        assert info.value.error_code == ErrorCode.group_id_not_found
+    # A group of the same name starts afresh (latest): the old records are not delivered.
+    async with ShareConsumer(bootstrap, GROUP) as consumer:
+        consumer.subscribe([TOPIC])
+        assert await poll_until(consumer, 1, timeout_s=1.0) == []
+        await produce(bootstrap, TOPIC, 1, start=3)
+        assert [r.value for r in await poll_until(consumer, 1)] == [b"value-3"]
+
+
+async def test_empty_group_is_listed_after_a_restart(tmp_path: Path) -> None:
+    srv = make_server(tmp_path / "data", **FAST_GROUPS)
+    await srv.start()
+    await prepare(_bootstrap(srv), TOPIC, GROUP)
+    await produce(_bootstrap(srv), TOPIC, 2)
+    assert len(await consume_all(_bootstrap(srv), TOPIC, GROUP, 2)) == 2
+    await srv.stop()
+    srv = make_server(tmp_path / "data", **FAST_GROUPS)
+    await srv.start()
+    try:
+        async with Admin(_bootstrap(srv)) as admin:
+            (listed,) = await admin.list_groups()
+            assert (listed.group_id, listed.state) == (GROUP, "Empty")
+            desc = (await admin.describe_share_groups([GROUP]))[GROUP]
+            assert desc.members == []
+            assert await admin.delete_groups([GROUP]) == {GROUP: None}
+            assert await admin.list_groups() == []
+    finally:
+        await srv.stop()
