@@ -2,6 +2,10 @@
 
 `shoal serve --host H --port P --data-dir D --metrics-port M [--config FILE]` is relied on by
 outside tooling: keep that command line stable.
+
+The tools (`topics`, `share-groups`, `configs`, `produce`, `consume`, `share-state`) live in
+`broker/commands/`, one module per command group. Exit codes: 0 ok, 1 a Kafka error reported
+by the broker (or an unknown name), 2 usage, 3 the broker cannot be reached.
 """
 
 from __future__ import annotations
@@ -15,8 +19,16 @@ from pathlib import Path
 import structlog
 
 from broker import logs
+from broker.commands import configs
+from broker.commands import consume
+from broker.commands import produce
+from broker.commands import share_groups
+from broker.commands import share_state
+from broker.commands import topics
 from broker.config import BrokerConfig
 from broker.loops import loop_factory
+
+COMMANDS = (topics, share_groups, configs, produce, consume, share_state)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -71,6 +83,8 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info")
     serve.add_argument("--log-json", action=argparse.BooleanOptionalAction, default=None)
     serve.set_defaults(func=_serve)
+    for command in COMMANDS:
+        command.add_parser(sub)
     return p
 
 

@@ -1,0 +1,113 @@
+"""What every `shoal` tool shares: bootstrap option, output (table or JSON), exit codes.
+
+Exit codes a script can trust: 0 ok, 1 a Kafka error reported by the broker (or a name that
+does not exist), 2 usage, 3 the broker cannot be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+
+from client.errors import KafkaError
+
+OK, KAFKA_ERROR, USAGE, UNREACHABLE = 0, 1, 2, 3
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+Command = Callable[[argparse.Namespace], Awaitable[int]]
+
+
+class UsageError(Exception):
+    """Options that do not make sense together; exit code 2."""
+
+
+class NotFound(Exception):
+    """A name given on the command line does not exist; exit code 1."""
+
+
+def add_common(parser: argparse.ArgumentParser, *, json_output: bool = True) -> None:
+    parser.add_argument(
+        "--bootstrap-server",
+        default=DEFAULT_BOOTSTRAP,
+        metavar="HOST:PORT",
+        help=f"the broker to connect to (default {DEFAULT_BOOTSTRAP})",
+    )
+    parser.add_argument(
+        "--command-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="give up (as unreachable) after this long (default 30)",
+    )
+    if json_output:
+        parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def run(command: Command, args: argparse.Namespace) -> int:
+    """Run an async command and turn its failures into one line on stderr and an exit code."""
+
+    async def bounded() -> int:
+        async with asyncio.timeout(args.command_timeout):
+            return await command(args)
+
+    try:
+        return asyncio.run(bounded())
+    except KafkaError as e:
+        return fail(f"{e.error_code.name.upper()}: {e.message}", KAFKA_ERROR)
+    except NotFound as e:
+        return fail(str(e), KAFKA_ERROR)
+    except UsageError as e:
+        return fail(str(e), USAGE)
+    except (OSError, TimeoutError) as e:
+        reason = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        return fail(f"cannot reach the broker at {args.bootstrap_server}: {reason}", UNREACHABLE)
+
+
+def fail(message: str, code: int) -> int:
+    print(f"shoal: {message}", file=sys.stderr)
+    return code
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, sort_keys=False))
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """Left-aligned columns, as Kafka's tools print them."""
+    cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    for row in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def parse_key_values(text: str) -> dict[str, str]:
+    """`k=v,k2=v2` (a value with commas goes in square brackets: `k=[a,b]`)."""
+    out: dict[str, str] = {}
+    for item in split_commas(text):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"expected name=value, got {item!r}")
+        value = value.strip()
+        if value.startswith("[") and value.endswith("]"):
+            value = value[1:-1]
+        out[name.strip()] = value
+    return out
+
+
+def split_commas(text: str) -> list[str]:
+    items, depth, current = [], 0, ""
+    for ch in text:
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += ch
+    items.append(current)
+    return [i.strip() for i in items if i.strip()]

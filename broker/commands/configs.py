@@ -1,0 +1,116 @@
+"""`shoal configs`: describe and alter configs of groups, topics and the broker
+(like kafka-configs.sh: --entity-type, --entity-name, --add-config, --delete-config).
+
+`describe` shows the configs set on the entity (dynamic, group or topic overrides) and, with
+`--all`, every config with its source. Broker configs that may change at runtime are the
+`group.share.*` defaults and bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from broker.commands.common import OK
+from broker.commands.common import UsageError
+from broker.commands.common import add_common
+from broker.commands.common import parse_key_values
+from broker.commands.common import print_json
+from broker.commands.common import print_table
+from broker.commands.common import run
+from broker.commands.common import split_commas
+from client.admin import Admin
+from client.admin import ConfigResourceType
+from client.admin import ConfigSource
+
+ENTITY_TYPES = {
+    "topics": ConfigResourceType.TOPIC,
+    "brokers": ConfigResourceType.BROKER,
+    "groups": ConfigResourceType.GROUP,
+}
+OVERRIDES = {
+    ConfigSource.DYNAMIC_TOPIC_CONFIG,
+    ConfigSource.DYNAMIC_BROKER_CONFIG,
+    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+    ConfigSource.GROUP_CONFIG,
+}
+
+
+def _entity(args: argparse.Namespace) -> tuple[ConfigResourceType, str]:
+    kind = ENTITY_TYPES[args.entity_type]
+    if args.entity_default:
+        if kind != ConfigResourceType.BROKER:
+            raise UsageError("--entity-default applies to --entity-type brokers only")
+        return kind, ""
+    if args.entity_name is None:
+        if kind == ConfigResourceType.BROKER:
+            return kind, ""
+        raise UsageError(f"--entity-name is required for --entity-type {args.entity_type}")
+    return kind, args.entity_name
+
+
+async def _describe(args: argparse.Namespace) -> int:
+    kind, name = _entity(args)
+    async with Admin(args.bootstrap_server) as admin:
+        entries = await admin.describe_config_entries(kind, name)
+    shown = [e for e in entries if args.all or e.source in OVERRIDES]
+    if args.json:
+        print_json(
+            [
+                {
+                    "name": e.name,
+                    "value": e.value,
+                    "source": e.source.name,
+                    "read_only": e.read_only,
+                }
+                for e in shown
+            ]
+        )
+        return OK
+    print_table(
+        ["NAME", "VALUE", "SOURCE", "READ-ONLY"],
+        [[e.name, e.value, e.source.name, str(e.read_only).lower()] for e in shown],
+    )
+    return OK
+
+
+async def _alter(args: argparse.Namespace) -> int:
+    kind, name = _entity(args)
+    changes: dict[str, str | None] = {}
+    for text in args.add_config or ():
+        changes.update(parse_key_values(text))
+    for text in args.delete_config or ():
+        changes.update(dict.fromkeys(split_commas(text)))
+    if not changes:
+        raise UsageError("nothing to alter: give --add-config and/or --delete-config")
+    async with Admin(args.bootstrap_server) as admin:
+        await admin.incremental_alter_configs(kind, name, changes)
+    label = f"{args.entity_type[:-1]} {name!r}" if name else "the default broker"
+    if args.json:
+        print_json({"entity_type": args.entity_type, "entity_name": name, "changes": changes})
+    else:
+        print(f"Completed updating config for {label}.")
+    return OK
+
+
+def _entity_options(p: argparse.ArgumentParser) -> None:
+    add_common(p)
+    p.add_argument("--entity-type", choices=sorted(ENTITY_TYPES), required=True)
+    p.add_argument("--entity-name", help="topic, group or broker id")
+    p.add_argument("--entity-default", action="store_true", help="the cluster-wide broker default")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("configs", help="describe and alter group, topic and broker configs")
+    actions = p.add_subparsers(dest="action", required=True)
+
+    describe = actions.add_parser("describe", help="configs of one entity")
+    _entity_options(describe)
+    describe.add_argument("--all", action="store_true", help="every config, not only overrides")
+    describe.set_defaults(func=lambda a: run(_describe, a))
+
+    alter = actions.add_parser("alter", help="set or delete configs of one entity")
+    _entity_options(alter)
+    alter.add_argument("--add-config", action="append", metavar="K=V[,K=V]")
+    alter.add_argument("--delete-config", action="append", metavar="K[,K]")
+    alter.set_defaults(func=lambda a: run(_alter, a))

@@ -1,0 +1,260 @@
+"""`shoal share-groups`: list, describe, reset-offsets, delete-offsets, delete
+(like kafka-share-groups.sh).
+
+`reset-offsets` is a dry run unless `--execute` is given, as in Kafka's tool; it needs the
+group to be empty (the broker answers NON_EMPTY_GROUP otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+from dataclasses import asdict
+from typing import Any
+
+from broker.commands.common import KAFKA_ERROR
+from broker.commands.common import OK
+from broker.commands.common import NotFound
+from broker.commands.common import UsageError
+from broker.commands.common import add_common
+from broker.commands.common import fail
+from broker.commands.common import print_json
+from broker.commands.common import print_table
+from broker.commands.common import run
+from client.admin import Admin
+from client.admin import SharePartitionOffsets
+
+TopicPartition = tuple[str, int]
+
+
+async def _list(args: argparse.Namespace) -> int:
+    async with Admin(args.bootstrap_server) as admin:
+        groups = await admin.list_groups(types=["share"], states=args.state or None)
+    if args.json:
+        print_json([{"group": g.group_id, "state": g.state} for g in groups])
+    elif args.state:
+        print_table(["GROUP", "STATE"], [[g.group_id, g.state] for g in groups])
+    else:
+        for g in groups:
+            print(g.group_id)
+    return OK
+
+
+def _offset_rows(group: str, offsets: dict[TopicPartition, SharePartitionOffsets]) -> list[Any]:
+    return [
+        [group, tp[0], tp[1], o.start_offset, o.end_offset, o.lag,
+         o.available, o.acquired, o.acknowledged, o.archived]
+        for tp, o in sorted(offsets.items())
+    ]  # fmt: skip
+
+
+async def _describe(args: argparse.Namespace) -> int:
+    group = args.group
+    async with Admin(args.bootstrap_server) as admin:
+        desc = (await admin.describe_share_groups([group]))[group]
+        offsets = await admin.describe_share_group_offsets(group)
+    if args.json:
+        print_json(
+            {
+                "group": group,
+                "state": desc.state,
+                "group_epoch": desc.group_epoch,
+                "assignment_epoch": desc.assignment_epoch,
+                "assignor": desc.assignor,
+                "members": [asdict(m) for m in desc.members],
+                "partitions": [asdict(o) for _, o in sorted(offsets.items())],
+            }
+        )
+        return OK
+    show_all = not (args.members or args.offsets or args.state)
+    if args.state or show_all:
+        print_table(
+            ["GROUP", "STATE", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS"],
+            [[group, desc.state, desc.group_epoch, desc.assignment_epoch, len(desc.members)]],
+        )
+    if args.members or show_all:
+        _blank_between(show_all)
+        rows = [
+            [group, m.member_id, m.client_id, m.client_host, m.member_epoch,
+             ",".join(f"{t}:{','.join(map(str, ps))}" for t, ps in sorted(m.assignment.items()))]
+            for m in desc.members
+        ]  # fmt: skip
+        print_table(["GROUP", "MEMBER-ID", "CLIENT-ID", "HOST", "EPOCH", "ASSIGNMENT"], rows)
+    if args.offsets or show_all:
+        _blank_between(show_all)
+        print_table(
+            ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "LAG",
+             "AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED"],
+            _offset_rows(group, offsets),
+        )  # fmt: skip
+    return OK
+
+
+def _blank_between(show_all: bool) -> None:
+    if show_all:
+        print()
+
+
+def _parse_datetime(text: str) -> int:
+    """Milliseconds since the epoch: an ISO 8601 date-time (local time unless it says), or ms."""
+    if text.isdigit():
+        return int(text)
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(
+            f"--to-datetime {text!r}: expected YYYY-MM-DDTHH:MM:SS[.sss][+HH:MM]"
+        ) from None
+    if when.tzinfo is None:
+        when = when.astimezone()
+    return int(when.timestamp() * 1000)
+
+
+def _topic_partitions(spec: str, partitions: int) -> list[int]:
+    """`topic` or `topic:0,2` (as kafka-share-groups.sh takes them)."""
+    _, sep, wanted = spec.partition(":")
+    if not sep:
+        return list(range(partitions))
+    try:
+        chosen = [int(p) for p in wanted.split(",") if p.strip()]
+    except ValueError:
+        raise UsageError(f"--topic {spec!r}: partitions must be numbers") from None
+    return chosen
+
+
+async def _targets(admin: Admin, args: argparse.Namespace) -> list[TopicPartition]:
+    if args.all_topics:
+        started = await admin.describe_share_group_offsets(args.group)
+        if not started:
+            raise UsageError(f"group {args.group} has no offsets yet: name them with --topic")
+        return sorted(started)
+    out: list[TopicPartition] = []
+    topics = await admin.list_topics()
+    for spec in args.topic:
+        name = spec.partition(":")[0]
+        if name not in topics:
+            raise NotFound(f"UNKNOWN_TOPIC_OR_PARTITION: no topic {name!r}")
+        out.extend((name, p) for p in _topic_partitions(spec, topics[name].partition_count))
+    return out
+
+
+async def _new_offset(admin: Admin, args: argparse.Namespace, tp: TopicPartition) -> int:
+    earliest = await admin.list_offsets(tp[0], tp[1], "earliest")
+    latest = await admin.list_offsets(tp[0], tp[1], "latest")
+    if args.to_earliest:
+        return earliest
+    if args.to_latest:
+        return latest
+    if args.to_datetime is not None:
+        found = await admin.list_offsets(tp[0], tp[1], _parse_datetime(args.to_datetime))
+        return latest if found < 0 else found
+    return min(max(int(args.to_offset), earliest), latest)
+
+
+async def _reset(args: argparse.Namespace) -> int:
+    if args.dry_run and args.execute:
+        raise UsageError("--dry-run and --execute exclude each other")
+    async with Admin(args.bootstrap_server) as admin:
+        plan = {tp: await _new_offset(admin, args, tp) for tp in await _targets(admin, args)}
+        if args.execute:
+            await admin.alter_share_group_offsets(args.group, plan)
+    if args.json:
+        print_json(
+            {
+                "group": args.group,
+                "executed": bool(args.execute),
+                "partitions": [
+                    {"topic": t, "partition": p, "start_offset": o}
+                    for (t, p), o in sorted(plan.items())
+                ],
+            }
+        )
+    else:
+        print_table(
+            ["GROUP", "TOPIC", "PARTITION", "NEW-START-OFFSET"],
+            [[args.group, t, p, o] for (t, p), o in sorted(plan.items())],
+        )
+    return OK
+
+
+async def _delete_offsets(args: argparse.Namespace) -> int:
+    async with Admin(args.bootstrap_server) as admin:
+        await admin.delete_share_group_offsets(args.group, args.topic)
+    if args.json:
+        print_json({"group": args.group, "topics": args.topic})
+    else:
+        print_table(
+            ["GROUP", "TOPIC", "STATUS"], [[args.group, t, "Successful"] for t in args.topic]
+        )
+    return OK
+
+
+async def _delete(args: argparse.Namespace) -> int:
+    async with Admin(args.bootstrap_server) as admin:
+        results = await admin.delete_groups(args.group)
+    failed = {g: e for g, e in results.items() if e is not None}
+    if args.json:
+        print_json(
+            {g: "ok" if e is None else e.error_code.name.upper() for g, e in results.items()}
+        )
+    else:
+        for g, e in results.items():
+            if e is None:
+                print(f"Deleted share group {g}.")
+    for g, e in failed.items():
+        fail(f"{e.error_code.name.upper()}: cannot delete share group {g}", KAFKA_ERROR)
+    return KAFKA_ERROR if failed else OK
+
+
+def _add_reset(actions: Any) -> None:
+    reset = actions.add_parser(
+        "reset-offsets", help="set the start offset of an empty group (dry run by default)"
+    )
+    add_common(reset)
+    reset.add_argument("--group", required=True)
+    where = reset.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--topic", action="append", metavar="TOPIC[:P,P]", help="repeatable; all partitions"
+    )
+    where.add_argument("--all-topics", action="store_true", help="every topic the group has")
+    to = reset.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to-earliest", action="store_true")
+    to.add_argument("--to-latest", action="store_true")
+    to.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:MM:SS.sss")
+    to.add_argument("--to-offset", type=int, metavar="OFFSET")
+    reset.add_argument("--dry-run", action="store_true", help="only show the new offsets")
+    reset.add_argument("--execute", action="store_true", help="apply the new offsets")
+    reset.set_defaults(func=lambda a: run(_reset, a))
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("share-groups", help="list, describe, reset and delete share groups")
+    actions = p.add_subparsers(dest="action", required=True)
+
+    listing = actions.add_parser("list", help="list share groups")
+    add_common(listing)
+    listing.add_argument("--state", action="append", help="only groups in this state")
+    listing.set_defaults(func=lambda a: run(_list, a))
+
+    describe = actions.add_parser("describe", help="members, assignment, offsets and lag")
+    add_common(describe)
+    describe.add_argument("--group", required=True)
+    describe.add_argument("--members", action="store_true", help="only the members")
+    describe.add_argument("--offsets", action="store_true", help="only the partitions")
+    describe.add_argument("--state", action="store_true", help="only the group state")
+    describe.set_defaults(func=lambda a: run(_describe, a))
+
+    _add_reset(actions)
+
+    delete_offsets = actions.add_parser(
+        "delete-offsets", help="forget an empty group's offsets on topics"
+    )
+    add_common(delete_offsets)
+    delete_offsets.add_argument("--group", required=True)
+    delete_offsets.add_argument("--topic", action="append", required=True)
+    delete_offsets.set_defaults(func=lambda a: run(_delete_offsets, a))
+
+    delete = actions.add_parser("delete", help="delete empty share groups")
+    add_common(delete)
+    delete.add_argument("--group", action="append", required=True)
+    delete.set_defaults(func=lambda a: run(_delete, a))
