@@ -16,6 +16,7 @@ from confluent_kafka.admin import AdminClient
 
 from bench import durable_phase  # noqa: F401 - registers the "durable" phase
 from bench import report
+from bench import spark_phase  # noqa: F401 - registers the "spark" phase
 from bench import workers
 from bench.broker import Broker
 from bench.phases import PHASES
@@ -79,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     broker = Broker(tmp / "data", profile_dir=args.profile)
     rows: list[Row] = []
     began = time.monotonic()
+    bench: Bench | None = None
     try:
         broker.start()
         print(f"broker pid {broker.pid} on {broker.bootstrap}, data in {broker.data_dir}")

@@ -152,6 +152,7 @@ def share_worker(
                     errors.append(str(m.error()))
                 continue
             partition, offset = m.partition(), m.offset()
+            assert partition is not None and offset is not None  # a record, not an error
             last = ranges[-1] if ranges else None
             if last is not None and last[0] == partition and last[2] + 1 == offset:
                 last[2] = offset
