@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,14 +23,6 @@ pytestmark = pytest.mark.integration
 
 GROUP, TOPIC = "workers", "jobs"
 TP = (TOPIC, 0)
-
-
-@pytest.fixture
-async def broker(tmp_path: Path) -> AsyncIterator[Server]:
-    srv = make_server(tmp_path / "data", **FAST_GROUPS)
-    await srv.start()
-    yield srv
-    await srv.stop()
 
 
 def _bootstrap(server: Server) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -23,14 +22,6 @@ from tests.integration.admin_support import produce
 pytestmark = pytest.mark.integration
 
 GROUP, TOPIC = "workers", "jobs"
-
-
-@pytest.fixture
-async def broker(tmp_path: Path) -> AsyncIterator[Server]:
-    srv = make_server(tmp_path / "data", **FAST_GROUPS)
-    await srv.start()
-    yield srv
-    await srv.stop()
 
 
 def _bootstrap(server: Server) -> str:

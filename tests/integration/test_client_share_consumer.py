@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -21,27 +19,11 @@ from client.share_acks import AcknowledgeType
 from client.share_acks import ack_batches
 from client.share_consumer import ShareConsumer
 from client.share_membership import new_member_id
-from tests.brokers import make_server
 
 pytestmark = pytest.mark.integration
 
 GROUP = "workers"
 TOPIC = "jobs"
-
-
-@pytest.fixture
-async def broker(tmp_path: Path) -> AsyncIterator[Server]:
-    """A broker whose share groups heartbeat every 200 ms, so joins and reassignments are quick."""
-    srv = make_server(
-        tmp_path / "data",
-        **{
-            "group.share.min.heartbeat.interval.ms": 100,
-            "group.share.heartbeat.interval.ms": 200,
-        },
-    )
-    await srv.start()
-    yield srv
-    await srv.stop()
 
 
 def _bootstrap(server: Server) -> str:

@@ -6,7 +6,6 @@ import asyncio
 import json
 import re
 import urllib.request
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -18,26 +17,10 @@ from client import ConfigResourceType
 from client import Producer
 from client import ShareConsumer
 from tests.brokers import BrokerProcess
-from tests.brokers import make_server
 
 pytestmark = pytest.mark.integration
 
 ACK_METRIC = "kafka_server_sharegroupmetrics_recordacknowledgementspersec_total"
-
-
-@pytest.fixture
-async def broker(tmp_path: Path) -> AsyncIterator[Server]:
-    srv = make_server(
-        tmp_path / "data",
-        **{
-            "metrics.port": 0,
-            "group.share.min.heartbeat.interval.ms": 100,
-            "group.share.heartbeat.interval.ms": 200,
-        },
-    )
-    await srv.start()
-    yield srv
-    await srv.stop()
 
 
 def scrape(server: Server) -> dict[str, float]:
