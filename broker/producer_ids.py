@@ -6,8 +6,9 @@ in it is used, so a restarted broker never repeats one (which would defeat de-du
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from storage.fsutil import atomic_write
 
 BLOCK = 1000
 
@@ -22,21 +23,7 @@ class ProducerIdAllocator:
     def allocate(self) -> int:
         if self._next >= self._limit:
             self._limit = self._next + BLOCK
-            _write_atomically(self._path, str(self._limit).encode())
+            atomic_write(self._path, str(self._limit).encode())
         pid = self._next
         self._next += 1
         return pid
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

@@ -29,7 +29,6 @@ API_PRODUCE = 0
 API_LIST_OFFSETS = 2
 API_METADATA = 3
 API_FIND_COORDINATOR = 10
-API_API_VERSIONS = 18
 API_CREATE_TOPICS = 19
 API_DELETE_TOPICS = 20
 API_DESCRIBE_CONFIGS = 32
@@ -268,9 +267,6 @@ class Cluster:
         if info is not None:
             self._by_name.pop(info.name, None)
             self._by_id.pop(info.topic_id, None)
-
-    def cached_topic(self, name: str) -> TopicInfo | None:
-        return self._by_name.get(name)
 
     def cached_topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         return self._by_id.get(topic_id)

@@ -21,7 +21,6 @@ from coordinator.share_group import ShareGroupCoordinator
 
 GROUP_TYPE = "share"
 PROTOCOL_TYPE = "share"  # what Kafka lists as a share group's protocol type
-STATES = ("Empty", "Stable")
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,17 +42,6 @@ SCHEMA = StructType(
         StructField("deliveryCount", IntegerType()),
     ]
 )
-COLUMNS = (
-    "key",
-    "value",
-    "topic",
-    "partition",
-    "offset",
-    "timestamp",
-    "timestampType",
-    "headers",
-    "deliveryCount",
-)
 
 
 @dataclass

@@ -19,12 +19,6 @@ class OutOfOrderSequence(StorageError):
     error_code = ErrorCode.out_of_order_sequence_number
 
 
-class DuplicateSequence(StorageError):
-    """Reserved: a duplicate of a cached batch is answered with its offsets instead."""
-
-    error_code = ErrorCode.duplicate_sequence_number
-
-
 class InvalidProducerEpoch(StorageError):
     error_code = ErrorCode.invalid_producer_epoch
 

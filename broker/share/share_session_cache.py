@@ -85,8 +85,5 @@ class ShareSessionCache:
     def close(self, key: ShareSessionKey) -> ShareSession | None:
         return self._sessions.pop(key, None)
 
-    def close_member(self, group_id: str, member_id: str) -> None:
-        self._sessions.pop(ShareSessionKey(group_id, member_id), None)
-
     def sessions(self) -> list[ShareSession]:
         return list(self._sessions.values())
