@@ -10,7 +10,11 @@ from __future__ import annotations
 from abc import ABC
 from abc import abstractmethod
 from bisect import bisect_right
+from collections.abc import Iterator
 from collections.abc import Sequence
+from contextlib import contextmanager
+
+import structlog
 
 from protocol.record_batch import BatchHeader
 from protocol.record_batch import Buffer
@@ -20,11 +24,14 @@ from protocol.record_batch import record_timestamps
 from protocol.record_batch import rewrite_base_offset
 from protocol.record_batch import validate_batches
 from storage.config import LogConfig
+from storage.errors import KafkaStorageError
 from storage.errors import OffsetOutOfRange
 from storage.log import AppendResult
 from storage.log import BatchSpan
 from storage.producer_state import ProducerStateManager
 from storage.segment import Segment
+
+_log = structlog.get_logger("shoal.storage")
 
 
 class SegmentedLog(ABC):
@@ -37,6 +44,8 @@ class SegmentedLog(ABC):
         self._bases = [s.base_offset for s in segments]
         self._producers = producers
         self._unflushed_messages = 0
+        self._failing = False  # in a failed-write episode: logged once, until a write succeeds
+        self.name = "memory"
 
     @abstractmethod
     def _new_segment(self, base_offset: int) -> Segment: ...
@@ -86,17 +95,18 @@ class SegmentedLog(ABC):
     def _append(self, records: Buffer, headers: list[BatchHeader], now_ms: int) -> AppendResult:
         buf = bytearray(records)
         count = sum(h.record_count for h in headers)
-        self._maybe_roll(len(buf), count, now_ms)
-        base = self.log_end_offset
-        batches: list[tuple[int, BatchHeader]] = []
-        pos, offset = 0, base
-        for header in headers:
-            rewrite_base_offset(buf, pos, offset)
-            batches.append((pos, header))
-            pos += header.size
-            offset += header.record_count
-        active = self._segments[-1]
-        active.append(buf, batches)
+        with self._disk_write():
+            self._maybe_roll(len(buf), count, now_ms)
+            base = self.log_end_offset
+            batches: list[tuple[int, BatchHeader]] = []
+            pos, offset = 0, base
+            for header in headers:
+                rewrite_base_offset(buf, pos, offset)
+                batches.append((pos, header))
+                pos += header.size
+                offset += header.record_count
+            active = self._segments[-1]
+            active.append(buf, batches)
         # Only once the bytes are written: a failed write must not look like a success.
         offset = base
         for header in headers:
@@ -106,10 +116,32 @@ class SegmentedLog(ABC):
             active.roll_base_ms = now_ms
         self._unflushed_messages += count
         if self._unflushed_messages >= self.config.flush_messages:
-            self.flush()
+            with self._disk_write():
+                self.flush()
         return AppendResult(
             base_offset=base, last_offset=offset - 1, log_start_offset=self.log_start_offset
         )
+
+    @contextmanager
+    def _disk_write(self) -> Iterator[None]:
+        """OSError becomes KAFKA_STORAGE_ERROR, logged once per episode of failures.
+
+        A failed segment write has already cut its partial bytes (`Segment.append`), so the
+        log is as it was; the next write that succeeds ends the episode.
+        """
+        try:
+            yield
+        except OSError as e:
+            if not self._failing:
+                self._failing = True
+                _log.error(
+                    "log write failed; appends answer KAFKA_STORAGE_ERROR until one succeeds",
+                    log=self.name, errno=e.errno, error=e.strerror,
+                )  # fmt: skip
+            raise KafkaStorageError(f"write to {self.name} failed: {e.strerror}") from e
+        if self._failing:
+            self._failing = False
+            _log.info("log writes resumed", log=self.name)
 
     def _maybe_roll(self, size: int, record_count: int, now_ms: int) -> None:
         active = self._segments[-1]

@@ -41,3 +41,9 @@ class InvalidPartitions(StorageError):
 
 class UnknownTopicOrPartition(StorageError):
     error_code = ErrorCode.unknown_topic_or_partition
+
+
+class KafkaStorageError(StorageError):
+    """A disk write failed (ENOSPC, EIO): the log is as it was before the write."""
+
+    error_code = ErrorCode.kafka_storage_error

@@ -23,6 +23,9 @@ def atomic_write(path: Path, data: bytes) -> None:
         while view:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk must not keep the half-written copy
+        raise
     finally:
         os.close(fd)
     os.replace(tmp, path)

@@ -36,6 +36,7 @@ class Segment(ABC):
         self.index_interval_bytes = index_interval_bytes
         self.size = 0
         self.dirty = False
+        self._torn = False  # bytes past `size` from a failed write are still in the file
         self.roll_base_ms: int | None = None
         self.reset_tracking()
 
@@ -89,7 +90,18 @@ class Segment(ABC):
         parsed before offsets were assigned; offsets follow ``next_offset``.
         """
         start = self.size
-        self._write(data)
+        if self._torn:
+            self.truncate(start)  # a failed write's tail could not be cut last time
+            self._torn = False
+        try:
+            self._write(data)
+        except OSError:
+            # A partial batch must not stay: later appends would land after it and recovery
+            # would cut everything from it on. Shrinking a file needs no space.
+            self._torn = True
+            self.truncate(start)
+            self._torn = False
+            raise
         self.size += len(data)
         for pos, header in batches:
             self.track(start + pos, self.next_offset, header)

@@ -71,6 +71,7 @@ class SegmentLog(SegmentedLog):
     ) -> None:
         super().__init__(config, list[Segment](segments), producers)
         self.directory = directory
+        self.name = str(directory)
         self.recovery_events = events
         self._closed = False
 
