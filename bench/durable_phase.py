@@ -25,6 +25,7 @@ from bench.phases import _share_run
 from bench.phases import phase
 from broker import logs
 from broker.share.share_partition import BatchSpan
+from broker.share.share_partition import Plan
 from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
 from broker.share.share_state_persister import ShareStatePersister
@@ -63,8 +64,10 @@ def recovery_seconds(directory: Path) -> float:
         "m", [BatchSpan(b, b + 99, False) for b in range(0, end, 100)], max_records=end, now_ms=1
     )
     for i in range(DELTAS):  # every other record of the first 2,000: a delta each, many ranges
-        assert sp.acknowledge("m", [(2 * i, 2 * i, [1])], now_ms=2) == 0
-        persister.record(sp, sp.take_changes(), 2)
+        plan = sp.plan_acknowledge("m", [(2 * i, 2 * i, [1])])
+        assert isinstance(plan, Plan)
+        persister.write(sp, plan.changes, 2)
+        sp.apply(plan, now_ms=2)
     plog.close()
     times = []
     for _ in range(5):

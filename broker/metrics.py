@@ -77,6 +77,11 @@ class BrokerMetrics:
             "Records archived because they reached the delivery-count limit.",
             registry=r,
         )
+        self.share_state_write_failures = Counter(
+            f"{SHARE}_sharestatewritefailures",
+            "Share-state changes not made because their SHARE_DELTA/CHECKPOINT write failed.",
+            registry=r,
+        )
         self.records_acquired = Counter(
             f"{SHARE}_recordsacquiredpersec",
             "Records handed out by ShareFetch (deliveries).",

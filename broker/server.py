@@ -182,8 +182,20 @@ class Server:
         eso = self.services.share_partitions.earliest_share_offsets()
         self.services.logs.apply_retention(self.services.now_ms(), eso)
 
-    def _snapshots(self) -> None:
-        self.services.share_partitions.flush_snapshots(self.services.now_ms())
+    async def _snapshots(self) -> None:
+        """Snapshot files catch up with their checkpoints; their fsyncs run in a thread."""
+        manager = self.services.share_partitions
+        writes = manager.persister.due_snapshots(manager.all_partitions())
+        if not writes:
+            return
+        loop = asyncio.get_running_loop()
+        for write in writes:
+            try:
+                await loop.run_in_executor(None, write.run)
+            except OSError as e:  # a full disk: the file keeps its older SCO, tried again later
+                log.warning("share snapshot not written", group=write.group_id, error=str(e))
+                continue
+            write.done()
 
     async def stop(self) -> None:
         log.info("shutting down", connections=len(self._connections))
@@ -203,7 +215,7 @@ class Server:
         await asyncio.gather(*self._duties, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
-        self._snapshots()
+        self.services.share_partitions.flush_snapshots(self.services.now_ms())
         self.services.metrics.stop()
         self.services.logs.close()
         log.info("stopped")

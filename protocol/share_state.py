@@ -23,6 +23,7 @@ from protocol.record_batch import NO_PRODUCER_ID
 from protocol.record_batch import build_control_batch
 from protocol.record_batch import control_record_key
 from protocol.record_batch import parse_control_record_key
+from protocol.record_batch import scan_batches
 
 SHARE_CHECKPOINT = 5
 SHARE_DELTA = 6
@@ -132,6 +133,9 @@ def decode_batch(batch: bytes) -> list[ShareStateRecord]:
     Decoding records is fine here: control batches are few and small, and this runs only
     during recovery and in tools, never on the fetch or produce path.
     """
+    scan = scan_batches(batch)
+    if scan.stop_reason is not None or len(scan.batches) != 1:
+        raise InvalidShareState(f"damaged control batch ({scan.stop_reason or 'length'})")
     try:
         parsed, _ = read_batch(batch, 0)
     except Exception as e:  # kio raises ValueError and friends for a bad batch

@@ -47,6 +47,7 @@ class RecoveredState:
     start_offset: int
     end_offset: int
     states: list[StateBatch] = field(default_factory=list)
+    damaged: bool = False  # some records could not be read: write a fresh checkpoint soon
 
 
 def overwrite(states: list[StateBatch], new: tuple[StateBatch, ...]) -> list[StateBatch]:
@@ -75,29 +76,59 @@ def overwrite(states: list[StateBatch], new: tuple[StateBatch, ...]) -> list[Sta
     return out
 
 
-def _apply(
-    state: RecoveredState | None, record: ShareStateRecord, offset: int
-) -> RecoveredState | None:
-    if isinstance(record, ShareCheckpoint):
-        if state is not None and record.checkpoint_epoch < state.checkpoint_epoch:
-            return state
-        return RecoveredState(
-            record.checkpoint_epoch,
-            offset,
-            offset,
-            0,
-            record.start_offset,
-            record.end_offset,
-            list(record.states),
-        )
-    if state is None or record.checkpoint_epoch != state.checkpoint_epoch:
-        return state  # a delta of another epoch belongs to a superseded chain
-    state.states = overwrite(state.states, record.states)
-    if record.states:
-        state.end_offset = max(state.end_offset, max(s.last_offset for s in record.states) + 1)
-    state.last_offset = offset
-    state.chain_length += 1
-    return state
+MAX_EPOCH = 65535  # CheckpointEpoch is a uint16; the epoch after 65535 is 1
+
+
+def next_epoch(epoch: int) -> int:
+    return epoch % MAX_EPOCH + 1
+
+
+class _Replay:
+    """Applies one group's records in log order; notes what damage made it skip.
+
+    Normally: the newest checkpoint, then the deltas of its epoch. When a checkpoint is
+    unreadable, the deltas after it (the next epoch, chained to an offset never seen intact)
+    are applied on top of the chain before it: every change is written as a delta or as the
+    checkpoint that replaces one, so that loses only the changes the damaged record held, and
+    those records are delivered again rather than lost. With no intact checkpoint at all
+    (`baseless`), the window starts at `log_start` and the intact deltas are applied to it.
+    """
+
+    def __init__(self, log_start: int, *, baseless: bool) -> None:
+        self.state: RecoveredState | None = None
+        self._log_start = log_start
+        self._baseless = baseless
+        self.lost: list[str] = []
+
+    def checkpoint(self, record: ShareCheckpoint, offset: int) -> None:
+        # Log order decides which checkpoint is newest (epochs wrap at 65535); damage before
+        # it no longer matters.
+        self.lost.clear()
+        self.state = RecoveredState(
+            record.checkpoint_epoch, offset, offset, 0,
+            record.start_offset, record.end_offset, list(record.states),
+        )  # fmt: skip
+
+    def delta(self, record: ShareDelta, offset: int) -> None:
+        state = self.state
+        if state is None:
+            if not self._baseless:
+                return
+            self.lost.append(f"no intact checkpoint before the delta at {offset}")
+            start = self._log_start
+            state = self.state = RecoveredState(record.checkpoint_epoch, -1, -1, 0, start, start)
+        elif record.checkpoint_epoch == next_epoch(state.checkpoint_epoch):
+            self.lost.append(f"checkpoint at {record.back_offset} unreadable")
+            state.checkpoint_epoch = record.checkpoint_epoch
+        elif record.checkpoint_epoch != state.checkpoint_epoch:
+            return  # a delta of a superseded chain
+        elif state.last_offset >= 0 and record.back_offset != state.last_offset:
+            self.lost.append(f"records between {state.last_offset} and {offset} unreadable")
+        state.states = overwrite(state.states, record.states)
+        if record.states:
+            state.end_offset = max(state.end_offset, max(s.last_offset for s in record.states) + 1)
+        state.last_offset = offset
+        state.chain_length += 1
 
 
 class ShareStateStore:
@@ -180,23 +211,38 @@ class ShareStateStore:
         return out
 
     def recover(self, group_id: str) -> RecoveredState | None:
-        """The group's recorded state, or None when the log holds none."""
+        """The group's recorded state, or None when the log holds none.
+
+        Reads forward from the snapshot's SCO; if that finds no intact checkpoint (a stale
+        snapshot file, or damage), from the log start, where damage is stepped over.
+        """
+        log_start = self._log.log_start_offset
         sco = self.read_snapshot(group_id)
-        start = (
-            sco
-            if sco is not None and sco >= self._log.log_start_offset
-            else self._log.log_start_offset
-        )
-        state: RecoveredState | None = None
+        start = sco if sco is not None and sco >= log_start else log_start
+        replay = self._replay(group_id, start, baseless=start == log_start)
+        if replay.state is None and start > log_start:
+            log.warning("no intact checkpoint at the snapshot's SCO; scanning the log",
+                        group=group_id, sco=sco)  # fmt: skip
+            replay = self._replay(group_id, log_start, baseless=True)
+        if replay.lost and replay.state is not None:
+            replay.state.damaged = True
+            log.error(
+                "share state recovered with damage: changes in unreadable records are lost "
+                "and their records will be delivered again",
+                group=group_id, damage=replay.lost,
+            )  # fmt: skip
+        return replay.state
+
+    def _replay(self, group_id: str, start: int, *, baseless: bool) -> _Replay:
+        replay = _Replay(self._log.log_start_offset, baseless=baseless)
         for offset, record in self._records(start):
-            if record.group_id == group_id:
-                state = _apply(state, record, offset)
-        if state is None and start > self._log.log_start_offset:  # stale snapshot: scan it all
-            log.warning("share snapshot is stale, scanning the log", group=group_id, sco=sco)
-            for offset, record in self._records(self._log.log_start_offset):
-                if record.group_id == group_id:
-                    state = _apply(state, record, offset)
-        return state
+            if record.group_id != group_id:
+                continue
+            if isinstance(record, ShareCheckpoint):
+                replay.checkpoint(record, offset)
+            else:
+                replay.delta(record, offset)
+        return replay
 
     def chain(self, group_id: str) -> list[tuple[int, ShareStateRecord]]:
         """The current checkpoint and its deltas, for tools (`shoal share-state dump`)."""
@@ -210,4 +256,12 @@ class ShareStateStore:
         ]
 
 
-__all__ = ["RecoveredState", "ShareCheckpoint", "ShareDelta", "ShareStateStore", "overwrite"]
+__all__ = [
+    "MAX_EPOCH",
+    "RecoveredState",
+    "ShareCheckpoint",
+    "ShareDelta",
+    "ShareStateStore",
+    "next_epoch",
+    "overwrite",
+]

@@ -18,6 +18,7 @@ from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
 from coordinator.share_group import CoordinatorError
 from protocol.messages import build
+from storage.errors import StorageError
 
 
 def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
@@ -27,7 +28,10 @@ def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
     except CoordinatorError as e:
         return e.error_code
     s.group_configs.delete_group(group_id)
-    ShareGroupOffsets(s).delete_group(group_id)
+    try:
+        ShareGroupOffsets(s).delete_group(group_id)
+    except StorageError as e:
+        return e.error_code  # a tombstone was not written: deleting again finishes the job
     return ErrorCode.none
 
 

@@ -17,6 +17,7 @@ from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
 from coordinator.share_group import CoordinatorError
 from protocol.messages import build
+from storage.errors import StorageError
 
 
 def _delete(ctx: RequestContext, group_id: str, name: str) -> tuple[Any, ErrorCode, str | None]:
@@ -27,8 +28,11 @@ def _delete(ctx: RequestContext, group_id: str, name: str) -> tuple[Any, ErrorCo
     started = [p for p in range(topic.partitions) if offsets.initialised(group_id, topic, p)]
     if not started:
         return topic, ErrorCode.unknown_topic_or_partition, f"{group_id} has no offsets on {name}"
-    for p in started:
-        offsets.delete(group_id, topic, p)
+    try:
+        for p in started:
+            offsets.delete(group_id, topic, p)
+    except StorageError as e:
+        return topic, e.error_code, str(e)
     return topic, ErrorCode.none, None
 
 

@@ -188,12 +188,22 @@ class LockIndex:
         return self._heap[0] if self._heap else None
 
     def due_hulls(self, now_ms: int) -> list[tuple[int, int]]:
-        """Disjoint, sorted offset hulls holding every record whose deadline is <= now."""
+        """Disjoint, sorted offset hulls holding every record whose deadline is <= now.
+
+        A read, not a pop: expiry is planned first and may not be applied (its durable write
+        failed), and then the same deadlines must be found again. The heap is walked from the
+        root down to the first child past `now`, so the cost is O(due entries).
+        """
         hulls: list[tuple[int, int]] = []
-        while self._heap and self._heap[0] <= now_ms:
-            group = self._groups.get(heapq.heappop(self._heap))
+        heap, stack = self._heap, [0]
+        while stack:
+            k = stack.pop()
+            if k >= len(heap) or heap[k] > now_ms:
+                continue
+            group = self._groups.get(heap[k])
             if group is not None:
                 hulls.append((group[1], group[2]))
+            stack += (2 * k + 1, 2 * k + 2)
         hulls.sort()
         merged: list[tuple[int, int]] = []
         for lo, hi in hulls:

@@ -27,9 +27,10 @@ from broker.share.record_state import RecordState
 from coordinator.share_group_admin import ShareGroupAdmin
 from protocol.share_state import ShareCheckpoint
 from storage.errors import OffsetOutOfRange
+from storage.errors import StorageError
+from storage.share_state_store import next_epoch
 from storage.topics import TopicInfo
 
-MAX_EPOCH = 65535  # CheckpointEpoch is a uint16
 # Counting control records past SPEO reads batch headers; a far-behind group costs at most this.
 LAG_SCAN_BYTES = 8 * 1024 * 1024
 _SCAN_CHUNK = 1024 * 1024
@@ -160,29 +161,35 @@ class ShareGroupOffsets:
         sp = manager.get(group_id, topic.topic_id, partition, now)
         if sp is None:
             return ErrorCode.unknown_topic_or_partition
-        sp.reset(min(max(offset, plog.log_start_offset), plog.log_end_offset))
-        manager.persister.checkpoint(sp, now, snapshot_now=True)
+        start = min(max(offset, plog.log_start_offset), plog.log_end_offset)
+        try:
+            manager.persister.write_reset(sp, start, now)  # durable first, then in memory
+        except StorageError as e:
+            return e.error_code
+        sp.reset(start)
         return ErrorCode.none
 
     # -- delete -----------------------------------------------------------------------------
 
     def delete(self, group_id: str, topic: TopicInfo, partition: int) -> None:
-        """Forget the share-partition: a tombstone checkpoint, no snapshot, nothing in memory."""
+        """Forget the share-partition: a tombstone checkpoint, no snapshot, nothing in memory.
+
+        :raises storage.errors.KafkaStorageError: the tombstone was not written; nothing changed.
+        """
         manager = self._s.share_partitions
-        manager.drop(group_id, topic.topic_id, partition)
         store = manager.store(topic.name, partition)
         plog = self._s.logs.log(topic.name, partition)
-        if store is None or plog is None:
-            return
-        state = store.recover(group_id)
-        if state is not None:
+        state = store.recover(group_id) if store is not None else None
+        if store is not None and plog is not None and state is not None:
             earliest = (
                 self._s.group_configs.effective(group_id, "share.auto.offset.reset") == "earliest"
             )
             start = 0 if earliest else plog.log_end_offset
-            epoch = state.checkpoint_epoch % MAX_EPOCH + 1
+            epoch = next_epoch(state.checkpoint_epoch)
             store.append(ShareCheckpoint(group_id, epoch, start, start, ()), self._s.now_ms())
-        store.delete_snapshot(group_id)
+        manager.drop(group_id, topic.topic_id, partition)
+        if store is not None:
+            store.delete_snapshot(group_id)
 
     def delete_group(self, group_id: str) -> None:
         """Drop every share-partition of a deleted group (its configs must be gone already)."""

@@ -75,6 +75,26 @@ class StateRange:
     delivery_count: int
 
 
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A change computed against the current state and not yet applied (two-phase, as Kafka).
+
+    `changes` are the durable ranges the change will produce: the caller writes them first and
+    applies the plan only once they are stored, so memory is never ahead of what recovery can
+    rebuild. A plan is applied in the same synchronous step as it was made, or dropped.
+    """
+
+    member_id: str | None
+    runs: tuple[tuple[int, int, AcknowledgeType], ...]
+    delivery_count_limit: int
+    lock_duration_ms: int
+    changes: tuple[StateRange, ...]
+
+    @property
+    def records(self) -> int:
+        return sum(last - first + 1 for first, last, _ in self.runs)
+
+
 class SharePartition:
     """In-flight records of one share-partition: acquisition, acknowledgement, lock expiry."""
 
@@ -113,6 +133,10 @@ class SharePartition:
 
     def acquired_count(self) -> int:
         return self._locks.records
+
+    def open_records(self) -> int:
+        """Records of the window not yet ACKNOWLEDGED or ARCHIVED."""
+        return self._available + self._locks.records
 
     def range_count(self) -> int:
         """Number of internal ranges (equals the number of distinct runs: ranges merge)."""
@@ -269,7 +293,15 @@ class SharePartition:
     # --------------------------------------------------------------------- acknowledgement
 
     def acknowledge(self, member_id: str, batches: Sequence[AckBatch], *, now_ms: int) -> ErrorCode:
-        """Apply acknowledgement batches atomically: all of them, or none with an error.
+        """Plan and apply at once (no durable write in between): for tests and tools."""
+        plan = self.plan_acknowledge(member_id, batches)
+        if isinstance(plan, ErrorCode):
+            return plan
+        self.apply(plan, now_ms=now_ms)
+        return ErrorCode.none
+
+    def plan_acknowledge(self, member_id: str, batches: Sequence[AckBatch]) -> Plan | ErrorCode:
+        """Check acknowledgement batches and plan them: all of them, or none with an error.
 
         INVALID_REQUEST: unknown type, first > last, unsorted or overlapping batches, or a
         types list that is neither one type nor one per offset. INVALID_RECORD_STATE: a non-GAP
@@ -288,10 +320,62 @@ class SharePartition:
                 return ErrorCode.invalid_record_state
             if not self._held_by(member_id, first, last):
                 return ErrorCode.invalid_record_state
+        return self._plan(member_id, runs, limits)
+
+    def plan_expiry(self, now_ms: int) -> Plan:
+        """Release every record whose lock deadline is <= now (planned, not applied)."""
+        runs = []
+        for lo, hi in self._locks.due_hulls(now_ms):
+            lo, hi = max(lo, self.spso), min(hi, self.speo - 1)
+            if lo > hi:
+                continue
+            i, j = self._ranges.overlapping(lo, hi)
+            for b in self._ranges.view(i, j):
+                if b.state is ACQUIRED and b.deadline is not None and b.deadline <= now_ms:
+                    runs.append((b.first, b.last, AcknowledgeType.RELEASE))
+        return self._plan(None, runs, self._limits())
+
+    def plan_member_release(self, member_id: str) -> Plan:
+        """Release every record `member_id` holds (it left or timed out)."""
+        runs = [
+            (b.first, b.last, AcknowledgeType.RELEASE)
+            for b in self._ranges
+            if b.state is ACQUIRED and b.member_id == member_id
+        ]
+        return self._plan(None, runs, self._limits())
+
+    def _plan(
+        self,
+        member_id: str | None,
+        runs: Sequence[tuple[int, int, AcknowledgeType]],
+        limits: ShareLimits,
+    ) -> Plan:
+        """The durable ranges `runs` will produce, read off the current ranges (no change)."""
+        changes: list[StateRange] = []
         for first, last, ack in runs:
-            self._apply_ack(member_id, first, last, ack, limits, now_ms)
+            first, last = max(first, self.spso), min(last, self.speo - 1)
+            if first > last:  # only a GAP run can lie outside the window
+                continue
+            i, j = self._ranges.overlapping(first, last)
+            for b in self._ranges.view(i, j):
+                target = _ack_target(b, ack, member_id, limits.delivery_count_limit)
+                if target is not None:
+                    changes.append(
+                        StateRange(max(b.first, first), min(b.last, last), target, b.delivery_count)
+                    )
+        return Plan(
+            member_id,
+            tuple(runs),
+            limits.delivery_count_limit,
+            limits.lock_duration_ms,
+            tuple(_normalise(changes)),
+        )
+
+    def apply(self, plan: Plan, *, now_ms: int) -> None:
+        """Apply a plan made by one of the `plan_*` methods, with no change in between."""
+        for first, last, ack in plan.runs:
+            self._apply_ack(plan, first, last, ack, now_ms)
         self._advance_spso()
-        return ErrorCode.none
 
     def _held_by(self, member_id: str, first: int, last: int) -> bool:
         if first < self.spso or last >= self.speo:
@@ -302,13 +386,7 @@ class SharePartition:
         )
 
     def _apply_ack(
-        self,
-        member_id: str,
-        first: int,
-        last: int,
-        ack: AcknowledgeType,
-        limits: ShareLimits,
-        now_ms: int,
+        self, plan: Plan, first: int, last: int, ack: AcknowledgeType, now_ms: int
     ) -> None:
         first, last = max(first, self.spso), min(last, self.speo - 1)
         if first > last:  # only a GAP run can lie outside the window
@@ -316,52 +394,26 @@ class SharePartition:
         i, j = self._ranges.isolate(first, last)
         for b in self._ranges.view(i, j):
             if ack is AcknowledgeType.RENEW:
-                self._move(b, ACQUIRED, b.member_id, now_ms + limits.lock_duration_ms)
-            elif ack is AcknowledgeType.GAP:
-                if b.state is ACQUIRED and b.member_id == member_id:
-                    self._finish(b, ARCHIVED)
-            elif ack is AcknowledgeType.ACCEPT:
-                self._finish(b, ACKNOWLEDGED)
-            elif ack is AcknowledgeType.REJECT:
-                self._finish(b, ARCHIVED)
-            else:
-                self._release(b, limits.delivery_count_limit)
+                self._move(b, ACQUIRED, b.member_id, now_ms + plan.lock_duration_ms)
+                continue
+            target = _ack_target(b, ack, plan.member_id, plan.delivery_count_limit)
+            if target is not None:
+                self._finish(b, target)
         self._ranges.merge(i, j)
 
     # ------------------------------------------------------------------ locks and members
 
     def expire_locks(self, now_ms: int) -> int:
         """Release every record whose lock deadline is <= now; return how many."""
-        limit = self._limits().delivery_count_limit
-        expired = 0
-        for lo, hi in self._locks.due_hulls(now_ms):
-            lo, hi = max(lo, self.spso), min(hi, self.speo - 1)
-            if lo > hi:
-                continue
-            i, j = self._ranges.overlapping(lo, hi)
-            for b in self._ranges.view(i, j):
-                if b.state is ACQUIRED and b.deadline is not None and b.deadline <= now_ms:
-                    expired += b.size
-                    self._release(b, limit)
-            self._ranges.merge(i, j)
-        self._advance_spso()
-        return expired
+        plan = self.plan_expiry(now_ms)
+        self.apply(plan, now_ms=now_ms)
+        return plan.records
 
     def release_member(self, member_id: str, now_ms: int) -> int:
-        """Release every record `member_id` holds (it left or timed out); return how many.
-
-        `now_ms` is unused today: a release needs no deadline. It keeps the mutating API
-        uniform for the manager.
-        """
-        limit = self._limits().delivery_count_limit
-        released = 0
-        for b in self._ranges.view(0, len(self._ranges)):
-            if b.state is ACQUIRED and b.member_id == member_id:
-                released += b.size
-                self._release(b, limit)
-        self._ranges.merge(0, len(self._ranges))
-        self._advance_spso()
-        return released
+        """Release every record `member_id` holds (it left or timed out); return how many."""
+        plan = self.plan_member_release(member_id)
+        self.apply(plan, now_ms=now_ms)
+        return plan.records
 
     # ----------------------------------------------------------------- reset and recovery
 
@@ -436,16 +488,30 @@ class SharePartition:
         self._move(b, new)
         self._changes.append(StateRange(b.first, b.last, new, b.delivery_count))
 
-    def _release(self, b: InFlightBatch, delivery_count_limit: int) -> None:
-        # Checked when the attempt ends, not when it starts (KIP: a lowered limit may let a
-        # final attempt run past it; a raised one gives archived-to-be records more tries).
-        self._finish(b, ARCHIVED if b.delivery_count >= delivery_count_limit else AVAILABLE)
-
     def _advance_spso(self) -> None:
         self._ranges.drop_leading_terminal()
 
 
 # ------------------------------------------------------------------------------- helpers
+
+
+def _ack_target(
+    b: InFlightBatch, ack: AcknowledgeType, member_id: str | None, delivery_count_limit: int
+) -> RecordState | None:
+    """Where an acknowledgement moves range `b` (ACQUIRED, checked by the planner), or None
+    when its durable state stays: RENEW, and a GAP over records this member does not hold."""
+    if ack is AcknowledgeType.ACCEPT:
+        return ACKNOWLEDGED
+    if ack is AcknowledgeType.REJECT:
+        return ARCHIVED
+    if ack is AcknowledgeType.RELEASE:
+        # The limit is checked when an attempt ends, not when it starts (KIP: a lowered limit
+        # may let a final attempt run past it; a raised one gives archived-to-be records more
+        # tries). Lock expiry and a member's departure are RELEASEs too.
+        return ARCHIVED if b.delivery_count >= delivery_count_limit else AVAILABLE
+    if ack is AcknowledgeType.GAP and b.state is ACQUIRED and b.member_id == member_id:
+        return ARCHIVED
+    return None
 
 
 def _durable(b: InFlightBatch) -> StateRange:

@@ -26,11 +26,13 @@ from broker.share.record_state import RecordState
 from broker.share.share_partition import AckBatch
 from broker.share.share_partition import AcquiredRecords
 from broker.share.share_partition import BatchSpan
+from broker.share.share_partition import Plan
 from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
 from broker.share.share_state_persister import ShareStatePersister
 from coordinator.group_configs import GroupConfigs
 from storage.errors import OffsetOutOfRange
+from storage.errors import StorageError
 from storage.log import PartitionLog
 from storage.log_manager import LogManager
 from storage.share_state_store import ShareStateStore
@@ -43,6 +45,7 @@ SharePartitionKey = tuple[str, uuid.UUID, int]
 # At least one whole batch is always read, however large.
 READ_CHUNK_BYTES = 1024 * 1024
 MAX_READS_PER_FETCH = 8
+RETRY_WRITE_MS = 1000  # a lock expiry whose share-state write failed is tried again after this
 ARCHIVED = RecordState.ARCHIVED
 REJECT = int(AcknowledgeType.REJECT)
 
@@ -269,10 +272,12 @@ class SharePartitionManager:
         batches: Sequence[AckBatch],
         now_ms: int,
     ) -> ErrorCode:
+        """Plan, write, apply: an acknowledgement the client is told failed has not happened."""
         sp = self.get(group_id, topic_id, partition, now_ms)
         if sp is None:
             return ErrorCode.unknown_topic_or_partition
-        code = sp.acknowledge(member_id, batches, now_ms=now_ms)
+        plan = sp.plan_acknowledge(member_id, batches)
+        code = plan if isinstance(plan, ErrorCode) else self._commit(sp, plan, now_ms)
         self.metrics.share_acks.labels(result="ok" if code == ErrorCode.none else "failed").inc()
         if code == ErrorCode.none:
             counts = count_ack_types(batches)
@@ -286,9 +291,9 @@ class SharePartitionManager:
         """A member left or timed out: everything it holds becomes available at once."""
         released = 0
         for sp in self.partitions_of(group_id):
-            n = sp.release_member(member_id, now_ms)
-            if n:
-                released += n
+            plan = sp.plan_member_release(member_id)
+            if plan.runs and self._commit(sp, plan, now_ms) == ErrorCode.none:
+                released += plan.records
                 self._after(sp, now_ms)
         if released:
             log.info(
@@ -306,26 +311,45 @@ class SharePartitionManager:
             sp = self._partitions.get(key)
             if sp is None:
                 continue
-            n = sp.expire_locks(now_ms)
-            if n:
-                expired += n
-                self.metrics.lock_timeouts.inc(n)
+            plan = sp.plan_expiry(now_ms)
+            if self._commit(sp, plan, now_ms) != ErrorCode.none:
+                self._timer.schedule(key, now_ms + RETRY_WRITE_MS)  # the disk may have room then
+                continue
+            if plan.records:
+                expired += plan.records
+                self.metrics.lock_timeouts.inc(plan.records)
                 log.info(
                     "acquisition locks expired",
                     group=key[0],
                     topic_id=str(key[1]),
                     partition=key[2],
-                    records=n,
+                    records=plan.records,
                 )
             self._after(sp, now_ms)
         return expired
 
+    def _commit(self, sp: SharePartition, plan: Plan, now_ms: int) -> ErrorCode:
+        """Write the plan's durable ranges, then apply it; if the write fails, drop it."""
+        if self._state_dir is not None:
+            try:
+                self.persister.write(sp, plan.changes, now_ms)
+            except StorageError as e:
+                self.metrics.share_state_write_failures.inc()
+                log.warning(
+                    "share state not written; the change is not applied",
+                    group=sp.group_id, topic_id=str(sp.topic_id), partition=sp.partition,
+                    error=str(e),
+                )  # fmt: skip
+                return e.error_code
+        sp.apply(plan, now_ms=now_ms)
+        return ErrorCode.none
+
     def _after(self, sp: SharePartition, now_ms: int, rejected: int = 0) -> None:
-        """Bookkeeping after any change: re-arm the timer, persist changes, wake fetchers."""
+        """Bookkeeping after any change: re-arm the timer, count archivals, wake fetchers."""
         deadline = sp.next_deadline()
         if deadline is not None:
             self._timer.schedule((sp.group_id, sp.topic_id, sp.partition), deadline)
-        changes = sp.take_changes()
+        changes = sp.take_changes()  # already durable: written before they were applied
         # Records archived by this operation other than by REJECT reached the delivery limit.
         archived = (
             sum(c.last_offset - c.first_offset + 1 for c in changes if c.state is ARCHIVED)
@@ -340,8 +364,6 @@ class SharePartitionManager:
                 partition=sp.partition,
                 records=archived,
             )
-        if changes and self._state_dir is not None:
-            self.persister.record(sp, changes, now_ms)
         if changes and sp.next_fetch_offset() is not None and sp.next_fetch_offset() != sp.speo:
             topic = self._logs.topic_by_id(sp.topic_id)
             if topic is not None:

@@ -1,17 +1,24 @@
 """Makes share-partition state durable: SHARE_CHECKPOINT and SHARE_DELTA records (seed 000).
 
-After every operation that changes what a restart could not rebuild, the changed ranges are
-appended to the partition's log as one SHARE_DELTA (ranges, never one record per offset),
-chained to the previous record by BackOffset. A new SHARE_CHECKPOINT (epoch + 1) with the whole
-window replaces the chain when it grows past `max_deltas` or when the window is empty (the
-checkpoint is then a few dozen bytes). ACQUIRED is never written: `take_changes` already gives
-acquired records as AVAILABLE with their count less one, and first deliveries past the recorded
-end need no record.
+Two-phase, as Kafka's share code: the manager plans a change (`SharePartition.plan_*`), `write`
+appends the ranges it will change as one SHARE_DELTA (ranges, never one record per offset),
+chained to the previous record by BackOffset, and only then is the plan applied. A write that
+fails raises `KafkaStorageError` and the plan is dropped, so memory is never ahead of the log.
+
+When the chain grows past `max_deltas`, or when the change empties the window, the change is
+written as a new SHARE_CHECKPOINT (epoch + 1) of the whole window as it will be after the
+change, which replaces the chain. ACQUIRED is never written: an acquired record is recorded as
+AVAILABLE with its count less one, and first deliveries past the recorded end need no record.
+
+Snapshot files (the SCO of each share-partition) are written off the event loop by a broker
+duty (`due_snapshots`); they may lag, and recovery reads forward from them.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -22,11 +29,12 @@ from broker.share.share_partition import StateRange
 from protocol.share_state import ShareCheckpoint
 from protocol.share_state import ShareDelta
 from protocol.share_state import StateBatch
+from storage.errors import StorageError
 from storage.share_state_store import ShareStateStore
+from storage.share_state_store import next_epoch
+from storage.share_state_store import overwrite
 
 log = structlog.get_logger("shoal.share_state")
-
-MAX_EPOCH = 65535  # CheckpointEpoch is a uint16
 
 
 @dataclass(slots=True)
@@ -40,10 +48,52 @@ class Chain:
     snapshot_offset: int | None  # SCO the snapshot file names (it may lag)
 
 
-def _batches(ranges: list[StateRange]) -> tuple[StateBatch, ...]:
+@dataclass(slots=True)
+class SnapshotWrite:
+    """One snapshot file to bring up to `offset`: `run` may go to a thread, `done` may not."""
+
+    store: ShareStateStore
+    group_id: str
+    chain: Chain
+    offset: int
+
+    def run(self) -> None:
+        self.store.write_snapshot(self.group_id, self.offset, self.chain.epoch)
+
+    def done(self) -> None:
+        self.chain.snapshot_offset = self.offset
+
+
+def _batches(ranges: Sequence[StateRange]) -> tuple[StateBatch, ...]:
     return tuple(
         StateBatch(r.first_offset, r.last_offset, int(r.state), r.delivery_count) for r in ranges
     )
+
+
+def _empties(sp: SharePartition, changes: Sequence[StateRange]) -> bool:
+    """Whether applying `changes` leaves no record open in the window. A plan only changes
+    records that are open now, so the window empties when its terminal changes cover them all."""
+    terminal = sum(c.last_offset - c.first_offset + 1 for c in changes if c.state.is_terminal)
+    return terminal == sp.open_records()
+
+
+def _window_after(
+    sp: SharePartition, changes: Sequence[StateRange]
+) -> tuple[int, tuple[StateBatch, ...]]:
+    """SPSO and durable ranges of the window once `changes` are applied (for a checkpoint)."""
+    states = overwrite(list(_batches(sp.state_ranges())), _batches(changes))
+    merged: list[StateBatch] = []
+    for b in states:
+        p = merged[-1] if merged else None
+        if p and p.state == b.state and p.delivery_count == b.delivery_count:
+            merged[-1] = StateBatch(p.base_offset, b.last_offset, p.state, p.delivery_count)
+        else:
+            merged.append(b)
+    k = 0
+    while k < len(merged) and RecordState(merged[k].state).is_terminal:
+        k += 1
+    start = merged[k].base_offset if k < len(merged) else sp.speo
+    return start, tuple(merged[k:])
 
 
 class ShareStatePersister:
@@ -52,13 +102,10 @@ class ShareStatePersister:
         store_for: Callable[[SharePartition], ShareStateStore | None],
         *,
         max_deltas: int = 100,
-        snapshot_interval_ms: int = 1000,
     ) -> None:
         self._store_for = store_for
         self._max_deltas = max_deltas
-        self._snapshot_interval_ms = snapshot_interval_ms
         self._chains: dict[tuple[str, object, int], Chain] = {}
-        self._last_snapshot_ms = 0
 
     @staticmethod
     def _key(sp: SharePartition) -> tuple[str, object, int]:
@@ -71,7 +118,7 @@ class ShareStatePersister:
             return
         state = store.recover(sp.group_id)
         if state is None:
-            self.checkpoint(sp, now_ms, epoch=1, snapshot_now=True)
+            self.checkpoint(sp, now_ms, epoch=1)
             return
         start = max(state.start_offset, log_start)
         sp.restore(
@@ -90,67 +137,73 @@ class ShareStatePersister:
             state.chain_length,
             None,
         )
+        if state.damaged:  # the next recovery should not have to step over the damage again
+            with contextlib.suppress(StorageError):
+                self.checkpoint(sp, now_ms)
         log.info(
             "share-partition recovered",
             group=sp.group_id, topic_id=str(sp.topic_id), partition=sp.partition,
             spso=sp.spso, speo=sp.speo, epoch=state.checkpoint_epoch, deltas=state.chain_length,
         )  # fmt: skip
 
-    def record(self, sp: SharePartition, changes: list[StateRange], now_ms: int) -> None:
-        """Write `changes` (from `take_changes`): a delta, or a checkpoint when due."""
-        chain = self._chains.get(self._key(sp))
-        if chain is None or chain.length >= self._max_deltas or sp.spso == sp.speo:
-            self.checkpoint(sp, now_ms)
-            return
-        store = self._store_for(sp)
-        if store is None:
-            return
-        offset = store.append(
-            ShareDelta(sp.group_id, chain.epoch, chain.last_offset, _batches(changes)), now_ms
-        )
-        chain.last_offset = offset
-        chain.length += 1
+    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> None:
+        """Make a planned change durable before it is applied: a delta, or a checkpoint when due.
 
-    def checkpoint(
+        :raises storage.errors.KafkaStorageError: nothing was written; drop the plan.
+        """
+        if not changes:
+            return
+        chain = self._chains.get(self._key(sp))
+        if chain is not None and chain.length < self._max_deltas and not _empties(sp, changes):
+            store = self._store_for(sp)
+            if store is None:
+                return
+            offset = store.append(
+                ShareDelta(sp.group_id, chain.epoch, chain.last_offset, _batches(changes)), now_ms
+            )
+            chain.last_offset = offset
+            chain.length += 1
+            return
+        start, states = _window_after(sp, changes)
+        self._write_checkpoint(sp, start, sp.speo, states, now_ms)
+
+    def checkpoint(self, sp: SharePartition, now_ms: int, *, epoch: int | None = None) -> None:
+        """Write the whole window as it is now as a new checkpoint.
+
+        :raises storage.errors.KafkaStorageError:
+        """
+        sp.take_changes()
+        self._write_checkpoint(sp, sp.spso, sp.speo, _batches(sp.state_ranges()), now_ms, epoch)
+
+    def write_reset(self, sp: SharePartition, start_offset: int, now_ms: int) -> None:
+        """Record an empty window at `start_offset` before `sp.reset(start_offset)` (admin reset).
+
+        :raises storage.errors.KafkaStorageError:
+        """
+        self._write_checkpoint(sp, start_offset, start_offset, (), now_ms)
+
+    def _write_checkpoint(
         self,
         sp: SharePartition,
+        start: int,
+        end: int,
+        states: tuple[StateBatch, ...],
         now_ms: int,
-        *,
         epoch: int | None = None,
-        snapshot_now: bool = False,
     ) -> None:
-        """Write the whole window as a new checkpoint; the snapshot file follows (rate-limited)."""
         store = self._store_for(sp)
         if store is None:
             return
-        sp.take_changes()
         key = self._key(sp)
         old = self._chains.get(key)
         if epoch is None:
-            epoch = 1 if old is None else old.epoch % MAX_EPOCH + 1
-        offset = store.append(
-            ShareCheckpoint(sp.group_id, epoch, sp.spso, sp.speo, _batches(sp.state_ranges())),
-            now_ms,
-        )
-        chain = self._chains[key] = Chain(
-            epoch, offset, offset, 0, old.snapshot_offset if old else None
-        )
-        if (
-            snapshot_now
-            or chain.snapshot_offset is None
-            or now_ms - self._last_snapshot_ms >= self._snapshot_interval_ms
-        ):
-            self._write_snapshot(store, sp.group_id, chain, now_ms)
+            epoch = 1 if old is None else next_epoch(old.epoch)
+        offset = store.append(ShareCheckpoint(sp.group_id, epoch, start, end, states), now_ms)
+        self._chains[key] = Chain(epoch, offset, offset, 0, old.snapshot_offset if old else None)
 
-    def _write_snapshot(
-        self, store: ShareStateStore, group_id: str, chain: Chain, now_ms: int
-    ) -> None:
-        store.write_snapshot(group_id, chain.checkpoint_offset, chain.epoch)
-        chain.snapshot_offset = chain.checkpoint_offset
-        self._last_snapshot_ms = now_ms
-
-    def flush_snapshots(self, partitions: list[SharePartition], now_ms: int) -> None:
-        """Bring lagging snapshot files up to their newest checkpoint (a duty, and at shutdown)."""
+    def due_snapshots(self, partitions: list[SharePartition]) -> list[SnapshotWrite]:
+        """Snapshot files behind their newest checkpoint (written by `write_snapshots`)."""
+        due = []
         for sp in partitions:
             chain = self._chains.get(self._key(sp))
             store = self._store_for(sp)
@@ -159,7 +212,14 @@ class ShareStatePersister:
                 and store is not None
                 and chain.snapshot_offset != chain.checkpoint_offset
             ):
-                self._write_snapshot(store, sp.group_id, chain, now_ms)
+                due.append(SnapshotWrite(store, sp.group_id, chain, chain.checkpoint_offset))
+        return due
+
+    def flush_snapshots(self, partitions: list[SharePartition], now_ms: int) -> None:
+        """Bring lagging snapshot files up to their newest checkpoint, here and now (shutdown)."""
+        for write in self.due_snapshots(partitions):
+            write.run()
+            write.done()
 
     def forget(self, sp: SharePartition) -> None:
         self._chains.pop(self._key(sp), None)

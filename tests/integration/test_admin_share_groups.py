@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,10 @@ async def test_delete_groups_only_deletes_empty_known_groups(broker: Server) -> 
             assert busy is not None and busy.error_code == ErrorCode.non_empty_group
             assert unknown is not None and unknown.error_code == ErrorCode.group_id_not_found
         state_dir = Path(broker.config.data_dir) / "__share_state"
+        for _ in range(40):  # snapshot files are written by a duty, about once a second
+            if list(state_dir.glob("*/*.snapshot")):
+                break
+            await asyncio.sleep(0.1)
         assert list(state_dir.glob("*/*.snapshot"))
         assert await admin.delete_groups([GROUP]) == {GROUP: None}
         assert await admin.list_groups() == []

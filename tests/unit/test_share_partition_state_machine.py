@@ -3,6 +3,10 @@
 The model keeps one entry per offset and applies the rules literally, offset by offset; the
 real structure keeps ranges. Any disagreement in state, count, owner, deadline, SPSO, SPEO,
 acquired ranges, durable changes or error codes is a bug in the range arithmetic.
+
+Acknowledgements, lock expiry and departures go through the two-phase path: a plan is made
+(which must change nothing), its durable ranges must be exactly what applying it records, and a
+plan whose write "failed" is dropped, after which the partition is as it was.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from broker.share.record_state import RecordState
 from broker.share.share_partition import AckBatch
 from broker.share.share_partition import AcquiredRecords
 from broker.share.share_partition import BatchSpan
+from broker.share.share_partition import Plan
 from broker.share.share_partition import StateRange
 from tests.unit.test_share_partition_support import FakeLog
 from tests.unit.test_share_partition_support import Limits
@@ -227,6 +232,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
         self.limits = Limits()
         self.log = FakeLog()
         self.now = 0
+        self.written: list[StateRange] = []  # durable changes of applied plans, in order
 
     @initialize(
         start=st.integers(0, 5),
@@ -319,17 +325,47 @@ class SharePartitionMachine(RuleBasedStateMachine):
             )
         self.check_ack(member, batches)
 
-    def check_ack(self, member: str, batches: list[AckBatch]) -> None:
-        before = (self.sp.in_flight(), self.sp.spso, self.sp.speo)
-        got = self.sp.acknowledge(member, batches, now_ms=self.now)
-        assert got == self.model.acknowledge(member, batches, self.now)
-        if got != ErrorCode.none:  # atomic: nothing at all changed
-            assert (self.sp.in_flight(), self.sp.spso, self.sp.speo) == before
+    def snapshot(self) -> object:
+        sp = self.sp
+        return (sp.in_flight(), sp.spso, sp.speo, sp.next_deadline(), sp.acquired_count())
 
-    @rule(ms=st.integers(0, 12_000))
-    def tick(self, ms: int) -> None:
+    def commit(self, plan: Plan, write_fails: bool) -> bool:
+        """The manager's order: plan (no change), write its ranges, then apply; or drop it."""
+        if write_fails:
+            return False
+        self.sp.apply(plan, now_ms=self.now)
+        taken = self.sp.take_changes()
+        assert tuple(taken) == plan.changes  # what was written is what happened
+        self.written += taken
+        return True
+
+    def check_ack(self, member: str, batches: list[AckBatch], write_fails: bool = False) -> None:
+        before = self.snapshot()
+        plan = self.sp.plan_acknowledge(member, batches)
+        assert self.snapshot() == before  # planning changes nothing
+        if isinstance(plan, ErrorCode):  # atomic: nothing at all changed
+            assert plan == self.model.acknowledge(member, batches, self.now)
+            return
+        if self.commit(plan, write_fails):
+            assert self.model.acknowledge(member, batches, self.now) == ErrorCode.none
+
+    @rule(member=st.sampled_from(MEMBERS), data=st.data())
+    def ack_with_failed_write(self, member: str, data: st.DataObject) -> None:
+        """A write that fails leaves the partition exactly as it was (the model is not told)."""
+        held = [b for b in self.sp.in_flight() if b.state is ACQUIRED and b.member_id == member]
+        if not held:
+            return
+        b = data.draw(st.sampled_from(held))
+        self.check_ack(member, [(b.first, b.last, [data.draw(ack_type)])], write_fails=True)
+
+    @rule(ms=st.integers(0, 12_000), write_fails=st.booleans())
+    def tick(self, ms: int, write_fails: bool) -> None:
         self.now += ms
-        assert self.sp.expire_locks(self.now) == self.model.release_where(True, None, self.now)
+        before = self.snapshot()
+        plan = self.sp.plan_expiry(self.now)
+        assert self.snapshot() == before
+        if self.commit(plan, write_fails):
+            assert plan.records == self.model.release_where(True, None, self.now)
 
     @rule(member=st.sampled_from(MEMBERS))
     def member_leaves(self, member: str) -> None:
@@ -382,11 +418,12 @@ class SharePartitionMachine(RuleBasedStateMachine):
         assert self.sp.state_ranges() == self.model.durable()
         got = {
             o: (r.state, r.delivery_count)
-            for r in self.sp.take_changes()
+            for r in self.written + self.sp.take_changes()
             for o in range(r.first_offset, r.last_offset + 1)
         }
         assert got == self.model.changes
         self.model.changes.clear()
+        self.written.clear()
 
 
 SharePartitionMachine.TestCase.settings = settings(

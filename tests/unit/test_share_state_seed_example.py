@@ -26,6 +26,7 @@ import pytest
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
 from broker.share.share_partition import BatchSpan
+from broker.share.share_partition import Plan
 from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import StateRange
@@ -79,17 +80,16 @@ class Harness:
         offset = self.sp.next_fetch_offset()
         assert offset is not None
         got = self.sp.acquire(member, self.spans(offset), max_records=max_records, now_ms=now)
-        self.persist(now)
+        assert self.sp.take_changes() == []  # acquisition writes nothing
         return [(a.first_offset, a.last_offset, a.delivery_count) for a in got]
 
     def ack(self, member: str, first: int, last: int, kind: int, now: int) -> None:
-        assert self.sp.acknowledge(member, [(first, last, [kind])], now_ms=now) == 0
-        self.persist(now)
-
-    def persist(self, now: int) -> None:
-        changes = self.sp.take_changes()
-        if changes:
-            self.persister.record(self.sp, changes, now)
+        """The manager's two phases: plan, write what it will change, then apply."""
+        plan = self.sp.plan_acknowledge(member, [(first, last, [kind])])
+        assert isinstance(plan, Plan)
+        self.persister.write(self.sp, plan.changes, now)
+        self.sp.apply(plan, now_ms=now)
+        assert tuple(self.sp.take_changes()) == plan.changes
 
     def written_since(self, offset: int) -> list[tuple[int, object]]:
         return [(o, r) for o, r in self.store._records(offset) if o >= offset]
@@ -166,11 +166,13 @@ def test_seed_000_sequence_of_control_records_and_recovery_after_every_step() ->
     h.check_recovery()
 
     # Lock timeout of 111-112 only: A renews 113-118 first (a RENEW writes nothing).
-    assert h.sp.acknowledge("A", [(113, 118, [RENEW])], now_ms=20_000) == 0
-    h.persist(20_000)
+    h.ack("A", 113, 118, RENEW, now=20_000)
     assert h.written_since(134) == []
-    assert h.sp.expire_locks(32_000) == 2
-    h.persist(32_000)
+    expiry = h.sp.plan_expiry(32_000)
+    assert expiry.records == 2
+    h.persister.write(h.sp, expiry.changes, 32_000)
+    h.sp.apply(expiry, now_ms=32_000)
+    assert tuple(h.sp.take_changes()) == expiry.changes
     assert h.written_since(134) == [(134, ShareDelta("G1", 2, 133, (StateBatch(111, 112, 0, 1),)))]
     h.check_recovery()
 
@@ -229,10 +231,11 @@ def test_a_torn_control_batch_at_the_tail_is_dropped_like_any_torn_batch(
     persister = ShareStatePersister(lambda _: store)
     persister.initialise(sp, 0, 0)  # checkpoint at 10
     sp.acquire("A", [BatchSpan(0, 9, False)], max_records=500, now_ms=0)
-    assert sp.acknowledge("A", [(0, 0, [ACCEPT])], now_ms=1) == 0
-    persister.record(sp, sp.take_changes(), 1)  # delta at 11
-    assert sp.acknowledge("A", [(1, 1, [ACCEPT])], now_ms=2) == 0
-    persister.record(sp, sp.take_changes(), 2)  # delta at 12: torn below
+    for offset in (0, 1):  # deltas at 11 and 12; the one at 12 is torn below
+        plan = sp.plan_acknowledge("A", [(offset, offset, [ACCEPT])])
+        assert isinstance(plan, Plan)
+        persister.write(sp, plan.changes, offset + 1)
+        sp.apply(plan, now_ms=offset + 1)
     plog.close()
     segment = directory / "00000000000000000000.log"
     data = segment.read_bytes()
