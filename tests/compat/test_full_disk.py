@@ -1,0 +1,136 @@
+"""A real full filesystem under a broker process, with confluent-kafka's clients (issue 9).
+
+The data dir is a small tmpfs. Records are produced until the disk is full: the producer is
+told KAFKA_STORAGE_ERROR, reads go on, writes resume by themselves once space is freed, and
+after kill -9 every record the producer was told was written is there, and no record whose
+ACCEPT was confirmed is delivered again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer
+from confluent_kafka import KafkaError
+from confluent_kafka import Message
+from confluent_kafka import Producer
+from confluent_kafka import TopicPartition
+
+from tests.brokers import BrokerProcess
+from tests.compat.support import QUIET
+from tests.compat.support import create_topic
+from tests.compat.support import poll_records
+from tests.compat.support import set_group_configs
+from tests.compat.support import share_consumer
+
+pytestmark = [
+    pytest.mark.compat,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("mount") is None,
+        reason="mounting a small tmpfs needs root and mount(8)",
+    ),
+]
+
+TOPIC, GROUP = "full", "full-group"
+VALUE = b"v" * 1000
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "data"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def produce(bootstrap: str, first: int, count: int) -> tuple[list[int], list[int]]:
+    """(values the broker acknowledged, error codes of the rest); no retries."""
+    acked: list[int] = []
+    errors: list[int] = []
+
+    def report(err: KafkaError | None, msg: Message) -> None:
+        if err is None:
+            acked.append(int(msg.value()[:8]))
+        else:
+            errors.append(int(err.code()))
+
+    p = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "retries": 0, "linger.ms": 2,
+         "message.timeout.ms": 10_000, **QUIET}
+    )  # fmt: skip
+    for i in range(first, first + count):
+        p.produce(TOPIC, value=b"%08d" % i + VALUE, partition=0, on_delivery=report)
+        if i % 200 == 0:
+            p.flush(10)
+    p.flush(10)
+    return acked, errors
+
+
+def read_all(bootstrap: str) -> list[int]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", **QUIET})
+    c.assign([TopicPartition(TOPIC, 0, 0)])
+    values: list[int] = []
+    idle = 0
+    while idle < 3:
+        batch = c.consume(500, timeout=1)
+        idle = 0 if batch else idle + 1
+        values.extend(int(m.value()[:8]) for m in batch if m.error() is None)
+    c.close()
+    return values
+
+
+def accept_some(bootstrap: str, n: int) -> set[int]:
+    """Explicitly ACCEPT up to `n` records and commit; the values whose commit succeeded."""
+    sc = share_consumer(bootstrap, GROUP, **{"share.acknowledgement.mode": "explicit"})
+    sc.subscribe([TOPIC])
+    accepted: set[int] = set()
+    for _ in range(40):
+        for m in poll_records(sc):
+            sc.acknowledge(m)
+            accepted.add(int(m.value()[:8]))
+        if accepted:
+            sc.commit_sync()
+        if len(accepted) >= n:
+            break
+    sc.close()
+    return accepted
+
+
+def test_a_full_disk_costs_no_acknowledged_record(small_disk: Path) -> None:
+    filler = small_disk / "filler"
+    filler.write_bytes(b"\0" * (1 << 20))  # room to give back later
+    with BrokerProcess(small_disk) as broker:
+        create_topic(broker.bootstrap, TOPIC, 1)
+        set_group_configs(broker.bootstrap, GROUP, {"share.auto.offset.reset": "earliest"})
+        acked, errors = produce(broker.bootstrap, 0, 300)
+        assert not errors
+        accepted = accept_some(broker.bootstrap, 100)
+        assert accepted
+
+        more, errors = produce(broker.bootstrap, 300, 6000)  # more than the disk holds
+        acked += more
+        assert errors and set(errors) == {KafkaError.KAFKA_STORAGE_ERROR}
+        assert sorted(read_all(broker.bootstrap)) == sorted(acked)  # reads go on
+
+        filler.unlink()  # space is back: writes resume without a restart
+        resumed, errors = produce(broker.bootstrap, 10_000, 50)
+        assert not errors and len(resumed) == 50
+        acked += resumed
+        broker.kill()
+    lines = [json.loads(x) for x in broker.log_path.read_text().splitlines() if x.startswith("{")]
+    failed = [e for e in lines if e.get("event", "").startswith("log write failed")]
+    assert len(failed) == 1  # once per episode, not per request
+
+    with BrokerProcess(small_disk, port=broker.port) as broker:
+        assert sorted(read_all(broker.bootstrap)) == sorted(acked)
+        again = accept_some(broker.bootstrap, 10**6)
+        assert not accepted & again  # confirmed ACCEPTs are never delivered again
