@@ -75,7 +75,6 @@ class Server:
 
         def limits(group_id: str) -> CoordinatorLimits:
             return CoordinatorLimits(
-                max_groups=config["group.share.max.groups"],
                 max_size=config["group.share.max.size"],
                 session_timeout_ms=group_configs.effective(group_id, "share.session.timeout.ms"),
                 heartbeat_interval_ms=group_configs.effective(

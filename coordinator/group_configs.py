@@ -99,6 +99,8 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "group.share.heartbeat.interval.ms": (5_000, int),
     "group.share.min.heartbeat.interval.ms": (5_000, int),
     "group.share.max.heartbeat.interval.ms": (15_000, int),
+    # Kafka sizes its share-session cache with this; it never refuses a group (nor does Shoal,
+    # whose cache is group.share.max.share.sessions). Accepted so Kafka configs load unchanged.
     "group.share.max.groups": (10, int),
     "group.share.max.size": (200, int),
 }

@@ -29,7 +29,8 @@ TopicLookup = Callable[[str], tuple[uuid.UUID, int] | None]
 
 @dataclass(frozen=True, slots=True)
 class CoordinatorLimits:
-    max_groups: int = 10
+    # No limit on the number of groups: Kafka's group.share.max.groups sizes its share-session
+    # cache and never refuses a group (the cache here is group.share.max.share.sessions).
     max_size: int = 200
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 5_000
@@ -150,10 +151,6 @@ class ShareGroupCoordinator:
                 ErrorCode.invalid_request, "a joining member must subscribe to topics"
             )
         if group is None:
-            if len(self.groups) >= limits.max_groups:
-                raise CoordinatorError(
-                    ErrorCode.group_max_size_reached, f"at most {limits.max_groups} share groups"
-                )
             group = self.groups[group_id] = ShareGroup(group_id)
         if member_id not in group.members and len(group.members) >= limits.max_size:
             raise CoordinatorError(
