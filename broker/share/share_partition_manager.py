@@ -273,7 +273,10 @@ class SharePartitionManager:
         now_ms: int,
     ) -> ErrorCode:
         """Plan, write, apply: an acknowledgement the client is told failed has not happened."""
-        sp = self.get(group_id, topic_id, partition, now_ms)
+        try:
+            sp = self.get(group_id, topic_id, partition, now_ms)
+        except StorageError as e:  # a new share-partition's first checkpoint was not written
+            return e.error_code
         if sp is None:
             return ErrorCode.unknown_topic_or_partition
         plan = sp.plan_acknowledge(member_id, batches)

@@ -31,6 +31,9 @@ from broker.share.share_partition import AcquiredRecords
 from broker.share.share_partition import BatchSpan
 from broker.share.share_partition import Plan
 from broker.share.share_partition import StateRange
+from broker.share.share_state_persister import _batches as as_batches
+from broker.share.share_state_persister import _empties as empties_window
+from broker.share.share_state_persister import _window_after as window_after
 from tests.unit.test_share_partition_support import FakeLog
 from tests.unit.test_share_partition_support import Limits
 from tests.unit.test_share_partition_support import make_partition
@@ -333,7 +336,12 @@ class SharePartitionMachine(RuleBasedStateMachine):
         """The manager's order: plan (no change), write its ranges, then apply; or drop it."""
         if write_fails:
             return False
+        # A checkpoint written in place of the delta describes the window as it will be.
+        predicted = window_after(self.sp, plan.changes)
+        empties = empties_window(self.sp, plan.changes)
         self.sp.apply(plan, now_ms=self.now)
+        assert predicted == (self.sp.spso, tuple(as_batches(self.sp.state_ranges())))
+        assert empties == (self.sp.spso == self.sp.speo) or not plan.changes
         taken = self.sp.take_changes()
         assert tuple(taken) == plan.changes  # what was written is what happened
         self.written += taken
