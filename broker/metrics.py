@@ -97,6 +97,7 @@ class BrokerMetrics:
         groups: Callable[[], float],
         members: Callable[[], float],
         share_partitions: Callable[[], float],
+        damaged_records: Callable[[], float],
     ) -> None:
         """Values read at scrape time from the live state (no bookkeeping on the hot path)."""
         for name, doc, fn in (
@@ -117,6 +118,11 @@ class BrokerMetrics:
                 f"{SHARE}_sharepartitions",
                 "Share-partitions loaded on this broker.",
                 share_partitions,
+            ),
+            (
+                "shoal_log_damaged_records",
+                "Offsets in damaged record batches found in the logs (stepped over, logged).",
+                damaged_records,
             ),
         ):
             Gauge(name, doc, registry=self.registry).set_function(fn)

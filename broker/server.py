@@ -132,6 +132,7 @@ class Server:
             groups=lambda: len(s.coordinator.groups),
             members=lambda: sum(len(g.members) for g in s.coordinator.groups.values()),
             share_partitions=lambda: len(partitions()),
+            damaged_records=s.logs.damaged_records,
         )
 
     async def start(self) -> None:

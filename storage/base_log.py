@@ -24,6 +24,7 @@ from protocol.record_batch import record_timestamps
 from protocol.record_batch import rewrite_base_offset
 from protocol.record_batch import validate_batches
 from storage.config import LogConfig
+from storage.damage import DamagedRange
 from storage.errors import KafkaStorageError
 from storage.errors import OffsetOutOfRange
 from storage.log import AppendResult
@@ -65,6 +66,10 @@ class SegmentedLog(ABC):
     @property
     def segments(self) -> Sequence[Segment]:
         return tuple(self._segments)
+
+    def damaged_ranges(self) -> list[DamagedRange]:
+        """Damaged stretches found so far (at open or on reads), oldest segment first."""
+        return [d for s in self._segments for d in s.damage.ranges]
 
     @property
     def size_bytes(self) -> int:
@@ -189,15 +194,21 @@ class SegmentedLog(ABC):
         if located is None:
             return b""
         segment, position, header = located
-        limit = min(position + max(max_bytes, header.size), segment.size)
+        hole = segment.damage.next_from(position)
+        stop = hole.start if hole is not None else segment.size
+        limit = min(position + max(max_bytes, header.size), stop)
         end = limit  # a segment holds only whole batches
-        if limit < segment.size:
+        if limit < stop:
             end = max(segment.offset_index.floor_position(limit), position)
             for pos, h in segment.iter_headers(end):
                 if pos + h.size > limit:
                     break
                 end = pos + h.size
-        return segment.read(position, end - position)
+        data = segment.read(position, end - position)
+        good = segment.verify(position, data)
+        if good == 0:  # the batch holding `offset` is damaged: verify has recorded it
+            segment.locate(offset)  # raises CorruptRecords with the offsets it covered
+        return data if good == len(data) else data[:good]
 
     def read_with_spans(
         self, offset: int, max_bytes: int, max_records: int | None = None

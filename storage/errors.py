@@ -47,3 +47,18 @@ class KafkaStorageError(StorageError):
     """A disk write failed (ENOSPC, EIO): the log is as it was before the write."""
 
     error_code = ErrorCode.kafka_storage_error
+
+
+class CorruptRecords(StorageError):
+    """The offsets [first_offset, last_offset] lie in a damaged stretch of the log."""
+
+    error_code = ErrorCode.corrupt_message
+
+    def __init__(self, first_offset: int, last_offset: int, where: str) -> None:
+        super().__init__(f"offsets {first_offset}-{last_offset} are damaged in {where}")
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1

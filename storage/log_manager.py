@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from storage.base_log import SegmentedLog
 from storage.config import LogConfig
 from storage.errors import InvalidPartitions
 from storage.errors import InvalidTopic
@@ -154,6 +155,15 @@ class LogManager:
 
     # --- maintenance ------------------------------------------------------------------
 
+    def damaged_records(self) -> int:
+        """Offsets lost to damaged batches found so far, over every partition."""
+        return sum(
+            d.records
+            for log in self._logs.values()
+            if isinstance(log, SegmentedLog)
+            for d in log.damaged_ranges()
+        )
+
     def flush_all(self) -> None:
         for log in self._logs.values():
             log.flush()
@@ -175,8 +185,6 @@ class LogManager:
         :raises UnknownTopicOrPartition: no such topic.
         :raises InvalidConfig: a value does not parse or is out of range; nothing changes then.
         """
-        from storage.base_log import SegmentedLog
-
         info = self._require(name)
         configs = {k: v for k, v in info.configs.items() if k not in changes}
         configs.update({k: v for k, v in changes.items() if v is not None})

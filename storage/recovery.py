@@ -15,6 +15,7 @@ from protocol.record_batch import LENGTH_POS
 from protocol.record_batch import LOG_OVERHEAD
 from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import scan_batches
+from storage.damage import find_damage
 from storage.index import IndexCorrupt
 from storage.index import OffsetIndex
 from storage.index import TimeIndex
@@ -48,7 +49,7 @@ def load_indexes(segment: FileSegment) -> bool:
         start, expected = offset_index.positions[-1], segment.base_offset + offset_index.offsets[-1]
     end = start
     try:
-        for position, header in segment.iter_headers(start):
+        for position, header in segment.iter_headers(start, strict=True):
             if position != end or header.base_offset != expected:
                 return False
             segment.track(position, header.base_offset, header)
@@ -66,8 +67,13 @@ def load_indexes(segment: FileSegment) -> bool:
     return True
 
 
-def _scan(segment: FileSegment) -> tuple[int, str | None]:
-    """Re-learn the segment from its bytes; returns (valid end, stop reason or None)."""
+def _scan(segment: FileSegment, sealed_end: int | None) -> tuple[int, str | None]:
+    """Re-learn the segment from its bytes; returns (valid end, stop reason or None).
+
+    The active segment (``sealed_end`` None) stops at the first bad batch: after a crash
+    that is a torn write. A sealed segment was whole when it was sealed, so a bad batch
+    there is damage: it is recorded and stepped over, and the scan goes on after it.
+    """
     segment.reset_tracking()
     position, want = 0, 0
     while position < segment.size:
@@ -76,11 +82,19 @@ def _scan(segment: FileSegment) -> tuple[int, str | None]:
         result = scan_batches(buf, expected_offset=segment.next_offset)
         for pos, header in result.batches:
             segment.track(position + pos, header.base_offset, header)
+        segment.damage.mark_verified(position, position + result.end)
         position += result.end
         want = 0
         if result.stop_reason is None:
             continue
-        if result.stop_reason != "truncated" or len(buf) == remaining:
+        straddles = result.stop_reason == "truncated" and len(buf) < remaining
+        if sealed_end is not None and not straddles:
+            hole = find_damage(
+                segment, position, segment.next_offset, sealed_end, result.stop_reason
+            )
+            position, segment.next_offset = hole.end, hole.last_offset + 1
+            continue
+        if not straddles:
             return position, result.stop_reason
         # A batch straddles the chunk edge: read it whole next time if the file holds it.
         tail = buf[result.end :]
@@ -88,13 +102,20 @@ def _scan(segment: FileSegment) -> tuple[int, str | None]:
         if len(tail) >= LOG_OVERHEAD:
             want = int.from_bytes(tail[LENGTH_POS:LOG_OVERHEAD], "big", signed=True) + LOG_OVERHEAD
         if want > segment.size - position:
-            return position, "truncated"
+            if sealed_end is None:
+                return position, "truncated"
+            want = 0  # a length past the end of a sealed segment: damage, found next round
+            hole = find_damage(segment, position, segment.next_offset, sealed_end, "length")
+            position, segment.next_offset = hole.end, hole.last_offset + 1
     return position, None
 
 
-def recover_segment(segment: FileSegment, events: list[RecoveryEvent]) -> bool:
-    """Scan, validate, truncate; rebuild and save the indexes. True if bytes were cut."""
-    end, reason = _scan(segment)
+def recover_segment(
+    segment: FileSegment, events: list[RecoveryEvent], sealed_end: int | None = None
+) -> bool:
+    """Scan, validate; truncate a torn tail of the active segment (``sealed_end`` None) or
+    step over damage in a sealed one; rebuild and save the indexes. True if bytes were cut."""
+    end, reason = _scan(segment, sealed_end)
     cut = reason is not None
     if cut:
         saved = segment.save_aside(end)

@@ -11,13 +11,21 @@ import os
 import time
 from abc import ABC
 from abc import abstractmethod
+from bisect import bisect_right
 from collections.abc import Iterator
 from pathlib import Path
 
+import crc32c
+
+from protocol.record_batch import ATTRIBUTES_POS
 from protocol.record_batch import BATCH_HEADER_SIZE
 from protocol.record_batch import BatchHeader
+from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import iter_batch_headers
 from protocol.record_batch import parse_header
+from storage.damage import DamageMap
+from storage.damage import find_damage
+from storage.errors import CorruptRecords
 from storage.fsutil import atomic_write
 from storage.index import OffsetIndex
 from storage.index import TimeIndex
@@ -48,10 +56,15 @@ class Segment(ABC):
         self.bytes_since_index = 0
         self.offset_index = OffsetIndex()
         self.time_index = TimeIndex()
+        self.damage = DamageMap()
 
     @property
     def last_offset(self) -> int:
         return self.next_offset - 1
+
+    def describe(self) -> str:
+        """Where the segment lives, for log lines."""
+        return f"memory segment {self.base_offset}"
 
     # --- storage primitives -----------------------------------------------------------
 
@@ -105,6 +118,7 @@ class Segment(ABC):
         self.size += len(data)
         for pos, header in batches:
             self.track(start + pos, self.next_offset, header)
+        self.damage.mark_verified(start, self.size)  # CRCs were checked on the way in
         self.dirty = True
 
     def track(self, position: int, base_offset: int, header: BatchHeader) -> None:
@@ -125,31 +139,100 @@ class Segment(ABC):
 
     # --- reading ----------------------------------------------------------------------
 
-    def iter_headers(self, position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
-        """Headers of the stored batches from ``position``, read in index-interval chunks."""
+    def iter_headers(
+        self, position: int = 0, *, strict: bool = False
+    ) -> Iterator[tuple[int, BatchHeader]]:
+        """Headers of the stored batches from ``position``, read in index-interval chunks.
+
+        A damaged stretch (known, or found here: a header that does not parse, a length past
+        the end, an offset that does not follow) is recorded and stepped over; with ``strict``
+        the walk raises InvalidRecordBatch instead (open-time checks that fall back to a scan).
+        """
         chunk = self.index_interval_bytes + 2 * BATCH_HEADER_SIZE
-        while self.size - position >= BATCH_HEADER_SIZE:
-            buf = self.read(position, min(chunk, self.size - position))
-            consumed = 0
-            for pos, header in iter_batch_headers(buf):
-                yield position + pos, header
-                consumed = pos + header.size
-            if consumed == 0:
-                # One batch larger than the chunk: its header is enough to step over it.
-                header = parse_header(buf)
-                if position + header.size > self.size:
-                    return
-                yield position, header
-                consumed = header.size
-            position += consumed
+        expected: int | None = None
+        while position < self.size:
+            hole = self.damage.at_position(position)
+            if hole is not None:
+                position, expected = hole.end, hole.last_offset + 1
+                continue
+            ahead = self.damage.next_from(position)
+            stop = ahead.start if ahead is not None else self.size
+            buf = self.read(position, min(chunk, stop - position))
+            pos, bad = 0, "length" if stop - position < BATCH_HEADER_SIZE else None
+            while bad is None and len(buf) - pos >= BATCH_HEADER_SIZE:
+                try:
+                    header = parse_header(buf, pos)
+                except InvalidRecordBatch as e:
+                    bad = e.reason
+                    break
+                if expected is not None and header.base_offset != expected:
+                    bad = "offset"
+                elif position + pos + header.size > stop:
+                    bad = "length"
+                else:
+                    yield position + pos, header  # the header is enough to step over it
+                    expected = header.last_offset + 1
+                    pos += header.size
+            if bad is not None:
+                if strict:
+                    raise InvalidRecordBatch(bad, f"{bad} at {position + pos} of {self.describe()}")
+                at = position + pos
+                start = expected if expected is not None else self._offset_before(at)
+                find_damage(self, at, start, self.next_offset, bad)
+            position += pos
+
+    def _offset_before(self, position: int) -> int:
+        """The offset a batch at ``position`` should start with (a short walk from the index)."""
+        index = self.offset_index
+        i = bisect_right(index.positions, position) - 1
+        pos, expected = (index.positions[i], index.offsets[i]) if i >= 0 else (0, 0)
+        expected += self.base_offset
+        while pos < position:
+            try:
+                header = parse_header(self.read(pos, BATCH_HEADER_SIZE))
+            except InvalidRecordBatch:
+                break
+            pos, expected = pos + header.size, header.last_offset + 1
+        return expected
 
     def locate(self, offset: int) -> tuple[int, BatchHeader] | None:
-        """Position and header of the batch holding ``offset``: one bisect, a short walk."""
+        """Position and header of the batch holding ``offset``: one bisect, a short walk.
+
+        :raises CorruptRecords: ``offset`` lies in a damaged stretch.
+        """
         start = self.offset_index.lookup(offset - self.base_offset)
+        found = None
         for position, header in self.iter_headers(start):
             if header.last_offset >= offset:
-                return position, header
-        return None
+                found = position, header
+                break
+        hole = self.damage.at_offset(offset)
+        if hole is not None:
+            raise CorruptRecords(hole.first_offset, hole.last_offset, self.describe())
+        return found
+
+    def verify(self, position: int, data: bytes) -> int:
+        """How much of ``data`` (whole batches read at ``position``) holds intact batches.
+
+        Each byte's CRC is checked once: the first read of a batch checks it, later reads
+        find it in the checked ranges. A batch whose CRC fails is recorded as damaged.
+        """
+        if self.damage.verified(position, position + len(data)):
+            return len(data)
+        view = memoryview(data)
+        good = 0
+        for pos, header in iter_batch_headers(view):
+            at = position + pos
+            checked = self.damage.verified(at, at + header.size)
+            if not checked and crc32c.crc32c(view[pos + ATTRIBUTES_POS : pos + header.size]) != (
+                header.crc
+            ):
+                expected = header.base_offset if good == 0 else self._offset_before(at)
+                find_damage(self, at, expected, self.next_offset, "crc")
+                break
+            good = pos + header.size
+        self.damage.mark_verified(position, position + good)
+        return good
 
     def find_timestamp(self, timestamp: int) -> BatchHeader | None:
         """First batch whose maxTimestamp >= ``timestamp``."""
@@ -193,6 +276,9 @@ class FileSegment(Segment):
         # After a restart we only know when the file was last written: rolling by age
         # from then errs on the side of rolling later.
         self.roll_base_ms = stat.st_mtime_ns // 1_000_000 if self.size else None
+
+    def describe(self) -> str:
+        return str(self.log_path)
 
     def read(self, position: int, size: int) -> bytes:
         return os.pread(self._fd, size, position)

@@ -51,12 +51,9 @@ def _open_segments(
         # only trusted after a clean close.
         if (clean or not last) and load_indexes(segment):
             continue
-        if recover_segment(segment, events) and not last:
-            # Later segments would leave a hole in the offsets: they cannot be served.
-            for later in segments[i + 1 :]:
-                events.append(RecoveryEvent("segment_deleted", str(later.log_path)))
-                later.delete()
-            return segments[: i + 1]
+        # Only the active segment's tail can be torn; damage in a sealed one is stepped
+        # over, and never costs the intact batches after it or the segments that follow.
+        recover_segment(segment, events, None if last else segments[i + 1].base_offset)
     return segments
 
 

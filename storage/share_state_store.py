@@ -27,6 +27,7 @@ from protocol.share_state import ShareStateRecord
 from protocol.share_state import StateBatch
 from protocol.share_state import decode_batch
 from protocol.share_state import encode_batch
+from storage.errors import CorruptRecords
 from storage.errors import OffsetOutOfRange
 from storage.fsutil import atomic_write
 from storage.log import PartitionLog
@@ -194,6 +195,9 @@ class ShareStateStore:
                 data, spans = self._log.read_with_spans(offset, SCAN_CHUNK_BYTES)
             except OffsetOutOfRange:
                 break
+            except CorruptRecords as e:  # logged and counted by storage; recovery steps over
+                offset = e.next_offset
+                continue
             if not spans:
                 break
             for span in spans:

@@ -31,6 +31,7 @@ from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
 from broker.share.share_state_persister import ShareStatePersister
 from coordinator.group_configs import GroupConfigs
+from storage.errors import CorruptRecords
 from storage.errors import OffsetOutOfRange
 from storage.errors import StorageError
 from storage.log import PartitionLog
@@ -241,12 +242,17 @@ class SharePartitionManager:
         """Read once from `offset` and acquire what the read holds; None if nothing."""
         # Enough batches for max_records new records past whatever is in flight after `offset`.
         wanted = max_records + max(0, sp.speo - offset)
+        start = max(offset, plog.log_start_offset)
         try:
-            data, spans = plog.read_with_spans(
-                max(offset, plog.log_start_offset), min(max_bytes, READ_CHUNK_BYTES), wanted
-            )
+            data, spans = plog.read_with_spans(start, min(max_bytes, READ_CHUNK_BYTES), wanted)
         except OffsetOutOfRange:
             return None
+        except CorruptRecords as e:
+            # Storage has logged and counted the damage. Read on past it: the damaged offsets
+            # are absent from what is read, so acquisition archives them like any gap.
+            if e.next_offset >= plog.log_end_offset:
+                return None
+            return self._acquire(sp, plog, member_id, e.next_offset, max_bytes, max_records, now_ms)
         acquired = sp.acquire(
             member_id,
             [BatchSpan(s.base_offset, s.last_offset, s.is_control) for s in spans],

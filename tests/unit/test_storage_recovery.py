@@ -12,6 +12,7 @@ from protocol.record_batch import iter_batch_headers
 from storage import LogConfig
 from storage import OutOfOrderSequence
 from storage import SegmentLog
+from storage.errors import CorruptRecords
 from storage.index import IndexCorrupt
 from storage.index import OffsetIndex
 from storage.index import TimeIndex
@@ -111,11 +112,16 @@ def test_damaged_tail_is_truncated_and_saved_aside(tmp_path: Path, damage: str) 
     assert SegmentLog.open(tmp_path, CONFIG).log_end_offset == end + 1
 
 
-def test_corrupt_middle_segment_drops_later_segments(tmp_path: Path) -> None:
+def test_damage_in_a_sealed_segment_at_open_costs_only_the_damaged_batch(
+    tmp_path: Path,
+) -> None:
+    """Its index lost too, the segment is scanned at open: the bad batch is stepped over and
+    no later batch or segment is lost (they all used to be deleted)."""
     log = SegmentLog.open(tmp_path, CONFIG)
     fill(log, 40)
     log.flush()
     segments = [s.base_offset for s in log.segments]
+    end = log.log_end_offset
     assert len(segments) >= 4
     del log
     second = sorted(tmp_path.glob("*.log"))[1]
@@ -126,12 +132,15 @@ def test_corrupt_middle_segment_drops_later_segments(tmp_path: Path) -> None:
         f.seek(30)
         f.write(bytes([byte[0] ^ 1]))
     log = SegmentLog.open(tmp_path, CONFIG)
-    assert [s.base_offset for s in log.segments] == segments[:2]
-    assert log.log_end_offset == segments[1]
-    kinds = [e.kind for e in log.recovery_events]
-    assert kinds.count("segment_deleted") == len(segments) - 2
-    assert len(sorted(tmp_path.glob("*.log"))) == 2
-    assert log.append(batch(1), now_ms=TS).base_offset == segments[1]
+    assert [s.base_offset for s in log.segments] == segments
+    assert log.log_end_offset == end
+    assert "segment_deleted" not in [e.kind for e in log.recovery_events]
+    with pytest.raises(CorruptRecords) as damaged:
+        log.read(segments[1], 1 << 20)
+    assert damaged.value.first_offset == segments[1]
+    after = log.read(damaged.value.next_offset, 1 << 20)  # the batches after it are served
+    assert next(iter_batch_headers(after))[1].base_offset == damaged.value.next_offset
+    assert log.append(batch(1), now_ms=TS).base_offset == end
 
 
 @pytest.mark.parametrize("how", ["delete", "garbage"])
