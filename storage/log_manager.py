@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
@@ -9,23 +10,31 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+import structlog
+
 from storage.base_log import SegmentedLog
 from storage.config import LogConfig
 from storage.errors import InvalidPartitions
 from storage.errors import InvalidTopic
 from storage.errors import TopicAlreadyExists
 from storage.errors import UnknownTopicOrPartition
+from storage.fsutil import fsync_dir
 from storage.log import PartitionLog
 from storage.memory_log import MemoryLog
+from storage.rebuild import rebuild_topics
 from storage.segment_log import SegmentLog
 from storage.topics import TopicInfo
 from storage.topics import collision_key
 from storage.topics import load_topics
+from storage.topics import read_partition_metadata
 from storage.topics import save_topic
 from storage.topics import topic_file
 from storage.topics import validate_topic_name
+from storage.topics import write_partition_metadata
 
 TOPICS_DIR = "__topics"
+
+_log = structlog.get_logger("shoal.storage")
 
 
 class LogManager:
@@ -55,8 +64,13 @@ class LogManager:
             raise ValueError("data_dir is required unless memory=True")
         self.data_dir = Path(data_dir)
         self._meta_dir.mkdir(parents=True, exist_ok=True)
+        self._finish_deletes()
         for info in load_topics(self._meta_dir):
             self._register(info)
+        for info in rebuild_topics(self.data_dir, self.topics()):
+            self._save(info)
+            self._register(info)
+        for info in self.topics():
             for partition in range(info.partitions):
                 self._open_log(info, partition)
 
@@ -79,8 +93,27 @@ class LogManager:
         if self.data_dir is None:
             log = MemoryLog(config)
         else:
-            log = SegmentLog.open(self._partition_dir(info.name, partition), config)
+            directory = self._partition_dir(info.name, partition)
+            log = SegmentLog.open(directory, config)
+            claimed = read_partition_metadata(directory)
+            if claimed is None:  # new, or made before partition.metadata existed
+                write_partition_metadata(directory, info.topic_id)
+            elif claimed != info.topic_id:
+                _log.error(
+                    "partition directory names another topic id; serving it as the topic file says",
+                    directory=str(directory), topic_id=str(info.topic_id), claimed=str(claimed),
+                )  # fmt: skip
         self._logs[(info.name, partition)] = log
+
+    def _finish_deletes(self) -> None:
+        """Complete DeleteTopics that a crash interrupted (their directories were renamed)."""
+        assert self.data_dir is not None
+        for directory in sorted(self.data_dir.glob("*-delete")):
+            topic_id = directory.name.removesuffix("-delete").rpartition(".")[2]
+            with contextlib.suppress(ValueError):
+                (self._meta_dir / f"{uuid.UUID(topic_id)}.json").unlink(missing_ok=True)
+            shutil.rmtree(directory, ignore_errors=True)
+            _log.info("finished deleting a topic's partition", directory=str(directory))
 
     def _save(self, info: TopicInfo) -> None:
         if self.data_dir is not None:
@@ -103,18 +136,32 @@ class LogManager:
         info = TopicInfo(name, uuid.uuid4(), partitions, dict(configs or {}))
         self.config.with_overrides(info.configs)  # refuse bad values before anything exists
         for partition in range(partitions):
-            self._remove_dir(name, partition)  # leftovers of an interrupted delete
+            self._set_aside(name, partition)
             self._open_log(info, partition)
         self._save(info)
         self._register(info)
         return info
 
     def delete_topic(self, name: str) -> None:
+        """The one way data is removed. Crash-safe: the partition directories are renamed
+        `<dir>.<id>-delete` first, so a restart finishes the deletion instead of rebuilding
+        the topic from them."""
         info = self._require(name)
+        doomed: list[Path] = []
         if self.data_dir is not None:
-            topic_file(self._meta_dir, info).unlink()
+            for partition in range(info.partitions):
+                directory = self._partition_dir(name, partition)
+                target = directory.with_name(f"{directory.name}.{info.topic_id.hex}-delete")
+                with contextlib.suppress(FileNotFoundError):
+                    directory.rename(target)
+                    doomed.append(target)
+            fsync_dir(self.data_dir)
+            topic_file(self._meta_dir, info).unlink(missing_ok=True)
+            fsync_dir(self._meta_dir)
         for partition in range(info.partitions):
             self._logs.pop((name, partition)).delete()
+        for directory in doomed:
+            shutil.rmtree(directory, ignore_errors=True)
         del self._topics[name], self._by_id[info.topic_id]
 
     def create_partitions(self, name: str, new_total: int) -> TopicInfo:
@@ -125,15 +172,23 @@ class LogManager:
             )
         grown = replace(info, partitions=new_total)
         for partition in range(info.partitions, new_total):
-            self._remove_dir(name, partition)
+            self._set_aside(name, partition)
             self._open_log(grown, partition)
         self._save(grown)
         self._register(grown)
         return grown
 
-    def _remove_dir(self, name: str, partition: int) -> None:
-        if self.data_dir is not None:
-            shutil.rmtree(self._partition_dir(name, partition), ignore_errors=True)
+    def _set_aside(self, name: str, partition: int) -> None:
+        """A new partition's directory already exists (no topic claimed it at start): keep it,
+        renamed out of the way, and say so. Only DeleteTopics removes data."""
+        if self.data_dir is None:
+            return
+        directory = self._partition_dir(name, partition)
+        if directory.exists():
+            target = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}-orphaned")
+            directory.rename(target)
+            _log.error("an existing directory was in the way of a new partition; kept as",
+                       directory=str(target))  # fmt: skip
 
     def _require(self, name: str) -> TopicInfo:
         info = self._topics.get(name)

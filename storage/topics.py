@@ -1,7 +1,13 @@
-"""Topic metadata: names, ids, partition counts and configs, one JSON file per topic."""
+"""Topic metadata: names, ids, partition counts and configs, one JSON file per topic.
+
+Each partition directory also carries its topic's identity in `partition.metadata`, in
+Kafka's format, so that the partition directories alone are enough to rebuild every topic
+(name from the directory, id from the file, partition count from the directories found).
+"""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import uuid
@@ -71,3 +77,39 @@ def load_topics(directory: Path) -> list[TopicInfo]:
             )
         )
     return topics
+
+
+PARTITION_METADATA = "partition.metadata"
+_PARTITION_DIR = re.compile(r"(.+)-(\d+)")
+
+
+def encode_topic_id(topic_id: uuid.UUID) -> str:
+    """Kafka's text form of a Uuid: URL-safe base64 of its 16 bytes, unpadded."""
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+def write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
+    body = f"version: 0\ntopic_id: {encode_topic_id(topic_id)}\n"
+    atomic_write(directory / PARTITION_METADATA, body.encode())
+
+
+def read_partition_metadata(directory: Path) -> uuid.UUID | None:
+    """The topic id a partition directory names, or None (no file, or one that does not parse)."""
+    try:
+        text = (directory / PARTITION_METADATA).read_text()
+        fields = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+        return uuid.UUID(bytes=base64.urlsafe_b64decode(fields["topic_id"] + "=="))
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def partition_dir_name(name: str) -> tuple[str, int] | None:
+    """(topic, partition) of a directory named like `orders-3`, else None."""
+    match = _PARTITION_DIR.fullmatch(name)
+    if match is None:
+        return None
+    try:
+        validate_topic_name(match.group(1))
+    except InvalidTopic:
+        return None
+    return match.group(1), int(match.group(2))
