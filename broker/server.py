@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import uuid
 from collections.abc import Awaitable
 from collections.abc import Callable
@@ -155,6 +156,9 @@ class Server:
         if self.config["metrics.port"] >= 0:
             self.metrics_port = self.services.metrics.serve(host, self.config["metrics.port"])
             log.info("metrics", host=host, port=self.metrics_port)
+        # Everything loaded so far lives as long as the broker: a full garbage collection need
+        # not scan it again each time (a big request's objects trigger one, on the loop).
+        gc.freeze()
         log.info("listening", host=host, port=self.port, data_dir=str(self.config.data_dir))
 
     def _every(self, interval_ms: int, duty: Callable[[], Awaitable[None] | None]) -> None:
