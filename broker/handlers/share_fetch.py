@@ -14,8 +14,9 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.common import Response
+from broker.handlers.common import apply_acknowledgements
 from broker.registry import Handler
-from broker.share import acknowledgements
+from broker.share.acknowledgements import AckOutcome
 from broker.share.departures import session_closed
 from broker.share.share_partition_manager import FetchedPartition
 from broker.share.share_session_cache import CLOSE_EPOCH
@@ -110,7 +111,7 @@ async def _long_poll(
 def _response(
     ctx: RequestContext,
     request: Any,
-    acks: dict[Key, ErrorCode],
+    acks: dict[Key, AckOutcome],
     fetched: dict[Key, FetchedPartition],
 ) -> Any:
     r = Response(ctx)
@@ -119,12 +120,14 @@ def _response(
     by_topic: dict[Any, list[Any]] = {}
     for key in list(dict.fromkeys([*acks, *fetched])):
         f = fetched.get(key)
+        ack = acks.get(key)
         by_topic.setdefault(key[0], []).append(
             build(
                 r.PartitionData,
                 partition_index=key[1],
                 error_code=f.error_code if f else ErrorCode.none,
-                acknowledge_error_code=acks.get(key, ErrorCode.none),
+                acknowledge_error_code=ack.error_code if ack else ErrorCode.none,
+                acknowledge_error_message=ack.message if ack else None,
                 current_leader=leader,
                 records=f.records if f else b"",
                 acquired_records=tuple(
@@ -170,11 +173,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return build(
             r.type, error_code=e.error_code, error_message=str(e), responses=(), node_endpoints=()
         )
-    acks = acknowledgements.apply(
-        s.share_partitions, request.group_id, request.member_id,
-        acknowledgements.collect(request.topics),
-        renew_allowed=ctx.version >= 2, now_ms=s.now_ms(),
-    )  # fmt: skip
+    acks = await apply_acknowledgements(ctx, request)
     if session is None:
         session_closed(s, request.group_id, request.member_id, s.now_ms())
         return _response(ctx, request, acks, {})
