@@ -10,14 +10,11 @@ from __future__ import annotations
 import asyncio
 import datetime
 import socket
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.share_acknowledge.v1 import request as ack_v1
 from kio.schema.share_fetch.v1 import request as fetch_v1
@@ -29,18 +26,18 @@ from client import Admin
 from client import ConfigResourceType
 from client import Producer
 from client.connection import Connection
-from protocol.framing import SIZE
 from protocol.framing import frame
 from protocol.messages import build
 from protocol.messages import decode_response
 from protocol.messages import encode_request
 from tests.brokers import BrokerProcess
+from tests.probe import Probe
+from tests.probe import read_frame
 
 pytestmark = pytest.mark.integration
 GROUP, MEMBER, TOPIC = "hostile", "h" * 22, "hostile-topic"
 PARTITIONS = 30
 RECORDS = 20
-ROUND_TRIP_LIMIT_S = 0.100
 
 
 async def _setup(port: int) -> uuid.UUID:
@@ -115,52 +112,9 @@ def _ack(epoch: int, topic_id: uuid.UUID, acks: dict[int, tuple[Any, ...]]) -> A
     )
 
 
-def _read_frame(sock: socket.socket) -> bytes:
-    def exact(n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = sock.recv(n - len(buf))
-            assert chunk, "the broker closed the connection"
-            buf += chunk
-        return bytes(buf)
-
-    return exact(SIZE.unpack(exact(4))[0])
-
-
 def _call(sock: socket.socket, body: RequestPayload, encoded: bytes | None = None) -> Any:
     sock.sendall(encoded or frame(encode_request(body, 7, "hostile-test")))
-    return decode_response(body.__api_key__, body.__version__, _read_frame(sock))[1]
-
-
-class Probe:
-    """Another client: ApiVersions round trips in a loop, in a thread; keeps the slowest."""
-
-    def __init__(self, port: int) -> None:
-        self._sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self._stop = threading.Event()
-        self.round_trips: list[float] = []
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        body = ApiVersionsRequest(client_software_name="probe", client_software_version="1")
-        encoded = frame(encode_request(body, 1, "probe"))
-        while not self._stop.is_set():
-            started = time.perf_counter()
-            self._sock.sendall(encoded)
-            _read_frame(self._sock)
-            self.round_trips.append(time.perf_counter() - started)
-            time.sleep(0.002)
-
-    def __enter__(self) -> Probe:
-        self._thread.start()
-        time.sleep(0.1)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        time.sleep(0.1)
-        self._stop.set()
-        self._thread.join(10)
-        self._sock.close()
+    return decode_response(body.__api_key__, body.__version__, read_frame(sock))[1]
 
 
 @pytest.fixture
@@ -196,7 +150,7 @@ def test_oversized_acknowledgements_are_refused_without_stalling_others(
         message = getattr(partition, "acknowledge_error_message", partition.error_message)
         assert code == ErrorCode.invalid_request
         assert message and str(MAX_ACK_ENTRIES) in message
-    assert max(probe.round_trips) < ROUND_TRIP_LIMIT_S, sorted(probe.round_trips)[-5:]
+    assert probe.slowest < Probe.LIMIT_S, sorted(probe.round_trips)[-5:]
     # Nothing was applied, and the broker is fine: the held records are accepted normally.
     accept_all = build(
         ack_v1.AcknowledgementBatch, first_offset=0, last_offset=RECORDS - 1, acknowledge_types=(1,)
@@ -219,4 +173,4 @@ def test_big_legal_request_is_applied_in_slices(
         response = _call(sock, body, raw)
     codes = {p.partition_index: p.error_code for p in response.responses[0].partitions}
     assert codes == dict.fromkeys(range(PARTITIONS), ErrorCode.invalid_record_state)
-    assert max(probe.round_trips) < ROUND_TRIP_LIMIT_S, sorted(probe.round_trips)[-5:]
+    assert probe.slowest < Probe.LIMIT_S, sorted(probe.round_trips)[-5:]
