@@ -20,6 +20,8 @@ from broker.share.share_session_cache import CLOSE_EPOCH
 from broker.share.share_session_cache import OPEN_EPOCH
 from broker.share.share_session_cache import ShareSessionError
 from broker.share.share_session_cache import ShareSessionKey
+from coordinator.share_group import CoordinatorError
+from coordinator.share_group import check_ids
 from protocol.messages import build
 
 
@@ -32,6 +34,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     s = ctx.services
     if not request.group_id or not request.member_id:
         return _error(r, ErrorCode.invalid_request, "group id and member id are required")
+    try:
+        check_ids(request.group_id, request.member_id)
+    except CoordinatorError as e:
+        return _error(r, e.error_code, str(e))
     epoch = request.share_session_epoch
     if epoch == OPEN_EPOCH:
         return _error(

@@ -24,6 +24,8 @@ from broker.share.share_session_cache import OPEN_EPOCH
 from broker.share.share_session_cache import ShareSession
 from broker.share.share_session_cache import ShareSessionError
 from broker.share.share_session_cache import ShareSessionKey
+from coordinator.share_group import CoordinatorError
+from coordinator.share_group import check_ids
 from protocol.messages import build
 
 Key = tuple[Any, int]
@@ -46,8 +48,22 @@ def _invalid(request: Any) -> str | None:
     return None
 
 
-def _session(ctx: RequestContext, request: Any) -> ShareSession | None:
-    """Open, advance or look up the share session. :raises ShareSessionError:"""
+def _unknown(ctx: RequestContext, topic_id: Any, partition: int) -> ErrorCode | None:
+    topic = ctx.services.logs.topic_by_id(topic_id)
+    if topic is None:
+        return ErrorCode.unknown_topic_id
+    if not 0 <= partition < topic.partitions:
+        return ErrorCode.unknown_topic_or_partition
+    return None
+
+
+def _session(
+    ctx: RequestContext, request: Any, unknown: dict[Key, FetchedPartition]
+) -> ShareSession | None:
+    """Open, advance or look up the share session. Partitions that do not exist are put in
+    `unknown` (answered once with their error) and never kept in the session.
+
+    :raises ShareSessionError:"""
     s = ctx.services
     key = ShareSessionKey(request.group_id, request.member_id)
     if request.share_session_epoch == CLOSE_EPOCH:
@@ -60,7 +76,11 @@ def _session(ctx: RequestContext, request: Any) -> ShareSession | None:
         session = s.share_sessions.advance(key, request.share_session_epoch)
     for topic in request.topics:
         for p in topic.partitions:
-            session.partitions[(topic.topic_id, p.partition_index)] = None
+            code = _unknown(ctx, topic.topic_id, p.partition_index)
+            if code is None:
+                session.partitions[(topic.topic_id, p.partition_index)] = None
+            else:
+                unknown[(topic.topic_id, p.partition_index)] = FetchedPartition(code, b"", [])
     for topic in request.forgotten_topics_data:
         for index in topic.partitions:
             session.partitions.pop((topic.topic_id, index), None)
@@ -168,7 +188,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             node_endpoints=(),
         )
     try:
-        session = _session(ctx, request)
+        check_ids(request.group_id, request.member_id)
+    except CoordinatorError as e:
+        return build(
+            r.type, error_code=e.error_code, error_message=str(e), responses=(), node_endpoints=()
+        )
+    unknown: dict[Key, FetchedPartition] = {}
+    try:
+        session = _session(ctx, request, unknown)
     except ShareSessionError as e:
         return build(
             r.type, error_code=e.error_code, error_message=str(e), responses=(), node_endpoints=()
@@ -178,8 +205,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         session_closed(s, request.group_id, request.member_id, s.now_ms())
         return _response(ctx, request, acks, {})
     if getattr(request, "is_renew_ack", False):
-        return _response(ctx, request, acks, {})
-    return _response(ctx, request, acks, await _long_poll(ctx, request, session))
+        return _response(ctx, request, acks, unknown)
+    # Partitions answered with an error need an answer now, not after the long poll.
+    fetched = (
+        _acquire(ctx, request, session) if unknown else await _long_poll(ctx, request, session)
+    )
+    return _response(ctx, request, acks, unknown | fetched)
 
 
 HANDLER = Handler(api_key=78, min_version=1, max_version=2, handle=handle, name="ShareFetch")
