@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import uuid
 from collections.abc import Awaitable
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import structlog
@@ -31,6 +33,8 @@ from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
 from storage.config import LogConfig
 from storage.log_manager import LogManager
+from storage.segment import PendingSync
+from storage.segment import sync_all
 
 log = structlog.get_logger("shoal.server")
 
@@ -119,6 +123,9 @@ class Server:
         self._connections: set[KafkaConnection] = set()
         self._server: asyncio.Server | None = None
         self._duties: set[asyncio.Task[None]] = set()
+        # Periodic fsyncs run here, one flush at a time, never on the event loop.
+        self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-flush")
+        self._flushing: asyncio.Future[list[tuple[PendingSync, OSError]]] | None = None
         self.port = 0
         self.metrics_port = -1
 
@@ -155,6 +162,9 @@ class Server:
         if self.config["metrics.port"] >= 0:
             self.metrics_port = self.services.metrics.serve(host, self.config["metrics.port"])
             log.info("metrics", host=host, port=self.metrics_port)
+        # Everything loaded so far lives as long as the broker: a full garbage collection need
+        # not scan it again each time (a big request's objects trigger one, on the loop).
+        gc.freeze()
         log.info("listening", host=host, port=self.port, data_dir=str(self.config.data_dir))
 
     def _every(self, interval_ms: int, duty: Callable[[], Awaitable[None] | None]) -> None:
@@ -172,8 +182,19 @@ class Server:
         self._duties.add(task)
         task.add_done_callback(self._duties.discard)
 
-    def _flush(self) -> None:
-        self.services.logs.flush_all()
+    async def _flush(self) -> None:
+        """fsync every dirty segment in the flush thread. The duty loop awaits this before it
+        sleeps again, so a slow disk delays the next flush instead of piling flushes up."""
+        pending = self.services.logs.start_flush()
+        if not pending:
+            return
+        self._flushing = asyncio.get_running_loop().run_in_executor(
+            self._flusher, sync_all, pending
+        )
+        failed = await asyncio.shield(self._flushing)
+        for sync, error in failed:
+            sync.segment.dirty = True  # synced again next time
+            log.error("log flush failed", error=str(error))
 
     def _expire_locks(self) -> None:
         self.services.share_partitions.expire_locks(self.services.now_ms())
@@ -213,6 +234,9 @@ class Server:
         for task in list(self._duties):
             task.cancel()
         await asyncio.gather(*self._duties, return_exceptions=True)
+        if self._flushing is not None:  # a flush under way finishes before the logs close
+            await asyncio.gather(self._flushing, return_exceptions=True)
+        self._flusher.shutdown(wait=True)
         if self._server is not None:
             await self._server.wait_closed()
         self.services.share_partitions.flush_snapshots(self.services.now_ms())

@@ -71,6 +71,32 @@ class CoordinatorError(Exception):
         self.error_code = error_code
 
 
+# Kafka bounds neither; an unbounded id is memory and log lines an attacker chooses. librdkafka
+# makes 22-character member ids.
+MAX_GROUP_ID_BYTES = 255
+MAX_MEMBER_ID_BYTES = 255
+
+
+def check_ids(group_id: str | None, member_id: str | None = "") -> None:
+    """The one check of a group id (and a member id) entering the broker.
+
+    :raises CoordinatorError: INVALID_GROUP_ID for an empty or too long group id,
+        INVALID_REQUEST for a too long member id (pass None to require one).
+    """
+    if not group_id:
+        raise CoordinatorError(ErrorCode.invalid_group_id, "group id is empty")
+    if len(group_id.encode()) > MAX_GROUP_ID_BYTES:
+        raise CoordinatorError(
+            ErrorCode.invalid_group_id, f"group id is longer than {MAX_GROUP_ID_BYTES} bytes"
+        )
+    if member_id is None:
+        raise CoordinatorError(ErrorCode.invalid_request, "member id must be set by the client")
+    if len(member_id.encode()) > MAX_MEMBER_ID_BYTES:
+        raise CoordinatorError(
+            ErrorCode.invalid_request, f"member id is longer than {MAX_MEMBER_ID_BYTES} bytes"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class HeartbeatResult:
     member_id: str
@@ -105,10 +131,7 @@ class ShareGroupCoordinator:
         client_host: str = "",
     ) -> tuple[HeartbeatResult, Departure | None]:
         """:raises CoordinatorError: with the Kafka error code the response must carry."""
-        if not group_id:
-            raise CoordinatorError(ErrorCode.invalid_group_id, "group id is empty")
-        if not member_id:
-            raise CoordinatorError(ErrorCode.invalid_request, "member id must be set by the client")
+        check_ids(group_id, member_id or None)
         limits = self._limits(group_id)
         if member_epoch == LEAVE_EPOCH:
             departure = self.remove_member(group_id, member_id, "left")

@@ -30,6 +30,7 @@ from storage.errors import OffsetOutOfRange
 from storage.log import AppendResult
 from storage.log import BatchSpan
 from storage.producer_state import ProducerStateManager
+from storage.segment import PendingSync
 from storage.segment import Segment
 
 _log = structlog.get_logger("shoal.storage")
@@ -258,6 +259,12 @@ class SegmentedLog(ABC):
             if segment.dirty:
                 segment.flush()
         self._unflushed_messages = 0
+
+    def start_flush(self) -> list[PendingSync]:
+        """The fsyncs of every dirty segment, to run off the event loop (see PendingSync)."""
+        pending = [p for s in self._segments if (p := s.start_flush()) is not None]
+        self._unflushed_messages = 0
+        return pending
 
     def apply_retention(self, now_ms: int, min_retained_offset: int | None = None) -> int:
         """Delete the oldest whole segments past retention.ms / retention.bytes.

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from protocol.record_batch import Buffer
+from storage.segment import PendingSync
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +75,10 @@ class PartitionLog(Protocol):
         ...
 
     def flush(self) -> None: ...
+
+    def start_flush(self) -> list[PendingSync]:
+        """Mark every dirty segment clean and return their fsyncs, to run in a thread."""
+        ...
 
     def close(self) -> None: ...
 

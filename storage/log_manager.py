@@ -22,6 +22,7 @@ from storage.fsutil import fsync_dir
 from storage.log import PartitionLog
 from storage.memory_log import MemoryLog
 from storage.rebuild import rebuild_topics
+from storage.segment import PendingSync
 from storage.segment_log import SegmentLog
 from storage.topics import TopicInfo
 from storage.topics import collision_key
@@ -222,6 +223,11 @@ class LogManager:
     def flush_all(self) -> None:
         for log in self._logs.values():
             log.flush()
+
+    def start_flush(self) -> list[PendingSync]:
+        """Every dirty segment's fsync, its dirty flag already cleared: run them with
+        `sync_all` in a thread, so a slow disk never holds the event loop."""
+        return [p for log in self._logs.values() for p in log.start_flush()]
 
     def apply_retention(
         self, now_ms: int, min_retained_offsets: Mapping[tuple[str, int], int] | None = None

@@ -38,6 +38,41 @@ def segment_stem(base_offset: int) -> str:
     return f"{base_offset:020d}"
 
 
+class PendingSync:
+    """A dirty segment's fsync, to run in another thread.
+
+    It holds a duplicate of the segment's descriptor: a segment closed or deleted while the
+    sync runs (roll, topic deletion, shutdown) never has a reused descriptor synced, and the
+    sync never fails for a closed one.
+    """
+
+    __slots__ = ("_fd", "segment")
+
+    def __init__(self, segment: Segment, fd: int) -> None:
+        self.segment = segment
+        self._fd = fd
+
+    def run(self) -> OSError | None:
+        """fsync and release the descriptor (any thread); the error, if the sync failed."""
+        try:
+            os.fsync(self._fd)
+        except OSError as e:
+            return e
+        finally:
+            os.close(self._fd)
+        return None
+
+
+def sync_all(pending: list[PendingSync]) -> list[tuple[PendingSync, OSError]]:
+    """Run the syncs one after another (in a thread); the ones that failed, with their error."""
+    failed = []
+    for p in pending:
+        error = p.run()
+        if error is not None:
+            failed.append((p, error))
+    return failed
+
+
 class Segment(ABC):
     def __init__(self, base_offset: int, index_interval_bytes: int) -> None:
         self.base_offset = base_offset
@@ -80,6 +115,20 @@ class Segment(ABC):
     def flush(self) -> None:
         """Make the appended bytes durable."""
         self.dirty = False
+
+    def start_flush(self) -> PendingSync | None:
+        """Mark the segment clean and hand back its fsync to run off the event loop.
+
+        Cleared before the sync starts: an append during the sync leaves the segment dirty,
+        so the next flush syncs it again. None when there is nothing to sync.
+        """
+        if not self.dirty:
+            return None
+        self.dirty = False
+        return self._pending_sync()
+
+    def _pending_sync(self) -> PendingSync | None:
+        return None
 
     def seal(self) -> None:
         """The segment stops being active: finish and persist its indexes."""
@@ -295,8 +344,15 @@ class FileSegment(Segment):
 
     def flush(self) -> None:
         if self.dirty:
-            os.fsync(self._fd)
-        super().flush()
+            self.dirty = False  # before the sync: a failed sync raises and leaves it dirty
+            try:
+                os.fsync(self._fd)
+            except OSError:
+                self.dirty = True
+                raise
+
+    def _pending_sync(self) -> PendingSync | None:
+        return PendingSync(self, os.dup(self._fd)) if self._fd >= 0 else None
 
     def seal(self) -> None:
         super().seal()

@@ -1,12 +1,18 @@
-"""Small pieces every handler uses: the response classes of a request's version, topic lookup."""
+"""Small pieces every handler uses: the response classes of a request's version, topic lookup,
+acknowledgements applied in slices."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.share import acknowledgements
+from broker.share.acknowledgements import AckOutcome
+from broker.share.acknowledgements import TopicIdPartition
+from broker.slicing import Slicer
 from protocol.messages import entity_of
 from protocol.messages import response_type
 from storage.topics import TopicInfo
@@ -36,3 +42,24 @@ def topic_or_create(
         return logs.create_topic(name, ctx.services.config["num.partitions"], {}), ErrorCode.none
     except Exception as e:  # an invalid name, most often
         return None, getattr(e, "error_code", ErrorCode.invalid_topic_exception)
+
+
+async def apply_acknowledgements(
+    ctx: RequestContext, request: Any
+) -> dict[TopicIdPartition, AckOutcome]:
+    """Every partition's acknowledgement batches, each partition atomically, yielding to the
+    loop between partitions so that a huge request never stalls other clients."""
+    s = ctx.services
+    slicer = Slicer()
+    listed: dict[TopicIdPartition, list[Sequence[Any]]] = {}
+    for key, batches in acknowledgements.partitions(request.topics):
+        listed.setdefault(key, []).append(batches)
+        await slicer.pause()
+    out: dict[TopicIdPartition, AckOutcome] = {}
+    for key, batch_lists in listed.items():
+        out[key] = acknowledgements.apply(
+            s.share_partitions, request.group_id, request.member_id, key, batch_lists,
+            renew_allowed=ctx.version >= 2, now_ms=s.now_ms(),
+        )  # fmt: skip
+        await slicer.pause()
+    return out

@@ -13,13 +13,15 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.common import Response
+from broker.handlers.common import apply_acknowledgements
 from broker.registry import Handler
-from broker.share import acknowledgements
 from broker.share.departures import session_closed
 from broker.share.share_session_cache import CLOSE_EPOCH
 from broker.share.share_session_cache import OPEN_EPOCH
 from broker.share.share_session_cache import ShareSessionError
 from broker.share.share_session_cache import ShareSessionKey
+from coordinator.share_group import CoordinatorError
+from coordinator.share_group import check_ids
 from protocol.messages import build
 
 
@@ -32,6 +34,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     s = ctx.services
     if not request.group_id or not request.member_id:
         return _error(r, ErrorCode.invalid_request, "group id and member id are required")
+    try:
+        check_ids(request.group_id, request.member_id)
+    except CoordinatorError as e:
+        return _error(r, e.error_code, str(e))
     epoch = request.share_session_epoch
     if epoch == OPEN_EPOCH:
         return _error(
@@ -42,19 +48,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             s.share_sessions.advance(ShareSessionKey(request.group_id, request.member_id), epoch)
         except ShareSessionError as e:
             return _error(r, e.error_code, str(e))
-    results = acknowledgements.apply(
-        s.share_partitions, request.group_id, request.member_id,
-        acknowledgements.collect(request.topics),
-        renew_allowed=ctx.version >= 2, now_ms=s.now_ms(),
-    )  # fmt: skip
+    results = await apply_acknowledgements(ctx, request)
     if epoch == CLOSE_EPOCH:
         session_closed(s, request.group_id, request.member_id, s.now_ms())
     leader = build(r.LeaderIdAndEpoch, leader_id=s.node_id, leader_epoch=0)
     by_topic: dict[Any, list[Any]] = {}
-    for (topic_id, partition), code in results.items():
+    for (topic_id, partition), outcome in results.items():
         by_topic.setdefault(topic_id, []).append(
             build(
-                r.PartitionData, partition_index=partition, error_code=code, current_leader=leader
+                r.PartitionData,
+                partition_index=partition,
+                error_code=outcome.error_code,
+                error_message=outcome.message,
+                current_leader=leader,
             )
         )
     return build(

@@ -14,8 +14,9 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.common import Response
+from broker.handlers.common import apply_acknowledgements
 from broker.registry import Handler
-from broker.share import acknowledgements
+from broker.share.acknowledgements import AckOutcome
 from broker.share.departures import session_closed
 from broker.share.share_partition_manager import FetchedPartition
 from broker.share.share_session_cache import CLOSE_EPOCH
@@ -23,6 +24,8 @@ from broker.share.share_session_cache import OPEN_EPOCH
 from broker.share.share_session_cache import ShareSession
 from broker.share.share_session_cache import ShareSessionError
 from broker.share.share_session_cache import ShareSessionKey
+from coordinator.share_group import CoordinatorError
+from coordinator.share_group import check_ids
 from protocol.messages import build
 
 Key = tuple[Any, int]
@@ -45,8 +48,22 @@ def _invalid(request: Any) -> str | None:
     return None
 
 
-def _session(ctx: RequestContext, request: Any) -> ShareSession | None:
-    """Open, advance or look up the share session. :raises ShareSessionError:"""
+def _unknown(ctx: RequestContext, topic_id: Any, partition: int) -> ErrorCode | None:
+    topic = ctx.services.logs.topic_by_id(topic_id)
+    if topic is None:
+        return ErrorCode.unknown_topic_id
+    if not 0 <= partition < topic.partitions:
+        return ErrorCode.unknown_topic_or_partition
+    return None
+
+
+def _session(
+    ctx: RequestContext, request: Any, unknown: dict[Key, FetchedPartition]
+) -> ShareSession | None:
+    """Open, advance or look up the share session. Partitions that do not exist are put in
+    `unknown` (answered once with their error) and never kept in the session.
+
+    :raises ShareSessionError:"""
     s = ctx.services
     key = ShareSessionKey(request.group_id, request.member_id)
     if request.share_session_epoch == CLOSE_EPOCH:
@@ -59,7 +76,11 @@ def _session(ctx: RequestContext, request: Any) -> ShareSession | None:
         session = s.share_sessions.advance(key, request.share_session_epoch)
     for topic in request.topics:
         for p in topic.partitions:
-            session.partitions[(topic.topic_id, p.partition_index)] = None
+            code = _unknown(ctx, topic.topic_id, p.partition_index)
+            if code is None:
+                session.partitions[(topic.topic_id, p.partition_index)] = None
+            else:
+                unknown[(topic.topic_id, p.partition_index)] = FetchedPartition(code, b"", [])
     for topic in request.forgotten_topics_data:
         for index in topic.partitions:
             session.partitions.pop((topic.topic_id, index), None)
@@ -110,7 +131,7 @@ async def _long_poll(
 def _response(
     ctx: RequestContext,
     request: Any,
-    acks: dict[Key, ErrorCode],
+    acks: dict[Key, AckOutcome],
     fetched: dict[Key, FetchedPartition],
 ) -> Any:
     r = Response(ctx)
@@ -119,12 +140,14 @@ def _response(
     by_topic: dict[Any, list[Any]] = {}
     for key in list(dict.fromkeys([*acks, *fetched])):
         f = fetched.get(key)
+        ack = acks.get(key)
         by_topic.setdefault(key[0], []).append(
             build(
                 r.PartitionData,
                 partition_index=key[1],
                 error_code=f.error_code if f else ErrorCode.none,
-                acknowledge_error_code=acks.get(key, ErrorCode.none),
+                acknowledge_error_code=ack.error_code if ack else ErrorCode.none,
+                acknowledge_error_message=ack.message if ack else None,
                 current_leader=leader,
                 records=f.records if f else b"",
                 acquired_records=tuple(
@@ -165,22 +188,29 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             node_endpoints=(),
         )
     try:
-        session = _session(ctx, request)
+        check_ids(request.group_id, request.member_id)
+    except CoordinatorError as e:
+        return build(
+            r.type, error_code=e.error_code, error_message=str(e), responses=(), node_endpoints=()
+        )
+    unknown: dict[Key, FetchedPartition] = {}
+    try:
+        session = _session(ctx, request, unknown)
     except ShareSessionError as e:
         return build(
             r.type, error_code=e.error_code, error_message=str(e), responses=(), node_endpoints=()
         )
-    acks = acknowledgements.apply(
-        s.share_partitions, request.group_id, request.member_id,
-        acknowledgements.collect(request.topics),
-        renew_allowed=ctx.version >= 2, now_ms=s.now_ms(),
-    )  # fmt: skip
+    acks = await apply_acknowledgements(ctx, request)
     if session is None:
         session_closed(s, request.group_id, request.member_id, s.now_ms())
         return _response(ctx, request, acks, {})
     if getattr(request, "is_renew_ack", False):
-        return _response(ctx, request, acks, {})
-    return _response(ctx, request, acks, await _long_poll(ctx, request, session))
+        return _response(ctx, request, acks, unknown)
+    # Partitions answered with an error need an answer now, not after the long poll.
+    fetched = (
+        _acquire(ctx, request, session) if unknown else await _long_poll(ctx, request, session)
+    )
+    return _response(ctx, request, acks, unknown | fetched)
 
 
 HANDLER = Handler(api_key=78, min_version=1, max_version=2, handle=handle, name="ShareFetch")
