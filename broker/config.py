@@ -27,6 +27,10 @@ DEFAULTS: dict[str, tuple[Any, type]] = {
     "queued.max.requests": (500, int),
     "auto.create.topics.enable": (True, bool),
     "num.partitions": (1, int),
+    # Partition limits, checked before anything is created: the broker's total (KIP-578's
+    # name) and what one CreateTopics or CreatePartitions request may add (Shoal's).
+    "max.broker.partitions": (50_000, int),
+    "max.partitions.per.request": (10_000, int),
     "log.segment.bytes": (1024**3, int),
     "log.roll.ms": (7 * 24 * 3600 * 1000, int),
     "log.retention.ms": (7 * 24 * 3600 * 1000, int),

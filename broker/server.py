@@ -74,7 +74,9 @@ class Server:
         # Dynamic broker configs stored in the data dir win over file, environment and flags.
         dynamic = DynamicBrokerConfigs(config)
         host, port = config.advertised
-        logs = LogManager(data_dir, log_config(config))
+        logs = LogManager(
+            data_dir, log_config(config), max_partitions=config["max.broker.partitions"]
+        )
         group_configs = GroupConfigs(data_dir / "share-group-configs.json", config.__getitem__)
 
         def limits(group_id: str) -> CoordinatorLimits:

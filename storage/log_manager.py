@@ -16,6 +16,7 @@ from storage.base_log import SegmentedLog
 from storage.config import LogConfig
 from storage.errors import InvalidPartitions
 from storage.errors import InvalidTopic
+from storage.errors import KafkaStorageError
 from storage.errors import TopicAlreadyExists
 from storage.errors import UnknownTopicOrPartition
 from storage.fsutil import fsync_dir
@@ -52,8 +53,10 @@ class LogManager:
         config: LogConfig | None = None,
         *,
         memory: bool = False,
+        max_partitions: int | None = None,
     ) -> None:
         self.config = config or LogConfig()
+        self.max_partitions = max_partitions
         self.memory = memory
         self._topics: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
@@ -136,12 +139,45 @@ class LogManager:
             raise InvalidPartitions(f"number of partitions must be at least 1, got {partitions}")
         info = TopicInfo(name, uuid.uuid4(), partitions, dict(configs or {}))
         self.config.with_overrides(info.configs)  # refuse bad values before anything exists
-        for partition in range(partitions):
-            self._set_aside(name, partition)
-            self._open_log(info, partition)
-        self._save(info)
+        self._check_room(partitions)
+        self._open_new(info, 0)
         self._register(info)
         return info
+
+    def partition_count(self) -> int:
+        return sum(t.partitions for t in self._topics.values())
+
+    def _check_room(self, added: int) -> None:
+        total = self.partition_count() + added
+        if self.max_partitions is not None and total > self.max_partitions:
+            raise InvalidPartitions(
+                f"{added} more partitions would make {total}, over max.broker.partitions "
+                f"({self.max_partitions})"
+            )
+
+    def _open_new(self, info: TopicInfo, first: int) -> None:
+        """Open partitions [first, info.partitions) and record the topic; all or nothing.
+
+        A failure part-way (no space, no file handles) closes and removes the partitions this
+        call made, which hold no data yet, and answers KAFKA_STORAGE_ERROR.
+        """
+        made = first
+        try:
+            for partition in range(first, info.partitions):
+                self._set_aside(info.name, partition)
+                made = partition + 1
+                self._open_log(info, partition)
+            self._save(info)
+        except OSError as e:
+            for partition in range(first, made):
+                log = self._logs.pop((info.name, partition), None)
+                if log is not None:
+                    log.delete()
+                if self.data_dir is not None:
+                    shutil.rmtree(self._partition_dir(info.name, partition), ignore_errors=True)
+            _log.error("partitions not created; nothing left behind", topic=info.name,
+                       error=str(e))  # fmt: skip
+            raise KafkaStorageError(f"creating {info.name} failed: {e.strerror}") from e
 
     def delete_topic(self, name: str) -> None:
         """The one way data is removed. Crash-safe: the partition directories are renamed
@@ -172,10 +208,8 @@ class LogManager:
                 f"topic {name!r} has {info.partitions} partitions; {new_total} would not add any"
             )
         grown = replace(info, partitions=new_total)
-        for partition in range(info.partitions, new_total):
-            self._set_aside(name, partition)
-            self._open_log(grown, partition)
-        self._save(grown)
+        self._check_room(new_total - info.partitions)
+        self._open_new(grown, info.partitions)
         self._register(grown)
         return grown
 

@@ -7,6 +7,7 @@ keeps them in ``<base offset>.log`` (with ``.index`` and ``.timeindex`` beside i
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from abc import ABC
@@ -26,6 +27,7 @@ from protocol.record_batch import parse_header
 from storage.damage import DamageMap
 from storage.damage import find_damage
 from storage.errors import CorruptRecords
+from storage.file_handles import HANDLES
 from storage.fsutil import atomic_write
 from storage.index import OffsetIndex
 from storage.index import TimeIndex
@@ -41,25 +43,32 @@ def segment_stem(base_offset: int) -> str:
 class PendingSync:
     """A dirty segment's fsync, to run in another thread.
 
-    It holds a duplicate of the segment's descriptor: a segment closed or deleted while the
-    sync runs (roll, topic deletion, shutdown) never has a reused descriptor synced, and the
-    sync never fails for a closed one.
+    The file is opened by path in that thread, one at a time: a flush of 10,000 dirty segments
+    holds one extra descriptor, not 10,000, and a segment closed meanwhile is still synced (an
+    fsync through any descriptor makes the file's written bytes durable) while one deleted
+    meanwhile has nothing left to sync.
     """
 
-    __slots__ = ("_fd", "segment")
+    __slots__ = ("path", "segment")
 
-    def __init__(self, segment: Segment, fd: int) -> None:
+    def __init__(self, segment: Segment, path: Path) -> None:
         self.segment = segment
-        self._fd = fd
+        self.path = path
 
     def run(self) -> OSError | None:
-        """fsync and release the descriptor (any thread); the error, if the sync failed."""
+        """fsync the file (any thread); the error, if the sync failed."""
         try:
-            os.fsync(self._fd)
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None  # deleted (its topic was): nothing to make durable
+        except OSError as e:
+            return e
+        try:
+            os.fsync(fd)
         except OSError as e:
             return e
         finally:
-            os.close(self._fd)
+            os.close(fd)
         return None
 
 
@@ -319,7 +328,7 @@ class FileSegment(Segment):
         self.log_path = directory / f"{stem}.log"
         self.index_path = directory / f"{stem}.index"
         self.time_index_path = directory / f"{stem}.timeindex"
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._closed = False
         stat = os.fstat(self._fd)
         self.size = stat.st_size
         # After a restart we only know when the file was last written: rolling by age
@@ -328,6 +337,13 @@ class FileSegment(Segment):
 
     def describe(self) -> str:
         return str(self.log_path)
+
+    @property
+    def _fd(self) -> int:
+        """Opened on demand: idle segments hold no descriptor (storage.file_handles)."""
+        if self._closed:  # never re-create the file of a closed or deleted segment
+            raise OSError(errno.EBADF, f"{self.log_path} is closed")
+        return HANDLES.fd(self.log_path)
 
     def read(self, position: int, size: int) -> bytes:
         return os.pread(self._fd, size, position)
@@ -352,7 +368,7 @@ class FileSegment(Segment):
                 raise
 
     def _pending_sync(self) -> PendingSync | None:
-        return PendingSync(self, os.dup(self._fd)) if self._fd >= 0 else None
+        return PendingSync(self, self.log_path)
 
     def seal(self) -> None:
         super().seal()
@@ -363,9 +379,8 @@ class FileSegment(Segment):
         atomic_write(self.time_index_path, self.time_index.to_bytes())
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._closed = True
+        HANDLES.close(self.log_path)
 
     def delete(self) -> None:
         self.close()

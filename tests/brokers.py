@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -36,8 +37,14 @@ class BrokerProcess:
     """`shoal serve` in a child process, as a user runs it."""
 
     def __init__(
-        self, data_dir: Path, port: int | None = None, extra: list[str] | None = None
+        self,
+        data_dir: Path,
+        port: int | None = None,
+        extra: list[str] | None = None,
+        *,
+        max_open_files: int | None = None,
     ) -> None:
+        self.max_open_files = max_open_files  # the child's RLIMIT_NOFILE (ulimit -n)
         self.data_dir = data_dir
         self.port = port or free_port()
         self.extra = extra or []
@@ -57,8 +64,18 @@ class BrokerProcess:
             "--data-dir", str(self.data_dir), "--metrics-port", "-1", "--log-json",
             *self.extra,
         ]  # fmt: skip
+        limit = self.max_open_files
+
+        def set_limit() -> None:
+            if limit is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
         self.proc = subprocess.Popen(
-            cmd, stdout=self._log, stderr=subprocess.STDOUT, env=os.environ.copy()
+            cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=os.environ.copy(),
+            preexec_fn=set_limit if limit is not None else None,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -63,3 +63,14 @@ async def apply_acknowledgements(
         )  # fmt: skip
         await slicer.pause()
     return out
+
+
+def too_many_partitions(ctx: RequestContext, added: int) -> str | None:
+    """Why a request adding `added` partitions is refused before anything is created, if it is."""
+    limit: int = ctx.services.config["max.partitions.per.request"]
+    if added > limit:
+        return f"the request adds {added} partitions, over max.partitions.per.request ({limit})"
+    total, cap = ctx.services.logs.partition_count() + added, ctx.services.logs.max_partitions
+    if cap is not None and total > cap:
+        return f"{added} more partitions would make {total}, over max.broker.partitions ({cap})"
+    return None

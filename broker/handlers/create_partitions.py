@@ -8,6 +8,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.common import Response
+from broker.handlers.common import too_many_partitions
 from broker.registry import Handler
 from protocol.messages import build
 from storage.errors import StorageError
@@ -28,11 +29,21 @@ def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> tuple[ErrorCo
     return ErrorCode.none, None
 
 
+def _added(ctx: RequestContext, topic: Any) -> int:
+    info = ctx.services.logs.topic(topic.name)
+    return max(0, topic.count - info.partitions) if info is not None else 0
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     r = Response(ctx)
     results = []
+    refused = too_many_partitions(ctx, sum(_added(ctx, t) for t in request.topics))
     for topic in request.topics:
-        code, message = _grow(ctx, topic, request.validate_only)
+        code, message = (
+            (ErrorCode.invalid_partitions, refused)
+            if refused
+            else _grow(ctx, topic, request.validate_only)
+        )
         results.append(
             build(
                 r.CreatePartitionsTopicResult,

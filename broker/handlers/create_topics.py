@@ -9,6 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.common import Response
+from broker.handlers.common import too_many_partitions
 from broker.registry import Handler
 from protocol.messages import build
 from storage.errors import StorageError
@@ -19,11 +20,8 @@ log = structlog.get_logger("shoal.topics")
 def _create(
     ctx: RequestContext, topic: Any, validate_only: bool
 ) -> tuple[ErrorCode, str | None, Any]:
-    partitions = (
-        topic.num_partitions
-        if topic.num_partitions != -1
-        else ctx.services.config["num.partitions"]
-    )
+    n = topic.num_partitions
+    partitions = ctx.services.config["num.partitions"] if n == -1 else n
     if topic.replication_factor not in (-1, 1):
         return ErrorCode.invalid_replication_factor, "a single broker keeps one replica", None
     if partitions <= 0:
@@ -39,11 +37,22 @@ def _create(
         return e.error_code, str(e), None
 
 
+def _requested(ctx: RequestContext, topic: Any) -> int:
+    """Partitions a topic of the request asks for (invalid counts add none)."""
+    n: int = topic.num_partitions
+    return ctx.services.config["num.partitions"] if n == -1 else max(n, 0)
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     r = Response(ctx)
     results = []
+    refused = too_many_partitions(ctx, sum(_requested(ctx, t) for t in request.topics))
     for topic in request.topics:
-        code, message, info = _create(ctx, topic, request.validate_only)
+        code, message, info = (
+            (ErrorCode.invalid_partitions, refused, None)
+            if refused
+            else _create(ctx, topic, request.validate_only)
+        )
         if code != ErrorCode.none:
             log.info("create topic refused", topic=topic.name, error=code.name, reason=message)
         elif info is not None:
