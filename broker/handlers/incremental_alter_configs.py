@@ -21,6 +21,8 @@ from broker.dynamic_config import InvalidBrokerConfig
 from broker.handlers.common import Response
 from broker.registry import Handler
 from coordinator.group_configs import InvalidGroupConfig
+from coordinator.share_group import CoordinatorError
+from coordinator.share_group import check_ids
 from protocol.messages import build
 from storage.config import TOPIC_CONFIG_FIELDS
 from storage.errors import StorageError
@@ -53,8 +55,10 @@ def _changes(resource: Any) -> dict[str, str | None] | Result:
 
 
 def _group(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: bool) -> Result:
-    if not name:
-        return ErrorCode.invalid_group_id, "group name is empty"
+    try:
+        check_ids(name)
+    except CoordinatorError as e:
+        return e.error_code, str(e)
     configs = ctx.services.group_configs
     try:
         if dry:

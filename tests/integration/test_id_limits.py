@@ -17,7 +17,9 @@ from kio.schema.share_group_heartbeat.v1 import request as hb_v1
 from broker.server import Server
 from broker.share.share_session_cache import ShareSessionKey
 from client import Admin
+from client import ConfigResourceType
 from client.connection import Connection
+from client.errors import KafkaError
 from protocol.messages import build
 
 pytestmark = pytest.mark.integration
@@ -85,6 +87,13 @@ async def test_long_group_and_member_ids_are_refused(server: Server) -> None:
             ErrorCode.invalid_group_id,
             ErrorCode.none,
         ]
+        # A group config for such an id would be stored: refused like the rest.
+        async with Admin(f"127.0.0.1:{server.port}") as admin:
+            with pytest.raises(KafkaError) as refused:
+                await admin.incremental_alter_configs(
+                    ConfigResourceType.GROUP, LONG, {"share.auto.offset.reset": "earliest"}
+                )
+        assert refused.value.error_code == ErrorCode.invalid_group_id
         # 255 bytes is still fine.
         ok = await conn.request(
             hb_v1.ShareGroupHeartbeatRequest(
