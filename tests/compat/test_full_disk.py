@@ -16,16 +16,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer
 from confluent_kafka import KafkaError
 from confluent_kafka import Message
 from confluent_kafka import Producer
-from confluent_kafka import TopicPartition
 
 from tests.brokers import BrokerProcess
 from tests.compat.support import QUIET
 from tests.compat.support import create_topic
 from tests.compat.support import poll_records
+from tests.compat.support import read_partition
 from tests.compat.support import set_group_configs
 from tests.compat.support import share_consumer
 
@@ -76,16 +75,7 @@ def produce(bootstrap: str, first: int, count: int) -> tuple[list[int], list[int
 
 
 def read_all(bootstrap: str) -> list[int]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", **QUIET})
-    c.assign([TopicPartition(TOPIC, 0, 0)])
-    values: list[int] = []
-    idle = 0
-    while idle < 3:
-        batch = c.consume(500, timeout=1)
-        idle = 0 if batch else idle + 1
-        values.extend(int(m.value()[:8]) for m in batch if m.error() is None)
-    c.close()
-    return values
+    return [int(v[:8]) for v in read_partition(bootstrap, TOPIC)]
 
 
 def accept_some(bootstrap: str, n: int) -> set[int]:

@@ -11,13 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer
 from confluent_kafka import Producer
-from confluent_kafka import TopicPartition
 
 from tests.brokers import BrokerProcess
 from tests.compat.support import QUIET
 from tests.compat.support import poll_records
+from tests.compat.support import read_partition
 from tests.compat.support import set_group_configs
 from tests.compat.support import share_consumer
 
@@ -34,16 +33,7 @@ def produce(bootstrap: str, values: range) -> None:
 
 
 def read_values(bootstrap: str) -> list[int]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", **QUIET})
-    c.assign([TopicPartition(TOPIC, 0, 0)])
-    values: list[int] = []
-    idle = 0
-    while idle < 3:
-        batch = c.consume(1000, timeout=1)
-        idle = 0 if batch else idle + 1
-        values.extend(int(m.value()) for m in batch if m.error() is None)
-    c.close()
-    return values
+    return [int(v) for v in read_partition(bootstrap, TOPIC)]
 
 
 def share_consume(bootstrap: str, limit: int) -> list[int]:
