@@ -22,6 +22,7 @@ from kio.schema.api_versions.v3.response import ApiVersionsResponse
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 from kio.static.protocol import RequestPayload
+from kio.static.protocol import ResponsePayload
 from structlog.testing import capture_logs
 
 from broker.connection import DECODE_ON_LOOP_MAX_BYTES
@@ -44,8 +45,14 @@ SERVED_VERSION = int(ApiVersionsRequest.__version__)  # the only version the tes
 HEADER = struct.Struct(">hhih")
 
 
-def served_by(request: type[RequestPayload], handle: HandlerFn) -> Handler:
-    """The one place this file declares a Handler, so only it follows registry.py's API."""
+def served_by(
+    request: type[RequestPayload], response: type[ResponsePayload], handle: HandlerFn
+) -> Handler:
+    """The one place this file declares a Handler, so only it follows registry.py's API.
+
+    `response` is what `handle` returns; today's Handler has no field for it, the typed
+    registry's `handler(handle, request, responses=(response,))` will.
+    """
     return Handler(
         api_key=int(request.__api_key__),
         min_version=int(request.__version__),
@@ -121,7 +128,7 @@ class Wire:
     def __init__(self, data_dir: Path, **config: object) -> None:
         self.gates: defaultdict[int, asyncio.Event] = defaultdict(asyncio.Event)
         self.started: list[int] = []  # correlation ids, in the order handlers were entered
-        registry = Registry([served_by(ApiVersionsRequest, self._handle)])
+        registry = Registry([served_by(ApiVersionsRequest, ApiVersionsResponse, self._handle)])
         self.connection = KafkaConnection(broker_services(data_dir, registry, **config), set())
         self.transport = RecordingTransport()
         self.transport.protocol = self.connection
