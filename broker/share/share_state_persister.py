@@ -236,14 +236,6 @@ class ShareStatePersister:
 
     # -- checkpoints ------------------------------------------------------------------------------
 
-    def checkpoint(self, sp: SharePartition, now_ms: int) -> None:
-        """Write the whole window as it is now as a new checkpoint.
-
-        :raises storage.errors.KafkaStorageError:
-        """
-        sp.take_changes()
-        self._write_checkpoint(sp.key, sp.spso, sp.speo, _batches(sp.state_ranges()), now_ms)
-
     def _write_checkpoint(
         self,
         key: SharePartitionKey,
