@@ -28,6 +28,7 @@ from broker.producer_ids import ProducerIdAllocator
 from broker.share.departures import expire_members
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
+from broker.share.share_state_persister import ShareStatePersister
 from coordinator.group_configs import GroupConfigs
 from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
@@ -97,6 +98,15 @@ class Server:
         durable = bool(config["group.share.persister.class.name"])
         if not durable:
             log.warning("share state is not durable: group.share.persister.class.name is empty")
+        self._share_state = (
+            ShareStatePersister(
+                logs,
+                data_dir / "__share_state",
+                max_deltas=config["share.coordinator.snapshot.update.records.per.snapshot"],
+            )
+            if durable
+            else None
+        )
         self.services = BrokerServices(
             config=config,
             logs=logs,
@@ -106,8 +116,7 @@ class Server:
                 logs,
                 group_configs,
                 lambda t, p: notifier.notify((t, p)),
-                state_dir=data_dir / "__share_state" if durable else None,
-                max_deltas=config["share.coordinator.snapshot.update.records.per.snapshot"],
+                persister=self._share_state,
                 metrics=metrics,
             ),
             share_sessions=ShareSessionCache(config["group.share.max.share.sessions"]),
@@ -202,13 +211,12 @@ class Server:
         self.services.share_partitions.expire_locks(self.services.now_ms())
 
     def _retention(self) -> None:
-        eso = self.services.share_partitions.earliest_share_offsets()
+        eso = self._share_state.earliest_share_offsets() if self._share_state else {}
         self.services.logs.apply_retention(self.services.now_ms(), eso)
 
     async def _snapshots(self) -> None:
         """Snapshot files catch up with their checkpoints; their fsyncs run in a thread."""
-        manager = self.services.share_partitions
-        writes = manager.persister.due_snapshots(manager.all_partitions())
+        writes = self._share_state.due_snapshots() if self._share_state else []
         if not writes:
             return
         loop = asyncio.get_running_loop()
@@ -241,7 +249,8 @@ class Server:
         self._flusher.shutdown(wait=True)
         if self._server is not None:
             await self._server.wait_closed()
-        self.services.share_partitions.flush_snapshots(self.services.now_ms())
+        if self._share_state is not None:
+            self._share_state.flush_snapshots()
         self.services.metrics.stop()
         self.services.logs.close()
         log.info("stopped")
