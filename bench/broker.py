@@ -31,7 +31,7 @@ def process_cpu_seconds(pid: int) -> float:
 
 
 class Broker:
-    """`python -m broker.cli serve ...`, or the profiling wrapper `bench.profiled_broker`."""
+    """`python -m broker ...` (the options of `shoal serve`), or `bench.profiled_broker`."""
 
     def __init__(
         self, data_dir: Path, *, profile_dir: Path | None = None, env: dict[str, str] | None = None
@@ -50,9 +50,9 @@ class Broker:
 
     @property
     def command(self) -> list[str]:
-        module = "bench.profiled_broker" if self.profile_dir else "broker.cli"
+        module = "bench.profiled_broker" if self.profile_dir else "broker"
         return [
-            sys.executable, "-m", module, "serve",
+            sys.executable, "-m", module,
             "--host", "127.0.0.1", "--port", str(self.port),
             "--data-dir", str(self.data_dir), "--metrics-port", "-1",
             "--log-level", "warning",

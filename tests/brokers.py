@@ -1,4 +1,4 @@
-"""Real brokers for tests: in the test's own event loop, or as a separate `shoal serve` process."""
+"""Real brokers for tests: in the test's own event loop, or as a separate broker process."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class BrokerProcess:
     def start(self, timeout: float = 20.0) -> None:
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
         cmd = [
-            sys.executable, "-m", "broker.cli", "serve",
+            sys.executable, "-m", "broker",
             "--host", "127.0.0.1", "--port", str(self.port),
             "--data-dir", str(self.data_dir), "--metrics-port", "-1", "--log-json",
             *self.extra,
