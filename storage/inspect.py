@@ -44,13 +44,14 @@ class DataDirectory:
         if not (path / TOPICS_DIR).is_dir():
             raise NotADataDirectory(f"{path} is not a Shoal data directory")
         self.path = path
+        self._topics = {t.name: t for t in load_topics(path / TOPICS_DIR)}  # read once
 
     def topics(self) -> dict[str, TopicInfo]:
-        return {t.name: t for t in load_topics(self.path / TOPICS_DIR)}
+        return dict(self._topics)
 
     def partition_dir(self, topic: str, partition: int) -> Path:
         """The partition's log directory; raises UnknownTopicOrPartition if there is none."""
-        info = self.topics().get(topic)
+        info = self._topics.get(topic)
         if info is None or not 0 <= partition < info.partitions:
             raise UnknownTopicOrPartition(f"no {topic}-{partition}")
         return self.path / f"{topic}-{partition}"
@@ -63,7 +64,7 @@ class DataDirectory:
         """The group's durable share state on one partition (no records: the group has none)."""
         log_dir = self.partition_dir(topic, partition)
         clean = (log_dir / CLEAN_SHUTDOWN).exists()
-        config = LogConfig().with_overrides(self.topics()[topic].configs)
+        config = LogConfig().with_overrides(self._topics[topic].configs)
         plog = SegmentLog.open(log_dir, config)
         try:
             store = ShareStateStore(plog, self.path / SHARE_STATE_DIR / log_dir.name)
