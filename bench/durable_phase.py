@@ -18,7 +18,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from bench.broker import Broker
+from bench.broker import BrokerProcess
 from bench.phases import Bench
 from bench.phases import Row
 from bench.phases import _share_run
@@ -100,7 +100,11 @@ def durable_phase(b: Bench) -> list[Row]:
         note=f"{written / on.records:.3f} control bytes per acknowledged record; {on.note}",
     )
     with tempfile.TemporaryDirectory(prefix="shoal-bench-volatile-") as tmp:
-        volatile = Broker(Path(tmp) / "data", env={"SHOAL_GROUP_SHARE_PERSISTER_CLASS_NAME": ""})
+        volatile = BrokerProcess(
+            Path(tmp) / "data",
+            env={"SHOAL_GROUP_SHARE_PERSISTER_CLASS_NAME": ""},
+            log_level="warning",
+        )
         volatile.start()
         try:
             admin = AdminClient({"bootstrap.servers": volatile.bootstrap})
