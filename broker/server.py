@@ -25,7 +25,7 @@ from broker.handlers import build_registry
 from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
 from broker.producer_ids import ProducerIdAllocator
-from broker.share.departures import expire_members
+from broker.share.share_fetch_service import ShareFetchService
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
@@ -107,19 +107,31 @@ class Server:
             if durable
             else None
         )
+        coordinator = ShareGroupCoordinator(limits, topic_lookup)
+        share_partitions = SharePartitionManager(
+            logs,
+            group_configs,
+            lambda t, p: notifier.notify((t, p)),
+            persister=self._share_state,
+            metrics=metrics,
+        )
+
+        def partition_count(topic_id: uuid.UUID) -> int | None:
+            topic = logs.topic_by_id(topic_id)
+            return topic.partitions if topic else None
+
         self.services = BrokerServices(
             config=config,
             logs=logs,
             group_configs=group_configs,
-            coordinator=ShareGroupCoordinator(limits, topic_lookup),
-            share_partitions=SharePartitionManager(
-                logs,
-                group_configs,
-                lambda t, p: notifier.notify((t, p)),
-                persister=self._share_state,
-                metrics=metrics,
+            coordinator=coordinator,
+            share_partitions=share_partitions,
+            share_fetch=ShareFetchService(
+                ShareSessionCache(config["group.share.max.share.sessions"]),
+                share_partitions,
+                is_member=coordinator.is_member,
+                partition_count=partition_count,
             ),
-            share_sessions=ShareSessionCache(config["group.share.max.share.sessions"]),
             dynamic_configs=dynamic,
             notifier=notifier,
             metrics=metrics,
@@ -146,7 +158,7 @@ class Server:
         metrics.gauges(
             in_flight=lambda: sum(sp.in_flight_count() for sp in partitions()),
             acquired=lambda: sum(sp.acquired_count() for sp in partitions()),
-            sessions=lambda: len(s.share_sessions),
+            sessions=lambda: len(s.share_fetch.sessions),
             groups=lambda: len(s.coordinator.groups),
             members=lambda: sum(len(g.members) for g in s.coordinator.groups.values()),
             share_partitions=lambda: len(partitions()),
@@ -168,7 +180,7 @@ class Server:
         self._every(self.config["log.flush.interval.ms"], self._flush)
         self._every(self.config["log.retention.check.interval.ms"], self._retention)
         self._every(LOCK_TIMER_TICK_MS, self._expire_locks)
-        self._every(MEMBER_CHECK_MS, lambda: expire_members(self.services))
+        self._every(MEMBER_CHECK_MS, self._expire_members)
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
         if self.config["metrics.port"] >= 0:
             self.metrics_port = self.services.metrics.serve(host, self.config["metrics.port"])
@@ -206,6 +218,11 @@ class Server:
         for sync, error in failed:
             sync.segment.dirty = True  # synced again next time
             log.error("log flush failed", error=str(error))
+
+    def _expire_members(self) -> None:
+        """The coordinator's session timeout and the leave grace period."""
+        s, now = self.services, self.services.now_ms()
+        s.share_fetch.expire(s.coordinator.expire(now), now)
 
     def _expire_locks(self) -> None:
         self.services.share_partitions.expire_locks(self.services.now_ms())
