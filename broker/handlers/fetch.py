@@ -13,8 +13,11 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.common import Response
-from broker.registry import Handler
+from broker.registry import handler
+from protocol.api_keys import FETCH
 from protocol.messages import build
+from protocol.messages import request_type
+from protocol.messages import response_type
 from storage.errors import StorageError
 
 
@@ -95,4 +98,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return build(r.type, error_code=ErrorCode.none, session_id=0, responses=tuple(topics))
 
 
-HANDLER = Handler(api_key=1, min_version=4, max_version=16, handle=handle, name="Fetch")
+# Until this handler builds typed responses it answers each version with that version's class.
+HANDLER = handler(
+    handle,
+    *(request_type(FETCH, v) for v in range(4, 17)),
+    responses=tuple(response_type(FETCH, v) for v in range(4, 17)),
+)

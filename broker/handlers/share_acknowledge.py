@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.handlers.common import Response
 from broker.handlers.common import apply_acknowledgements
-from broker.registry import Handler
+from broker.registry import handler
 from broker.share.departures import session_closed
 from broker.share.share_session_cache import CLOSE_EPOCH
 from broker.share.share_session_cache import OPEN_EPOCH
@@ -22,7 +22,10 @@ from broker.share.share_session_cache import ShareSessionError
 from broker.share.share_session_cache import ShareSessionKey
 from coordinator.share_group import CoordinatorError
 from coordinator.share_group import check_ids
+from protocol.api_keys import SHARE_ACKNOWLEDGE
 from protocol.messages import build
+from protocol.messages import request_type
+from protocol.messages import response_type
 
 
 def _error(r: Response, code: ErrorCode, message: str) -> Any:
@@ -77,4 +80,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-HANDLER = Handler(api_key=79, min_version=1, max_version=2, handle=handle, name="ShareAcknowledge")
+# Until this handler builds typed responses it answers each version with that version's class.
+HANDLER = handler(
+    handle,
+    *(request_type(SHARE_ACKNOWLEDGE, v) for v in range(1, 3)),
+    responses=tuple(response_type(SHARE_ACKNOWLEDGE, v) for v in range(1, 3)),
+)
