@@ -32,6 +32,10 @@ HandleFn = Callable[["RequestContext", Never], Awaitable[ResponsePayload | None]
 _Dispatchable = Callable[["RequestContext", RequestPayload], Awaitable[ResponsePayload | None]]
 
 
+def _version(entity: type[RequestPayload] | type[ResponsePayload]) -> int:
+    return int(entity.__version__)
+
+
 class WrongResponse(TypeError):
     """A handler returned a class other than the one it declared for the request's version."""
 
@@ -53,7 +57,7 @@ class Handler:
     def __post_init__(self) -> None:
         if not self.requests:
             raise ValueError("a handler serves at least one request version")
-        requests = tuple(sorted(self.requests, key=lambda r: r.__version__))
+        requests = tuple(sorted(self.requests, key=_version))
         keys = {r.__api_key__ for r in requests} | {r.__api_key__ for r in self.responses}
         if len(keys) != 1:
             raise ValueError(f"{self.name}: classes of several api keys {sorted(keys)}")
@@ -64,7 +68,7 @@ class Handler:
             raise ValueError(f"{self.name}: requests must be kio request classes")
         if not self.responses or any(r.__type__ is not EntityType.response for r in self.responses):
             raise ValueError(f"{self.name}: responses must be kio response classes")
-        families = sorted(self.responses, key=lambda r: r.__version__)
+        families = sorted(self.responses, key=_version)
         by_version = {
             v: next((f for f in families if f.__version__ >= v), families[-1]) for v in versions
         }
@@ -120,7 +124,7 @@ def handler(
     `responses` defaults to the response class of the newest version served.
     """
     if responses is None and requests:
-        newest = max(requests, key=lambda r: r.__version__)
+        newest = max(requests, key=_version)
         responses = (response_type(newest.__api_key__, newest.__version__),)
     return Handler(requests=requests, handle=handle, responses=responses or ())
 
@@ -140,4 +144,4 @@ class Registry:
         return self._by_key.get(api_key)
 
     def __iter__(self) -> Iterator[Handler]:
-        return iter(sorted(self._by_key.values(), key=lambda h: h.api_key))
+        return iter(self._by_key[key] for key in sorted(self._by_key))

@@ -20,7 +20,7 @@ from broker.registry import handler
 from storage.errors import StorageError
 from storage.topics import TopicInfo
 
-log = structlog.get_logger("shoal.topics")
+log: structlog.typing.FilteringBoundLogger = structlog.get_logger("shoal.topics")
 
 Request = (
     v2.CreateTopicsRequest

@@ -72,7 +72,7 @@ async def handle(
     ctx: RequestContext, request: Request
 ) -> v3.FindCoordinatorResponse | v6.FindCoordinatorResponse:
     if isinstance(
-        request, v4.FindCoordinatorRequest | v5.FindCoordinatorRequest | v6.FindCoordinatorRequest
+        request, (v4.FindCoordinatorRequest, v5.FindCoordinatorRequest, v6.FindCoordinatorRequest)
     ):
         coordinators = tuple(
             _coordinator(ctx, request.key_type, key) for key in request.coordinator_keys

@@ -47,7 +47,7 @@ async def handle(ctx: RequestContext, request: Request) -> Response:
         return _answer(ErrorCode.transactional_id_authorization_failed, -1, -1)
     pid, epoch = -1, -1
     if isinstance(
-        request, v3.InitProducerIdRequest | v4.InitProducerIdRequest | v5.InitProducerIdRequest
+        request, (v3.InitProducerIdRequest, v4.InitProducerIdRequest, v5.InitProducerIdRequest)
     ):
         pid, epoch = request.producer_id, request.producer_epoch
     if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:

@@ -33,7 +33,7 @@ Request = (
 async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse:
     states: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
-    if isinstance(request, v4.ListGroupsRequest | v5.ListGroupsRequest):
+    if isinstance(request, (v4.ListGroupsRequest, v5.ListGroupsRequest)):
         states = request.states_filter
     if isinstance(request, v5.ListGroupsRequest):
         types = request.types_filter

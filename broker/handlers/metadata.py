@@ -71,7 +71,7 @@ def _topics(ctx: RequestContext, request: Request) -> list[_Topic]:
     logs = ctx.services.logs
     allow_create = (
         True
-        if isinstance(request, v1.MetadataRequest | v2.MetadataRequest | v3.MetadataRequest)
+        if isinstance(request, (v1.MetadataRequest, v2.MetadataRequest, v3.MetadataRequest))
         else request.allow_auto_topic_creation
     )
     if request.topics is None:
@@ -155,7 +155,7 @@ async def handle(
     ctx: RequestContext, request: Request
 ) -> v10.MetadataResponse | v12.MetadataResponse:
     topics = _topics(ctx, request)
-    if isinstance(request, v11.MetadataRequest | v12.MetadataRequest):
+    if isinstance(request, (v11.MetadataRequest, v12.MetadataRequest)):
         return _answer_v12(ctx, topics)
     return _answer_v10(ctx, topics)
 

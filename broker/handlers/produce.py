@@ -26,7 +26,7 @@ from broker.registry import handler
 from protocol.record_batch import InvalidRecordBatch
 from storage.errors import StorageError
 
-log = structlog.get_logger("shoal.produce")
+log: structlog.typing.FilteringBoundLogger = structlog.get_logger("shoal.produce")
 
 Request = (
     v3.ProduceRequest
