@@ -214,12 +214,15 @@ def _names_in_any_version(entity: type[Any]) -> frozenset[str]:
         return frozenset(names)
     package, leaf = match.groups()
     for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        if re.fullmatch(r"v\d+", info.name):
-            other = getattr(
-                importlib.import_module(f"{package}.{info.name}.{leaf}"), entity.__name__, None
-            )
-            if other is not None and dataclasses.is_dataclass(other):
-                names.update(f.name for f in dataclasses.fields(other))
+        if not re.fullmatch(r"v\d+", info.name):
+            continue
+        try:
+            module = importlib.import_module(f"{package}.{info.name}.{leaf}")
+        except ModuleNotFoundError:
+            continue  # this version has no such side (request or response)
+        other = getattr(module, entity.__name__, None)
+        if other is not None and dataclasses.is_dataclass(other):
+            names.update(f.name for f in dataclasses.fields(other))
     return frozenset(names)
 
 
