@@ -15,14 +15,17 @@ from typing import Any
 
 import structlog
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import RequestPayload
+from kio.static.protocol import ResponsePayload
 
 from broker.context import BrokerServices
 from broker.context import RequestContext
 from broker.handlers.api_versions import unsupported_version_response
+from broker.registry import Handler
+from protocol.api_keys import API_VERSIONS
 from protocol.framing import FrameDecoder
 from protocol.framing import FrameError
 from protocol.framing import frame
-from protocol.messages import API_VERSIONS_KEY
 from protocol.messages import UndecodableRequest
 from protocol.messages import UnknownApi
 from protocol.messages import decode_request
@@ -116,7 +119,7 @@ class KafkaConnection(asyncio.Protocol):
             self._refuse_version(key, version, correlation_id)
             return
         if len(payload) > DECODE_ON_LOOP_MAX_BYTES:
-            coro = self._decode_off_loop(self._take_seq(), handler.handle, payload)
+            coro = self._decode_off_loop(self._take_seq(), handler, payload)
         else:
             try:
                 request = decode_request(payload)
@@ -124,7 +127,7 @@ class KafkaConnection(asyncio.Protocol):
                 self.abort(f"undecodable request: {e}")
                 return
             ctx = RequestContext(self._services, request.header, self._peer)
-            coro = self._run(self._take_seq(), ctx, handler.handle, request.body)
+            coro = self._run(self._take_seq(), ctx, handler, request.body)
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -132,8 +135,10 @@ class KafkaConnection(asyncio.Protocol):
 
     def _refuse_version(self, key: int, version: int, correlation_id: int) -> None:
         """UNSUPPORTED_VERSION where a response can be encoded, else close (as Kafka does)."""
-        if key == API_VERSIONS_KEY:
+        wire_version = version
+        if key == API_VERSIONS:
             response: Any = unsupported_version_response(self._services.registry)
+            wire_version = 0  # the layout every client can read (KIP-511)
         else:
             try:
                 response = error_response(key, version, ErrorCode.unsupported_version)
@@ -146,14 +151,14 @@ class KafkaConnection(asyncio.Protocol):
         log.info("unsupported version", api_key=key, api_version=version, peer=self._peer)
         seq = self._next_seq
         self._next_seq += 1
-        self._complete(seq, frame(encode_response(response, correlation_id)))
+        self._complete(seq, frame(encode_response(response, correlation_id, wire_version)))
 
     def _take_seq(self) -> int:
         seq = self._next_seq
         self._next_seq += 1
         return seq
 
-    async def _decode_off_loop(self, seq: int, handle: Any, payload: bytes) -> None:
+    async def _decode_off_loop(self, seq: int, handler: Handler, payload: bytes) -> None:
         """A large frame: decoded in a thread; its answer keeps its place in request order."""
         try:
             request = await asyncio.get_running_loop().run_in_executor(
@@ -163,17 +168,21 @@ class KafkaConnection(asyncio.Protocol):
             self.abort(f"undecodable request: {e}")
             return
         ctx = RequestContext(self._services, request.header, self._peer)
-        await self._run(seq, ctx, handle, request.body)
+        await self._run(seq, ctx, handler, request.body)
 
-    async def _run(self, seq: int, ctx: RequestContext, handle: Any, body: Any) -> None:
+    async def _run(
+        self, seq: int, ctx: RequestContext, handler: Handler, body: RequestPayload
+    ) -> None:
         header = ctx.header
-        api = type(body).__name__.removesuffix("Request")
+        api = handler.name
         started = time.perf_counter()
         structlog.contextvars.bind_contextvars(
             client_id=header.client_id, correlation_id=header.correlation_id, api=api
         )
+        response: ResponsePayload | None
         try:
-            response = await handle(ctx, body)
+            response = await handler.dispatch(ctx, body)
+            out = None if response is None else self._encode(response, ctx)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -181,13 +190,13 @@ class KafkaConnection(asyncio.Protocol):
             response = error_response(
                 header.api_key, header.api_version, ErrorCode.unknown_server_error
             )
-        out = (
-            None
-            if response is None
-            else frame(encode_response(response, header.correlation_id, header.api_version))
-        )
+            out = self._encode(response, ctx)
         self._observe(api, response, out, started)
         self._complete(seq, out)
+
+    @staticmethod
+    def _encode(response: ResponsePayload, ctx: RequestContext) -> bytes:
+        return frame(encode_response(response, ctx.header.correlation_id, ctx.version))
 
     def _observe(self, api: str, response: Any, out: bytes | None, started: float) -> None:
         metrics = self._services.metrics

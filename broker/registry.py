@@ -1,6 +1,8 @@
 """The routing table: API key -> handler, with the versions each handler serves.
 
-ApiVersions answers from this table, so what is advertised is exactly what is registered.
+A handler is declared by the kio request classes it serves, so its API key, name and version
+range come from kio, never from a literal. ApiVersions answers from this table, so what is
+advertised is exactly what is registered.
 """
 
 from __future__ import annotations
@@ -8,27 +10,123 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass
+from dataclasses import field
 from typing import TYPE_CHECKING
-from typing import Any
+from typing import Never
+from typing import cast
+
+from kio.static.constants import EntityType
+from kio.static.protocol import RequestPayload
+from kio.static.protocol import ResponsePayload
+
+from protocol.messages import response_type
 
 if TYPE_CHECKING:
     from broker.context import RequestContext
 
-HandlerFn = Callable[["RequestContext", Any], Awaitable[Any]]
+# A handler takes the union of the request classes it serves; `Never` accepts any such
+# parameter type, and `Handler.dispatch` is the one place that calls it with a request.
+HandleFn = Callable[["RequestContext", Never], Awaitable[ResponsePayload | None]]
+_Dispatchable = Callable[["RequestContext", RequestPayload], Awaitable[ResponsePayload | None]]
+
+
+def _version(entity: type[RequestPayload] | type[ResponsePayload]) -> int:
+    return int(entity.__version__)
+
+
+class WrongResponse(TypeError):
+    """A handler returned a class other than the one it declared for the request's version."""
 
 
 @dataclass(frozen=True, slots=True)
 class Handler:
-    api_key: int
-    min_version: int
-    max_version: int
-    handle: HandlerFn
+    # Every version served: kio request classes of one API key, contiguous versions.
+    requests: tuple[type[RequestPayload], ...]
     # A handler whose response may be skipped (Produce with acks=0) returns None.
-    name: str = ""
+    handle: HandleFn
+    # The response classes `handle` returns: each version is answered with the oldest of them
+    # at least as new as the request (see `response_for`), encoded with the request version's
+    # writer, which reads only that version's fields.
+    responses: tuple[type[ResponsePayload], ...]
+    _response_by_version: dict[int, type[ResponsePayload]] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        if not self.requests:
+            raise ValueError("a handler serves at least one request version")
+        requests = tuple(sorted(self.requests, key=_version))
+        keys = {r.__api_key__ for r in requests} | {r.__api_key__ for r in self.responses}
+        if len(keys) != 1:
+            raise ValueError(f"{self.name}: classes of several api keys {sorted(keys)}")
+        versions = [int(r.__version__) for r in requests]
+        if versions != list(range(versions[0], versions[0] + len(versions))):
+            raise ValueError(f"{self.name}: versions {versions} are not one contiguous range")
+        if any(r.__type__ is not EntityType.request for r in requests):
+            raise ValueError(f"{self.name}: requests must be kio request classes")
+        if not self.responses or any(r.__type__ is not EntityType.response for r in self.responses):
+            raise ValueError(f"{self.name}: responses must be kio response classes")
+        families = sorted(self.responses, key=_version)
+        by_version = {
+            v: next((f for f in families if f.__version__ >= v), families[-1]) for v in versions
+        }
+        object.__setattr__(self, "requests", requests)
+        object.__setattr__(self, "_response_by_version", by_version)
+
+    @property
+    def api_key(self) -> int:
+        return int(self.requests[0].__api_key__)
+
+    @property
+    def name(self) -> str:
+        return self.requests[0].__name__.removesuffix("Request")
+
+    @property
+    def min_version(self) -> int:
+        return int(self.requests[0].__version__)
+
+    @property
+    def max_version(self) -> int:
+        return int(self.requests[-1].__version__)
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
+
+    def response_for(self, version: int) -> type[ResponsePayload]:
+        """The response class that answers a request of `version`."""
+        return self._response_by_version[version]
+
+    async def dispatch(
+        self, ctx: RequestContext, request: RequestPayload
+    ) -> ResponsePayload | None:
+        """Run the handler on a request of one of its versions, and check what it returns."""
+        if type(request) not in self.requests:
+            raise TypeError(f"{self.name} does not serve {type(request).__qualname__}")
+        response = await cast(_Dispatchable, self.handle)(ctx, request)
+        expected = self._response_by_version[request.__version__]
+        if response is not None and type(response) is not expected:
+            raise WrongResponse(
+                f"{self.name} v{request.__version__} returned {type(response).__module__}, "
+                f"declared {expected.__module__}"
+            )
+        return response
+
+
+def handler(
+    handle: HandleFn,
+    *requests: type[RequestPayload],
+    responses: tuple[type[ResponsePayload], ...] | None = None,
+) -> Handler:
+    """Declare a handler by the kio request classes it serves.
+
+    `responses` defaults to the response class of the newest version served.
+    """
+    if responses is None and requests:
+        newest = max(requests, key=_version)
+        responses = (response_type(newest.__api_key__, newest.__version__),)
+    return Handler(requests=requests, handle=handle, responses=responses or ())
 
 
 class Registry:
@@ -39,20 +137,11 @@ class Registry:
 
     def register(self, handler: Handler) -> None:
         if handler.api_key in self._by_key:
-            raise ValueError(f"api key {handler.api_key} registered twice")
-        if handler.min_version > handler.max_version:
-            raise ValueError(f"api key {handler.api_key}: empty version range")
+            raise ValueError(f"api key {handler.api_key} ({handler.name}) registered twice")
         self._by_key[handler.api_key] = handler
 
     def get(self, api_key: int) -> Handler | None:
         return self._by_key.get(api_key)
 
-    def __iter__(self) -> Any:
-        return iter(sorted(self._by_key.values(), key=lambda h: h.api_key))
-
-
-def handler(handle: Any, *requests: type[Any], responses: Any = None) -> Handler:
-    """Scaffold for the typed registry (replaced when it lands)."""
-    versions = [int(r.__version__) for r in requests]
-    name = requests[0].__module__.split(".")[2].title().replace("_", "")
-    return Handler(int(requests[0].__api_key__), min(versions), max(versions), handle, name)
+    def __iter__(self) -> Iterator[Handler]:
+        return iter(self._by_key[key] for key in sorted(self._by_key))

@@ -26,15 +26,16 @@ from client.cluster import schema
 from client.errors import KafkaError
 from client.errors import error_for
 from client.errors import raise_for
+from protocol import api_keys
 from protocol.messages import build
 
 _TIMEOUT = datetime.timedelta(seconds=30)
-API_LIST_GROUPS = 16
-API_DELETE_GROUPS = 42
-API_SHARE_GROUP_DESCRIBE = 77
-API_DESCRIBE_SHARE_GROUP_OFFSETS = 90
-API_ALTER_SHARE_GROUP_OFFSETS = 91
-API_DELETE_SHARE_GROUP_OFFSETS = 92
+API_LIST_GROUPS = api_keys.LIST_GROUPS
+API_DELETE_GROUPS = api_keys.DELETE_GROUPS
+API_SHARE_GROUP_DESCRIBE = api_keys.SHARE_GROUP_DESCRIBE
+API_DESCRIBE_SHARE_GROUP_OFFSETS = api_keys.DESCRIBE_SHARE_GROUP_OFFSETS
+API_ALTER_SHARE_GROUP_OFFSETS = api_keys.ALTER_SHARE_GROUP_OFFSETS
+API_DELETE_SHARE_GROUP_OFFSETS = api_keys.DELETE_SHARE_GROUP_OFFSETS
 
 
 class ConfigResourceType(enum.IntEnum):

@@ -23,19 +23,20 @@ from client.errors import KafkaError
 from client.errors import TopicError
 from client.errors import UnsupportedVersionError
 from client.errors import error_for
+from protocol import api_keys
 from protocol.messages import build
 
-API_PRODUCE = 0
-API_LIST_OFFSETS = 2
-API_METADATA = 3
-API_FIND_COORDINATOR = 10
-API_CREATE_TOPICS = 19
-API_DELETE_TOPICS = 20
-API_DESCRIBE_CONFIGS = 32
-API_INCREMENTAL_ALTER_CONFIGS = 44
-API_SHARE_GROUP_HEARTBEAT = 76
-API_SHARE_FETCH = 78
-API_SHARE_ACKNOWLEDGE = 79
+API_PRODUCE = api_keys.PRODUCE
+API_LIST_OFFSETS = api_keys.LIST_OFFSETS
+API_METADATA = api_keys.METADATA
+API_FIND_COORDINATOR = api_keys.FIND_COORDINATOR
+API_CREATE_TOPICS = api_keys.CREATE_TOPICS
+API_DELETE_TOPICS = api_keys.DELETE_TOPICS
+API_DESCRIBE_CONFIGS = api_keys.DESCRIBE_CONFIGS
+API_INCREMENTAL_ALTER_CONFIGS = api_keys.INCREMENTAL_ALTER_CONFIGS
+API_SHARE_GROUP_HEARTBEAT = api_keys.SHARE_GROUP_HEARTBEAT
+API_SHARE_FETCH = api_keys.SHARE_FETCH
+API_SHARE_ACKNOWLEDGE = api_keys.SHARE_ACKNOWLEDGE
 
 BOOTSTRAP_NODE = -1  # Kafka clients give bootstrap addresses negative ids too
 DEFAULT_CHANNEL = "default"

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import importlib
 import io
+import pkgutil
+import re
 import struct
 import uuid
 from collections.abc import Callable
@@ -26,11 +29,11 @@ from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeade
 from kio.serial import entity_reader
 from kio.serial import entity_writer
 from kio.static.primitive import i32
-from kio.static.protocol import Entity
 from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 
-API_VERSIONS_KEY = 18
+from protocol.api_keys import API_VERSIONS
+
 # api key, api version, correlation id: the fixed start of every request header version.
 HEADER_PREFIX = struct.Struct(">hhi")
 
@@ -134,21 +137,22 @@ def encode_request(body: RequestPayload, correlation_id: int, client_id: str | N
     return buf.getvalue()
 
 
-def encode_response(
-    body: ResponsePayload, correlation_id: int, version: int | None = None
-) -> bytes:
-    """Header and body of a response, without the size prefix.
+def encode_response(body: ResponsePayload, correlation_id: int, version: int) -> bytes:
+    """Header and body of a response to a request of `version`, without the size prefix.
 
-    ApiVersions responses always use header v0 so that a client that does not yet know our
-    versions can read them (KIP-511).
+    `body` may be of a newer version's class than `version` (a handler answers every version
+    with one family of classes): the writer of `version` reads only the fields that version
+    has, by name, and that version also decides the header. ApiVersions responses always use
+    header v0 so that a client that does not yet know our versions can read them (KIP-511).
     """
-    kind = type(body) if version is None else response_type(body.__api_key__, version)
+    wire_type = response_type(body.__api_key__, version)
     buf = io.BytesIO()
-    if body.__api_key__ == API_VERSIONS_KEY or not kind.__flexible__:
+    if body.__api_key__ == API_VERSIONS or not wire_type.__flexible__:
         _writer(ResponseHeaderV0)(buf, ResponseHeaderV0(correlation_id=i32(correlation_id)))
     else:
         _writer(ResponseHeaderV1)(buf, ResponseHeaderV1(correlation_id=i32(correlation_id)))
-    _writer(kind)(buf, body)
+    writer: Callable[[io.BytesIO, ResponsePayload], None] = _writer(wire_type)
+    writer(buf, body)
     return buf.getvalue()
 
 
@@ -157,7 +161,7 @@ def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, Re
     resp_type = response_type(api_key, version)
     header_type: Any = (
         ResponseHeaderV0
-        if api_key == API_VERSIONS_KEY or not resp_type.__flexible__
+        if api_key == API_VERSIONS or not resp_type.__flexible__
         else ResponseHeaderV1
     )
     header, pos = _reader(header_type)(payload, 0)
@@ -197,13 +201,43 @@ def _field_plan(entity: type[Any]) -> tuple[frozenset[str], tuple[tuple[str, Any
     return frozenset(names), tuple(required)
 
 
+# kio's module of one version of one API's request or response: kio.schema.<api>.v<N>.<leaf>
+_VERSIONED_MODULE = re.compile(r"(kio\.schema\.\w+)\.v\d+\.(\w+)")
+
+
+@cache
+def _names_in_any_version(entity: type[Any]) -> frozenset[str]:
+    """Field names of `entity` in every version kio has of it (same API, same class name)."""
+    names = {f.name for f in dataclasses.fields(entity)}
+    match = _VERSIONED_MODULE.fullmatch(entity.__module__)
+    if match is None:
+        return frozenset(names)
+    package, leaf = match.groups()
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        if not re.fullmatch(r"v\d+", info.name):
+            continue
+        try:
+            module = importlib.import_module(f"{package}.{info.name}.{leaf}")
+        except ModuleNotFoundError:
+            continue  # this version has no such side (request or response)
+        other = getattr(module, entity.__name__, None)
+        if other is not None and dataclasses.is_dataclass(other):
+            names.update(f.name for f in dataclasses.fields(other))
+    return frozenset(names)
+
+
 def build(entity: type[E], /, **values: Any) -> E:
     """Make a kio entity of any version from the values that version has.
 
-    Handlers serve many versions of one API with one body of code: values for fields this
-    version lacks are dropped, and required fields not given get their zero value.
+    One body of code can serve many versions of one API: values for fields this version lacks
+    are dropped, and required fields not given get their zero value. A name that no version of
+    the entity has is a typo, not a version difference.
+
+    :raises TypeError: a keyword names a field that no version of `entity` has.
     """
     names, required = _field_plan(entity)  # type: ignore[arg-type]
+    if unknown := values.keys() - names - _names_in_any_version(entity):  # type: ignore[arg-type]
+        raise TypeError(f"{entity.__name__} ({entity.__module__}) has no field {sorted(unknown)}")
     kwargs = {k: v for k, v in values.items() if k in names}
     for name, zero in required:
         kwargs.setdefault(name, zero)
@@ -211,19 +245,17 @@ def build(entity: type[E], /, **values: Any) -> E:
 
 
 def error_response(api_key: int, version: int, code: ErrorCode) -> ResponsePayload:
-    """A response of the request's own version that carries only a top-level error."""
-    return build(response_type(api_key, version), error_code=code)
+    """A response of the request's own version that carries only a top-level error.
+
+    Some APIs (Metadata, Produce, ...) have no such field: their response comes back empty,
+    and `has_error_field` tells the caller so.
+    """
+    entity = response_type(api_key, version)
+    if "error_code" not in _names_in_any_version(entity):
+        return build(entity)
+    return build(entity, error_code=code)
 
 
 def has_error_field(response: ResponsePayload) -> bool:
     """Whether a response has a top-level error code (old versions of some APIs do not)."""
     return "error_code" in _field_plan(type(response))[0]
-
-
-def entity_of(response: type[Entity], name: str) -> type[Any]:
-    """A nested entity class of the same version module as `response` (e.g. "TopicResponse")."""
-    import sys
-
-    module = sys.modules[response.__module__]
-    cls: type[Any] = getattr(module, name)
-    return cls

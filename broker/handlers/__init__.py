@@ -24,33 +24,34 @@ from broker.handlers import share_acknowledge
 from broker.handlers import share_fetch
 from broker.handlers import share_group_describe
 from broker.handlers import share_group_heartbeat
+from broker.registry import Handler
 from broker.registry import Registry
 
-MODULES = (
-    produce,
-    fetch,
-    list_offsets,
-    metadata,
-    find_coordinator,
-    init_producer_id,
-    api_versions,
-    create_topics,
-    delete_topics,
-    create_partitions,
-    describe_cluster,
-    describe_configs,
-    incremental_alter_configs,
-    share_group_heartbeat,
-    share_fetch,
-    share_acknowledge,
-    share_group_describe,
-    list_groups,
-    delete_groups,
-    describe_share_group_offsets,
-    alter_share_group_offsets,
-    delete_share_group_offsets,
+HANDLERS: tuple[Handler, ...] = (
+    produce.HANDLER,
+    fetch.HANDLER,
+    list_offsets.HANDLER,
+    metadata.HANDLER,
+    find_coordinator.HANDLER,
+    init_producer_id.HANDLER,
+    api_versions.HANDLER,
+    create_topics.HANDLER,
+    delete_topics.HANDLER,
+    create_partitions.HANDLER,
+    describe_cluster.HANDLER,
+    describe_configs.HANDLER,
+    incremental_alter_configs.HANDLER,
+    share_group_heartbeat.HANDLER,
+    share_fetch.HANDLER,
+    share_acknowledge.HANDLER,
+    share_group_describe.HANDLER,
+    list_groups.HANDLER,
+    delete_groups.HANDLER,
+    describe_share_group_offsets.HANDLER,
+    alter_share_group_offsets.HANDLER,
+    delete_share_group_offsets.HANDLER,
 )
 
 
 def build_registry() -> Registry:
-    return Registry(m.HANDLER for m in MODULES)
+    return Registry(HANDLERS)

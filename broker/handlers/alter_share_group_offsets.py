@@ -8,20 +8,22 @@ with members gets NON_EMPTY_GROUP for the whole request; an unknown group is cre
 
 from __future__ import annotations
 
-from typing import Any
-
+from kio.schema.alter_share_group_offsets import v0
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
-from broker.registry import Handler
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
 from coordinator.share_group import CoordinatorError
-from protocol.messages import build
+
+Response = v0.AlterShareGroupOffsetsResponse
 
 
-def _topic(ctx: RequestContext, r: Response, group_id: str, t: Any) -> Any:
+def _topic(
+    ctx: RequestContext, group_id: str, t: v0.request.AlterShareGroupOffsetsRequestTopic
+) -> v0.response.AlterShareGroupOffsetsResponseTopic:
     topic = ctx.services.logs.topic(t.topic_name)
     s = ctx.services
     offsets = ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms)
@@ -39,32 +41,27 @@ def _topic(ctx: RequestContext, r: Response, group_id: str, t: Any) -> Any:
                 "start offset must not be negative" if code == ErrorCode.invalid_request else None
             )
         rows.append(
-            build(
-                r.AlterShareGroupOffsetsResponsePartition,
-                partition_index=p.partition_index,
-                error_code=code,
-                error_message=message,
+            v0.response.AlterShareGroupOffsetsResponsePartition(
+                partition_index=p.partition_index, error_code=code, error_message=message
             )
         )
-    return build(
-        r.AlterShareGroupOffsetsResponseTopic,
+    return v0.response.AlterShareGroupOffsetsResponseTopic(
         topic_name=t.topic_name,
         topic_id=topic.topic_id if topic else None,
         partitions=tuple(rows),
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
+async def handle(ctx: RequestContext, request: v0.AlterShareGroupOffsetsRequest) -> Response:
     try:
         s = ctx.services
         group_admin(s.coordinator, s.share_partitions).require_empty(request.group_id, create=True)
     except CoordinatorError as e:
-        return build(r.type, error_code=e.error_code, error_message=str(e), responses=())
-    topics = tuple(_topic(ctx, r, request.group_id, t) for t in request.topics)
-    return build(r.type, error_code=ErrorCode.none, error_message=None, responses=topics)
+        return Response(
+            throttle_time=NO_THROTTLE, error_code=e.error_code, error_message=str(e), responses=()
+        )
+    topics = tuple(_topic(ctx, request.group_id, t) for t in request.topics)
+    return Response(throttle_time=NO_THROTTLE, error_code=ErrorCode.none, responses=topics)
 
 
-HANDLER = Handler(
-    api_key=91, min_version=0, max_version=0, handle=handle, name="AlterShareGroupOffsets"
-)
+HANDLER = handler(handle, v0.AlterShareGroupOffsetsRequest)

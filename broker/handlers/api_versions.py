@@ -2,35 +2,56 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
-from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.api_versions import v0
+from kio.schema.api_versions import v1
+from kio.schema.api_versions import v2
+from kio.schema.api_versions import v3
+from kio.schema.api_versions import v4
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i16
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
-from broker.registry import Handler
+from broker.handlers.common import NO_THROTTLE
 from broker.registry import Registry
-from protocol.messages import build
+from broker.registry import handler
+
+Request = (
+    v0.ApiVersionsRequest
+    | v1.ApiVersionsRequest
+    | v2.ApiVersionsRequest
+    | v3.ApiVersionsRequest
+    | v4.ApiVersionsRequest
+)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
+async def handle(ctx: RequestContext, request: Request) -> v4.ApiVersionsResponse:
     keys = tuple(
-        build(r.ApiVersion, api_key=h.api_key, min_version=h.min_version, max_version=h.max_version)
+        v4.response.ApiVersion(
+            api_key=i16(h.api_key), min_version=i16(h.min_version), max_version=i16(h.max_version)
+        )
         for h in ctx.services.registry
     )
-    return build(r.type, error_code=ErrorCode.none, api_keys=keys, finalized_features_epoch=-1)
+    return v4.ApiVersionsResponse(
+        error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_THROTTLE
+    )
 
 
-def unsupported_version_response(registry: Registry) -> ApiVersionsResponseV0:
+def unsupported_version_response(registry: Registry) -> v0.ApiVersionsResponse:
     """A too-new ApiVersions request gets the v0 layout and what we support (KIP-511)."""
     keys = tuple(
-        ApiVersionV0(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version)
+        v0.response.ApiVersion(
+            api_key=i16(h.api_key), min_version=i16(h.min_version), max_version=i16(h.max_version)
+        )
         for h in registry
     )
-    return ApiVersionsResponseV0(error_code=ErrorCode.unsupported_version, api_keys=keys)
+    return v0.ApiVersionsResponse(error_code=ErrorCode.unsupported_version, api_keys=keys)
 
 
-HANDLER = Handler(api_key=18, min_version=0, max_version=4, handle=handle, name="ApiVersions")
+HANDLER = handler(
+    handle,
+    v0.ApiVersionsRequest,
+    v1.ApiVersionsRequest,
+    v2.ApiVersionsRequest,
+    v3.ApiVersionsRequest,
+    v4.ApiVersionsRequest,
+)

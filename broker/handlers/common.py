@@ -1,28 +1,21 @@
-"""Small pieces every handler uses: the response classes of a request's version, topic lookup."""
+"""Small pieces every handler uses: topic lookup and creation, partition limits, constants."""
 
 from __future__ import annotations
 
 import datetime
-from typing import Any
 from typing import Final
 
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32
 from kio.static.primitive import i32Timedelta
 
 from broker.context import RequestContext
-from protocol.messages import entity_of
-from protocol.messages import response_type
 from storage.topics import TopicInfo
 
-
-class Response:
-    """The response entity classes of one (api key, version), by their kio names."""
-
-    def __init__(self, ctx: RequestContext) -> None:
-        self.type: Any = response_type(ctx.header.api_key, ctx.header.api_version)
-
-    def __getattr__(self, name: str) -> Any:
-        return entity_of(self.type, name)
+# Shoal never throttles a client.
+NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
+# "Authorized operations not requested": Shoal has no ACLs to report (Kafka's INT32_MIN).
+OPERATIONS_NOT_REQUESTED = i32(-(2**31))
 
 
 def topic_or_create(
@@ -50,7 +43,3 @@ def too_many_partitions(ctx: RequestContext, added: int) -> str | None:
     if cap is not None and total > cap:
         return f"{added} more partitions would make {total}, over max.broker.partitions ({cap})"
     return None
-
-
-# Shoal never throttles; responses say so.
-NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))

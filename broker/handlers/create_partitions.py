@@ -2,57 +2,69 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from kio.schema.create_partitions import v0
+from kio.schema.create_partitions import v1
+from kio.schema.create_partitions import v2
+from kio.schema.create_partitions import v3
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
+from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import too_many_partitions
-from broker.registry import Handler
-from protocol.messages import build
+from broker.registry import handler
 from storage.errors import StorageError
 
+Request = (
+    v0.CreatePartitionsRequest
+    | v1.CreatePartitionsRequest
+    | v2.CreatePartitionsRequest
+    | v3.CreatePartitionsRequest
+)
 
-def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> tuple[ErrorCode, str | None]:
-    info = ctx.services.logs.topic(topic.name)
+
+def _grow(
+    ctx: RequestContext, name: str, count: int, validate_only: bool
+) -> tuple[ErrorCode, str | None]:
+    info = ctx.services.logs.topic(name)
     if info is None:
         return ErrorCode.unknown_topic_or_partition, None
-    if topic.count <= info.partitions:
+    if count <= info.partitions:
         return ErrorCode.invalid_partitions, f"topic has {info.partitions} partitions already"
     if validate_only:
         return ErrorCode.none, None
     try:
-        ctx.services.logs.create_partitions(topic.name, topic.count)
+        ctx.services.logs.create_partitions(name, count)
     except StorageError as e:
         return e.error_code, str(e)
     return ErrorCode.none, None
 
 
-def _added(ctx: RequestContext, topic: Any) -> int:
-    info = ctx.services.logs.topic(topic.name)
-    return max(0, topic.count - info.partitions) if info is not None else 0
+def _added(ctx: RequestContext, name: str, count: int) -> int:
+    info = ctx.services.logs.topic(name)
+    return max(0, count - info.partitions) if info is not None else 0
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
+async def handle(ctx: RequestContext, request: Request) -> v3.CreatePartitionsResponse:
     results = []
-    refused = too_many_partitions(ctx, sum(_added(ctx, t) for t in request.topics))
+    refused = too_many_partitions(ctx, sum(_added(ctx, t.name, t.count) for t in request.topics))
     for topic in request.topics:
         code, message = (
             (ErrorCode.invalid_partitions, refused)
             if refused
-            else _grow(ctx, topic, request.validate_only)
+            else _grow(ctx, topic.name, topic.count, request.validate_only)
         )
         results.append(
-            build(
-                r.CreatePartitionsTopicResult,
-                name=topic.name,
-                error_code=code,
-                error_message=message,
+            v3.response.CreatePartitionsTopicResult(
+                name=topic.name, error_code=code, error_message=message
             )
         )
-    return build(r.type, results=tuple(results))
+    return v3.CreatePartitionsResponse(throttle_time=NO_THROTTLE, results=tuple(results))
 
 
-HANDLER = Handler(api_key=37, min_version=0, max_version=3, handle=handle, name="CreatePartitions")
+HANDLER = handler(
+    handle,
+    v0.CreatePartitionsRequest,
+    v1.CreatePartitionsRequest,
+    v2.CreatePartitionsRequest,
+    v3.CreatePartitionsRequest,
+)

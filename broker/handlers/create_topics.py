@@ -2,26 +2,49 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import structlog
+from kio.schema.create_topics import v2
+from kio.schema.create_topics import v3
+from kio.schema.create_topics import v4
+from kio.schema.create_topics import v5
+from kio.schema.create_topics import v6
+from kio.schema.create_topics import v7
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i16
+from kio.static.primitive import i32
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
+from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import too_many_partitions
-from broker.registry import Handler
-from protocol.messages import build
+from broker.registry import handler
 from storage.errors import StorageError
+from storage.topics import TopicInfo
 
-log = structlog.get_logger("shoal.topics")
+log: structlog.typing.FilteringBoundLogger = structlog.get_logger("shoal.topics")
+
+Request = (
+    v2.CreateTopicsRequest
+    | v3.CreateTopicsRequest
+    | v4.CreateTopicsRequest
+    | v5.CreateTopicsRequest
+    | v6.CreateTopicsRequest
+    | v7.CreateTopicsRequest
+)
+Topic = (
+    v2.request.CreatableTopic
+    | v3.request.CreatableTopic
+    | v4.request.CreatableTopic
+    | v5.request.CreatableTopic
+    | v6.request.CreatableTopic
+    | v7.request.CreatableTopic
+)
 
 
 def _create(
-    ctx: RequestContext, topic: Any, validate_only: bool
-) -> tuple[ErrorCode, str | None, Any]:
+    ctx: RequestContext, topic: Topic, validate_only: bool
+) -> tuple[ErrorCode, str | None, TopicInfo | None]:
     n = topic.num_partitions
-    partitions = ctx.services.config["num.partitions"] if n == -1 else n
+    partitions: int = ctx.services.config["num.partitions"] if n == -1 else n
     if topic.replication_factor not in (-1, 1):
         return ErrorCode.invalid_replication_factor, "a single broker keeps one replica", None
     if partitions <= 0:
@@ -37,44 +60,56 @@ def _create(
         return e.error_code, str(e), None
 
 
-def _requested(ctx: RequestContext, topic: Any) -> int:
+def _requested(ctx: RequestContext, n: int) -> int:
     """Partitions a topic of the request asks for (invalid counts add none)."""
-    n: int = topic.num_partitions
-    return ctx.services.config["num.partitions"] if n == -1 else max(n, 0)
+    default: int = ctx.services.config["num.partitions"]
+    return default if n == -1 else max(n, 0)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
+def _result(
+    topic: Topic, code: ErrorCode, message: str | None, info: TopicInfo | None
+) -> v7.response.CreatableTopicResult:
+    if code != ErrorCode.none:
+        log.info("create topic refused", topic=topic.name, error=code.name, reason=message)
+    elif info is not None:
+        log.info(
+            "topic created",
+            topic=info.name,
+            partitions=info.partitions,
+            topic_id=str(info.topic_id),
+        )
+    return v7.response.CreatableTopicResult(
+        name=topic.name,
+        topic_id=info.topic_id if info else None,
+        error_code=code,
+        error_message=message,
+        num_partitions=i32(info.partitions if info else -1),
+        replication_factor=i16(1 if info else -1),
+        configs=None,
+    )
+
+
+async def handle(ctx: RequestContext, request: Request) -> v7.CreateTopicsResponse:
+    refused = too_many_partitions(
+        ctx, sum(_requested(ctx, t.num_partitions) for t in request.topics)
+    )
     results = []
-    refused = too_many_partitions(ctx, sum(_requested(ctx, t) for t in request.topics))
     for topic in request.topics:
         code, message, info = (
             (ErrorCode.invalid_partitions, refused, None)
             if refused
             else _create(ctx, topic, request.validate_only)
         )
-        if code != ErrorCode.none:
-            log.info("create topic refused", topic=topic.name, error=code.name, reason=message)
-        elif info is not None:
-            log.info(
-                "topic created",
-                topic=info.name,
-                partitions=info.partitions,
-                topic_id=str(info.topic_id),
-            )
-        results.append(
-            build(
-                r.CreatableTopicResult,
-                name=topic.name,
-                topic_id=info.topic_id if info else None,
-                error_code=code,
-                error_message=message,
-                num_partitions=info.partitions if info else -1,
-                replication_factor=1 if info else -1,
-                configs=None,
-            )
-        )
-    return build(r.type, topics=tuple(results))
+        results.append(_result(topic, code, message, info))
+    return v7.CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=tuple(results))
 
 
-HANDLER = Handler(api_key=19, min_version=2, max_version=7, handle=handle, name="CreateTopics")
+HANDLER = handler(
+    handle,
+    v2.CreateTopicsRequest,
+    v3.CreateTopicsRequest,
+    v4.CreateTopicsRequest,
+    v5.CreateTopicsRequest,
+    v6.CreateTopicsRequest,
+    v7.CreateTopicsRequest,
+)

@@ -7,18 +7,20 @@ one GROUP_ID_NOT_FOUND, as Kafka answers.
 
 from __future__ import annotations
 
-from typing import Any
-
+from kio.schema.delete_groups import v0
+from kio.schema.delete_groups import v1
+from kio.schema.delete_groups import v2
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
-from broker.registry import Handler
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
 from coordinator.share_group import CoordinatorError
-from protocol.messages import build
 from storage.errors import StorageError
+
+Request = v0.DeleteGroupsRequest | v1.DeleteGroupsRequest | v2.DeleteGroupsRequest
 
 
 def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
@@ -35,13 +37,12 @@ def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
     return ErrorCode.none
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
+async def handle(ctx: RequestContext, request: Request) -> v2.DeleteGroupsResponse:
     results = tuple(
-        build(r.DeletableGroupResult, group_id=g, error_code=_delete(ctx, g))
+        v2.response.DeletableGroupResult(group_id=g, error_code=_delete(ctx, g))
         for g in request.groups_names
     )
-    return build(r.type, results=results)
+    return v2.DeleteGroupsResponse(throttle_time=NO_THROTTLE, results=results)
 
 
-HANDLER = Handler(api_key=42, min_version=0, max_version=2, handle=handle, name="DeleteGroups")
+HANDLER = handler(handle, v0.DeleteGroupsRequest, v1.DeleteGroupsRequest, v2.DeleteGroupsRequest)

@@ -6,21 +6,24 @@ share-partition of answers UNKNOWN_TOPIC_OR_PARTITION, as does an unknown topic.
 
 from __future__ import annotations
 
-from typing import Any
-
+from kio.schema.delete_share_group_offsets import v0
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
-from broker.registry import Handler
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
 from coordinator.share_group import CoordinatorError
-from protocol.messages import build
 from storage.errors import StorageError
+from storage.topics import TopicInfo
+
+Response = v0.DeleteShareGroupOffsetsResponse
 
 
-def _delete(ctx: RequestContext, group_id: str, name: str) -> tuple[Any, ErrorCode, str | None]:
+def _delete(
+    ctx: RequestContext, group_id: str, name: str
+) -> tuple[TopicInfo | None, ErrorCode, str | None]:
     topic = ctx.services.logs.topic(name)
     if topic is None:
         return None, ErrorCode.unknown_topic_or_partition, f"no topic {name!r}"
@@ -37,29 +40,29 @@ def _delete(ctx: RequestContext, group_id: str, name: str) -> tuple[Any, ErrorCo
     return topic, ErrorCode.none, None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
+async def handle(ctx: RequestContext, request: v0.DeleteShareGroupOffsetsRequest) -> Response:
     try:
         group_admin(ctx.services.coordinator, ctx.services.share_partitions).require_empty(
             request.group_id
         )
     except CoordinatorError as e:
-        return build(r.type, error_code=e.error_code, error_message=str(e), responses=())
+        return Response(
+            throttle_time=NO_THROTTLE, error_code=e.error_code, error_message=str(e), responses=()
+        )
     responses = []
     for t in request.topics:
         topic, code, message = _delete(ctx, request.group_id, t.topic_name)
         responses.append(
-            build(
-                r.DeleteShareGroupOffsetsResponseTopic,
+            v0.response.DeleteShareGroupOffsetsResponseTopic(
                 topic_name=t.topic_name,
                 topic_id=topic.topic_id if topic else None,
                 error_code=code,
                 error_message=message,
             )
         )
-    return build(r.type, error_code=ErrorCode.none, error_message=None, responses=tuple(responses))
+    return Response(
+        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, responses=tuple(responses)
+    )
 
 
-HANDLER = Handler(
-    api_key=92, min_version=0, max_version=0, handle=handle, name="DeleteShareGroupOffsets"
-)
+HANDLER = handler(handle, v0.DeleteShareGroupOffsetsRequest)

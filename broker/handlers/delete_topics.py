@@ -2,28 +2,45 @@
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
 
+from kio.schema.delete_topics import v1
+from kio.schema.delete_topics import v2
+from kio.schema.delete_topics import v3
+from kio.schema.delete_topics import v4
+from kio.schema.delete_topics import v5
+from kio.schema.delete_topics import v6
 from kio.schema.errors import ErrorCode
+from kio.schema.types import TopicName
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
-from broker.registry import Handler
-from protocol.messages import build
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
+
+Request = (
+    v1.DeleteTopicsRequest
+    | v2.DeleteTopicsRequest
+    | v3.DeleteTopicsRequest
+    | v4.DeleteTopicsRequest
+    | v5.DeleteTopicsRequest
+    | v6.DeleteTopicsRequest
+)
 
 
-def _targets(request: Any) -> list[tuple[str | None, Any]]:
-    if hasattr(request, "topic_names"):
-        return [(name, None) for name in request.topic_names]
-    return [(t.name, t.topic_id) for t in request.topics]
+def _targets(request: Request) -> list[tuple[TopicName | None, uuid.UUID | None]]:
+    if isinstance(request, v6.DeleteTopicsRequest):
+        return [(t.name, t.topic_id) for t in request.topics]
+    return [(name, None) for name in request.topic_names]
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
+async def handle(ctx: RequestContext, request: Request) -> v6.DeleteTopicsResponse:
     logs = ctx.services.logs
     results = []
     for name, topic_id in _targets(request):
-        info = logs.topic(name) if name else logs.topic_by_id(topic_id)
+        if name:
+            info = logs.topic(name)
+        else:
+            info = logs.topic_by_id(topic_id) if topic_id is not None else None
         code = ErrorCode.none
         if info is None:
             code = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
@@ -31,14 +48,21 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             logs.delete_topic(info.name)
             ctx.services.share_partitions.forget_topic(info.name, info.topic_id)
         results.append(
-            build(
-                r.DeletableTopicResult,
-                name=info.name if info else name,
+            v6.response.DeletableTopicResult(
+                name=TopicName(info.name) if info else name,
                 topic_id=info.topic_id if info else topic_id,
                 error_code=code,
             )
         )
-    return build(r.type, responses=tuple(results))
+    return v6.DeleteTopicsResponse(throttle_time=NO_THROTTLE, responses=tuple(results))
 
 
-HANDLER = Handler(api_key=20, min_version=1, max_version=6, handle=handle, name="DeleteTopics")
+HANDLER = handler(
+    handle,
+    v1.DeleteTopicsRequest,
+    v2.DeleteTopicsRequest,
+    v3.DeleteTopicsRequest,
+    v4.DeleteTopicsRequest,
+    v5.DeleteTopicsRequest,
+    v6.DeleteTopicsRequest,
+)

@@ -2,30 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from kio.schema.describe_cluster import v0
+from kio.schema.describe_cluster import v1
 from kio.schema.errors import ErrorCode
+from kio.schema.types import BrokerId
+from kio.static.primitive import i32
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
-from broker.registry import Handler
-from protocol.messages import build
+from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import OPERATIONS_NOT_REQUESTED
+from broker.registry import handler
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
+async def handle(
+    ctx: RequestContext, request: v0.DescribeClusterRequest | v1.DescribeClusterRequest
+) -> v1.DescribeClusterResponse:
     s = ctx.services
-    broker = build(
-        r.DescribeClusterBroker, broker_id=s.node_id, host=s.host, port=s.port, is_fenced=False
+    broker = v1.response.DescribeClusterBroker(
+        broker_id=BrokerId(s.node_id), host=s.host, port=i32(s.port)
     )
-    return build(
-        r.type,
+    return v1.DescribeClusterResponse(
+        throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         cluster_id=s.cluster_id,
-        controller_id=s.node_id,
+        controller_id=BrokerId(s.node_id),
         brokers=(broker,),
-        cluster_authorized_operations=-2147483648,
+        cluster_authorized_operations=OPERATIONS_NOT_REQUESTED,
     )
 
 
-HANDLER = Handler(api_key=60, min_version=0, max_version=1, handle=handle, name="DescribeCluster")
+HANDLER = handler(handle, v0.DescribeClusterRequest, v1.DescribeClusterRequest)

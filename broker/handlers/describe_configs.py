@@ -7,16 +7,18 @@ broker's), plus any other config stored on it. The broker lists its configs; the
 
 from __future__ import annotations
 
-from typing import Any
-
+from kio.schema.describe_configs import v1
+from kio.schema.describe_configs import v2
+from kio.schema.describe_configs import v3
+from kio.schema.describe_configs import v4
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i8
 
 from broker.config import DEFAULTS
 from broker.context import RequestContext
 from broker.dynamic_config import DYNAMIC
-from broker.handlers.common import Response
-from broker.registry import Handler
-from protocol.messages import build
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
 from storage.config import TOPIC_CONFIG_FIELDS
 
 TOPIC, BROKER, GROUP = 2, 4, 32
@@ -25,9 +27,21 @@ DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER = 1, 2, 3
 STATIC_BROKER, DEFAULT, DYNAMIC_GROUP = 4, 5, 8
 
 Row = tuple[str, str, int, bool]  # name, value, source, read only
+Request = (
+    v1.DescribeConfigsRequest
+    | v2.DescribeConfigsRequest
+    | v3.DescribeConfigsRequest
+    | v4.DescribeConfigsRequest
+)
+Resource = (
+    v1.request.DescribeConfigsResource
+    | v2.request.DescribeConfigsResource
+    | v3.request.DescribeConfigsResource
+    | v4.request.DescribeConfigsResource
+)
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
@@ -76,7 +90,7 @@ def _broker(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list
 _BY_TYPE = {GROUP: _group, TOPIC: _topic, BROKER: _broker}
 
 
-def _entries(ctx: RequestContext, resource: Any) -> tuple[ErrorCode, str | None, list[Row]]:
+def _entries(ctx: RequestContext, resource: Resource) -> tuple[ErrorCode, str | None, list[Row]]:
     describe = _BY_TYPE.get(resource.resource_type)
     if describe is None:
         return (
@@ -87,40 +101,40 @@ def _entries(ctx: RequestContext, resource: Any) -> tuple[ErrorCode, str | None,
     return describe(ctx, resource.resource_name)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
-    results = []
-    for resource in request.resources:
-        code, message, rows = _entries(ctx, resource)
-        wanted = (
-            set(resource.configuration_keys) if resource.configuration_keys is not None else None
+def _result(ctx: RequestContext, resource: Resource) -> v4.response.DescribeConfigsResult:
+    code, message, rows = _entries(ctx, resource)
+    wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
+    configs = tuple(
+        v4.response.DescribeConfigsResourceResult(
+            name=name,
+            value=value,
+            read_only=read_only,
+            config_source=i8(source),
+            is_sensitive=False,
+            synonyms=(),
+            documentation=None,
         )
-        configs = tuple(
-            build(
-                r.DescribeConfigsResourceResult,
-                name=name,
-                value=value,
-                read_only=read_only,
-                config_source=source,
-                is_default=source == DEFAULT,
-                is_sensitive=False,
-                synonyms=(),
-                documentation=None,
-            )
-            for name, value, source, read_only in rows
-            if wanted is None or name in wanted
-        )
-        results.append(
-            build(
-                r.DescribeConfigsResult,
-                error_code=code,
-                error_message=message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-                configs=configs,
-            )
-        )
-    return build(r.type, results=tuple(results))
+        for name, value, source, read_only in rows
+        if wanted is None or name in wanted
+    )
+    return v4.response.DescribeConfigsResult(
+        error_code=code,
+        error_message=message,
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+        configs=configs,
+    )
 
 
-HANDLER = Handler(api_key=32, min_version=1, max_version=4, handle=handle, name="DescribeConfigs")
+async def handle(ctx: RequestContext, request: Request) -> v4.DescribeConfigsResponse:
+    results = tuple(_result(ctx, resource) for resource in request.resources)
+    return v4.DescribeConfigsResponse(throttle_time=NO_THROTTLE, results=results)
+
+
+HANDLER = handler(
+    handle,
+    v1.DescribeConfigsRequest,
+    v2.DescribeConfigsRequest,
+    v3.DescribeConfigsRequest,
+    v4.DescribeConfigsRequest,
+)

@@ -8,34 +8,58 @@ by state) as `key=value` words; Kafka's clients ignore an error message without 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
+from kio.schema.describe_share_group_offsets import v0
+from kio.schema.describe_share_group_offsets import v1
 from kio.schema.errors import ErrorCode
+from kio.schema.types import TopicName
+from kio.static.primitive import i32
+from kio.static.primitive import i64
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
-from broker.registry import Handler
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
+from broker.share.share_group_offsets import PartitionOffsets
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
-from protocol.messages import build
+
+Request = v0.DescribeShareGroupOffsetsRequest | v1.DescribeShareGroupOffsetsRequest
+RequestTopic = (
+    v0.request.DescribeShareGroupOffsetsRequestTopic
+    | v1.request.DescribeShareGroupOffsetsRequestTopic
+)
+Partition = v1.response.DescribeShareGroupOffsetsResponsePartition
+Topic = v1.response.DescribeShareGroupOffsetsResponseTopic
+Group = v1.response.DescribeShareGroupOffsetsResponseGroup
 
 
-def _partition(r: Response, index: int, code: ErrorCode, offsets: Any = None) -> Any:
-    return build(
-        r.DescribeShareGroupOffsetsResponsePartition,
-        partition_index=index,
-        start_offset=offsets.start_offset if offsets else -1,
-        leader_epoch=0 if offsets else -1,
-        lag=offsets.lag if offsets else -1,
+def _partition(index: int, code: ErrorCode, offsets: PartitionOffsets | None = None) -> Partition:
+    if offsets is None:
+        return Partition(
+            partition_index=i32(index),
+            start_offset=i64(-1),
+            leader_epoch=i32(-1),
+            lag=i64(-1),
+            error_code=code,
+        )
+    return Partition(
+        partition_index=i32(index),
+        start_offset=i64(offsets.start_offset),
+        leader_epoch=i32(0),
+        lag=i64(offsets.lag),
         error_code=code,
-        error_message=offsets.extension() if offsets and offsets.start_offset >= 0 else None,
+        error_message=offsets.extension() if offsets.start_offset >= 0 else None,
     )
 
 
-def _topics(ctx: RequestContext, r: Response, group_id: str, wanted: Any) -> tuple[Any, ...]:
+def _topics(
+    ctx: RequestContext, group_id: str, wanted: Sequence[RequestTopic] | None
+) -> tuple[Topic, ...]:
     s = ctx.services
     offsets = ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms)
     logs = ctx.services.logs
+    requested: list[tuple[str, list[int]]]
     if wanted is None:
         by_topic: dict[str, list[int]] = {}
         for topic, p in offsets.partitions(group_id):
@@ -49,13 +73,12 @@ def _topics(ctx: RequestContext, r: Response, group_id: str, wanted: Any) -> tup
         rows = []
         for p in partitions:
             if info is None or not 0 <= p < info.partitions:
-                rows.append(_partition(r, p, ErrorCode.unknown_topic_or_partition))
+                rows.append(_partition(p, ErrorCode.unknown_topic_or_partition))
             else:
-                rows.append(_partition(r, p, ErrorCode.none, offsets.describe(group_id, info, p)))
+                rows.append(_partition(p, ErrorCode.none, offsets.describe(group_id, info, p)))
         out.append(
-            build(
-                r.DescribeShareGroupOffsetsResponseTopic,
-                topic_name=name,
+            Topic(
+                topic_name=TopicName(name),
                 topic_id=info.topic_id if info else None,
                 partitions=tuple(rows),
             )
@@ -63,16 +86,14 @@ def _topics(ctx: RequestContext, r: Response, group_id: str, wanted: Any) -> tup
     return tuple(out)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
+async def handle(ctx: RequestContext, request: Request) -> v1.DescribeShareGroupOffsetsResponse:
     admin = group_admin(ctx.services.coordinator, ctx.services.share_partitions)
     groups = []
     for g in request.groups:
         if not g.group_id or admin.group(g.group_id) is None:
             code = ErrorCode.invalid_group_id if not g.group_id else ErrorCode.group_id_not_found
             groups.append(
-                build(
-                    r.DescribeShareGroupOffsetsResponseGroup,
+                Group(
                     group_id=g.group_id,
                     topics=(),
                     error_code=code,
@@ -81,16 +102,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             )
             continue
         groups.append(
-            build(
-                r.DescribeShareGroupOffsetsResponseGroup,
+            Group(
                 group_id=g.group_id,
-                topics=_topics(ctx, r, g.group_id, g.topics),
+                topics=_topics(ctx, g.group_id, g.topics),
                 error_code=ErrorCode.none,
             )
         )
-    return build(r.type, groups=tuple(groups))
+    return v1.DescribeShareGroupOffsetsResponse(throttle_time=NO_THROTTLE, groups=tuple(groups))
 
 
-HANDLER = Handler(
-    api_key=90, min_version=0, max_version=1, handle=handle, name="DescribeShareGroupOffsets"
-)
+HANDLER = handler(handle, v0.DescribeShareGroupOffsetsRequest, v1.DescribeShareGroupOffsetsRequest)

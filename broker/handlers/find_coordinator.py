@@ -1,43 +1,105 @@
-"""FindCoordinator (10): this broker coordinates every group (and transaction id)."""
+"""FindCoordinator (10): this broker coordinates every group (and transaction id).
+
+v0-3 answer one key at the top level; v4+ answer a list of coordinators, one per key. The
+top-level fields are gone from v4, so each layout is answered with its own newest class.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NamedTuple
 
 from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator import v0
+from kio.schema.find_coordinator import v1
+from kio.schema.find_coordinator import v2
+from kio.schema.find_coordinator import v3
+from kio.schema.find_coordinator import v4
+from kio.schema.find_coordinator import v5
+from kio.schema.find_coordinator import v6
+from kio.schema.types import BrokerId
+from kio.static.primitive import i32
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
-from broker.registry import Handler
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
 from coordinator.share_group import CoordinatorError
 from coordinator.share_group import check_ids
-from protocol.messages import build
 
 GROUP_KEY_TYPE = 0
 
+Request = (
+    v0.FindCoordinatorRequest
+    | v1.FindCoordinatorRequest
+    | v2.FindCoordinatorRequest
+    | v3.FindCoordinatorRequest
+    | v4.FindCoordinatorRequest
+    | v5.FindCoordinatorRequest
+    | v6.FindCoordinatorRequest
+)
 
-def _where(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
+
+class _Where(NamedTuple):
+    node_id: BrokerId
+    host: str
+    port: i32
+    error_code: ErrorCode
+    error_message: str | None
+
+
+def _where(ctx: RequestContext, key_type: int, key: str) -> _Where:
     s = ctx.services
     if key_type == GROUP_KEY_TYPE:
         try:
             check_ids(key)
         except CoordinatorError as e:
-            return {"node_id": -1, "host": "", "port": -1, "error_code": e.error_code,
-                    "error_message": str(e)}  # fmt: skip
-    return {"node_id": s.node_id, "host": s.host, "port": s.port,
-            "error_code": ErrorCode.none, "error_message": None}  # fmt: skip
+            return _Where(BrokerId(-1), "", i32(-1), e.error_code, str(e))
+    return _Where(BrokerId(s.node_id), s.host, i32(s.port), ErrorCode.none, None)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
-    key_type = getattr(request, "key_type", GROUP_KEY_TYPE)
-    if hasattr(request, "coordinator_keys"):  # v4+: several keys in one request
+def _coordinator(ctx: RequestContext, key_type: int, key: str) -> v6.response.Coordinator:
+    w = _where(ctx, key_type, key)
+    return v6.response.Coordinator(
+        key=key,
+        node_id=w.node_id,
+        host=w.host,
+        port=w.port,
+        error_code=w.error_code,
+        error_message=w.error_message,
+    )
+
+
+async def handle(
+    ctx: RequestContext, request: Request
+) -> v3.FindCoordinatorResponse | v6.FindCoordinatorResponse:
+    if isinstance(
+        request, (v4.FindCoordinatorRequest, v5.FindCoordinatorRequest, v6.FindCoordinatorRequest)
+    ):
         coordinators = tuple(
-            build(r.Coordinator, key=key, **_where(ctx, key_type, key))
-            for key in request.coordinator_keys
+            _coordinator(ctx, request.key_type, key) for key in request.coordinator_keys
         )
-        return build(r.type, coordinators=coordinators)
-    return build(r.type, **_where(ctx, key_type, request.key))
+        return v6.FindCoordinatorResponse(throttle_time=NO_THROTTLE, coordinators=coordinators)
+    key_type = (
+        GROUP_KEY_TYPE if isinstance(request, v0.FindCoordinatorRequest) else request.key_type
+    )
+    w = _where(ctx, key_type, request.key)
+    return v3.FindCoordinatorResponse(
+        throttle_time=NO_THROTTLE,
+        error_code=w.error_code,
+        error_message=w.error_message,
+        node_id=w.node_id,
+        host=w.host,
+        port=w.port,
+    )
 
 
-HANDLER = Handler(api_key=10, min_version=0, max_version=6, handle=handle, name="FindCoordinator")
+HANDLER = handler(
+    handle,
+    v0.FindCoordinatorRequest,
+    v1.FindCoordinatorRequest,
+    v2.FindCoordinatorRequest,
+    v3.FindCoordinatorRequest,
+    v4.FindCoordinatorRequest,
+    v5.FindCoordinatorRequest,
+    v6.FindCoordinatorRequest,
+    responses=(v3.FindCoordinatorResponse, v6.FindCoordinatorResponse),
+)

@@ -12,18 +12,17 @@ list configs, which none of these are.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
+from kio.schema.incremental_alter_configs import v0
+from kio.schema.incremental_alter_configs import v1
 
 from broker.context import RequestContext
 from broker.dynamic_config import InvalidBrokerConfig
-from broker.handlers.common import Response
-from broker.registry import Handler
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
 from coordinator.group_configs import InvalidGroupConfig
 from coordinator.share_group import CoordinatorError
 from coordinator.share_group import check_ids
-from protocol.messages import build
 from storage.config import TOPIC_CONFIG_FIELDS
 from storage.errors import StorageError
 
@@ -43,9 +42,11 @@ STORED_TOPIC_CONFIGS = frozenset(
 )
 
 Result = tuple[ErrorCode, str | None]
+Request = v0.IncrementalAlterConfigsRequest | v1.IncrementalAlterConfigsRequest
+Resource = v0.request.AlterConfigsResource | v1.request.AlterConfigsResource
 
 
-def _changes(resource: Any) -> dict[str, str | None] | Result:
+def _changes(resource: Resource) -> dict[str, str | None] | Result:
     changes: dict[str, str | None] = {}
     for c in resource.configs:
         if c.config_operation not in (SET, DELETE):
@@ -105,7 +106,7 @@ def _broker(ctx: RequestContext, name: str, changes: dict[str, str | None], dry:
 _BY_TYPE = {GROUP: _group, TOPIC: _topic, BROKER: _broker}
 
 
-def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> Result:
+def _alter(ctx: RequestContext, resource: Resource, validate_only: bool) -> Result:
     alter = _BY_TYPE.get(resource.resource_type)
     if alter is None:
         return (
@@ -118,23 +119,19 @@ def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> Result:
     return alter(ctx, resource.resource_name, changes, validate_only)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
+async def handle(ctx: RequestContext, request: Request) -> v1.IncrementalAlterConfigsResponse:
     responses = []
     for resource in request.resources:
         code, message = _alter(ctx, resource, request.validate_only)
         responses.append(
-            build(
-                r.AlterConfigsResourceResponse,
+            v1.response.AlterConfigsResourceResponse(
                 error_code=code,
                 error_message=message,
                 resource_type=resource.resource_type,
                 resource_name=resource.resource_name,
             )
         )
-    return build(r.type, responses=tuple(responses))
+    return v1.IncrementalAlterConfigsResponse(throttle_time=NO_THROTTLE, responses=tuple(responses))
 
 
-HANDLER = Handler(
-    api_key=44, min_version=0, max_version=1, handle=handle, name="IncrementalAlterConfigs"
-)
+HANDLER = handler(handle, v0.IncrementalAlterConfigsRequest, v1.IncrementalAlterConfigsRequest)

@@ -6,37 +6,61 @@ with its current id and epoch (v3+) gets the next epoch, so its old batches are 
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
+from kio.schema.init_producer_id import v0
+from kio.schema.init_producer_id import v1
+from kio.schema.init_producer_id import v2
+from kio.schema.init_producer_id import v3
+from kio.schema.init_producer_id import v4
+from kio.schema.init_producer_id import v5
+from kio.schema.types import ProducerId
+from kio.static.primitive import i16
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
-from broker.registry import Handler
-from protocol.messages import build
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
 
 MAX_EPOCH = 32767
 
+Request = (
+    v0.InitProducerIdRequest
+    | v1.InitProducerIdRequest
+    | v2.InitProducerIdRequest
+    | v3.InitProducerIdRequest
+    | v4.InitProducerIdRequest
+    | v5.InitProducerIdRequest
+)
+Response = v5.InitProducerIdResponse
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
-    if request.transactional_id is not None:
-        return build(
-            r.type,
-            error_code=ErrorCode.transactional_id_authorization_failed,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
-    pid = getattr(request, "producer_id", -1)
-    epoch = getattr(request, "producer_epoch", -1)
-    if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:
-        return build(r.type, error_code=ErrorCode.none, producer_id=pid, producer_epoch=epoch + 1)
-    return build(
-        r.type,
-        error_code=ErrorCode.none,
-        producer_id=ctx.services.producer_ids.allocate(),
-        producer_epoch=0,
+
+def _answer(code: ErrorCode, producer_id: int, epoch: int) -> Response:
+    return Response(
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        producer_id=ProducerId(producer_id),
+        producer_epoch=i16(epoch),
     )
 
 
-HANDLER = Handler(api_key=22, min_version=0, max_version=5, handle=handle, name="InitProducerId")
+async def handle(ctx: RequestContext, request: Request) -> Response:
+    if request.transactional_id is not None:
+        return _answer(ErrorCode.transactional_id_authorization_failed, -1, -1)
+    pid, epoch = -1, -1
+    if isinstance(
+        request, (v3.InitProducerIdRequest, v4.InitProducerIdRequest, v5.InitProducerIdRequest)
+    ):
+        pid, epoch = request.producer_id, request.producer_epoch
+    if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:
+        return _answer(ErrorCode.none, pid, epoch + 1)
+    return _answer(ErrorCode.none, ctx.services.producer_ids.allocate(), 0)
+
+
+HANDLER = handler(
+    handle,
+    v0.InitProducerIdRequest,
+    v1.InitProducerIdRequest,
+    v2.InitProducerIdRequest,
+    v3.InitProducerIdRequest,
+    v4.InitProducerIdRequest,
+    v5.InitProducerIdRequest,
+)

@@ -6,35 +6,59 @@ state Stable (members) or Empty. A types filter without "share" lists nothing.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
+from kio.schema.list_groups import v0
+from kio.schema.list_groups import v1
+from kio.schema.list_groups import v2
+from kio.schema.list_groups import v3
+from kio.schema.list_groups import v4
+from kio.schema.list_groups import v5
+from kio.schema.types import GroupId
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
-from broker.registry import Handler
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
 from broker.share.share_group_offsets import group_admin
-from protocol.messages import build
+
+Request = (
+    v0.ListGroupsRequest
+    | v1.ListGroupsRequest
+    | v2.ListGroupsRequest
+    | v3.ListGroupsRequest
+    | v4.ListGroupsRequest
+    | v5.ListGroupsRequest
+)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
-    s = ctx.services
-    listings = group_admin(s.coordinator, s.share_partitions).list_groups(
-        states=getattr(request, "states_filter", ()),
-        types=getattr(request, "types_filter", ()),
-    )
+async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse:
+    states: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    if isinstance(request, (v4.ListGroupsRequest, v5.ListGroupsRequest)):
+        states = request.states_filter
+    if isinstance(request, v5.ListGroupsRequest):
+        types = request.types_filter
     groups = tuple(
-        build(
-            r.ListedGroup,
-            group_id=g.group_id,
+        v5.response.ListedGroup(
+            group_id=GroupId(g.group_id),
             protocol_type=g.protocol_type,
             group_state=g.state,
             group_type=g.group_type,
         )
-        for g in listings
+        for g in group_admin(ctx.services.coordinator, ctx.services.share_partitions).list_groups(
+            states=states, types=types
+        )
     )
-    return build(r.type, error_code=ErrorCode.none, groups=groups)
+    return v5.ListGroupsResponse(
+        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=groups
+    )
 
 
-HANDLER = Handler(api_key=16, min_version=0, max_version=5, handle=handle, name="ListGroups")
+HANDLER = handler(
+    handle,
+    v0.ListGroupsRequest,
+    v1.ListGroupsRequest,
+    v2.ListGroupsRequest,
+    v3.ListGroupsRequest,
+    v4.ListGroupsRequest,
+    v5.ListGroupsRequest,
+)

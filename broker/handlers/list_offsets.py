@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
+from kio.schema.list_offsets import v1
+from kio.schema.list_offsets import v2
+from kio.schema.list_offsets import v3
+from kio.schema.list_offsets import v4
+from kio.schema.list_offsets import v5
+from kio.schema.list_offsets import v6
+from kio.schema.list_offsets import v7
+from kio.schema.list_offsets import v8
+from kio.static.primitive import i32
+from kio.static.primitive import i64
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
-from broker.registry import Handler
-from protocol.messages import build
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
 
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
+
+Request = (
+    v1.ListOffsetsRequest
+    | v2.ListOffsetsRequest
+    | v3.ListOffsetsRequest
+    | v4.ListOffsetsRequest
+    | v5.ListOffsetsRequest
+    | v6.ListOffsetsRequest
+    | v7.ListOffsetsRequest
+    | v8.ListOffsetsRequest
+)
 
 
 def _lookup(
@@ -39,27 +57,35 @@ def _lookup(
     return ErrorCode.none, ts, offset
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
+async def handle(ctx: RequestContext, request: Request) -> v8.ListOffsetsResponse:
     topics = []
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
             code, ts, offset = _lookup(ctx, topic.name, p.partition_index, p.timestamp)
             partitions.append(
-                build(
-                    r.ListOffsetsPartitionResponse,
+                v8.response.ListOffsetsPartitionResponse(
                     partition_index=p.partition_index,
                     error_code=code,
-                    timestamp=ts,
-                    offset=offset,
-                    leader_epoch=0 if code == ErrorCode.none else -1,
+                    timestamp=i64(ts),
+                    offset=i64(offset),
+                    leader_epoch=i32(0 if code == ErrorCode.none else -1),
                 )
             )
         topics.append(
-            build(r.ListOffsetsTopicResponse, name=topic.name, partitions=tuple(partitions))
+            v8.response.ListOffsetsTopicResponse(name=topic.name, partitions=tuple(partitions))
         )
-    return build(r.type, topics=tuple(topics))
+    return v8.ListOffsetsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-HANDLER = Handler(api_key=2, min_version=1, max_version=8, handle=handle, name="ListOffsets")
+HANDLER = handler(
+    handle,
+    v1.ListOffsetsRequest,
+    v2.ListOffsetsRequest,
+    v3.ListOffsetsRequest,
+    v4.ListOffsetsRequest,
+    v5.ListOffsetsRequest,
+    v6.ListOffsetsRequest,
+    v7.ListOffsetsRequest,
+    v8.ListOffsetsRequest,
+)

@@ -1,82 +1,178 @@
-"""Metadata (3): this broker, and topics by name or by id (share consumers look up by id)."""
+"""Metadata (3): this broker, and topics by name or by id (share consumers look up by id).
+
+v8-10 carry ClusterAuthorizedOperations, which v11 removed, so v1-10 are answered with v10's
+classes and v11-12 with v12's (where a topic's name may be null: an unknown topic id).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
+from kio.schema.metadata import v1
+from kio.schema.metadata import v2
+from kio.schema.metadata import v3
+from kio.schema.metadata import v4
+from kio.schema.metadata import v5
+from kio.schema.metadata import v6
+from kio.schema.metadata import v7
+from kio.schema.metadata import v8
+from kio.schema.metadata import v9
+from kio.schema.metadata import v10
+from kio.schema.metadata import v11
+from kio.schema.metadata import v12
+from kio.schema.types import BrokerId
+from kio.schema.types import TopicName
+from kio.static.primitive import i32
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
+from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import topic_or_create
-from broker.registry import Handler
-from protocol.messages import build
+from broker.registry import handler
 from storage.topics import TopicInfo
 
-
-def _topic(r: Response, ctx: RequestContext, topic: TopicInfo) -> Any:
-    node = ctx.services.node_id
-    partitions = tuple(
-        build(
-            r.MetadataResponsePartition,
-            error_code=ErrorCode.none,
-            partition_index=i,
-            leader_id=node,
-            leader_epoch=0,
-            replica_nodes=(node,),
-            isr_nodes=(node,),
-            offline_replicas=(),
-        )
-        for i in range(topic.partitions)
-    )
-    return build(
-        r.MetadataResponseTopic,
-        error_code=ErrorCode.none,
-        name=topic.name,
-        topic_id=topic.topic_id,
-        partitions=partitions,
-        topic_authorized_operations=-2147483648,
-    )
+Request = (
+    v1.MetadataRequest
+    | v2.MetadataRequest
+    | v3.MetadataRequest
+    | v4.MetadataRequest
+    | v5.MetadataRequest
+    | v6.MetadataRequest
+    | v7.MetadataRequest
+    | v8.MetadataRequest
+    | v9.MetadataRequest
+    | v10.MetadataRequest
+    | v11.MetadataRequest
+    | v12.MetadataRequest
+)
+ById = (
+    v10.request.MetadataRequestTopic
+    | v11.request.MetadataRequestTopic
+    | v12.request.MetadataRequestTopic
+)
 
 
-def _missing(r: Response, code: ErrorCode, name: str | None, topic_id: Any) -> Any:
-    return build(
-        r.MetadataResponseTopic, error_code=code, name=name, topic_id=topic_id, partitions=()
-    )
+@dataclass(frozen=True, slots=True)
+class _Topic:
+    """One topic of the answer, whatever the version."""
+
+    code: ErrorCode
+    name: str | None
+    topic_id: uuid.UUID | None
+    partitions: int = 0
+
+    @classmethod
+    def of(cls, topic: TopicInfo) -> _Topic:
+        return cls(ErrorCode.none, topic.name, topic.topic_id, topic.partitions)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
+def _topics(ctx: RequestContext, request: Request) -> list[_Topic]:
     logs = ctx.services.logs
-    allow_create = getattr(request, "allow_auto_topic_creation", True)
-    topics: list[Any] = []
+    allow_create = (
+        True
+        if isinstance(request, (v1.MetadataRequest, v2.MetadataRequest, v3.MetadataRequest))
+        else request.allow_auto_topic_creation
+    )
     if request.topics is None:
-        topics = [_topic(r, ctx, t) for t in logs.topics()]
-    for wanted in request.topics or ():
-        name = getattr(wanted, "name", None)
-        topic_id = getattr(wanted, "topic_id", None)
+        return [_Topic.of(t) for t in logs.topics()]
+    out = []
+    for wanted in request.topics:
+        name = wanted.name
+        topic_id = wanted.topic_id if isinstance(wanted, ById) else None
         if name is None and topic_id is not None and topic_id.int != 0:
             found = logs.topic_by_id(topic_id)
-            topics.append(
-                _topic(r, ctx, found)
-                if found
-                else _missing(r, ErrorCode.unknown_topic_id, None, topic_id)
+            out.append(
+                _Topic.of(found) if found else _Topic(ErrorCode.unknown_topic_id, None, topic_id)
             )
             continue
         topic, code = topic_or_create(ctx, name or "", allow_create)
-        topics.append(_topic(r, ctx, topic) if topic else _missing(r, code, name, topic_id))
-    services = ctx.services
-    broker = build(
-        r.MetadataResponseBroker, node_id=services.node_id, host=services.host, port=services.port
-    )
-    return build(
-        r.type,
-        brokers=(broker,),
-        cluster_id=services.cluster_id,
-        controller_id=services.node_id,
-        topics=tuple(topics),
-        cluster_authorized_operations=-2147483648,
+        out.append(_Topic.of(topic) if topic else _Topic(code, name, topic_id))
+    return out
+
+
+def _answer_v12(ctx: RequestContext, topics: list[_Topic]) -> v12.MetadataResponse:
+    s, r = ctx.services, v12.response
+    node = BrokerId(s.node_id)
+    return v12.MetadataResponse(
+        throttle_time=NO_THROTTLE,
+        brokers=(r.MetadataResponseBroker(node_id=node, host=s.host, port=i32(s.port)),),
+        cluster_id=s.cluster_id,
+        controller_id=node,
+        topics=tuple(
+            r.MetadataResponseTopic(
+                error_code=t.code,
+                name=None if t.name is None else TopicName(t.name),
+                topic_id=t.topic_id,
+                partitions=tuple(
+                    r.MetadataResponsePartition(
+                        error_code=ErrorCode.none,
+                        partition_index=i32(i),
+                        leader_id=node,
+                        leader_epoch=i32(0),
+                        replica_nodes=(node,),
+                        isr_nodes=(node,),
+                    )
+                    for i in range(t.partitions)
+                ),
+            )
+            for t in topics
+        ),
     )
 
 
-HANDLER = Handler(api_key=3, min_version=1, max_version=12, handle=handle, name="Metadata")
+def _answer_v10(ctx: RequestContext, topics: list[_Topic]) -> v10.MetadataResponse:
+    s, r = ctx.services, v10.response
+    node = BrokerId(s.node_id)
+    return v10.MetadataResponse(
+        throttle_time=NO_THROTTLE,
+        brokers=(r.MetadataResponseBroker(node_id=node, host=s.host, port=i32(s.port)),),
+        cluster_id=s.cluster_id,
+        controller_id=node,
+        topics=tuple(
+            r.MetadataResponseTopic(
+                error_code=t.code,
+                name=TopicName(t.name or ""),  # not nullable before v12
+                topic_id=t.topic_id,
+                partitions=tuple(
+                    r.MetadataResponsePartition(
+                        error_code=ErrorCode.none,
+                        partition_index=i32(i),
+                        leader_id=node,
+                        leader_epoch=i32(0),
+                        replica_nodes=(node,),
+                        isr_nodes=(node,),
+                    )
+                    for i in range(t.partitions)
+                ),
+            )
+            for t in topics
+        ),
+    )
+
+
+async def handle(
+    ctx: RequestContext, request: Request
+) -> v10.MetadataResponse | v12.MetadataResponse:
+    topics = _topics(ctx, request)
+    if isinstance(request, (v11.MetadataRequest, v12.MetadataRequest)):
+        return _answer_v12(ctx, topics)
+    return _answer_v10(ctx, topics)
+
+
+HANDLER = handler(
+    handle,
+    v1.MetadataRequest,
+    v2.MetadataRequest,
+    v3.MetadataRequest,
+    v4.MetadataRequest,
+    v5.MetadataRequest,
+    v6.MetadataRequest,
+    v7.MetadataRequest,
+    v8.MetadataRequest,
+    v9.MetadataRequest,
+    v10.MetadataRequest,
+    v11.MetadataRequest,
+    v12.MetadataRequest,
+    responses=(v10.MetadataResponse, v12.MetadataResponse),
+)

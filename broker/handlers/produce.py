@@ -6,19 +6,40 @@ only its base offset.
 
 from __future__ import annotations
 
-from typing import Any
-
 import structlog
 from kio.schema.errors import ErrorCode
+from kio.schema.produce import v3
+from kio.schema.produce import v4
+from kio.schema.produce import v5
+from kio.schema.produce import v6
+from kio.schema.produce import v7
+from kio.schema.produce import v8
+from kio.schema.produce import v9
+from kio.schema.produce import v10
+from kio.schema.produce import v11
+from kio.schema.produce import v12
+from kio.static.primitive import i64
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
-from broker.registry import Handler
-from protocol.messages import build
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
 from protocol.record_batch import InvalidRecordBatch
 from storage.errors import StorageError
 
-log = structlog.get_logger("shoal.produce")
+log: structlog.typing.FilteringBoundLogger = structlog.get_logger("shoal.produce")
+
+Request = (
+    v3.ProduceRequest
+    | v4.ProduceRequest
+    | v5.ProduceRequest
+    | v6.ProduceRequest
+    | v7.ProduceRequest
+    | v8.ProduceRequest
+    | v9.ProduceRequest
+    | v10.ProduceRequest
+    | v11.ProduceRequest
+    | v12.ProduceRequest
+)
 
 
 def _append(
@@ -41,31 +62,42 @@ def _append(
     return ErrorCode.none, result.base_offset, result.log_start_offset, None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
+async def handle(ctx: RequestContext, request: Request) -> v12.ProduceResponse | None:
     topics = []
     for topic in request.topic_data:
         partitions = []
         for p in topic.partition_data:
             code, base, start, message = _append(ctx, topic.name, p.index, p.records)
             partitions.append(
-                build(
-                    r.PartitionProduceResponse,
+                v12.response.PartitionProduceResponse(
                     index=p.index,
                     error_code=code,
-                    base_offset=base,
-                    log_append_time=None,
-                    log_start_offset=start,
+                    base_offset=i64(base),
+                    log_start_offset=i64(start),
                     record_errors=(),
                     error_message=message,
                 )
             )
         topics.append(
-            build(r.TopicProduceResponse, name=topic.name, partition_responses=tuple(partitions))
+            v12.response.TopicProduceResponse(
+                name=topic.name, partition_responses=tuple(partitions)
+            )
         )
     if request.acks == 0:
         return None
-    return build(r.type, responses=tuple(topics))
+    return v12.ProduceResponse(responses=tuple(topics), throttle_time=NO_THROTTLE)
 
 
-HANDLER = Handler(api_key=0, min_version=3, max_version=12, handle=handle, name="Produce")
+HANDLER = handler(
+    handle,
+    v3.ProduceRequest,
+    v4.ProduceRequest,
+    v5.ProduceRequest,
+    v6.ProduceRequest,
+    v7.ProduceRequest,
+    v8.ProduceRequest,
+    v9.ProduceRequest,
+    v10.ProduceRequest,
+    v11.ProduceRequest,
+    v12.ProduceRequest,
+)

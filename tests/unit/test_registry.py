@@ -1,0 +1,243 @@
+"""broker.registry: handlers declared by kio request classes, and the response classes they
+answer each version with.
+
+A handler answers every version it serves with one family of response classes, and the
+connection writes it with the writer of the request's version, which reads that version's
+fields by name. That is sound only when every field of the version exists on the class
+answering it, with the same name and wire type, all the way down: checked here for every
+handler and every version it serves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import types
+import typing
+import uuid
+from typing import Any
+from typing import cast
+
+import pytest
+from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator import v0 as find_v0
+from kio.schema.find_coordinator import v3 as find_v3
+from kio.schema.find_coordinator import v4 as find_v4
+from kio.schema.find_coordinator import v6 as find_v6
+from kio.schema.metadata import v12 as metadata_v12
+from kio.schema.types import BrokerId
+from kio.static.primitive import i32
+from kio.static.primitive import i32Timedelta
+
+from broker.context import BrokerServices
+from broker.context import RequestContext
+from broker.handlers import build_registry
+from broker.registry import Handler
+from broker.registry import Registry
+from broker.registry import WrongResponse
+from broker.registry import handler
+from protocol.api_keys import FIND_COORDINATOR
+from protocol.messages import RequestHeader
+from protocol.messages import decode_response
+from protocol.messages import encode_response
+from protocol.messages import response_type
+
+_ZERO: dict[str, Any] = {
+    "bool": False,
+    "bytes": b"",
+    "datetime_i64": datetime.datetime.fromtimestamp(0, datetime.UTC),
+    "error_code": ErrorCode.none,
+    "float64": 0.0,
+    "int8": 0,
+    "int16": 0,
+    "int32": 0,
+    "int64": 0,
+    "records": b"",
+    "string": "",
+    "timedelta_i32": datetime.timedelta(0),
+    "timedelta_i64": datetime.timedelta(0),
+    "uint16": 0,
+    "uuid": uuid.UUID(int=0),
+}
+_NULL_UUID = uuid.UUID(int=0)  # kio writes it as null, and reads null back as None
+
+
+def _entity_in(annotation: Any) -> type[Any] | None:
+    """The kio entity class an annotation holds (alone, optional, or in a tuple), if any."""
+    if dataclasses.is_dataclass(annotation):
+        return cast(type[Any], annotation)
+    for arg in typing.get_args(annotation):
+        found = _entity_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_tuple(annotation: Any) -> bool:
+    if typing.get_origin(annotation) is tuple:
+        return True
+    return typing.get_origin(annotation) is types.UnionType and any(
+        typing.get_origin(a) is tuple for a in typing.get_args(annotation)
+    )
+
+
+def _zero(entity: type[Any]) -> Any:
+    """An instance with every field set (one element in every list), all values zero."""
+    hints = typing.get_type_hints(entity)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(entity):
+        nested = _entity_in(hints[f.name])
+        value = _zero(nested) if nested is not None else _ZERO[f.metadata["kafka_type"]]
+        values[f.name] = (value,) if _is_tuple(hints[f.name]) else value
+    return entity(**values)
+
+
+def _missing(wire: type[Any], family: type[Any], path: str) -> list[str]:
+    """Fields of `wire` that `family` lacks or carries with another wire type, recursively."""
+    theirs = {f.name: f for f in dataclasses.fields(family)}
+    wire_hints, family_hints = typing.get_type_hints(wire), typing.get_type_hints(family)
+    out = []
+    for f in dataclasses.fields(wire):
+        other = theirs.get(f.name)
+        if other is None or f.metadata.get("kafka_type") != other.metadata.get("kafka_type"):
+            out.append(f"{path}.{f.name}")
+            continue
+        nested, their_nested = _entity_in(wire_hints[f.name]), _entity_in(family_hints[f.name])
+        if nested is not None and their_nested is not None:
+            out += _missing(nested, their_nested, f"{path}.{f.name}")
+        elif (nested is None) != (their_nested is None):
+            out.append(f"{path}.{f.name}")
+    return out
+
+
+def _same_values(decoded: Any, sent: Any, path: str = "") -> list[str]:
+    """Fields of the decoded (wire version) entity whose value differs from what was sent."""
+    out = []
+    for f in dataclasses.fields(decoded):
+        got, want = getattr(decoded, f.name), getattr(sent, f.name)
+        if dataclasses.is_dataclass(got):
+            out += _same_values(got, want, f"{path}.{f.name}")
+        elif isinstance(got, tuple) and got and dataclasses.is_dataclass(got[0]):
+            for a, b in zip(got, want, strict=True):
+                out += _same_values(a, b, f"{path}.{f.name}[]")
+        elif got != want and not (got is None and want == _NULL_UUID):
+            out.append(f"{path}.{f.name}: {got!r} != {want!r}")
+    return out
+
+
+SERVED = [(h, v) for h in build_registry() for v in range(h.min_version, h.max_version + 1)]
+
+
+@pytest.mark.parametrize(("h", "version"), SERVED, ids=[f"{h.name}-v{v}" for h, v in SERVED])
+def test_every_version_served_is_written_from_the_class_that_answers_it(
+    h: Handler, version: int
+) -> None:
+    family = h.response_for(version)
+    wire = response_type(h.api_key, version)
+    assert _missing(wire, family, family.__name__) == []
+    sent = _zero(family)
+    correlation_id, decoded = decode_response(
+        h.api_key, version, encode_response(sent, 42, version)
+    )
+    assert correlation_id == 42
+    assert type(decoded) is wire
+    assert _same_values(decoded, sent) == []
+
+
+def test_the_field_check_sees_a_field_a_newer_class_dropped() -> None:
+    # FindCoordinator v4 moved node_id, host and port into a list: v6 cannot answer v3.
+    missing = _missing(find_v3.FindCoordinatorResponse, find_v6.FindCoordinatorResponse, "")
+    assert {".node_id", ".host", ".port", ".error_code"} <= set(missing)
+
+
+def test_find_coordinator_answers_each_layout_with_its_own_newest_class() -> None:
+    (h,) = [h for h in build_registry() if h.api_key == FIND_COORDINATOR]
+    assert [h.response_for(v) for v in range(7)] == [find_v3.FindCoordinatorResponse] * 4 + [
+        find_v6.FindCoordinatorResponse
+    ] * 3
+
+
+async def _unused(ctx: RequestContext, request: Any) -> None:
+    return None
+
+
+def test_key_name_and_versions_come_from_the_kio_classes() -> None:
+    h = handler(_unused, find_v4.FindCoordinatorRequest, find_v3.FindCoordinatorRequest)
+    assert (h.api_key, h.name, h.min_version, h.max_version) == (10, "FindCoordinator", 3, 4)
+    assert h.responses == (find_v4.FindCoordinatorResponse,)  # the newest version's, by default
+    assert h.supports(3) and h.supports(4) and not h.supports(2) and not h.supports(5)
+
+
+@pytest.mark.parametrize(
+    "requests",
+    [
+        (),
+        (find_v0.FindCoordinatorRequest, find_v0.FindCoordinatorRequest),
+        (find_v0.FindCoordinatorRequest, find_v3.FindCoordinatorRequest),
+        (metadata_v12.MetadataRequest, find_v3.FindCoordinatorRequest),
+    ],
+    ids=["empty", "duplicate version", "not contiguous", "two api keys"],
+)
+def test_a_bad_declaration_is_refused(requests: tuple[Any, ...]) -> None:
+    with pytest.raises(ValueError):
+        handler(_unused, *requests, responses=(find_v3.FindCoordinatorResponse,))
+
+
+def test_responses_of_another_api_are_refused() -> None:
+    with pytest.raises(ValueError):
+        handler(
+            _unused,
+            find_v3.FindCoordinatorRequest,
+            responses=(metadata_v12.MetadataResponse,),
+        )
+
+
+def test_an_api_key_registered_twice_is_refused() -> None:
+    first = handler(_unused, find_v3.FindCoordinatorRequest)
+    second = handler(_unused, find_v4.FindCoordinatorRequest)
+    with pytest.raises(ValueError, match="twice"):
+        Registry([first, second])
+
+
+def _context(version: int) -> RequestContext:
+    # The handlers below never look at the services.
+    header = RequestHeader(FIND_COORDINATOR, version, 1, "test")
+    return RequestContext(cast(BrokerServices, None), header, "test")
+
+
+def _v3_answer() -> find_v3.FindCoordinatorResponse:
+    return find_v3.FindCoordinatorResponse(
+        throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+        error_code=ErrorCode.none,
+        error_message=None,
+        node_id=BrokerId(1),
+        host="h",
+        port=i32(1),
+    )
+
+
+async def test_dispatch_returns_the_declared_class() -> None:
+    async def answer(ctx: RequestContext, request: find_v3.FindCoordinatorRequest) -> Any:
+        return _v3_answer()
+
+    h = handler(answer, find_v3.FindCoordinatorRequest)
+    request = find_v3.FindCoordinatorRequest(key="g")
+    assert await h.dispatch(_context(3), request) == _v3_answer()
+
+
+async def test_dispatch_refuses_an_undeclared_response_class() -> None:
+    async def answer(ctx: RequestContext, request: find_v4.FindCoordinatorRequest) -> Any:
+        return _v3_answer()  # v4 has no top-level host: v3's class cannot answer it
+
+    h = handler(answer, find_v4.FindCoordinatorRequest)
+    with pytest.raises(WrongResponse):
+        await h.dispatch(_context(4), find_v4.FindCoordinatorRequest(coordinator_keys=("g",)))
+
+
+async def test_dispatch_refuses_a_request_class_not_declared() -> None:
+    h = handler(_unused, find_v3.FindCoordinatorRequest)
+    with pytest.raises(TypeError):
+        await h.dispatch(
+            _context(3),
+            metadata_v12.MetadataRequest(topics=None, include_topic_authorized_operations=False),
+        )
