@@ -30,9 +30,10 @@ from broker.connection import MAX_IN_FLIGHT
 from broker.connection import KafkaConnection
 from broker.context import BrokerServices
 from broker.context import RequestContext
+from broker.registry import HandleFn
 from broker.registry import Handler
-from broker.registry import HandlerFn
 from broker.registry import Registry
+from broker.registry import handler
 from protocol.framing import FrameDecoder
 from protocol.framing import frame
 from protocol.messages import decode_response
@@ -46,20 +47,10 @@ HEADER = struct.Struct(">hhih")
 
 
 def served_by(
-    request: type[RequestPayload], response: type[ResponsePayload], handle: HandlerFn
+    request: type[RequestPayload], response: type[ResponsePayload], handle: HandleFn
 ) -> Handler:
-    """The one place this file declares a Handler, so only it follows registry.py's API.
-
-    `response` is what `handle` returns; today's Handler has no field for it, the typed
-    registry's `handler(handle, request, responses=(response,))` will.
-    """
-    return Handler(
-        api_key=int(request.__api_key__),
-        min_version=int(request.__version__),
-        max_version=int(request.__version__),
-        handle=handle,
-        name=request.__name__.removesuffix("Request"),
-    )
+    """The one place this file declares a Handler: `handle` answers `request` with `response`."""
+    return handler(handle, request, responses=(response,))
 
 
 def broker_services(data_dir: Path, registry: Registry, **config: object) -> BrokerServices:
