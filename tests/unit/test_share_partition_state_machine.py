@@ -92,7 +92,6 @@ class Model:
         cursor = self.next_fetch_offset()
         if cursor is None or max_records <= 0:
             return []
-        lim = self.limits.current
         got: list[tuple[int, int]] = []
         added_new = False
         for span in spans:
@@ -101,28 +100,37 @@ class Model:
                 continue
             lo = max(span.base_offset, cursor)
             self.archive_absent(cursor, lo - 1)
+            cursor = span.last_offset + 1
             if span.is_control:
                 self.archive_absent(lo, span.last_offset)
-                cursor = span.last_offset + 1
                 continue
             if span.last_offset >= self.speo:
-                fits = span.last_offset + 1 - self.spso <= lim.max_record_locks
-                first_fits = not added_new and self.speo - self.spso < lim.max_record_locks
-                if not (fits or first_fits):
+                if not self.may_extend(span.last_offset, added_new):
                     break
                 added_new = True
-            for o in range(max(lo, self.spso), span.last_offset + 1):
-                if o >= self.speo:
-                    self.recs[o] = Rec(AVAILABLE, 0)
-                    self.speo = o + 1
-                rec = self.recs[o]
-                if rec.state is AVAILABLE:
-                    self.recs[o] = Rec(ACQUIRED, rec.count + 1, member, now + lim.lock_duration_ms)
-                    got.append((o, rec.count + 1))
-            cursor = span.last_offset + 1
+            self.acquire_span(member, lo, span.last_offset, now, got)
             if len(got) >= max_records:
                 break
         return got
+
+    def may_extend(self, last: int, added_new: bool) -> bool:
+        """Whether a batch reaching `last` may grow the window past SPEO."""
+        locks = self.limits.current.max_record_locks
+        fits = last + 1 - self.spso <= locks
+        return fits or (not added_new and self.speo - self.spso < locks)
+
+    def acquire_span(
+        self, member: str, lo: int, last: int, now: int, got: list[tuple[int, int]]
+    ) -> None:
+        deadline = now + self.limits.current.lock_duration_ms
+        for o in range(max(lo, self.spso), last + 1):
+            if o >= self.speo:
+                self.recs[o] = Rec(AVAILABLE, 0)
+                self.speo = o + 1
+            rec = self.recs[o]
+            if rec.state is AVAILABLE:
+                self.recs[o] = Rec(ACQUIRED, rec.count + 1, member, deadline)
+                got.append((o, rec.count + 1))
 
     def end_attempt(self, o: int, state: RecordState) -> None:
         self.recs[o] = Rec(state, self.recs[o].count)
@@ -136,32 +144,37 @@ class Model:
         types = parse_acks(batches)
         if types is None:
             return ErrorCode.invalid_request
-        lim = self.limits.current
         for o, t in types.items():
-            if t == AcknowledgeType.GAP:
-                continue
-            if t == AcknowledgeType.RENEW and not lim.renew_enabled:
-                return ErrorCode.invalid_record_state
-            rec = self.recs.get(o)
-            in_window = self.spso <= o < self.speo
-            if not in_window or rec is None or rec.state is not ACQUIRED or rec.owner != member:
+            if not self.may_acknowledge(member, o, t):
                 return ErrorCode.invalid_record_state
         for o, t in types.items():
-            rec = self.recs.get(o)
-            if t == AcknowledgeType.GAP:
-                if rec is not None and rec.state is ACQUIRED and rec.owner == member:
-                    self.end_attempt(o, ARCHIVED)
-            elif t == AcknowledgeType.ACCEPT:
-                self.end_attempt(o, ACKNOWLEDGED)
-            elif t == AcknowledgeType.REJECT:
-                self.end_attempt(o, ARCHIVED)
-            elif t == AcknowledgeType.RELEASE:
-                self.release(o)
-            else:
-                assert rec is not None
-                rec.deadline = now + lim.lock_duration_ms
+            self.apply_ack(member, o, t, now)
         self.advance()
         return ErrorCode.none
+
+    def may_acknowledge(self, member: str, o: int, t: AcknowledgeType) -> bool:
+        if t == AcknowledgeType.GAP:
+            return True
+        if t == AcknowledgeType.RENEW and not self.limits.current.renew_enabled:
+            return False
+        rec = self.recs.get(o)
+        in_window = self.spso <= o < self.speo
+        return in_window and rec is not None and rec.state is ACQUIRED and rec.owner == member
+
+    def apply_ack(self, member: str, o: int, t: AcknowledgeType, now: int) -> None:
+        rec = self.recs.get(o)
+        if t == AcknowledgeType.GAP:
+            if rec is not None and rec.state is ACQUIRED and rec.owner == member:
+                self.end_attempt(o, ARCHIVED)
+        elif t == AcknowledgeType.ACCEPT:
+            self.end_attempt(o, ACKNOWLEDGED)
+        elif t == AcknowledgeType.REJECT:
+            self.end_attempt(o, ARCHIVED)
+        elif t == AcknowledgeType.RELEASE:
+            self.release(o)
+        else:
+            assert rec is not None
+            rec.deadline = now + self.limits.current.lock_duration_ms
 
     def release_where(self, due: bool, member: str | None, now: int) -> int:
         n = 0
