@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import IO
 
+from broker.clock import Clock
 from broker.config import BrokerConfig
 from broker.server import Server
 
@@ -22,7 +23,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def make_server(data_dir: Path, **overrides: object) -> Server:
+def make_server(data_dir: Path, clock: Clock | None = None, **overrides: object) -> Server:
     """A broker on an ephemeral port, not yet started (`await server.start()`)."""
     values: dict[str, object] = {
         "listeners": "PLAINTEXT://127.0.0.1:0",
@@ -30,7 +31,7 @@ def make_server(data_dir: Path, **overrides: object) -> Server:
         "metrics.port": -1,
     }
     values.update(overrides)
-    return Server(BrokerConfig.load(environ={}, overrides=values))
+    return Server(BrokerConfig.load(environ={}, overrides=values), clock)
 
 
 class BrokerProcess:

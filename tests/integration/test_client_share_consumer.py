@@ -19,6 +19,7 @@ from client.share_acks import AcknowledgeType
 from client.share_acks import ack_batches
 from client.share_consumer import ShareConsumer
 from client.share_membership import new_member_id
+from tests.clock import ManualClock
 
 pytestmark = pytest.mark.integration
 
@@ -183,7 +184,9 @@ async def test_acknowledge_checks_mode_and_ownership(broker: Server) -> None:
             explicit.acknowledge(record, AcknowledgeType.ACCEPT)  # never delivered to it
 
 
-async def test_renew_keeps_a_record_past_the_lock_duration(broker: Server) -> None:
+async def test_renew_keeps_a_record_past_the_lock_duration(
+    broker: Server, clock: ManualClock
+) -> None:
     await _prepare(broker, share_record_lock_duration_ms="1000")
     await _produce(broker, 1)
     bootstrap = _bootstrap(broker)
@@ -195,33 +198,48 @@ async def test_renew_keeps_a_record_past_the_lock_duration(broker: Server) -> No
         rival.subscribe([TOPIC])
         (record,) = await _poll_until(holder, 1)
         assert holder.acquisition_lock_timeout_ms == 1000
+        await _until_assigned(rival)  # it shares the partition: it would get an expired record
         results: list[dict[tuple[str, int], ErrorCode]] = []
         stolen: list[ConsumerRecord] = []
+        renewing = True
 
-        async def renew_for(seconds: float) -> None:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + seconds
-            while loop.time() < deadline:
-                holder.acknowledge(record, AcknowledgeType.RENEW)
-                assert await holder.poll(1.0) == []  # a renew fetch returns no records
-                results.append(holder.last_ack_results)
-                await asyncio.sleep(0.4)
+        async def rival_polls() -> None:
+            while renewing:
+                stolen.extend(await rival.poll(0.1))
 
-        await asyncio.gather(renew_for(2.5), _collect(rival, 2.5, stolen))
+        polling = asyncio.create_task(rival_polls())
+        for _ in range(5):  # 3 s of broker time in all: three lock durations
+            holder.acknowledge(record, AcknowledgeType.RENEW)
+            assert await holder.poll(1.0) == []  # a renew fetch returns no records
+            results.append(holder.last_ack_results)
+            clock.advance(600)
+        await asyncio.sleep(0.3)  # the rival fetches once more after the last jump
+        renewing = False
+        await polling
         assert stolen == []
-        assert len(results) >= 5
-        assert all(r == {(TOPIC, 0): ErrorCode.none} for r in results)
+        assert results == [{(TOPIC, 0): ErrorCode.none}] * 5
         holder.acknowledge(record, AcknowledgeType.ACCEPT)
         assert await holder.commit_sync() == {(TOPIC, 0): ErrorCode.none}
-        assert await _poll_for(rival, 1.5) == []
+        clock.advance(1000)  # accepted: no lock left to expire
+        assert await _poll_for(rival, 0.5) == []
+
+
+async def _until_assigned(consumer: ShareConsumer) -> None:
+    for _ in range(50):
+        if consumer.assignment:
+            return
+        await consumer.poll(0.1)
+    raise AssertionError("no assignment")
 
 
 async def _collect(consumer: ShareConsumer, seconds: float, into: list[ConsumerRecord]) -> None:
     into.extend(await _poll_for(consumer, seconds))
 
 
-async def test_without_renew_the_lock_expires_and_another_member_gets_it(broker: Server) -> None:
-    """The control for the RENEW test: the same timing without renewals loses the record."""
+async def test_without_renew_the_lock_expires_and_another_member_gets_it(
+    broker: Server, clock: ManualClock
+) -> None:
+    """The control for the RENEW test: the same broker time without renewals loses the record."""
     await _prepare(broker, share_record_lock_duration_ms="1000")
     await _produce(broker, 1)
     bootstrap = _bootstrap(broker)
@@ -232,6 +250,10 @@ async def test_without_renew_the_lock_expires_and_another_member_gets_it(broker:
         holder.subscribe([TOPIC])
         rival.subscribe([TOPIC])
         await _poll_until(holder, 1)
+        await _until_assigned(rival)
+        clock.advance(600)
+        assert await rival.poll(0.2) == []  # still locked
+        clock.advance(600)
         stolen = await _poll_until(rival, 1, timeout_s=3.0)
     assert [(r.offset, r.delivery_count) for r in stolen] == [(0, 2)]
 
@@ -313,6 +335,34 @@ async def test_rejoins_with_the_same_member_id_after_being_removed(broker: Serve
         assert coordinator.is_member(GROUP, member_id)
         assert consumer.member_id == member_id
         assert consumer.member_epoch > 0
+
+
+async def test_a_member_silent_past_its_session_timeout_is_removed(
+    broker: Server, clock: ManualClock
+) -> None:
+    # The lock outlives the session (60 s against 45 s): only the member's removal frees it.
+    await _prepare(broker, share_record_lock_duration_ms="60000")
+    await _produce(broker, 1)
+    services = broker.services
+    async with ShareConsumer(
+        _bootstrap(broker), GROUP, acknowledgement_mode="explicit"
+    ) as consumer:
+        consumer.subscribe([TOPIC])
+        assert len(await _poll_until(consumer, 1)) == 1
+        member_id = consumer.member_id
+        topic = services.logs.topic(TOPIC)
+        assert topic is not None
+        share_partition = services.share_partitions.get(GROUP, topic.topic_id, 0, clock.now_ms())
+        assert share_partition is not None and share_partition.acquired_count() == 1
+        clock.advance(44_000)  # within group.share.session.timeout.ms (45 s) of its heartbeat
+        assert services.coordinator.is_member(GROUP, member_id)
+        assert share_partition.acquired_count() == 1
+        clock.advance(1_000)  # no heartbeat in between: the session timed out
+        assert not services.coordinator.is_member(GROUP, member_id)
+        assert share_partition.acquired_count() == 0
+        # The client rejoins under the same id and gets the released record again.
+        again = await _poll_until(consumer, 1)
+    assert [(r.offset, r.delivery_count) for r in again] == [(0, 2)]
 
 
 async def test_lost_share_session_fails_its_acks_and_opens_a_new_session(broker: Server) -> None:
