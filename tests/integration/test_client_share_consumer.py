@@ -93,14 +93,16 @@ def test_member_id_is_22_urlsafe_characters() -> None:
     assert all(len(i) == 22 and "=" not in i and "+" not in i and "/" not in i for i in ids)
 
 
-async def test_implicit_mode_delivers_every_record_once(broker: Server) -> None:
+async def test_implicit_mode_delivers_every_record_once(broker: Server, clock: ManualClock) -> None:
     await _prepare(broker, partitions=3)
     await _produce(broker, 30, partitions=3)
     async with ShareConsumer(_bootstrap(broker), GROUP) as consumer:
         consumer.subscribe([TOPIC])
         records = await _poll_until(consumer, 30)
         assert consumer.assignment == {(TOPIC, 0), (TOPIC, 1), (TOPIC, 2)}
-        more = await _poll_for(consumer, 1.0)  # also carries the acceptance of `records`
+        more = await _poll_for(consumer, 0.3)  # also carries the acceptance of `records`
+        clock.advance(30_000)  # past the lock: only acceptance keeps them from coming back
+        more += await _poll_for(consumer, 0.3)
         assert consumer.acquisition_lock_timeout_ms == 30_000
     assert more == []
     assert len(records) == 30
@@ -113,7 +115,9 @@ async def test_implicit_mode_delivers_every_record_once(broker: Server) -> None:
         assert r.delivery_count == 1
 
 
-async def test_implicit_acceptance_rides_on_the_next_poll(broker: Server) -> None:
+async def test_implicit_acceptance_rides_on_the_next_poll(
+    broker: Server, clock: ManualClock
+) -> None:
     await _prepare(broker)
     await _produce(broker, 5)
     results: list[dict[tuple[str, int], ErrorCode]] = []
@@ -126,10 +130,11 @@ async def test_implicit_acceptance_rides_on_the_next_poll(broker: Server) -> Non
         await consumer.poll(0.2)
         assert results == [{(TOPIC, 0): ErrorCode.none}]
         assert consumer.last_ack_results == {(TOPIC, 0): ErrorCode.none}
-    # Accepted records never come back, even to a new member.
+    # Accepted records never come back, even to a new member, even after the lock duration.
+    clock.advance(30_000)
     async with ShareConsumer(_bootstrap(broker), GROUP) as other:
         other.subscribe([TOPIC])
-        assert await _poll_for(other, 1.0) == []
+        assert await _poll_assigned(other) == []
 
 
 async def test_explicit_release_redelivers_with_delivery_count_two(broker: Server) -> None:
@@ -151,7 +156,9 @@ async def test_explicit_release_redelivers_with_delivery_count_two(broker: Serve
         assert await consumer.commit_sync() == {(TOPIC, 0): ErrorCode.none}
 
 
-async def test_reject_and_accept_are_never_delivered_again(broker: Server) -> None:
+async def test_reject_and_accept_are_never_delivered_again(
+    broker: Server, clock: ManualClock
+) -> None:
     await _prepare(broker)
     await _produce(broker, 4)
     async with ShareConsumer(
@@ -162,10 +169,11 @@ async def test_reject_and_accept_are_never_delivered_again(broker: Server) -> No
         for r, kind in zip(records, [1, 3, 3, 1], strict=True):
             consumer.acknowledge(r, AcknowledgeType(kind))
         assert await consumer.commit_sync() == {(TOPIC, 0): ErrorCode.none}
-        assert await _poll_for(consumer, 1.0) == []
+        clock.advance(30_000)  # past the lock: nothing is merely held
+        assert await _poll_for(consumer, 0.3) == []
     async with ShareConsumer(_bootstrap(broker), GROUP) as other:
         other.subscribe([TOPIC])
-        assert await _poll_for(other, 1.0) == []
+        assert await _poll_assigned(other) == []
 
 
 async def test_acknowledge_checks_mode_and_ownership(broker: Server) -> None:
@@ -232,6 +240,12 @@ async def _until_assigned(consumer: ShareConsumer) -> None:
     raise AssertionError("no assignment")
 
 
+async def _poll_assigned(consumer: ShareConsumer) -> list[ConsumerRecord]:
+    """What a new member receives once it has its assignment and has fetched for a while."""
+    await _until_assigned(consumer)
+    return await _poll_for(consumer, 0.3)
+
+
 async def _collect(consumer: ShareConsumer, seconds: float, into: list[ConsumerRecord]) -> None:
     into.extend(await _poll_for(consumer, seconds))
 
@@ -285,7 +299,16 @@ async def test_two_consumers_split_records_without_duplicates(broker: Server) ->
         b.subscribe([TOPIC])
         got_a: list[ConsumerRecord] = []
         got_b: list[ConsumerRecord] = []
-        await asyncio.gather(_collect(a, 3.0, got_a), _collect(b, 3.0, got_b))
+
+        async def until_all_arrived() -> None:
+            while len(got_a) + len(got_b) < 150:  # in step: neither drains alone for long
+                more_a, more_b = await asyncio.gather(a.poll(0.2), b.poll(0.2))
+                got_a.extend(more_a)
+                got_b.extend(more_b)
+
+        await asyncio.wait_for(until_all_arrived(), 10)
+        # Polling on finds any record delivered twice.
+        await asyncio.gather(_collect(a, 0.3, got_a), _collect(b, 0.3, got_b))
     keys = [(r.partition, r.offset) for r in got_a + got_b]
     assert len(keys) == 150
     assert len(set(keys)) == 150
@@ -401,7 +424,8 @@ async def test_resubscribing_forgets_the_old_topic_partitions(broker: Server) ->
         await _produce(broker, 1)  # to TOPIC: no longer in the share session
         async with Producer(_bootstrap(broker)) as producer:
             await producer.send("other", b"elsewhere")
-        got = await _poll_for(consumer, 1.0)
+        got = await _poll_until(consumer, 1)
+        got += await _poll_for(consumer, 0.3)  # and nothing from TOPIC after it
     assert [(r.topic, r.value) for r in got] == [("other", b"elsewhere")]
 
 
