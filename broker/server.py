@@ -111,7 +111,7 @@ class Server:
                 group_configs,
                 lambda t, p: notifier.notify((t, p)),
                 state_dir=data_dir / "__share_state" if durable else None,
-                max_deltas=config.share_coordinator_snapshot_update_records_per_snapshot,
+                max_deltas=config["share.coordinator.snapshot.update.records.per.snapshot"],
                 metrics=metrics,
             ),
             share_sessions=ShareSessionCache(config.group_share_max_share_sessions),
