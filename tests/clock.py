@@ -1,4 +1,10 @@
-"""A clock tests move forward, for a broker running in the test's own process."""
+"""A clock tests move forward, for a broker running in the test's own process.
+
+Brokers run as a child process (`tests/brokers.py` BrokerProcess: the compat, Spark and CLI
+tests) keep the wall clock. Moving their clock would need a way into `shoal serve` (a flag, an
+environment variable, a request) that would ship in the production broker; and those suites are
+where lock durations and session timeouts are checked against real time.
+"""
 
 from __future__ import annotations
 
