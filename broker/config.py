@@ -262,6 +262,6 @@ def parse_listener(listener: str) -> tuple[str, int]:
     """`PLAINTEXT://host:port` -> (host, port); an empty host means all interfaces."""
     _, _, address = listener.strip().rpartition("://")
     host, _, port = address.rpartition(":")
-    if not port.isdigit():
-        raise ValueError(f"listener {listener!r} has no port")
+    if not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"listener {listener!r} has no port (0 to 65535)")
     return host.strip("[]") or "0.0.0.0", int(port)

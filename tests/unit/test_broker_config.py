@@ -52,6 +52,8 @@ def test_file_then_environment_then_command_line(tmp_path: Path) -> None:
         ("auto.create.topics.enable", "yes", "true or false"),
         ("group.share.auto.offset.reset", "middle", "latest, earliest"),
         ("listeners", "PLAINTEXT://nowhere", "no port"),
+        ("listeners", "PLAINTEXT://127.0.0.1:65536", "no port"),
+        ("advertised.listeners", "PLAINTEXT://host", "no port"),
         ("group.share.record.lock.duration.ms", "500", "must lie within"),
         ("group.share.max.delivery.count.limit", "3", "must lie within"),
     ],
