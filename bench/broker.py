@@ -1,17 +1,27 @@
-"""The broker under test: `shoal serve` in a child process, and its CPU time from /proc."""
+"""A real broker in a child process, for the benchmark and the tests alike.
+
+`BrokerProcess` runs `python -m broker --host 127.0.0.1 --port P --data-dir D ...` (the
+options of `shoal serve`), logs JSON lines to a file beside the data directory, and waits until
+the port accepts connections. The benchmark reads the child's CPU time from /proc and can run it
+under cProfile (`bench.profiled_broker`); tests can cap its open files (`ulimit -n`), stop it
+gracefully (SIGTERM) or kill it (-9), and restart it on the same port and data.
+"""
 
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+PROFILED = "bench.profiled_broker"  # `python -m broker` under cProfile, driven by signals
 
 
 def free_port() -> int:
@@ -30,17 +40,35 @@ def process_cpu_seconds(pid: int) -> float:
     return (utime + stime) / CLK_TCK
 
 
-class Broker:
-    """`python -m broker.cli serve ...`, or the profiling wrapper `bench.profiled_broker`."""
+def _nofile_limit(limit: int) -> Callable[[], None]:
+    def set_limit() -> None:  # runs in the child, between fork and exec
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    return set_limit
+
+
+class BrokerProcess:
+    """The broker as a user runs it, in a child process of ours."""
 
     def __init__(
-        self, data_dir: Path, *, profile_dir: Path | None = None, env: dict[str, str] | None = None
+        self,
+        data_dir: Path,
+        port: int | None = None,
+        extra: list[str] | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        log_level: str = "info",
+        max_open_files: int | None = None,
+        profile_dir: Path | None = None,
     ) -> None:
         self.data_dir = data_dir
-        self.env = env or {}
-        self.port = free_port()
-        self.profile_dir = profile_dir
-        self.log_path = data_dir.parent / "broker.log"
+        self.port = port or free_port()
+        self.extra = extra or []  # more `serve` options, e.g. ["--config", path]
+        self.env = env or {}  # on top of our own environment
+        self.log_level = log_level  # the benchmark runs at "warning": logging costs CPU
+        self.max_open_files = max_open_files  # the child's RLIMIT_NOFILE (ulimit -n)
+        self.profile_dir = profile_dir  # run under cProfile, writing <profile_dir>/<name>.prof
+        self.log_path = data_dir.parent / f"{data_dir.name}-broker.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
@@ -50,21 +78,27 @@ class Broker:
 
     @property
     def command(self) -> list[str]:
-        module = "bench.profiled_broker" if self.profile_dir else "broker.cli"
+        module = PROFILED if self.profile_dir is not None else "broker"
         return [
-            sys.executable, "-m", module, "serve",
+            sys.executable, "-m", module,
             "--host", "127.0.0.1", "--port", str(self.port),
             "--data-dir", str(self.data_dir), "--metrics-port", "-1",
-            "--log-level", "warning",
+            "--log-json", "--log-level", self.log_level, *self.extra,
         ]  # fmt: skip
 
     def start(self, timeout: float = 30.0) -> None:
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - open for the child's lifetime
+        """Start the child and wait until it listens; raise with its last log lines if not."""
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
         env = {**os.environ, **self.env}
         if self.profile_dir is not None:
             env["SHOAL_BENCH_PROFILE_DIR"] = str(self.profile_dir)
+        limit = self.max_open_files
         self.proc = subprocess.Popen(
-            self.command, stdout=self._log, stderr=subprocess.STDOUT, env=env
+            self.command,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=_nofile_limit(limit) if limit is not None else None,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -79,7 +113,7 @@ class Broker:
 
     @property
     def pid(self) -> int:
-        assert self.proc is not None
+        assert self.proc is not None, "not started"
         return self.proc.pid
 
     def cpu_seconds(self) -> float:
@@ -103,9 +137,12 @@ class Broker:
         (self.profile_dir / "next-name").unlink(missing_ok=True)
 
     def log(self) -> str:
+        """The end of the child's log (stdout and stderr)."""
         return self.log_path.read_text(errors="replace")[-4000:] if self.log_path.exists() else ""
 
     def stop(self, timeout: float = 20.0) -> int | None:
+        """SIGTERM and wait: a graceful stop. Its exit code; -9 if it had to be killed after
+        `timeout`, None if it was never started."""
         if self.proc is None:
             return None
         if self.proc.poll() is None:
@@ -115,6 +152,25 @@ class Broker:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self._close_log()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """kill -9: no chance to flush or close anything."""
+        assert self.proc is not None, "not started"
+        self.proc.kill()
+        self.proc.wait()
+        self._close_log()
+
+    def _close_log(self) -> None:
         if self._log is not None:
             self._log.close()
-        return self.proc.returncode
+            self._log = None
+
+    def __enter__(self) -> BrokerProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill()

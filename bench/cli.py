@@ -18,7 +18,7 @@ from bench import durable_phase  # noqa: F401 - registers the "durable" phase
 from bench import report
 from bench import spark_phase  # noqa: F401 - registers the "spark" phase
 from bench import workers
-from bench.broker import Broker
+from bench.broker import BrokerProcess
 from bench.phases import PHASES
 from bench.phases import Bench
 from bench.phases import Row
@@ -62,55 +62,31 @@ def _command(argv: list[str]) -> str:
     return "make bench" if not argv else "python -m bench " + " ".join(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = parser().parse_args(argv)
-    names = [n.strip() for n in args.only.split(",") if n.strip()]
-    unknown = [n for n in names if n not in PHASES]
-    if unknown:
-        print(f"unknown phase(s): {unknown}; known: {list(PHASES)}", file=sys.stderr)
-        return 2
-    if args.profile:
-        args.profile = args.profile.resolve()
-        args.profile.mkdir(parents=True, exist_ok=True)
+def _run(broker: BrokerProcess, args: argparse.Namespace, names: list[str]) -> list[Row]:
+    """Every chosen phase, `--repeat` times over; the median run.
 
-    tmp = Path(tempfile.mkdtemp(prefix="shoal-bench-"))
-    if args.profile:
-        os.environ["SHOAL_BENCH_PROFILE_CLOCK"] = args.profile_clock
-    broker = Broker(tmp / "data", profile_dir=args.profile)
-    rows: list[Row] = []
-    began = time.monotonic()
-    bench: Bench | None = None
-    try:
-        broker.start()
-        print(f"broker pid {broker.pid} on {broker.bootstrap}, data in {broker.data_dir}")
-        bench = Bench(
-            broker=broker,
-            admin=AdminClient({"bootstrap.servers": broker.bootstrap}),
-            records=args.records,
-            share_records=args.share_records,
-            partitions=args.partitions,
-            value_size=args.value_size,
-        )
-        repeat = 1 if args.profile else max(1, args.repeat)
-        runs: list[list[Row]] = []
-        for i in range(repeat):
-            run: list[Row] = []
-            for name in [n for n in PHASES if n in names]:
-                print(f"run {i + 1}/{repeat}, {name}: {PHASES[name].description}", flush=True)
-                run.extend(PHASES[name].run(bench))
-            runs.append(run)
-        rows = median_rows(runs)
-    finally:
-        bench = None  # drop the AdminClient before the broker goes away (no disconnect noise)
-        code = broker.stop()
-        if code not in (0, None):
-            print(f"broker exited with {code}; last log lines:\n{broker.log()}", file=sys.stderr)
-        if args.keep:
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+    The AdminClient goes when this returns, before the broker stops: no disconnect noise.
+    """
+    bench = Bench(
+        broker=broker,
+        admin=AdminClient({"bootstrap.servers": broker.bootstrap}),
+        records=args.records,
+        share_records=args.share_records,
+        partitions=args.partitions,
+        value_size=args.value_size,
+    )
+    repeat = 1 if args.profile else max(1, args.repeat)
+    runs: list[list[Row]] = []
+    for i in range(repeat):
+        run: list[Row] = []
+        for name in [n for n in PHASES if n in names]:
+            print(f"run {i + 1}/{repeat}, {name}: {PHASES[name].description}", flush=True)
+            run.extend(PHASES[name].run(bench))
+        runs.append(run)
+    return median_rows(runs)
 
+
+def _print_report(rows: list[Row], args: argparse.Namespace, began: float) -> None:
     print()
     print(report.table(rows))
     print()
@@ -129,13 +105,49 @@ def main(argv: list[str] | None = None) -> int:
         f"{confluent_kafka.libversion()[0]}, Python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs; whole run {time.monotonic() - began:.0f}s"
     )
+
+
+def _write_profiles(rows: list[Row], profile_dir: Path) -> None:
+    for row in rows:
+        prof = profile_dir / f"{row.key}.prof"
+        if prof.exists():
+            text = report.profile_summary(prof)
+            (profile_dir / f"{row.key}.txt").write_text(text)
+            print(f"profile of {row.key}: {prof} (summary in {row.key}.txt)")
+    print("note: under cProfile the broker runs slower; quote the figures of a plain run")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser().parse_args(argv)
+    names = [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in PHASES]
+    if unknown:
+        print(f"unknown phase(s): {unknown}; known: {list(PHASES)}", file=sys.stderr)
+        return 2
     if args.profile:
-        for row in rows:
-            prof = args.profile / f"{row.key}.prof"
-            if prof.exists():
-                text = report.profile_summary(prof)
-                (args.profile / f"{row.key}.txt").write_text(text)
-                print(f"profile of {row.key}: {prof} (summary in {row.key}.txt)")
-        print("note: under cProfile the broker runs slower; quote the figures of a plain run")
+        args.profile = args.profile.resolve()
+        args.profile.mkdir(parents=True, exist_ok=True)
+        os.environ["SHOAL_BENCH_PROFILE_CLOCK"] = args.profile_clock
+
+    tmp = Path(tempfile.mkdtemp(prefix="shoal-bench-"))
+    broker = BrokerProcess(tmp / "data", log_level="warning", profile_dir=args.profile)
+    began = time.monotonic()
+    try:
+        broker.start()
+        print(f"broker pid {broker.pid} on {broker.bootstrap}, data in {broker.data_dir}")
+        rows = _run(broker, args, names)
+    finally:
+        code = broker.stop()
+        if code not in (0, None):
+            print(f"broker exited with {code}; last log lines:\n{broker.log()}", file=sys.stderr)
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    _print_report(rows, args, began)
+    if args.profile:
+        _write_profiles(rows, args.profile)
     print(f"reproduce: {_command(argv)}")
     return 0

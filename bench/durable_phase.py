@@ -18,12 +18,13 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from bench.broker import Broker
+from bench.broker import BrokerProcess
 from bench.phases import Bench
 from bench.phases import Row
 from bench.phases import _share_run
 from bench.phases import phase
 from broker import logs
+from broker.share.persister import load
 from broker.share.share_partition import BatchSpan
 from broker.share.share_partition import Plan
 from broker.share.share_partition import ShareLimits
@@ -31,8 +32,8 @@ from broker.share.share_partition import SharePartition
 from broker.share.share_state_persister import ShareStatePersister
 from protocol.record_batch import build_batch
 from protocol.record_batch import iter_batch_headers
+from storage.memory_log import MemoryLogs
 from storage.segment_log import SegmentLog
-from storage.share_state_store import ShareStateStore
 
 IN_FLIGHT, DELTAS = 2000, 1000
 
@@ -55,10 +56,11 @@ def recovery_seconds(directory: Path) -> float:
     plog = SegmentLog.open(directory)
     for _ in range((IN_FLIGHT + DELTAS) // 100):
         plog.append(build_batch([(None, b"x" * 100)] * 100, timestamp_ms=1), now_ms=1)
-    store = ShareStateStore(plog, None)
     sp = SharePartition("g", uuid.uuid4(), 0, start_offset=0, limits=lambda: limits)
-    persister = ShareStatePersister(lambda _: store, max_deltas=DELTAS + 1)
-    persister.initialise(sp, 0, 0)
+    topic = MemoryLogs()
+    topic.create_topic("t", topic_id=sp.topic_id, logs=[plog])
+    persister = ShareStatePersister(topic, max_deltas=DELTAS + 1)
+    load(persister, sp, 0, 0)
     end = IN_FLIGHT + DELTAS
     sp.acquire(
         "m", [BatchSpan(b, b + 99, False) for b in range(0, end, 100)], max_records=end, now_ms=1
@@ -74,8 +76,9 @@ def recovery_seconds(directory: Path) -> float:
         reopened = SegmentLog.open(directory)
         started = time.perf_counter()
         fresh = SharePartition("g", sp.topic_id, 0, start_offset=0, limits=lambda: limits)
-        store = ShareStateStore(reopened, None)
-        ShareStatePersister(lambda _, store=store: store).initialise(fresh, 0, 3)  # type: ignore[misc]
+        topic = MemoryLogs()
+        topic.create_topic("t", topic_id=sp.topic_id, logs=[reopened])
+        load(ShareStatePersister(topic), fresh, 0, 3)
         times.append(time.perf_counter() - started)
         # The recorded window ends after the last delta: offsets 1..1998, 1,000 acknowledged.
         assert fresh.spso == 1 and fresh.speo == 2 * DELTAS - 1
@@ -97,7 +100,11 @@ def durable_phase(b: Bench) -> list[Row]:
         note=f"{written / on.records:.3f} control bytes per acknowledged record; {on.note}",
     )
     with tempfile.TemporaryDirectory(prefix="shoal-bench-volatile-") as tmp:
-        volatile = Broker(Path(tmp) / "data", env={"SHOAL_GROUP_SHARE_PERSISTER_CLASS_NAME": ""})
+        volatile = BrokerProcess(
+            Path(tmp) / "data",
+            env={"SHOAL_GROUP_SHARE_PERSISTER_CLASS_NAME": ""},
+            log_level="warning",
+        )
         volatile.start()
         try:
             admin = AdminClient({"bootstrap.servers": volatile.bootstrap})

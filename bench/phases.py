@@ -24,7 +24,7 @@ from confluent_kafka.admin import ConfigResource
 from confluent_kafka.admin import NewTopic
 
 from bench import workers
-from bench.broker import Broker
+from bench.broker import BrokerProcess
 
 
 @dataclass
@@ -54,7 +54,7 @@ class Row:
 class Bench:
     """What a phase can reach: the broker, the admin client, the run's options."""
 
-    broker: Broker
+    broker: BrokerProcess
     admin: AdminClient
     records: int
     share_records: int

@@ -1,4 +1,4 @@
-"""`shoal serve` under cProfile, switched on and off by the benchmark driver.
+"""The broker (`python -m broker`) under cProfile, switched on and off by the benchmark driver.
 
 SIGUSR1 starts a fresh `cProfile.Profile`; SIGUSR2 stops it and writes
 `$SHOAL_BENCH_PROFILE_DIR/<name>.prof`, the name read from `next-name` in that directory. The
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from broker.cli import main
+from broker.main import main
 
 _DIR = Path(os.environ.get("SHOAL_BENCH_PROFILE_DIR", "."))
 _current: list[cProfile.Profile] = []

@@ -181,7 +181,11 @@ class KafkaConnection(asyncio.Protocol):
             response = error_response(
                 header.api_key, header.api_version, ErrorCode.unknown_server_error
             )
-        out = None if response is None else frame(encode_response(response, header.correlation_id))
+        out = (
+            None
+            if response is None
+            else frame(encode_response(response, header.correlation_id, header.api_version))
+        )
         self._observe(api, response, out, started)
         self._complete(seq, out)
 

@@ -17,8 +17,8 @@ from protocol.messages import RequestHeader
 if TYPE_CHECKING:
     from broker.dynamic_config import DynamicBrokerConfigs
     from broker.registry import Registry
+    from broker.share.share_fetch_service import ShareFetchService
     from broker.share.share_partition_manager import SharePartitionManager
-    from broker.share.share_session_cache import ShareSessionCache
     from coordinator.group_configs import GroupConfigs
     from coordinator.share_group import ShareGroupCoordinator
     from storage.log_manager import LogManager
@@ -38,7 +38,7 @@ class BrokerServices:
     group_configs: GroupConfigs
     coordinator: ShareGroupCoordinator
     share_partitions: SharePartitionManager
-    share_sessions: ShareSessionCache
+    share_fetch: ShareFetchService
     dynamic_configs: DynamicBrokerConfigs
     notifier: Notifier = field(default_factory=Notifier)
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)

@@ -11,12 +11,15 @@ ack types, never member ids, offsets or groups.
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry
 from prometheus_client import Counter
 from prometheus_client import Gauge
 from prometheus_client import Histogram
 from prometheus_client import start_http_server
+
+from broker.share.record_state import AcknowledgeType
 
 ACK_TYPE_NAMES = {1: "Accept", 2: "Release", 3: "Reject", 4: "Renew"}
 SHARE = "kafka_server_sharegroupmetrics"
@@ -87,6 +90,28 @@ class BrokerMetrics:
             "Records handed out by ShareFetch (deliveries).",
             registry=r,
         )
+
+    # -- broker.share.share_metrics.ShareMetrics: what the share-partition manager counts ----
+
+    def on_records_acquired(self, records: int) -> None:
+        self.records_acquired.inc(records)
+
+    def on_acknowledgement(self, ok: bool, records: Mapping[AcknowledgeType, int]) -> None:
+        self.share_acks.labels(result="ok" if ok else "failed").inc()
+        if not ok:
+            return
+        for ack_type, n in records.items():
+            if ack_type in ACK_TYPE_NAMES:  # GAP is not an acknowledgement type to count
+                self.record_acks.labels(ackType=ACK_TYPE_NAMES[ack_type]).inc(n)
+
+    def on_lock_timeouts(self, records: int) -> None:
+        self.lock_timeouts.inc(records)
+
+    def on_delivery_limit_archived(self, records: int) -> None:
+        self.archived_at_limit.inc(records)
+
+    def on_share_state_write_failure(self) -> None:
+        self.share_state_write_failures.inc()
 
     def gauges(
         self,

@@ -49,3 +49,10 @@ class Registry:
 
     def __iter__(self) -> Any:
         return iter(sorted(self._by_key.values(), key=lambda h: h.api_key))
+
+
+def handler(handle: Any, *requests: type[Any], responses: Any = None) -> Handler:
+    """Scaffold for the typed registry (replaced when it lands)."""
+    versions = [int(r.__version__) for r in requests]
+    name = requests[0].__module__.split(".")[2].title().replace("_", "")
+    return Handler(int(requests[0].__api_key__), min(versions), max(versions), handle, name)

@@ -27,9 +27,10 @@ from broker.handlers import build_registry
 from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
 from broker.producer_ids import ProducerIdAllocator
-from broker.share.departures import expire_members
+from broker.share.share_fetch_service import ShareFetchService
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
+from broker.share.share_state_persister import ShareStatePersister
 from coordinator.group_configs import GroupConfigs
 from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
@@ -102,19 +103,39 @@ class Server:
         durable = bool(config.group_share_persister_class_name)
         if not durable:
             log.warning("share state is not durable: group.share.persister.class.name is empty")
+        self._share_state = (
+            ShareStatePersister(
+                logs,
+                data_dir / "__share_state",
+                max_deltas=config.share_coordinator_snapshot_update_records_per_snapshot,
+            )
+            if durable
+            else None
+        )
+        coordinator = ShareGroupCoordinator(limits, topic_lookup)
+        share_partitions = SharePartitionManager(
+            logs,
+            group_configs,
+            lambda t, p: notifier.notify((t, p)),
+            persister=self._share_state,
+            metrics=metrics,
+        )
+
+        def partition_count(topic_id: uuid.UUID) -> int | None:
+            topic = logs.topic_by_id(topic_id)
+            return topic.partitions if topic else None
+
         self.services = BrokerServices(
             logs=logs,
             group_configs=group_configs,
-            coordinator=ShareGroupCoordinator(limits, topic_lookup),
-            share_partitions=SharePartitionManager(
-                logs,
-                group_configs,
-                lambda t, p: notifier.notify((t, p)),
-                state_dir=data_dir / "__share_state" if durable else None,
-                max_deltas=config["share.coordinator.snapshot.update.records.per.snapshot"],
-                metrics=metrics,
+            coordinator=coordinator,
+            share_partitions=share_partitions,
+            share_fetch=ShareFetchService(
+                ShareSessionCache(config.group_share_max_share_sessions),
+                share_partitions,
+                is_member=coordinator.is_member,
+                partition_count=partition_count,
             ),
-            share_sessions=ShareSessionCache(config.group_share_max_share_sessions),
             dynamic_configs=dynamic,
             notifier=notifier,
             metrics=metrics,
@@ -146,7 +167,7 @@ class Server:
         metrics.gauges(
             in_flight=lambda: sum(sp.in_flight_count() for sp in partitions()),
             acquired=lambda: sum(sp.acquired_count() for sp in partitions()),
-            sessions=lambda: len(s.share_sessions),
+            sessions=lambda: len(s.share_fetch.sessions),
             groups=lambda: len(s.coordinator.groups),
             members=lambda: sum(len(g.members) for g in s.coordinator.groups.values()),
             share_partitions=lambda: len(partitions()),
@@ -207,11 +228,13 @@ class Server:
             sync.segment.dirty = True  # synced again next time
             log.error("log flush failed", error=str(error))
 
+    def _expire_members(self) -> None:
+        """The coordinator's session timeout and the leave grace period."""
+        s, now = self.services, self.services.now_ms()
+        s.share_fetch.expire(s.coordinator.expire(now), now)
+
     def _expire_locks(self) -> None:
         self.services.share_partitions.expire_locks(self.services.now_ms())
-
-    def _expire_members(self) -> None:
-        expire_members(self.services)
 
     def run_timers(self) -> None:
         """Run the time-driven share duties now (lock expiry, session timeouts, leave grace),
@@ -220,13 +243,12 @@ class Server:
         self._expire_members()
 
     def _retention(self) -> None:
-        eso = self.services.share_partitions.earliest_share_offsets()
+        eso = self._share_state.earliest_share_offsets() if self._share_state else {}
         self.services.logs.apply_retention(self.services.now_ms(), eso)
 
     async def _snapshots(self) -> None:
         """Snapshot files catch up with their checkpoints; their fsyncs run in a thread."""
-        manager = self.services.share_partitions
-        writes = manager.persister.due_snapshots(manager.all_partitions())
+        writes = self._share_state.due_snapshots() if self._share_state else []
         if not writes:
             return
         loop = asyncio.get_running_loop()
@@ -259,7 +281,8 @@ class Server:
         self._flusher.shutdown(wait=True)
         if self._server is not None:
             await self._server.wait_closed()
-        self.services.share_partitions.flush_snapshots(self.services.now_ms())
+        if self._share_state is not None:
+            self._share_state.flush_snapshots()
         self.services.metrics.stop()
         self.services.logs.close()
         log.info("stopped")

@@ -134,18 +134,21 @@ def encode_request(body: RequestPayload, correlation_id: int, client_id: str | N
     return buf.getvalue()
 
 
-def encode_response(body: ResponsePayload, correlation_id: int) -> bytes:
+def encode_response(
+    body: ResponsePayload, correlation_id: int, version: int | None = None
+) -> bytes:
     """Header and body of a response, without the size prefix.
 
     ApiVersions responses always use header v0 so that a client that does not yet know our
     versions can read them (KIP-511).
     """
+    kind = type(body) if version is None else response_type(body.__api_key__, version)
     buf = io.BytesIO()
-    if body.__api_key__ == API_VERSIONS_KEY or not body.__flexible__:
+    if body.__api_key__ == API_VERSIONS_KEY or not kind.__flexible__:
         _writer(ResponseHeaderV0)(buf, ResponseHeaderV0(correlation_id=i32(correlation_id)))
     else:
         _writer(ResponseHeaderV1)(buf, ResponseHeaderV1(correlation_id=i32(correlation_id)))
-    _writer(type(body))(buf, body)
+    _writer(kind)(buf, body)
     return buf.getvalue()
 
 

@@ -28,6 +28,7 @@ from protocol.record_batch import scan_batches
 SHARE_CHECKPOINT = 5
 SHARE_DELTA = 6
 VALUE_VERSION = 0
+MAX_EPOCH = 65535  # CheckpointEpoch is a uint16; the epoch after 65535 is 1
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -66,6 +67,11 @@ class ShareDelta:
 
 
 ShareStateRecord = ShareCheckpoint | ShareDelta
+
+
+def next_epoch(epoch: int) -> int:
+    """The checkpoint epoch after `epoch` (wrapping past MAX_EPOCH to 1; 0 is never used)."""
+    return epoch % MAX_EPOCH + 1
 
 
 def _encode_states(states: tuple[StateBatch, ...]) -> bytes:

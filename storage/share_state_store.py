@@ -27,6 +27,7 @@ from protocol.share_state import ShareStateRecord
 from protocol.share_state import StateBatch
 from protocol.share_state import decode_batch
 from protocol.share_state import encode_batch
+from protocol.share_state import next_epoch
 from storage.errors import CorruptRecords
 from storage.errors import OffsetOutOfRange
 from storage.fsutil import atomic_write
@@ -77,11 +78,40 @@ def overwrite(states: list[StateBatch], new: tuple[StateBatch, ...]) -> list[Sta
     return out
 
 
-MAX_EPOCH = 65535  # CheckpointEpoch is a uint16; the epoch after 65535 is 1
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What a share snapshot file names: the group and its Share Checkpoint Offset (SCO)."""
+
+    group_id: str
+    checkpoint_offset: int
+    checkpoint_epoch: int
 
 
-def next_epoch(epoch: int) -> int:
-    return epoch % MAX_EPOCH + 1
+SNAPSHOT_SUFFIX = ".snapshot"
+
+
+def read_snapshot_file(path: Path) -> Snapshot | None:
+    """The one parser of snapshot files; None when the file is missing or unreadable."""
+    try:
+        body = json.loads(path.read_text())
+        return Snapshot(str(body["group_id"]), int(body["sco"]), int(body["checkpoint_epoch"]))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        log.warning("unreadable share snapshot file", path=str(path))
+        return None
+
+
+def snapshot_groups(state_dir: Path) -> set[str]:
+    """Groups with a snapshot file on some partition under `state_dir` (one directory each)."""
+    if not state_dir.exists():
+        return set()
+    groups = set()
+    for path in state_dir.glob(f"*/*{SNAPSHOT_SUFFIX}"):
+        snapshot = read_snapshot_file(path)
+        if snapshot is not None:
+            groups.add(snapshot.group_id)
+    return groups
 
 
 class _Replay:
@@ -144,7 +174,9 @@ class ShareStateStore:
         return self._log.append_control(encode_batch(record, now_ms), now_ms=now_ms).base_offset
 
     def _snapshot_path(self, group_id: str) -> Path | None:
-        return None if self._dir is None else self._dir / f"{group_id.encode().hex()}.snapshot"
+        if self._dir is None:
+            return None
+        return self._dir / f"{group_id.encode().hex()}{SNAPSHOT_SUFFIX}"
 
     def write_snapshot(self, group_id: str, checkpoint_offset: int, checkpoint_epoch: int) -> None:
         path = self._snapshot_path(group_id)
@@ -159,27 +191,17 @@ class ShareStateStore:
         atomic_write(path, json.dumps(body).encode())
 
     def read_snapshot(self, group_id: str) -> int | None:
+        """The group's SCO as its snapshot file names it, or None without a readable file."""
         path = self._snapshot_path(group_id)
-        if path is None or not path.exists():
-            return None
-        try:
-            sco = int(json.loads(path.read_text())["sco"])
-        except (ValueError, KeyError, TypeError):
-            log.warning("unreadable share snapshot file", path=str(path))
-            return None
-        return sco
+        snapshot = read_snapshot_file(path) if path is not None else None
+        return snapshot.checkpoint_offset if snapshot else None
 
     def snapshot_offsets(self) -> list[int]:
         """Every group's SCO on this partition: retention keeps control records from the lowest."""
         if self._dir is None or not self._dir.exists():
             return []
-        offsets = []
-        for path in self._dir.glob("*.snapshot"):
-            try:
-                offsets.append(int(json.loads(path.read_text())["sco"]))
-            except (ValueError, KeyError, TypeError):
-                continue
-        return offsets
+        snapshots = (read_snapshot_file(p) for p in self._dir.glob(f"*{SNAPSHOT_SUFFIX}"))
+        return [s.checkpoint_offset for s in snapshots if s is not None]
 
     def delete_snapshot(self, group_id: str) -> None:
         path = self._snapshot_path(group_id)
@@ -261,11 +283,12 @@ class ShareStateStore:
 
 
 __all__ = [
-    "MAX_EPOCH",
     "RecoveredState",
     "ShareCheckpoint",
     "ShareDelta",
     "ShareStateStore",
-    "next_epoch",
+    "Snapshot",
     "overwrite",
+    "read_snapshot_file",
+    "snapshot_groups",
 ]

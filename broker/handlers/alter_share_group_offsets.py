@@ -23,7 +23,8 @@ from protocol.messages import build
 
 def _topic(ctx: RequestContext, r: Response, group_id: str, t: Any) -> Any:
     topic = ctx.services.logs.topic(t.topic_name)
-    offsets = ShareGroupOffsets(ctx.services)
+    s = ctx.services
+    offsets = ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms)
     rows = []
     for p in t.partitions:
         message: str | None
@@ -56,7 +57,8 @@ def _topic(ctx: RequestContext, r: Response, group_id: str, t: Any) -> Any:
 async def handle(ctx: RequestContext, request: Any) -> Any:
     r = Response(ctx)
     try:
-        group_admin(ctx.services).require_empty(request.group_id, create=True)
+        s = ctx.services
+        group_admin(s.coordinator, s.share_partitions).require_empty(request.group_id, create=True)
     except CoordinatorError as e:
         return build(r.type, error_code=e.error_code, error_message=str(e), responses=())
     topics = tuple(_topic(ctx, r, request.group_id, t) for t in request.topics)

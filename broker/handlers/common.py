@@ -1,18 +1,15 @@
-"""Small pieces every handler uses: the response classes of a request's version, topic lookup,
-acknowledgements applied in slices."""
+"""Small pieces every handler uses: the response classes of a request's version, topic lookup."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import datetime
 from typing import Any
+from typing import Final
 
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32Timedelta
 
 from broker.context import RequestContext
-from broker.share import acknowledgements
-from broker.share.acknowledgements import AckOutcome
-from broker.share.acknowledgements import TopicIdPartition
-from broker.slicing import Slicer
 from protocol.messages import entity_of
 from protocol.messages import response_type
 from storage.topics import TopicInfo
@@ -44,27 +41,6 @@ def topic_or_create(
         return None, getattr(e, "error_code", ErrorCode.invalid_topic_exception)
 
 
-async def apply_acknowledgements(
-    ctx: RequestContext, request: Any
-) -> dict[TopicIdPartition, AckOutcome]:
-    """Every partition's acknowledgement batches, each partition atomically, yielding to the
-    loop between partitions so that a huge request never stalls other clients."""
-    s = ctx.services
-    slicer = Slicer()
-    listed: dict[TopicIdPartition, list[Sequence[Any]]] = {}
-    for key, batches in acknowledgements.partitions(request.topics):
-        listed.setdefault(key, []).append(batches)
-        await slicer.pause()
-    out: dict[TopicIdPartition, AckOutcome] = {}
-    for key, batch_lists in listed.items():
-        out[key] = acknowledgements.apply(
-            s.share_partitions, request.group_id, request.member_id, key, batch_lists,
-            renew_allowed=ctx.version >= 2, now_ms=s.now_ms(),
-        )  # fmt: skip
-        await slicer.pause()
-    return out
-
-
 def too_many_partitions(ctx: RequestContext, added: int) -> str | None:
     """Why a request adding `added` partitions is refused before anything is created, if it is."""
     limit: int = ctx.services.config["max.partitions.per.request"]
@@ -74,3 +50,7 @@ def too_many_partitions(ctx: RequestContext, added: int) -> str | None:
     if cap is not None and total > cap:
         return f"{added} more partitions would make {total}, over max.broker.partitions ({cap})"
     return None
+
+
+# Shoal never throttles; responses say so.
+NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))

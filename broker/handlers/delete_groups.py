@@ -24,12 +24,12 @@ from storage.errors import StorageError
 def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
     s = ctx.services
     try:
-        group_admin(s).delete_group(group_id)
+        group_admin(s.coordinator, s.share_partitions).delete_group(group_id)
     except CoordinatorError as e:
         return e.error_code
     s.group_configs.delete_group(group_id)
     try:
-        ShareGroupOffsets(s).delete_group(group_id)
+        ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms).delete_group(group_id)
     except StorageError as e:
         return e.error_code  # a tombstone was not written: deleting again finishes the job
     return ErrorCode.none

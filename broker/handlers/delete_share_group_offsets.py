@@ -24,7 +24,8 @@ def _delete(ctx: RequestContext, group_id: str, name: str) -> tuple[Any, ErrorCo
     topic = ctx.services.logs.topic(name)
     if topic is None:
         return None, ErrorCode.unknown_topic_or_partition, f"no topic {name!r}"
-    offsets = ShareGroupOffsets(ctx.services)
+    s = ctx.services
+    offsets = ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms)
     started = [p for p in range(topic.partitions) if offsets.initialised(group_id, topic, p)]
     if not started:
         return topic, ErrorCode.unknown_topic_or_partition, f"{group_id} has no offsets on {name}"
@@ -39,7 +40,9 @@ def _delete(ctx: RequestContext, group_id: str, name: str) -> tuple[Any, ErrorCo
 async def handle(ctx: RequestContext, request: Any) -> Any:
     r = Response(ctx)
     try:
-        group_admin(ctx.services).require_empty(request.group_id)
+        group_admin(ctx.services.coordinator, ctx.services.share_partitions).require_empty(
+            request.group_id
+        )
     except CoordinatorError as e:
         return build(r.type, error_code=e.error_code, error_message=str(e), responses=())
     responses = []

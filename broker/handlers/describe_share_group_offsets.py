@@ -33,7 +33,8 @@ def _partition(r: Response, index: int, code: ErrorCode, offsets: Any = None) ->
 
 
 def _topics(ctx: RequestContext, r: Response, group_id: str, wanted: Any) -> tuple[Any, ...]:
-    offsets = ShareGroupOffsets(ctx.services)
+    s = ctx.services
+    offsets = ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms)
     logs = ctx.services.logs
     if wanted is None:
         by_topic: dict[str, list[int]] = {}
@@ -64,7 +65,7 @@ def _topics(ctx: RequestContext, r: Response, group_id: str, wanted: Any) -> tup
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     r = Response(ctx)
-    admin = group_admin(ctx.services)
+    admin = group_admin(ctx.services.coordinator, ctx.services.share_partitions)
     groups = []
     for g in request.groups:
         if not g.group_id or admin.group(g.group_id) is None:

@@ -1,98 +1,207 @@
 """Fetch (1): stored batch bytes, unchanged, with a long poll on MaxWaitMs / MinBytes.
 
-Topics are named up to v12 and identified by topic id from v13. No fetch sessions: the
-response carries session id 0, which tells clients to send full requests (KIP-227).
+Topics are named up to v12 and identified by topic id from v13, so the response is built from
+the v12 classes or the v16 ones. No fetch sessions: the response carries session id 0, which
+tells clients to send full requests (KIP-227).
 """
 
 from __future__ import annotations
 
-import time
-from typing import Any
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v4.request import FetchRequest as FetchRequestV4
+from kio.schema.fetch.v5.request import FetchRequest as FetchRequestV5
+from kio.schema.fetch.v6.request import FetchRequest as FetchRequestV6
+from kio.schema.fetch.v7.request import FetchRequest as FetchRequestV7
+from kio.schema.fetch.v8.request import FetchRequest as FetchRequestV8
+from kio.schema.fetch.v9.request import FetchRequest as FetchRequestV9
+from kio.schema.fetch.v10.request import FetchRequest as FetchRequestV10
+from kio.schema.fetch.v11.request import FetchRequest as FetchRequestV11
+from kio.schema.fetch.v12 import response as by_name
+from kio.schema.fetch.v12.request import FetchRequest as FetchRequestV12
+from kio.schema.fetch.v13.request import FetchRequest as FetchRequestV13
+from kio.schema.fetch.v14.request import FetchRequest as FetchRequestV14
+from kio.schema.fetch.v15.request import FetchRequest as FetchRequestV15
+from kio.schema.fetch.v16 import response as by_id
+from kio.schema.fetch.v16.request import FetchRequest as FetchRequestV16
+from kio.schema.types import BrokerId
+from kio.schema.types import TopicName
+from kio.static.primitive import Records
+from kio.static.primitive import i32
+from kio.static.primitive import i64
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
-from broker.registry import Handler
-from protocol.messages import build
+from broker.handlers.common import NO_THROTTLE
+from broker.long_poll import long_poll
+from broker.registry import handler
 from storage.errors import StorageError
 
+FetchRequestByName = (
+    FetchRequestV4 | FetchRequestV5 | FetchRequestV6 | FetchRequestV7 | FetchRequestV8
+    | FetchRequestV9 | FetchRequestV10 | FetchRequestV11 | FetchRequestV12
+)  # fmt: skip
+FetchRequestById = FetchRequestV13 | FetchRequestV14 | FetchRequestV15 | FetchRequestV16
+FetchRequest = FetchRequestByName | FetchRequestById
+BY_NAME = (
+    FetchRequestV4, FetchRequestV5, FetchRequestV6, FetchRequestV7, FetchRequestV8,
+    FetchRequestV9, FetchRequestV10, FetchRequestV11, FetchRequestV12,
+)  # fmt: skip
+BY_ID = (FetchRequestV13, FetchRequestV14, FetchRequestV15, FetchRequestV16)
 
-def _resolve(ctx: RequestContext, topic: Any) -> str | None:
-    name = getattr(topic, "topic", None)
-    if name is not None:
-        return str(name)
-    info = ctx.services.logs.topic_by_id(topic.topic_id)
-    return info.name if info else None
+
+class FetchPartition(Protocol):
+    @property
+    def partition(self) -> int: ...
+    @property
+    def fetch_offset(self) -> int: ...
+    @property
+    def partition_max_bytes(self) -> int: ...
 
 
-def _read(
-    ctx: RequestContext, request: Any, r: Response
-) -> tuple[list[Any], int, list[tuple[str, int]]]:
-    """One pass over the requested partitions: responses, bytes found, keys to wait on."""
-    remaining = request.max_bytes
-    topics: list[Any] = []
-    keys: list[tuple[str, int]] = []
-    total = 0
-    for topic in request.topics:
-        name = _resolve(ctx, topic)
-        unknown = (
-            ErrorCode.unknown_topic_or_partition
-            if hasattr(topic, "topic")
-            else ErrorCode.unknown_topic_id
-        )
-        partitions = []
+class FetchTopic(Protocol):
+    @property
+    def partitions(self) -> Sequence[FetchPartition]: ...
+
+
+class NamedTopic(FetchTopic, Protocol):
+    @property
+    def topic(self) -> str: ...
+
+
+class IdentifiedTopic(FetchTopic, Protocol):
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+
+
+def _named(request: FetchRequestByName) -> Sequence[NamedTopic]:
+    return request.topics
+
+
+def _identified(request: FetchRequestById) -> Sequence[IdentifiedTopic]:
+    return request.topics
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRead:
+    partition: int
+    error_code: ErrorCode
+    records: bytes = b""
+    high_watermark: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(slots=True)
+class Read:
+    """One pass over the requested partitions, by the topic's position in the request."""
+
+    topics: list[list[PartitionRead]]
+    total_bytes: int
+    wait_keys: list[tuple[str, int]]
+
+
+def _topic_names(ctx: RequestContext, request: FetchRequest) -> list[str | None]:
+    if isinstance(request, BY_NAME):
+        return [t.topic for t in _named(request)]
+    infos = [
+        ctx.services.logs.topic_by_id(t.topic_id) if t.topic_id else None
+        for t in _identified(request)
+    ]
+    return [info.name if info else None for info in infos]
+
+
+def _read(ctx: RequestContext, request: FetchRequest, names: Sequence[str | None]) -> Read:
+    unknown = (
+        ErrorCode.unknown_topic_or_partition
+        if isinstance(request, BY_NAME)
+        else ErrorCode.unknown_topic_id
+    )
+    topics: Sequence[FetchTopic] = request.topics
+    remaining: int = request.max_bytes
+    read = Read([], 0, [])
+    for name, topic in zip(names, topics, strict=True):
+        partitions: list[PartitionRead] = []
         for p in topic.partitions:
             plog = ctx.services.logs.log(name, p.partition) if name is not None else None
-            code, records, hw, start = unknown, b"", -1, -1
-            if plog is not None:
-                hw, start = plog.log_end_offset, plog.log_start_offset
-                try:
-                    records = (
-                        plog.read(p.fetch_offset, max(0, min(p.partition_max_bytes, remaining)))
-                        if remaining > 0
-                        else b""
-                    )
-                    code = ErrorCode.none
-                except StorageError as e:
-                    code = e.error_code
-                keys.append((name, p.partition))  # type: ignore[arg-type]
+            if name is None or plog is None:
+                partitions.append(PartitionRead(p.partition, unknown))
+                continue
+            read.wait_keys.append((name, p.partition))
+            hw, start = plog.log_end_offset, plog.log_start_offset
+            try:
+                budget = max(0, min(p.partition_max_bytes, remaining))
+                records = plog.read(p.fetch_offset, budget) if remaining > 0 else b""
+            except StorageError as e:
+                partitions.append(PartitionRead(p.partition, e.error_code, b"", hw, start))
+                continue
             remaining -= len(records)
-            total += len(records)
-            partitions.append(
-                build(
-                    r.PartitionData,
-                    partition_index=p.partition,
-                    error_code=code,
-                    high_watermark=hw,
-                    last_stable_offset=hw,
-                    log_start_offset=start,
-                    aborted_transactions=None,
-                    preferred_read_replica=-1,
-                    records=records,
-                )
-            )
-        topics.append(
-            build(
-                r.FetchableTopicResponse,
-                topic=getattr(topic, "topic", None),
-                topic_id=getattr(topic, "topic_id", None),
-                partitions=tuple(partitions),
-            )
+            read.total_bytes += len(records)
+            partitions.append(PartitionRead(p.partition, ErrorCode.none, records, hw, start))
+        read.topics.append(partitions)
+    return read
+
+
+P = TypeVar("P", by_name.PartitionData, by_id.PartitionData)
+
+
+def _partitions(cls: type[P], reads: list[PartitionRead]) -> tuple[P, ...]:
+    return tuple(
+        cls(
+            partition_index=i32(r.partition),
+            error_code=r.error_code,
+            high_watermark=i64(r.high_watermark),
+            last_stable_offset=i64(r.high_watermark),
+            log_start_offset=i64(r.log_start_offset),
+            aborted_transactions=None,
+            preferred_read_replica=BrokerId(-1),
+            records=Records(r.records),
         )
-    return topics, total, keys
+        for r in reads
+    )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
-    deadline = time.monotonic() + request.max_wait.total_seconds()
-    while True:
-        topics, total, keys = _read(ctx, request, r)
-        left = deadline - time.monotonic()
-        if total >= request.min_bytes or left <= 0 or not keys:
-            break
-        await ctx.services.notifier.wait(keys, left)
-    return build(r.type, error_code=ErrorCode.none, session_id=0, responses=tuple(topics))
+def _response(request: FetchRequest, read: Read) -> by_name.FetchResponse | by_id.FetchResponse:
+    if isinstance(request, BY_NAME):
+        return by_name.FetchResponse(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            session_id=i32(0),
+            responses=tuple(
+                by_name.FetchableTopicResponse(
+                    topic=TopicName(t.topic), partitions=_partitions(by_name.PartitionData, ps)
+                )
+                for t, ps in zip(_named(request), read.topics, strict=True)
+            ),
+        )
+    return by_id.FetchResponse(
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        session_id=i32(0),
+        responses=tuple(
+            by_id.FetchableTopicResponse(
+                topic_id=t.topic_id, partitions=_partitions(by_id.PartitionData, ps)
+            )
+            for t, ps in zip(_identified(request), read.topics, strict=True)
+        ),
+    )
 
 
-HANDLER = Handler(api_key=1, min_version=4, max_version=16, handle=handle, name="Fetch")
+async def handle(
+    ctx: RequestContext, request: FetchRequest
+) -> by_name.FetchResponse | by_id.FetchResponse:
+    names = _topic_names(ctx, request)
+    read = await long_poll(
+        lambda: _read(ctx, request, names),
+        enough=lambda r: r.total_bytes >= request.min_bytes,
+        wait_keys=lambda r: r.wait_keys,
+        notifier=ctx.services.notifier,
+        max_wait_s=request.max_wait.total_seconds(),
+    )
+    return _response(request, read)
+
+
+HANDLER = handler(handle, *BY_NAME, *BY_ID, responses=(by_name.FetchResponse, by_id.FetchResponse))

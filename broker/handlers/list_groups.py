@@ -19,7 +19,8 @@ from protocol.messages import build
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     r = Response(ctx)
-    listings = group_admin(ctx.services).list_groups(
+    s = ctx.services
+    listings = group_admin(s.coordinator, s.share_partitions).list_groups(
         states=getattr(request, "states_filter", ()),
         types=getattr(request, "types_filter", ()),
     )

@@ -7,74 +7,82 @@ them before or after its leave heartbeat). v2 adds RENEW and returns the lock du
 from __future__ import annotations
 
 import datetime
-from typing import Any
+import uuid
 
 from kio.schema.errors import ErrorCode
+from kio.schema.share_acknowledge.v1.request import (
+    ShareAcknowledgeRequest as ShareAcknowledgeRequestV1,
+)
+from kio.schema.share_acknowledge.v2.request import (
+    ShareAcknowledgeRequest as ShareAcknowledgeRequestV2,
+)
+from kio.schema.share_acknowledge.v2.response import LeaderIdAndEpoch
+from kio.schema.share_acknowledge.v2.response import PartitionData
+from kio.schema.share_acknowledge.v2.response import ShareAcknowledgeResponse
+from kio.schema.share_acknowledge.v2.response import ShareAcknowledgeTopicResponse
+from kio.schema.types import BrokerId
+from kio.static.primitive import i32
+from kio.static.primitive import i32Timedelta
 
 from broker.context import RequestContext
-from broker.handlers.common import Response
-from broker.handlers.common import apply_acknowledgements
-from broker.registry import Handler
-from broker.share.departures import session_closed
+from broker.handlers.common import NO_THROTTLE
+from broker.handlers.share_common import Refusal
+from broker.handlers.share_common import acknowledge_all
+from broker.handlers.share_common import member_of
+from broker.registry import handler
 from broker.share.share_session_cache import CLOSE_EPOCH
-from broker.share.share_session_cache import OPEN_EPOCH
 from broker.share.share_session_cache import ShareSessionError
-from broker.share.share_session_cache import ShareSessionKey
-from coordinator.share_group import CoordinatorError
-from coordinator.share_group import check_ids
-from protocol.messages import build
+
+ShareAcknowledgeRequest = ShareAcknowledgeRequestV1 | ShareAcknowledgeRequestV2
 
 
-def _error(r: Response, code: ErrorCode, message: str) -> Any:
-    return build(r.type, error_code=code, error_message=message, responses=(), node_endpoints=())
+def _response(
+    refusal: Refusal | None = None,
+    lock_ms: int = 0,
+    topics: tuple[ShareAcknowledgeTopicResponse, ...] = (),
+) -> ShareAcknowledgeResponse:
+    return ShareAcknowledgeResponse(
+        throttle_time=NO_THROTTLE,
+        error_code=refusal.error_code if refusal else ErrorCode.none,
+        error_message=refusal.message if refusal else None,
+        acquisition_lock_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=lock_ms)),
+        responses=topics,
+        node_endpoints=(),
+    )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    r = Response(ctx)
+async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     s = ctx.services
-    if not request.group_id or not request.member_id:
-        return _error(r, ErrorCode.invalid_request, "group id and member id are required")
+    ids = member_of(request.group_id, request.member_id)
+    if isinstance(ids, Refusal):
+        return _response(ids)
+    group_id, member_id = ids
     try:
-        check_ids(request.group_id, request.member_id)
-    except CoordinatorError as e:
-        return _error(r, e.error_code, str(e))
-    epoch = request.share_session_epoch
-    if epoch == OPEN_EPOCH:
-        return _error(
-            r, ErrorCode.invalid_share_session_epoch, "a share session is opened by ShareFetch"
-        )
-    if epoch != CLOSE_EPOCH:
-        try:
-            s.share_sessions.advance(ShareSessionKey(request.group_id, request.member_id), epoch)
-        except ShareSessionError as e:
-            return _error(r, e.error_code, str(e))
-    results = await apply_acknowledgements(ctx, request)
-    if epoch == CLOSE_EPOCH:
-        session_closed(s, request.group_id, request.member_id, s.now_ms())
-    leader = build(r.LeaderIdAndEpoch, leader_id=s.node_id, leader_epoch=0)
-    by_topic: dict[Any, list[Any]] = {}
+        s.share_fetch.advance_for_acknowledge(group_id, member_id, request.share_session_epoch)
+    except ShareSessionError as e:
+        return _response(Refusal(e.error_code, str(e)))
+    results = await acknowledge_all(
+        s.share_fetch, group_id, member_id, request.topics,
+        renew_allowed=isinstance(request, ShareAcknowledgeRequestV2), now_ms=s.now_ms(),
+    )  # fmt: skip
+    if request.share_session_epoch == CLOSE_EPOCH:
+        s.share_fetch.close_session(group_id, member_id, s.now_ms())
+    leader = LeaderIdAndEpoch(leader_id=BrokerId(s.node_id), leader_epoch=i32(0))
+    by_topic: dict[uuid.UUID, list[PartitionData]] = {}
     for (topic_id, partition), outcome in results.items():
         by_topic.setdefault(topic_id, []).append(
-            build(
-                r.PartitionData,
-                partition_index=partition,
+            PartitionData(
+                partition_index=i32(partition),
                 error_code=outcome.error_code,
                 error_message=outcome.message,
                 current_leader=leader,
             )
         )
-    return build(
-        r.type,
-        error_code=ErrorCode.none,
-        acquisition_lock_timeout=datetime.timedelta(
-            milliseconds=s.share_partitions.lock_duration_ms(request.group_id)
-        ),
-        responses=tuple(
-            build(r.ShareAcknowledgeTopicResponse, topic_id=t, partitions=tuple(ps))
-            for t, ps in by_topic.items()
-        ),
-        node_endpoints=(),
+    topics = tuple(
+        ShareAcknowledgeTopicResponse(topic_id=t, partitions=tuple(ps))
+        for t, ps in by_topic.items()
     )
+    return _response(lock_ms=s.share_fetch.lock_duration_ms(group_id), topics=topics)
 
 
-HANDLER = Handler(api_key=79, min_version=1, max_version=2, handle=handle, name="ShareAcknowledge")
+HANDLER = handler(handle, ShareAcknowledgeRequestV1, ShareAcknowledgeRequestV2)

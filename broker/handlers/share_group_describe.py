@@ -79,7 +79,7 @@ def _described(
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     r = Response(ctx)
-    admin = group_admin(ctx.services)
+    admin = group_admin(ctx.services.coordinator, ctx.services.share_partitions)
     ops = GROUP_OPERATIONS if request.include_authorized_operations else NOT_REQUESTED
     groups = tuple(
         _described(ctx, r, g, admin.group(g) if g else None, ops) for g in request.group_ids

@@ -10,7 +10,6 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.handlers.common import Response
 from broker.registry import Handler
-from broker.share.departures import member_departed
 from coordinator.share_group import CoordinatorError
 from protocol.messages import build
 
@@ -39,7 +38,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             member_epoch=-1,
         )
     if departure is not None:
-        member_departed(s, departure, now)
+        s.share_fetch.member_departed(departure, now)
     assignment = None
     if result.assignment is not None:
         assignment = build(

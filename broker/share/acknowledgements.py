@@ -16,11 +16,9 @@ event loop between partitions (see `broker.slicing`).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
-from collections.abc import Iterator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -31,6 +29,17 @@ from broker.share.share_partition_manager import SharePartitionManager
 TopicIdPartition = tuple[uuid.UUID, int]
 RENEW = int(AcknowledgeType.RENEW)
 MAX_ACK_ENTRIES = 2_000
+
+
+class AckBatchLike(Protocol):
+    """An acknowledgement batch as every version of ShareFetch and ShareAcknowledge carries it."""
+
+    @property
+    def first_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def acknowledge_types(self) -> Sequence[int]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,15 +53,9 @@ class AckOutcome:
 OK = AckOutcome(ErrorCode.none)
 
 
-def partitions(topics: Iterable[Any]) -> Iterator[tuple[TopicIdPartition, Sequence[Any]]]:
-    """(topic id, partition) and the kio batches of each listed partition that has any."""
-    for topic in topics:
-        for p in topic.partitions:
-            if p.acknowledgement_batches:
-                yield (topic.topic_id, p.partition_index), p.acknowledgement_batches
-
-
-def prepare(listed: Sequence[Sequence[Any]], *, renew_allowed: bool) -> list[AckBatch] | AckOutcome:
+def prepare(
+    listed: Sequence[Sequence[AckBatchLike]], *, renew_allowed: bool
+) -> list[AckBatch] | AckOutcome:
     """One partition's batches (every listing of it), sorted; or why they are refused.
 
     RENEW before v2 is an invalid request (KIP-1222), and so is a partition over the cap.
@@ -80,7 +83,7 @@ def apply(
     group_id: str,
     member_id: str,
     key: TopicIdPartition,
-    listed: Sequence[Sequence[Any]],
+    listed: Sequence[Sequence[AckBatchLike]],
     *,
     renew_allowed: bool,
     now_ms: int,

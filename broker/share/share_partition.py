@@ -13,9 +13,13 @@ acknowledgement costs O(ranges touched + log ranges), never O(records).
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import field
+from enum import Enum
 from itertools import groupby
 
 from kio.schema.errors import ErrorCode
@@ -35,6 +39,9 @@ _ACK_TYPES = frozenset(int(t) for t in AcknowledgeType)
 
 AckBatch = tuple[int, int, Sequence[int]]
 """(first offset, last offset, acknowledge types): one type for the range, or one per offset."""
+
+SharePartitionKey = tuple[str, uuid.UUID, int]
+"""(group id, topic id, partition)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +82,28 @@ class StateRange:
     delivery_count: int
 
 
+class Moved(Enum):
+    """Why records moved, as a plan says: callers count these and never infer them from the
+    states the records reached (a GAP and a release at the limit both end ARCHIVED)."""
+
+    ACCEPTED = "accepted"  # ACQUIRED -> ACKNOWLEDGED
+    REJECTED = "rejected"  # ACQUIRED -> ARCHIVED by REJECT
+    GAP = "gap"  # ACQUIRED -> ARCHIVED by GAP: the client found no record there
+    RELEASED = "released"  # ACQUIRED -> AVAILABLE: RELEASE, lock expiry or the member's departure
+    DELIVERY_LIMIT = "delivery limit"  # ACQUIRED -> ARCHIVED: released at the delivery limit
+    RENEWED = "renewed"  # ACQUIRED, with a new lock deadline
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Records a plan moves, by why; what `apply` returns."""
+
+    moved: Mapping[Moved, int] = field(default_factory=dict, hash=False)
+
+    def __getitem__(self, why: Moved) -> int:
+        return self.moved.get(why, 0)
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """A change computed against the current state and not yet applied (two-phase, as Kafka).
@@ -89,6 +118,7 @@ class Plan:
     delivery_count_limit: int
     lock_duration_ms: int
     changes: tuple[StateRange, ...]
+    outcome: Outcome
 
     @property
     def records(self) -> int:
@@ -119,6 +149,10 @@ class SharePartition:
         self._changes: list[StateRange] = []
 
     # ----------------------------------------------------------------------------- queries
+
+    @property
+    def key(self) -> SharePartitionKey:
+        return (self.group_id, self.topic_id, self.partition)
 
     @property
     def spso(self) -> int:
@@ -350,32 +384,39 @@ class SharePartition:
         runs: Sequence[tuple[int, int, AcknowledgeType]],
         limits: ShareLimits,
     ) -> Plan:
-        """The durable ranges `runs` will produce, read off the current ranges (no change)."""
+        """The durable ranges `runs` will produce, and why each record moves, read off the
+        current ranges (no change)."""
         changes: list[StateRange] = []
+        moved: Counter[Moved] = Counter()
         for first, last, ack in runs:
             first, last = max(first, self.spso), min(last, self.speo - 1)
             if first > last:  # only a GAP run can lie outside the window
                 continue
             i, j = self._ranges.overlapping(first, last)
             for b in self._ranges.view(i, j):
+                lo, hi = max(b.first, first), min(b.last, last)
                 target = _ack_target(b, ack, member_id, limits.delivery_count_limit)
+                why = _why(ack, target)
+                if why is not None:
+                    moved[why] += hi - lo + 1
                 if target is not None:
-                    changes.append(
-                        StateRange(max(b.first, first), min(b.last, last), target, b.delivery_count)
-                    )
+                    changes.append(StateRange(lo, hi, target, b.delivery_count))
         return Plan(
             member_id,
             tuple(runs),
             limits.delivery_count_limit,
             limits.lock_duration_ms,
             tuple(_normalise(changes)),
+            Outcome(dict(moved)),
         )
 
-    def apply(self, plan: Plan, *, now_ms: int) -> None:
-        """Apply a plan made by one of the `plan_*` methods, with no change in between."""
+    def apply(self, plan: Plan, *, now_ms: int) -> Outcome:
+        """Apply a plan made by one of the `plan_*` methods, with no change in between; what
+        moved and why."""
         for first, last, ack in plan.runs:
             self._apply_ack(plan, first, last, ack, now_ms)
         self._advance_spso()
+        return plan.outcome
 
     def _held_by(self, member_id: str, first: int, last: int) -> bool:
         if first < self.spso or last >= self.speo:
@@ -512,6 +553,23 @@ def _ack_target(
     if ack is AcknowledgeType.GAP and b.state is ACQUIRED and b.member_id == member_id:
         return ARCHIVED
     return None
+
+
+_MOVED_BY = {
+    AcknowledgeType.ACCEPT: Moved.ACCEPTED,
+    AcknowledgeType.REJECT: Moved.REJECTED,
+    AcknowledgeType.GAP: Moved.GAP,
+    AcknowledgeType.RENEW: Moved.RENEWED,
+}
+
+
+def _why(ack: AcknowledgeType, target: RecordState | None) -> Moved | None:
+    """Why an acknowledgement moves a range to `target` (see `_ack_target`); None: it stays."""
+    if ack is AcknowledgeType.RELEASE:
+        return Moved.DELIVERY_LIMIT if target is ARCHIVED else Moved.RELEASED
+    if target is None and ack is not AcknowledgeType.RENEW:
+        return None  # a GAP over records this member does not hold
+    return _MOVED_BY[ack]
 
 
 def _durable(b: InFlightBatch) -> StateRange:

@@ -4,61 +4,65 @@ Owns every SharePartition, the broker-wide acquisition-lock timer, and the path 
 ShareFetch to log bytes: ask the SharePartition where to read, read stored batches once (with
 their header spans), acquire ranges over those spans, and return the bytes of the batches that
 hold acquired records, unchanged. Records are never decoded.
+
+What it needs from the rest of the broker comes in as protocols: the logs (`ShareLogs`), the
+durable share state (`Persister`, written before every change is applied) and the counters
+(`ShareMetrics`). Each change reports why records moved (`Outcome`); nothing is inferred.
 """
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import structlog
 from kio.schema.errors import ErrorCode
 
-from broker.metrics import ACK_TYPE_NAMES
-from broker.metrics import BrokerMetrics
 from broker.share.acquisition_lock_timer import AcquisitionLockTimer
+from broker.share.persister import NoPersister
+from broker.share.persister import Persister
+from broker.share.persister import load
 from broker.share.record_state import AcknowledgeType
-from broker.share.record_state import RecordState
+from broker.share.share_logs import ShareLogs
+from broker.share.share_metrics import NO_METRICS
+from broker.share.share_metrics import ShareMetrics
 from broker.share.share_partition import AckBatch
 from broker.share.share_partition import AcquiredRecords
 from broker.share.share_partition import BatchSpan
+from broker.share.share_partition import Moved
+from broker.share.share_partition import Outcome
 from broker.share.share_partition import Plan
 from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
-from broker.share.share_state_persister import ShareStatePersister
+from broker.share.share_partition import SharePartitionKey
 from coordinator.group_configs import GroupConfigs
 from storage.errors import CorruptRecords
 from storage.errors import OffsetOutOfRange
 from storage.errors import StorageError
 from storage.log import PartitionLog
-from storage.log_manager import LogManager
-from storage.share_state_store import ShareStateStore
 
 log = structlog.get_logger("shoal.share")
 
-SharePartitionKey = tuple[str, uuid.UUID, int]
 # One ShareFetch reads at most this much of a partition's log: MaxBytes is 50 MiB from
 # librdkafka while MaxRecords is 500, and reading 50 MiB to hand out 500 records is waste.
 # At least one whole batch is always read, however large.
 READ_CHUNK_BYTES = 1024 * 1024
 MAX_READS_PER_FETCH = 8
 RETRY_WRITE_MS = 1000  # a lock expiry whose share-state write failed is tried again after this
-ARCHIVED = RecordState.ARCHIVED
-REJECT = int(AcknowledgeType.REJECT)
 
 
-def count_ack_types(batches: Sequence[AckBatch]) -> dict[int, int]:
-    """Records per acknowledge type: ranges count whole, per-offset type lists by type."""
-    counts: dict[int, int] = {}
+def count_ack_types(batches: Sequence[AckBatch]) -> dict[AcknowledgeType, int]:
+    """Records per acknowledge type (of a request already checked): ranges count whole,
+    per-offset type lists by type."""
+    counts: dict[AcknowledgeType, int] = {}
     for first, last, types in batches:
         if len(types) == 1:
-            counts[types[0]] = counts.get(types[0], 0) + last - first + 1
+            t = AcknowledgeType(types[0])
+            counts[t] = counts.get(t, 0) + last - first + 1
         else:
-            for t in set(types):
+            for t in map(AcknowledgeType, set(types)):
                 counts[t] = counts.get(t, 0) + list(types).count(t)
     return counts
 
@@ -92,67 +96,31 @@ def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]
 class SharePartitionManager:
     def __init__(
         self,
-        logs: LogManager,
+        logs: ShareLogs,
         configs: GroupConfigs,
         on_available: Callable[[str, int], None] = lambda topic, partition: None,
         *,
-        state_dir: Path | None = None,
-        max_deltas: int = 100,
-        metrics: BrokerMetrics | None = None,
+        persister: Persister | None = None,
+        metrics: ShareMetrics = NO_METRICS,
     ) -> None:
-        self.metrics = metrics or BrokerMetrics()
         self._logs = logs
         self._configs = configs
         self._on_available = on_available  # wakes long polls when records come back
+        # None: share state is not durable (group.share.persister.class.name empty, unit tests)
+        self._persister: Persister = persister if persister is not None else NoPersister()
+        self._metrics = metrics
         self._partitions: dict[SharePartitionKey, SharePartition] = {}
         self._timer: AcquisitionLockTimer[SharePartitionKey] = AcquisitionLockTimer()
-        self._state_dir = state_dir  # None: share state is not durable (unit tests)
-        self._stores: dict[tuple[str, int], ShareStateStore] = {}
-        self.persister = ShareStatePersister(self._store_for, max_deltas=max_deltas)
 
-    def _store_for(self, sp: SharePartition) -> ShareStateStore | None:
-        topic = self._logs.topic_by_id(sp.topic_id)
-        return self.store(topic.name, sp.partition) if topic else None
-
-    def store(self, topic: str, partition: int) -> ShareStateStore | None:
-        """The share-state records and snapshot files of one partition."""
-        if self._state_dir is None:
-            return None
-        store = self._stores.get((topic, partition))
-        if store is None:
-            plog = self._logs.log(topic, partition)
-            if plog is None:
-                return None
-            store = self._stores[(topic, partition)] = ShareStateStore(
-                plog, self._state_dir / f"{topic}-{partition}"
-            )
-        return store
-
-    def earliest_share_offsets(self) -> dict[tuple[str, int], int]:
-        """ESO per partition: the lowest SCO of any group; retention keeps control records
-        from it on."""
-        eso: dict[tuple[str, int], int] = {}
-        for topic in self._logs.topics():
-            for p in range(topic.partitions):
-                store = self.store(topic.name, p)
-                offsets = store.snapshot_offsets() if store else []
-                if offsets:
-                    eso[(topic.name, p)] = min(offsets)
-        return eso
+    @property
+    def persister(self) -> Persister:
+        return self._persister
 
     def forget_topic(self, topic: str, topic_id: uuid.UUID) -> None:
-        """A deleted topic takes its share-partitions and share-state files with it."""
+        """A deleted topic takes its share-partitions and share state with it."""
         for key in [k for k in self._partitions if k[1] == topic_id]:
-            self.persister.forget(self._partitions.pop(key))
-        for store_key in [k for k in self._stores if k[0] == topic]:
-            del self._stores[store_key]
-        if self._state_dir is not None:
-            for path in self._state_dir.glob(f"{topic}-*"):
-                if path.name.rpartition("-")[0] == topic:
-                    shutil.rmtree(path, ignore_errors=True)
-
-    def flush_snapshots(self, now_ms: int) -> None:
-        self.persister.flush_snapshots(list(self._partitions.values()), now_ms)
+            del self._partitions[key]
+        self._persister.forget_topic(topic, topic_id)
 
     # lookup ------------------------------------------------------------------------------------
 
@@ -178,7 +146,7 @@ class SharePartitionManager:
             start_offset=start,
             limits=limits_of(self._configs, group_id),
         )
-        self.persister.initialise(sp, plog.log_start_offset, now_ms)
+        load(self._persister, sp, plog.log_start_offset, now_ms)
         self._partitions[key] = sp
         return sp
 
@@ -262,7 +230,7 @@ class SharePartitionManager:
         self._after(sp, now_ms)
         if not acquired:
             return None
-        self.metrics.records_acquired.inc(sum(a.last_offset - a.first_offset + 1 for a in acquired))
+        self._metrics.on_records_acquired(sum(a.last_offset - a.first_offset + 1 for a in acquired))
         # Trim to the batches that hold acquired records; the client drops the rest anyway.
         first, last = acquired[0].first_offset, acquired[-1].last_offset
         kept = [s for s in spans if s.last_offset >= first and s.base_offset <= last]
@@ -286,24 +254,25 @@ class SharePartitionManager:
         if sp is None:
             return ErrorCode.unknown_topic_or_partition
         plan = sp.plan_acknowledge(member_id, batches)
-        code = plan if isinstance(plan, ErrorCode) else self._commit(sp, plan, now_ms)
-        self.metrics.share_acks.labels(result="ok" if code == ErrorCode.none else "failed").inc()
-        if code == ErrorCode.none:
-            counts = count_ack_types(batches)
-            for ack_type, n in counts.items():
-                if ack_type in ACK_TYPE_NAMES:
-                    self.metrics.record_acks.labels(ackType=ACK_TYPE_NAMES[ack_type]).inc(n)
-            self._after(sp, now_ms, rejected=counts.get(REJECT, 0))
-        return code
+        result = plan if isinstance(plan, ErrorCode) else self._commit(sp, plan, now_ms)
+        if isinstance(result, ErrorCode):
+            self._metrics.on_acknowledgement(False, {})
+            return result
+        self._metrics.on_acknowledgement(True, count_ack_types(batches))
+        self._after(sp, now_ms, result)
+        return ErrorCode.none
 
     def release_member(self, group_id: str, member_id: str, now_ms: int) -> int:
         """A member left or timed out: everything it holds becomes available at once."""
         released = 0
         for sp in self.partitions_of(group_id):
             plan = sp.plan_member_release(member_id)
-            if plan.runs and self._commit(sp, plan, now_ms) == ErrorCode.none:
+            if not plan.runs:
+                continue
+            outcome = self._commit(sp, plan, now_ms)
+            if isinstance(outcome, Outcome):
                 released += plan.records
-                self._after(sp, now_ms)
+                self._after(sp, now_ms, outcome)
         if released:
             log.info(
                 "released records of departed member",
@@ -321,12 +290,13 @@ class SharePartitionManager:
             if sp is None:
                 continue
             plan = sp.plan_expiry(now_ms)
-            if self._commit(sp, plan, now_ms) != ErrorCode.none:
+            outcome = self._commit(sp, plan, now_ms)
+            if isinstance(outcome, ErrorCode):
                 self._timer.schedule(key, now_ms + RETRY_WRITE_MS)  # the disk may have room then
                 continue
             if plan.records:
                 expired += plan.records
-                self.metrics.lock_timeouts.inc(plan.records)
+                self._metrics.on_lock_timeouts(plan.records)
                 log.info(
                     "acquisition locks expired",
                     group=key[0],
@@ -334,38 +304,32 @@ class SharePartitionManager:
                     partition=key[2],
                     records=plan.records,
                 )
-            self._after(sp, now_ms)
+            self._after(sp, now_ms, outcome)
         return expired
 
-    def _commit(self, sp: SharePartition, plan: Plan, now_ms: int) -> ErrorCode:
+    def _commit(self, sp: SharePartition, plan: Plan, now_ms: int) -> Outcome | ErrorCode:
         """Write the plan's durable ranges, then apply it; if the write fails, drop it."""
-        if self._state_dir is not None:
-            try:
-                self.persister.write(sp, plan.changes, now_ms)
-            except StorageError as e:
-                self.metrics.share_state_write_failures.inc()
-                log.warning(
-                    "share state not written; the change is not applied",
-                    group=sp.group_id, topic_id=str(sp.topic_id), partition=sp.partition,
-                    error=str(e),
-                )  # fmt: skip
-                return e.error_code
-        sp.apply(plan, now_ms=now_ms)
-        return ErrorCode.none
+        try:
+            self._persister.write(sp, plan.changes, now_ms)
+        except StorageError as e:
+            self._metrics.on_share_state_write_failure()
+            log.warning(
+                "share state not written; the change is not applied",
+                group=sp.group_id, topic_id=str(sp.topic_id), partition=sp.partition,
+                error=str(e),
+            )  # fmt: skip
+            return e.error_code
+        return sp.apply(plan, now_ms=now_ms)
 
-    def _after(self, sp: SharePartition, now_ms: int, rejected: int = 0) -> None:
+    def _after(self, sp: SharePartition, now_ms: int, outcome: Outcome | None = None) -> None:
         """Bookkeeping after any change: re-arm the timer, count archivals, wake fetchers."""
         deadline = sp.next_deadline()
         if deadline is not None:
-            self._timer.schedule((sp.group_id, sp.topic_id, sp.partition), deadline)
+            self._timer.schedule(sp.key, deadline)
         changes = sp.take_changes()  # already durable: written before they were applied
-        # Records archived by this operation other than by REJECT reached the delivery limit.
-        archived = (
-            sum(c.last_offset - c.first_offset + 1 for c in changes if c.state is ARCHIVED)
-            - rejected
-        )
-        if archived > 0:
-            self.metrics.archived_at_limit.inc(archived)
+        archived = outcome[Moved.DELIVERY_LIMIT] if outcome else 0
+        if archived:
+            self._metrics.on_delivery_limit_archived(archived)
             log.info(
                 "records archived at the delivery-count limit",
                 group=sp.group_id,
@@ -380,13 +344,26 @@ class SharePartitionManager:
 
     # admin (share-group offsets) -----------------------------------------------------------
 
-    @property
-    def state_dir(self) -> Path | None:
-        """Where share snapshot files live (None: share state is not durable)."""
-        return self._state_dir
+    def durable_groups(self) -> set[str]:
+        """Groups with recorded share state (known after a restart, before any member joins)."""
+        return self._persister.groups()
 
-    def drop(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
-        """Forget one share-partition (in memory); the next `get` recovers it from its log."""
-        sp = self._partitions.pop((group_id, topic_id, partition), None)
-        if sp is not None:
-            self.persister.forget(sp)
+    def initialised(self, group_id: str, topic_id: uuid.UUID, partition: int) -> bool:
+        """Whether the share-partition was started, here or in a run before this one."""
+        key = (group_id, topic_id, partition)
+        return key in self._partitions or self._persister.has_state(key)
+
+    def delete(self, group_id: str, topic_id: uuid.UUID, partition: int, now_ms: int) -> None:
+        """Forget one share-partition durably; the next member starts it again from
+        `share.auto.offset.reset`. Its tombstone starts at the log start (earliest: 0, which
+        recovery lifts to the log start) or at the log end as of now (latest).
+
+        :raises storage.errors.KafkaStorageError: nothing changed.
+        """
+        key = (group_id, topic_id, partition)
+        topic = self._logs.topic_by_id(topic_id)
+        plog = self._logs.log(topic.name, partition) if topic else None
+        earliest = self._configs.effective(group_id, "share.auto.offset.reset") == "earliest"
+        start = 0 if earliest or plog is None else plog.log_end_offset
+        self._persister.delete(key, start, now_ms)
+        self._partitions.pop(key, None)

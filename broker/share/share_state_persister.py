@@ -11,28 +11,38 @@ change, which replaces the chain. ACQUIRED is never written: an acquired record 
 AVAILABLE with its count less one, and first deliveries past the recorded end need no record.
 
 Snapshot files (the SCO of each share-partition) are written off the event loop by a broker
-duty (`due_snapshots`); they may lag, and recovery reads forward from them.
+duty (`due_snapshots`); they may lag, and recovery reads forward from them. The earliest SCO of
+each partition (`earliest_share_offsets`) bounds what retention may delete.
+
+This is the one place that writes share-state records; it implements `persister.Persister`.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import shutil
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import structlog
 
+from broker.share.persister import PersistedState
 from broker.share.record_state import RecordState
+from broker.share.share_logs import ShareLogs
 from broker.share.share_partition import SharePartition
+from broker.share.share_partition import SharePartitionKey
 from broker.share.share_partition import StateRange
 from protocol.share_state import ShareCheckpoint
 from protocol.share_state import ShareDelta
 from protocol.share_state import StateBatch
+from protocol.share_state import next_epoch
 from storage.errors import StorageError
+from storage.share_state_store import RecoveredState
 from storage.share_state_store import ShareStateStore
-from storage.share_state_store import next_epoch
 from storage.share_state_store import overwrite
+from storage.share_state_store import snapshot_groups
 
 log = structlog.get_logger("shoal.share_state")
 
@@ -70,6 +80,15 @@ def _batches(ranges: Sequence[StateRange]) -> tuple[StateBatch, ...]:
     )
 
 
+def _ranges(batches: Sequence[StateBatch], start: int) -> tuple[StateRange, ...]:
+    """Recorded batches as ranges, those below `start` cut off (SPSO moved past them)."""
+    return tuple(
+        StateRange(max(b.base_offset, start), b.last_offset, RecordState(b.state), b.delivery_count)
+        for b in batches
+        if b.last_offset >= start
+    )
+
+
 def _empties(sp: SharePartition, changes: Sequence[StateRange]) -> bool:
     """Whether applying `changes` leaves no record open in the window. A plan only changes
     records that are open now, so the window empties when its terminal changes cover them all."""
@@ -97,40 +116,53 @@ def _window_after(
 
 
 class ShareStatePersister:
+    """Share state as SHARE_CHECKPOINT / SHARE_DELTA records in each partition's own log, with
+    snapshot files under `state_dir` (None: no snapshot files; recovery scans the log)."""
+
     def __init__(
-        self,
-        store_for: Callable[[SharePartition], ShareStateStore | None],
-        *,
-        max_deltas: int = 100,
+        self, logs: ShareLogs, state_dir: Path | None = None, *, max_deltas: int = 100
     ) -> None:
-        self._store_for = store_for
+        self._logs = logs
+        self._state_dir = state_dir
         self._max_deltas = max_deltas
-        self._chains: dict[tuple[str, object, int], Chain] = {}
+        self._stores: dict[tuple[uuid.UUID, int], ShareStateStore] = {}
+        self._chains: dict[SharePartitionKey, Chain] = {}
 
-    @staticmethod
-    def _key(sp: SharePartition) -> tuple[str, object, int]:
-        return (sp.group_id, sp.topic_id, sp.partition)
+    def _store(self, key: SharePartitionKey) -> ShareStateStore | None:
+        return self._partition_store(key[1], key[2])
 
-    def initialise(self, sp: SharePartition, log_start: int, now_ms: int) -> None:
-        """Restore `sp` from its log, or record its starting point if the log has none."""
-        store = self._store_for(sp)
+    def _partition_store(self, topic_id: uuid.UUID, partition: int) -> ShareStateStore | None:
+        """The share-state records and snapshot files of one partition; None if it is gone."""
+        store = self._stores.get((topic_id, partition))
         if store is None:
-            return
-        state = store.recover(sp.group_id)
+            topic = self._logs.topic_by_id(topic_id)
+            plog = self._logs.log(topic.name, partition) if topic else None
+            if topic is None or plog is None:
+                return None
+            snapshots = self._state_dir / f"{topic.name}-{partition}" if self._state_dir else None
+            store = self._stores[(topic_id, partition)] = ShareStateStore(plog, snapshots)
+        return store
+
+    # -- the Persister operations --------------------------------------------------------------
+
+    def initialise(self, key: SharePartitionKey, start_offset: int, now_ms: int) -> None:
+        """Record an empty window at `start_offset` as a new checkpoint.
+
+        :raises storage.errors.KafkaStorageError:
+        """
+        self._write_checkpoint(key, start_offset, start_offset, (), now_ms)
+
+    def read(
+        self, key: SharePartitionKey, log_start_offset: int, now_ms: int
+    ) -> PersistedState | None:
+        store = self._store(key)
+        state = store.recover(key[0]) if store is not None else None
         if state is None:
-            self.checkpoint(sp, now_ms, epoch=1)
-            return
-        start = max(state.start_offset, log_start)
-        sp.restore(
-            start,
-            max(state.end_offset, start),
-            [
-                StateRange(b.base_offset, b.last_offset, RecordState(b.state), b.delivery_count)
-                for b in state.states
-            ],
-        )
-        sp.take_changes()
-        self._chains[self._key(sp)] = Chain(
+            self._chains.pop(key, None)
+            return None
+        start = max(state.start_offset, log_start_offset)
+        recorded = PersistedState(start, max(state.end_offset, start), _ranges(state.states, start))
+        self._chains[key] = Chain(
             state.checkpoint_epoch,
             state.checkpoint_offset,
             state.last_offset,
@@ -139,12 +171,12 @@ class ShareStatePersister:
         )
         if state.damaged:  # the next recovery should not have to step over the damage again
             with contextlib.suppress(StorageError):
-                self.checkpoint(sp, now_ms)
-        log.info(
-            "share-partition recovered",
-            group=sp.group_id, topic_id=str(sp.topic_id), partition=sp.partition,
-            spso=sp.spso, speo=sp.speo, epoch=state.checkpoint_epoch, deltas=state.chain_length,
-        )  # fmt: skip
+                self._write_checkpoint(
+                    key, recorded.start_offset, recorded.end_offset, _batches(recorded.ranges),
+                    now_ms,
+                )  # fmt: skip
+        _log_recovered(key, recorded, state)
+        return recorded
 
     def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> None:
         """Make a planned change durable before it is applied: a delta, or a checkpoint when due.
@@ -153,9 +185,9 @@ class ShareStatePersister:
         """
         if not changes:
             return
-        chain = self._chains.get(self._key(sp))
+        chain = self._chains.get(sp.key)
         if chain is not None and chain.length < self._max_deltas and not _empties(sp, changes):
-            store = self._store_for(sp)
+            store = self._store(sp.key)
             if store is None:
                 return
             offset = store.append(
@@ -165,65 +197,102 @@ class ShareStatePersister:
             chain.length += 1
             return
         start, states = _window_after(sp, changes)
-        self._write_checkpoint(sp, start, sp.speo, states, now_ms)
+        self._write_checkpoint(sp.key, start, sp.speo, states, now_ms)
 
-    def checkpoint(self, sp: SharePartition, now_ms: int, *, epoch: int | None = None) -> None:
-        """Write the whole window as it is now as a new checkpoint.
+    def delete(self, key: SharePartitionKey, start_offset: int, now_ms: int) -> None:
+        """A last, empty checkpoint at `start_offset` (a tombstone: recovery would otherwise
+        find the old records in the log), and no snapshot file, so retention is not held back.
 
-        :raises storage.errors.KafkaStorageError:
+        :raises storage.errors.KafkaStorageError: the tombstone was not written; nothing changed.
         """
-        sp.take_changes()
-        self._write_checkpoint(sp, sp.spso, sp.speo, _batches(sp.state_ranges()), now_ms, epoch)
+        store = self._store(key)
+        if store is None:
+            self._chains.pop(key, None)
+            return
+        group_id = key[0]
+        state = store.recover(group_id)  # the partition may not be loaded: ask its log
+        if state is not None:
+            epoch = next_epoch(state.checkpoint_epoch)
+            store.append(ShareCheckpoint(group_id, epoch, start_offset, start_offset, ()), now_ms)
+        self._chains.pop(key, None)
+        store.delete_snapshot(group_id)
 
-    def write_reset(self, sp: SharePartition, start_offset: int, now_ms: int) -> None:
-        """Record an empty window at `start_offset` before `sp.reset(start_offset)` (admin reset).
+    def has_state(self, key: SharePartitionKey) -> bool:
+        store = self._store(key)
+        return store is not None and store.read_snapshot(key[0]) is not None
 
-        :raises storage.errors.KafkaStorageError:
-        """
-        self._write_checkpoint(sp, start_offset, start_offset, (), now_ms)
+    def groups(self) -> set[str]:
+        return snapshot_groups(self._state_dir) if self._state_dir is not None else set()
+
+    def forget_topic(self, topic: str, topic_id: uuid.UUID) -> None:
+        for key in [k for k in self._chains if k[1] == topic_id]:
+            del self._chains[key]
+        for store_key in [k for k in self._stores if k[0] == topic_id]:
+            del self._stores[store_key]
+        if self._state_dir is not None:
+            for path in self._state_dir.glob(f"{topic}-*"):
+                if path.name.rpartition("-")[0] == topic:
+                    shutil.rmtree(path, ignore_errors=True)
+
+    # -- checkpoints ------------------------------------------------------------------------------
 
     def _write_checkpoint(
         self,
-        sp: SharePartition,
+        key: SharePartitionKey,
         start: int,
         end: int,
         states: tuple[StateBatch, ...],
         now_ms: int,
-        epoch: int | None = None,
     ) -> None:
-        store = self._store_for(sp)
+        store = self._store(key)
         if store is None:
             return
-        key = self._key(sp)
         old = self._chains.get(key)
-        if epoch is None:
-            epoch = 1 if old is None else next_epoch(old.epoch)
-        offset = store.append(ShareCheckpoint(sp.group_id, epoch, start, end, states), now_ms)
+        epoch = 1 if old is None else next_epoch(old.epoch)
+        offset = store.append(ShareCheckpoint(key[0], epoch, start, end, states), now_ms)
         self._chains[key] = Chain(epoch, offset, offset, 0, old.snapshot_offset if old else None)
 
-    def due_snapshots(self, partitions: list[SharePartition]) -> list[SnapshotWrite]:
-        """Snapshot files behind their newest checkpoint (written by `write_snapshots`)."""
+    def checkpoint_offset(self, key: SharePartitionKey) -> int | None:
+        chain = self._chains.get(key)
+        return chain.checkpoint_offset if chain else None
+
+    # -- snapshot files and retention (broker duties) ---------------------------------------------
+
+    def due_snapshots(self) -> list[SnapshotWrite]:
+        """Snapshot files behind their newest checkpoint (written by `SnapshotWrite.run`)."""
         due = []
-        for sp in partitions:
-            chain = self._chains.get(self._key(sp))
-            store = self._store_for(sp)
-            if (
-                chain is not None
-                and store is not None
-                and chain.snapshot_offset != chain.checkpoint_offset
-            ):
-                due.append(SnapshotWrite(store, sp.group_id, chain, chain.checkpoint_offset))
+        for key, chain in self._chains.items():
+            store = self._store(key)
+            if store is not None and chain.snapshot_offset != chain.checkpoint_offset:
+                due.append(SnapshotWrite(store, key[0], chain, chain.checkpoint_offset))
         return due
 
-    def flush_snapshots(self, partitions: list[SharePartition], now_ms: int) -> None:
+    def flush_snapshots(self) -> None:
         """Bring lagging snapshot files up to their newest checkpoint, here and now (shutdown)."""
-        for write in self.due_snapshots(partitions):
+        for write in self.due_snapshots():
             write.run()
             write.done()
 
-    def forget(self, sp: SharePartition) -> None:
-        self._chains.pop(self._key(sp), None)
+    def earliest_share_offsets(self) -> dict[tuple[str, int], int]:
+        """ESO per partition: the lowest SCO of any group; retention keeps control records
+        from it on."""
+        eso: dict[tuple[str, int], int] = {}
+        if self._state_dir is None:
+            return eso
+        for topic in self._logs.topics():
+            for p in range(topic.partitions):
+                store = self._partition_store(topic.topic_id, p)
+                offsets = store.snapshot_offsets() if store else []
+                if offsets:
+                    eso[(topic.name, p)] = min(offsets)
+        return eso
 
-    def checkpoint_offset(self, sp: SharePartition) -> int | None:
-        chain = self._chains.get(self._key(sp))
-        return chain.checkpoint_offset if chain else None
+
+def _log_recovered(key: SharePartitionKey, recorded: PersistedState, state: RecoveredState) -> None:
+    group_id, topic_id, partition = key
+    log.info(
+        "share-partition recovered",
+        group=group_id, topic_id=str(topic_id), partition=partition,
+        spso=recorded.start_offset, speo=recorded.end_offset,
+        epoch=state.checkpoint_epoch, deltas=state.chain_length,
+    )  # fmt: skip

@@ -1,4 +1,5 @@
-"""The `shoal` tools as a user runs them: subprocesses against a `shoal serve` process.
+"""The `shoal` tools as a user runs them: subprocesses against a broker process (`python -m
+broker`, which is what `shoal serve` runs; `shoal serve` itself is run here too).
 
 Checks their own output (tables and --json) and the exit codes scripts rely on: 0 ok, 1 a
 Kafka error (or an unknown name), 2 usage, 3 broker unreachable.
@@ -7,8 +8,11 @@ Kafka error (or an unknown name), 2 usage, 3 broker unreachable.
 from __future__ import annotations
 
 import json
+import signal
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,8 +42,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 
 
 def shoal(*args: str, bootstrap: str | None = None, stdin: str = "") -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `python -m broker.cli ARGS`."""
-    cmd = [sys.executable, "-m", "broker.cli", *args]
+    """(exit code, stdout, stderr) of `python -m cli ARGS` (what `shoal ARGS` runs)."""
+    cmd = [sys.executable, "-m", "cli", *args]
     if bootstrap is not None:
         cmd += ["--bootstrap-server", bootstrap]
     done = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=60)
@@ -50,7 +54,7 @@ def shoal_all(*calls: tuple[str, ...], bootstrap: str) -> list[tuple[int, str, s
     """Several independent invocations at once (each CLI start costs a few hundred ms)."""
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "broker.cli", *args, "--bootstrap-server", bootstrap],
+            [sys.executable, "-m", "cli", *args, "--bootstrap-server", bootstrap],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         for args in calls
@@ -304,3 +308,37 @@ def test_share_state_dump(tmp_path: Path) -> None:
     code, _, err = shoal("share-state", "dump", "jobs", "0", "--group", "g",
                          "--data-dir", str(tmp_path / "empty"))  # fmt: skip
     assert code == 2 and "not a Shoal data directory" in err
+
+
+def _wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"shoal serve exited with {proc.returncode}"
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"shoal serve did not listen on {port}")
+
+
+def test_shoal_serve_runs_the_broker_until_sigterm(tmp_path: Path) -> None:
+    port, data = free_port(), tmp_path / "data"
+    cmd = [sys.executable, "-m", "cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+           "--data-dir", str(data), "--metrics-port", "-1", "--log-json"]  # fmt: skip
+    with open(tmp_path / "serve.log", "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_listening(proc, port)
+            ok("topics", "create", "--topic", "served", bootstrap=f"127.0.0.1:{port}")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                code = proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # leave no broker behind; the test fails on the timeout
+                raise
+    assert code == 0, (tmp_path / "serve.log").read_text()
+    assert (data / "served-0").is_dir()
+    bad, _, err = shoal("serve", "--config", str(tmp_path / "missing.properties"))
+    assert bad == 2 and err.startswith("shoal: bad configuration:")

@@ -397,7 +397,7 @@ async def test_lost_share_session_fails_its_acks_and_opens_a_new_session(broker:
         consumer.subscribe([TOPIC])
         first, second = await _poll_until(consumer, 2)
         # The broker forgets the session (evicted from its cache, say).
-        broker.services.share_sessions.close(ShareSessionKey(GROUP, consumer.member_id))
+        broker.services.share_fetch.sessions.close(ShareSessionKey(GROUP, consumer.member_id))
         consumer.acknowledge(first, AcknowledgeType.ACCEPT)
         assert await consumer.poll(0.3) == []
         # The ack went out on a request that failed: reported, not retried.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.cli import parser
+from cli.main import parser
 from tests.brokers import BrokerProcess
 from tests.brokers import free_port
 

@@ -134,7 +134,7 @@ async def test_unknown_partitions_are_answered_once_and_not_kept(server: Server)
         later = await conn.request(_fetch(GROUP, MEMBER, 1, {}))
         assert later.error_code == ErrorCode.none
         assert [p for t in later.responses for p in t.partitions] == []
-        session = server.services.share_sessions.get(ShareSessionKey(GROUP, MEMBER))
+        session = server.services.share_fetch.sessions.get(ShareSessionKey(GROUP, MEMBER))
         assert session is not None
         assert list(session.partitions) == [(topic_id, 0)]
     finally:

@@ -10,6 +10,8 @@ from broker.share.record_state import InvalidStateTransition
 from broker.share.record_state import RecordState
 from broker.share.share_partition import AcquiredRecords
 from broker.share.share_partition import BatchSpan
+from broker.share.share_partition import Moved
+from broker.share.share_partition import Plan
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import StateRange
 from tests.unit.test_share_partition_support import FakeLog
@@ -124,6 +126,35 @@ def test_gap_archives_only_what_the_member_holds() -> None:
     # A GAP is never an error, even over another member's records or outside the window.
     assert sp.acknowledge("a", [(2, 5, [GAP]), (20, 30, [GAP])], now_ms=1) == ErrorCode.none
     assert states(sp, 0, 7) == [(ACQUIRED, 1)] * 2 + [(ARCHIVED, 1)] * 2 + [(ACQUIRED, 1)] * 4
+
+
+def test_the_outcome_says_why_records_moved() -> None:
+    """A GAP, a REJECT and a release at the limit all end ARCHIVED; the outcome tells them
+    apart (the manager counts delivery-limit archivals from it)."""
+    sp, log, _ = setup(10, delivery_count_limit=2)
+    fetch(sp, log, "m", now=0)
+    assert sp.acknowledge("m", [(6, 9, [RELEASE])], now_ms=1) == ErrorCode.none
+    fetch(sp, log, "m", now=2)  # 6-9 again, at their second delivery
+    plan = sp.plan_acknowledge(
+        "m", [(0, 1, [GAP]), (2, 2, [REJECT]), (3, 4, [ACCEPT]), (5, 5, [RENEW]), (6, 9, [RELEASE])]
+    )
+    assert isinstance(plan, Plan)
+    outcome = sp.apply(plan, now_ms=3)
+    assert {why: outcome[why] for why in Moved} == {
+        Moved.GAP: 2,
+        Moved.REJECTED: 1,
+        Moved.ACCEPTED: 2,
+        Moved.RENEWED: 1,
+        Moved.DELIVERY_LIMIT: 4,
+        Moved.RELEASED: 0,
+    }
+    assert sp.spso == 5  # 0-4 are done and SPSO moved past them
+    assert states(sp, 5, 9) == [(ACQUIRED, 1)] + [(ARCHIVED, 2)] * 4
+    # A release below the limit, and a GAP over records another member holds: moved, and not.
+    fetch(sp, log, "m", now=4)
+    assert sp.plan_expiry(10**9).outcome[Moved.RELEASED] == 1
+    gap = sp.plan_acknowledge("other", [(5, 5, [GAP])])
+    assert isinstance(gap, Plan) and gap.outcome.moved == {}
 
 
 # --------------------------------------------------------------- delivery-count limit

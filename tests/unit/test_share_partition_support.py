@@ -9,13 +9,30 @@ import uuid
 from bisect import bisect_right
 from dataclasses import dataclass
 from dataclasses import field
+from pathlib import Path
 
 from broker.share.share_partition import AcquiredRecords
 from broker.share.share_partition import BatchSpan
 from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
+from broker.share.share_state_persister import ShareStatePersister
+from storage.log import PartitionLog
+from storage.memory_log import MemoryLogs
 
 TOPIC_ID = uuid.UUID(int=7)
+
+
+def persister_over(
+    plog: PartitionLog,
+    topic_id: uuid.UUID = TOPIC_ID,
+    state_dir: Path | None = None,
+    *,
+    max_deltas: int = 100,
+) -> ShareStatePersister:
+    """A ShareStatePersister over one topic ("t") whose single partition's log is `plog`."""
+    logs = MemoryLogs()
+    logs.create_topic("t", topic_id=topic_id, logs=[plog])
+    return ShareStatePersister(logs, state_dir, max_deltas=max_deltas)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from broker.share.share_partition_manager import SharePartitionManager
+from broker.share.share_state_persister import ShareStatePersister
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import GroupConfigs
 from protocol.record_batch import build_batch
@@ -20,12 +21,13 @@ from storage.log_manager import LogManager
 CONFIG = LogConfig(segment_bytes=1500, retention_ms=1, index_interval_bytes=100)
 
 
-def _manager(data: Path) -> tuple[LogManager, SharePartitionManager]:
+def _manager(data: Path) -> tuple[LogManager, SharePartitionManager, ShareStatePersister]:
     logs = LogManager(data, CONFIG)
     configs = GroupConfigs(data / "group-configs.json", lambda name: BROKER_DEFAULTS[name][0])
     for group in ("G1", "G2"):
         configs.alter(group, {"share.auto.offset.reset": "earliest"})
-    return logs, SharePartitionManager(logs, configs, state_dir=data / "__share_state")
+    persister = ShareStatePersister(logs, data / "__share_state")
+    return logs, SharePartitionManager(logs, configs, persister=persister), persister
 
 
 def _produce(logs: LogManager, batches: int) -> None:
@@ -64,7 +66,7 @@ def _data_offsets(logs: LogManager, start: int, end: int) -> list[int]:
 
 
 def test_cleaning_below_the_eso_keeps_recovery_correct(tmp_path: Path) -> None:
-    logs, m = _manager(tmp_path)
+    logs, m, persister = _manager(tmp_path)
     topic = logs.create_topic("t", 1, {})
     tid = topic.topic_id
     _produce(logs, 10)  # 0-99
@@ -82,10 +84,10 @@ def test_cleaning_below_the_eso_keeps_recovery_correct(tmp_path: Path) -> None:
     # Control batches past G1's last record are not written down: its next fetch skips them
     # again, so the live and the recovered G1 are compared after one such fetch each.
     assert m.fetch("G1", "m", tid, 0, max_bytes=1 << 20, max_records=500, now_ms=9).acquired == []
-    m.flush_snapshots(10)
+    persister.flush_snapshots()
     live = {g: m.get(g, tid, 0, 10) for g in ("G1", "G2")}
-    sco = {g: m.persister.checkpoint_offset(sp) for g, sp in live.items() if sp}
-    eso = m.earliest_share_offsets()
+    sco = {g: persister.checkpoint_offset(sp.key) for g, sp in live.items() if sp}
+    eso = persister.earliest_share_offsets()
     assert eso == {("t", 0): sco["G2"]} and sco["G2"] < sco["G1"]  # type: ignore[operator]
 
     logs.apply_retention(10**15, eso)
@@ -94,7 +96,7 @@ def test_cleaning_below_the_eso_keeps_recovery_correct(tmp_path: Path) -> None:
     log_start = plog.log_start_offset
     logs.close()
 
-    logs2, m2 = _manager(tmp_path)  # a restart
+    logs2, m2, _ = _manager(tmp_path)  # a restart
     assert m2.fetch("G1", "m", tid, 0, max_bytes=1 << 20, max_records=500, now_ms=21).acquired == []
     for group, sp in live.items():
         assert sp is not None
@@ -121,7 +123,7 @@ def test_cleaning_below_the_eso_keeps_recovery_correct(tmp_path: Path) -> None:
 
 
 def test_without_the_eso_retention_would_lose_a_stalled_groups_checkpoint(tmp_path: Path) -> None:
-    logs, m = _manager(tmp_path)
+    logs, m, _ = _manager(tmp_path)
     topic = logs.create_topic("t", 1, {})
     _produce(logs, 10)
     _consume(m, "G2", topic.topic_id, upto=50)  # G2's only checkpoint is its first one
@@ -131,7 +133,7 @@ def test_without_the_eso_retention_would_lose_a_stalled_groups_checkpoint(tmp_pa
     logs.apply_retention(10**15, None)  # no ESO: old segments go, control records with them
     logs.close()
 
-    logs2, m2 = _manager(tmp_path)
+    logs2, m2, _ = _manager(tmp_path)
     recovered = m2.get("G2", topic.topic_id, 0, 20)
     assert recovered is not None and recovered.spso != 50  # the acknowledged position is lost
     logs2.close()

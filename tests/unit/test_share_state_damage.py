@@ -14,17 +14,18 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from broker.share.persister import load
 from broker.share.record_state import RecordState
 from broker.share.share_partition import BatchSpan
 from broker.share.share_partition import Plan
 from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
-from broker.share.share_state_persister import ShareStatePersister
 from protocol.record_batch import build_batch
 from protocol.share_state import ShareCheckpoint
 from storage.config import LogConfig
 from storage.segment_log import SegmentLog
 from storage.share_state_store import ShareStateStore
+from tests.unit.test_share_partition_support import persister_over
 
 LIMITS = ShareLimits(
     delivery_count_limit=5, max_record_locks=2000, lock_duration_ms=30_000, renew_enabled=True
@@ -42,10 +43,9 @@ def write_chain(directory: Path, snapshots: Path | None) -> tuple[int, SharePart
     plog = SegmentLog.open(directory, LogConfig())
     for _ in range(10):
         plog.append(build_batch([(None, b"r")] * 10, timestamp_ms=1), now_ms=1)  # 0-99
-    store = ShareStateStore(plog, snapshots)
-    persister = ShareStatePersister(lambda _: store, max_deltas=2)
+    persister = persister_over(plog, TOPIC_ID, snapshots, max_deltas=2)
     sp = partition()
-    persister.initialise(sp, 0, 0)  # E1 at 100
+    load(persister, sp, 0, 0)  # E1 at 100
     sp.acquire(
         "A", [BatchSpan(b, b + 9, False) for b in range(0, 100, 10)], max_records=100, now_ms=0
     )
@@ -54,8 +54,8 @@ def write_chain(directory: Path, snapshots: Path | None) -> tuple[int, SharePart
         assert isinstance(plan, Plan)
         persister.write(sp, plan.changes, 1)
         sp.apply(plan, now_ms=1)
-    persister.flush_snapshots([sp], 2)
-    records = dict(store._records(100))
+    persister.flush_snapshots()
+    records = dict(ShareStateStore(plog, None)._records(100))
     assert isinstance(records[103], ShareCheckpoint) and records[103].checkpoint_epoch == 2
     plog.close()
     return 103, sp
@@ -86,7 +86,7 @@ def test_a_damaged_newest_checkpoint_costs_only_its_own_change(
     plog = SegmentLog.open(directory, LogConfig())
     recovered = partition()
     with capture_logs() as logs:
-        ShareStatePersister(lambda _: ShareStateStore(plog, snapshots)).initialise(recovered, 0, 5)
+        load(persister_over(plog, TOPIC_ID, snapshots), recovered, 0, 5)
     assert recovered.spso == 20  # 20-29: their acceptance was only in the damaged record
     assert {recovered.state_of(o)[0] for o in range(20, 30)} == {RecordState.AVAILABLE}
     assert {recovered.state_of(o)[0] for o in range(30, 50)} == {RecordState.ACKNOWLEDGED}
@@ -101,10 +101,9 @@ def test_the_recovered_state_is_checkpointed_so_the_damage_is_not_met_again(
     e2, _ = write_chain(directory, None)
     damage(directory, e2)
     plog = SegmentLog.open(directory, LogConfig())
-    store = ShareStateStore(plog, None)
-    ShareStatePersister(lambda _: store).initialise(partition(), 0, 5)
+    load(persister_over(plog, TOPIC_ID), partition(), 0, 5)
     again = partition()
     with capture_logs() as logs:
-        ShareStatePersister(lambda _: store).initialise(again, 0, 6)
+        load(persister_over(plog, TOPIC_ID), again, 0, 6)
     assert again.spso == 20
     assert not [e for e in logs if e["event"].startswith("share state recovered with damage")]

@@ -23,6 +23,7 @@ import uuid
 
 import pytest
 
+from broker.share.persister import load
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
 from broker.share.share_partition import BatchSpan
@@ -30,13 +31,13 @@ from broker.share.share_partition import Plan
 from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import StateRange
-from broker.share.share_state_persister import ShareStatePersister
 from protocol.record_batch import build_batch
 from protocol.share_state import ShareCheckpoint
 from protocol.share_state import ShareDelta
 from protocol.share_state import StateBatch
 from storage.memory_log import MemoryLog
 from storage.share_state_store import ShareStateStore
+from tests.unit.test_share_partition_support import persister_over
 
 TOPIC_ID = uuid.UUID(int=7)
 LIMITS = ShareLimits(
@@ -62,9 +63,9 @@ class Harness:
                 == first
             )
         self.store = ShareStateStore(self.log, None)
-        self.persister = ShareStatePersister(lambda sp: self.store)
+        self.persister = persister_over(self.log, TOPIC_ID)
         self.sp = self.new_partition()
-        self.persister.initialise(self.sp, self.log.log_start_offset, 0)
+        load(self.persister, self.sp, self.log.log_start_offset, 0)
 
     @staticmethod
     def new_partition() -> SharePartition:
@@ -97,9 +98,7 @@ class Harness:
     def check_recovery(self) -> None:
         """A broker that restarts now recovers the same durable state from the log alone."""
         recovered = self.new_partition()
-        ShareStatePersister(lambda sp: self.store).initialise(
-            recovered, self.log.log_start_offset, 0
-        )
+        load(persister_over(self.log, TOPIC_ID), recovered, self.log.log_start_offset, 0)
         live = self.sp
         assert recovered.spso == live.spso
         # Everything past the recorded end is a first delivery in flight: durable form AVAILABLE 0.
@@ -201,8 +200,8 @@ def test_seed_000_sequence_of_control_records_and_recovery_after_every_step() ->
 
 def test_a_long_chain_is_replaced_by_a_checkpoint() -> None:
     h = Harness()
-    h.persister = ShareStatePersister(lambda sp: h.store, max_deltas=3)
-    h.persister.initialise(h.sp, 0, 0)  # recovers epoch 1 from the log
+    h.persister = persister_over(h.log, TOPIC_ID, max_deltas=3)
+    load(h.persister, h.sp, 0, 0)  # recovers epoch 1 from the log
     assert h.fetch("A", now=0) == [(100, 129, 1)]
     for offset in (101, 103, 105, 107):  # four single-record releases: 3 deltas, then a checkpoint
         h.ack("A", offset, offset, RELEASE, now=1)
@@ -226,10 +225,9 @@ def test_a_torn_control_batch_at_the_tail_is_dropped_like_any_torn_batch(
     directory = Path(str(tmp_path)) / "t-0"
     plog = SegmentLog.open(directory, LogConfig())
     plog.append(build_batch([(None, b"r")] * 10, timestamp_ms=1), now_ms=1)  # 0-9
-    store = ShareStateStore(plog, None)
     sp = SharePartition("G1", TOPIC_ID, 0, start_offset=0, limits=lambda: LIMITS)
-    persister = ShareStatePersister(lambda _: store)
-    persister.initialise(sp, 0, 0)  # checkpoint at 10
+    persister = persister_over(plog, TOPIC_ID)
+    load(persister, sp, 0, 0)  # checkpoint at 10
     sp.acquire("A", [BatchSpan(0, 9, False)], max_records=500, now_ms=0)
     for offset in (0, 1):  # deltas at 11 and 12; the one at 12 is torn below
         plan = sp.plan_acknowledge("A", [(offset, offset, [ACCEPT])])
@@ -244,7 +242,7 @@ def test_a_torn_control_batch_at_the_tail_is_dropped_like_any_torn_batch(
     reopened = SegmentLog.open(directory, LogConfig())
     assert reopened.log_end_offset == 12  # the torn delta is gone, nothing before it
     recovered = SharePartition("G1", TOPIC_ID, 0, start_offset=0, limits=lambda: LIMITS)
-    ShareStatePersister(lambda _: ShareStateStore(reopened, None)).initialise(recovered, 0, 0)
+    load(persister_over(reopened, TOPIC_ID), recovered, 0, 0)
     assert (
         recovered.spso == 1
     )  # offset 0's acknowledgement survived, offset 1's was never confirmed

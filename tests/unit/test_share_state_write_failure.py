@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from kio.schema.errors import ErrorCode
 
+from broker.metrics import BrokerMetrics
 from broker.share.record_state import RecordState
 from broker.share.share_partition_manager import SharePartitionManager
+from broker.share.share_state_persister import ShareStatePersister
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import GroupConfigs
 from protocol.record_batch import build_batch
@@ -38,11 +40,16 @@ class Disk:
         return self._real(fd, data)
 
 
-def open_broker(data: Path) -> tuple[LogManager, SharePartitionManager]:
+def open_broker(
+    data: Path, metrics: BrokerMetrics | None = None
+) -> tuple[LogManager, SharePartitionManager]:
     logs = LogManager(data)
     configs = GroupConfigs(data / "group-configs.json", lambda name: BROKER_DEFAULTS[name][0])
     configs.alter("G", {"share.auto.offset.reset": "earliest"})
-    return logs, SharePartitionManager(logs, configs, state_dir=data / "__share_state")
+    persister = ShareStatePersister(logs, data / "__share_state")
+    return logs, SharePartitionManager(
+        logs, configs, persister=persister, metrics=metrics or BrokerMetrics()
+    )
 
 
 @pytest.fixture
@@ -52,8 +59,10 @@ def disk(monkeypatch: pytest.MonkeyPatch) -> Disk:
     return fake
 
 
-def setup(tmp_path: Path) -> tuple[LogManager, SharePartitionManager, uuid.UUID]:
-    logs, m = open_broker(tmp_path)
+def setup(
+    tmp_path: Path, metrics: BrokerMetrics | None = None
+) -> tuple[LogManager, SharePartitionManager, uuid.UUID]:
+    logs, m = open_broker(tmp_path, metrics)
     tid = logs.create_topic("t", 1, {}).topic_id
     plog = logs.log("t", 0)
     assert plog is not None
@@ -64,7 +73,8 @@ def setup(tmp_path: Path) -> tuple[LogManager, SharePartitionManager, uuid.UUID]
 
 
 def test_a_failed_write_leaves_the_acknowledgement_undone(tmp_path: Path, disk: Disk) -> None:
-    logs, m, tid = setup(tmp_path)
+    metrics = BrokerMetrics()
+    logs, m, tid = setup(tmp_path, metrics)
     disk.full = True
     code = m.acknowledge("G", "m", tid, 0, [(0, 4, [ACCEPT])], 20)
     assert code == ErrorCode.kafka_storage_error
@@ -73,7 +83,7 @@ def test_a_failed_write_leaves_the_acknowledgement_undone(tmp_path: Path, disk: 
     assert sp.spso == 0  # not moved past records whose acceptance is not on disk
     held = [b for b in sp.in_flight() if b.state is RecordState.ACQUIRED and b.member_id == "m"]
     assert [(b.first, b.last) for b in held] == [(0, 9)]  # still the member's, as before
-    assert m.metrics.share_state_write_failures._value.get() == 1
+    assert metrics.share_state_write_failures._value.get() == 1
 
     disk.full = False
     assert m.acknowledge("G", "m", tid, 0, [(0, 4, [ACCEPT])], 30) == ErrorCode.none

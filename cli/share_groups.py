@@ -12,15 +12,15 @@ import datetime
 from dataclasses import asdict
 from typing import Any
 
-from broker.commands.common import KAFKA_ERROR
-from broker.commands.common import OK
-from broker.commands.common import NotFound
-from broker.commands.common import UsageError
-from broker.commands.common import add_common
-from broker.commands.common import fail
-from broker.commands.common import print_json
-from broker.commands.common import print_table
-from broker.commands.common import run
+from cli.common import KAFKA_ERROR
+from cli.common import OK
+from cli.common import NotFound
+from cli.common import UsageError
+from cli.common import add_common
+from cli.common import fail
+from cli.common import print_json
+from cli.common import print_table
+from cli.common import run
 from client.admin import Admin
 from client.admin import SharePartitionOffsets
 

@@ -6,10 +6,10 @@ import argparse
 import sys
 from typing import Any
 
-from broker.commands.common import OK
-from broker.commands.common import add_common
-from broker.commands.common import print_json
-from broker.commands.common import run
+from cli.common import OK
+from cli.common import add_common
+from cli.common import print_json
+from cli.common import run
 from client.producer import Producer
 
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from broker.commands.common import OK
-from broker.commands.common import UsageError
-from broker.commands.common import add_common
-from broker.commands.common import parse_key_values
-from broker.commands.common import print_json
-from broker.commands.common import print_table
-from broker.commands.common import run
-from broker.commands.common import split_commas
+from cli.common import OK
+from cli.common import UsageError
+from cli.common import add_common
+from cli.common import parse_key_values
+from cli.common import print_json
+from cli.common import print_table
+from cli.common import run
+from cli.common import split_commas
 from client.admin import Admin
 from client.admin import ConfigResourceType
 from client.admin import ConfigSource

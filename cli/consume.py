@@ -12,9 +12,9 @@ import asyncio
 import json
 from typing import Any
 
-from broker.commands.common import OK
-from broker.commands.common import add_common
-from broker.commands.common import run
+from cli.common import OK
+from cli.common import add_common
+from cli.common import run
 from client.records import ConsumerRecord
 from client.share_acks import AcknowledgeType
 from client.share_consumer import ShareConsumer

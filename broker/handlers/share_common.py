@@ -1,0 +1,95 @@
+"""What ShareFetch and ShareAcknowledge share at the protocol edge: the id checks, and their
+acknowledgements listed per partition and applied in slices."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kio.schema.errors import ErrorCode
+
+from broker.share.acknowledgements import AckBatchLike
+from broker.share.acknowledgements import AckOutcome
+from broker.share.share_fetch_service import ShareFetchService
+from broker.share.share_session_cache import TopicIdPartition
+from broker.slicing import Slicer
+from coordinator.share_group import CoordinatorError
+from coordinator.share_group import check_ids
+
+AckResults = dict[TopicIdPartition, AckOutcome]
+# Kafka's null topic id: what a request that names no topic id is answered under.
+NULL_TOPIC_ID = uuid.UUID(int=0)
+
+
+class AckPartition(Protocol):
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def acknowledgement_batches(self) -> Sequence[AckBatchLike]: ...
+
+
+class HasTopicId(Protocol):
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+
+
+class AckTopic(HasTopicId, Protocol):
+    @property
+    def partitions(self) -> Sequence[AckPartition]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A request refused as a whole, before anything changed."""
+
+    error_code: ErrorCode
+    message: str
+
+
+def member_of(group_id: str | None, member_id: str | None) -> tuple[str, str] | Refusal:
+    """The request's group and member id, or why they are refused."""
+    if not group_id or not member_id:
+        return Refusal(ErrorCode.invalid_request, "group id and member id are required")
+    try:
+        check_ids(group_id, member_id)
+    except CoordinatorError as e:
+        return Refusal(e.error_code, str(e))
+    return group_id, member_id
+
+
+def topic_id(topic: HasTopicId) -> uuid.UUID:
+    return topic.topic_id or NULL_TOPIC_ID
+
+
+async def acknowledge_all(
+    service: ShareFetchService,
+    group_id: str,
+    member_id: str,
+    topics: Iterable[AckTopic],
+    *,
+    renew_allowed: bool,
+    now_ms: int,
+) -> AckResults:
+    """Every partition's acknowledgement batches, each partition atomically, yielding to the
+    loop between partitions so that a huge request never stalls other clients.
+
+    A topic may be listed twice in one request (librdkafka does it): batches are merged per
+    partition, never overwritten."""
+    slicer = Slicer()
+    listed: dict[TopicIdPartition, list[Sequence[AckBatchLike]]] = {}
+    for topic in topics:
+        for p in topic.partitions:
+            if p.acknowledgement_batches:
+                key = (topic_id(topic), p.partition_index)
+                listed.setdefault(key, []).append(p.acknowledgement_batches)
+            await slicer.pause()
+    out: AckResults = {}
+    for key, batch_lists in listed.items():
+        out[key] = service.acknowledge(
+            group_id, member_id, key, batch_lists, renew_allowed=renew_allowed, now_ms=now_ms
+        )
+        await slicer.pause()
+    return out

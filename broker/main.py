@@ -1,0 +1,89 @@
+"""The broker's entry point: `python -m broker [options]`, and `shoal serve [options]`.
+
+`--host H --port P --data-dir D --metrics-port M [--config FILE]` is relied on by outside
+tooling (the container's CMD, scripts): keep those options stable. The `shoal` command
+(`cli/`) reaches the broker only through `add_arguments` and `serve` here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+import structlog
+
+from broker import logs
+from broker.loops import loop_factory
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of `serve`, for `python -m broker` and `shoal serve` alike."""
+    p.add_argument("--host", help="listen address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="listen port (default 9092)")
+    p.add_argument(
+        "--data-dir", type=Path, help="where partition logs live (log.dirs, default ./data)"
+    )
+    p.add_argument("--metrics-port", type=int, help="Prometheus port (default 9308, -1 off)")
+    p.add_argument("--config", type=Path, help="a properties file with Kafka's config names")
+    p.add_argument("--loop", choices=("uvloop", "asyncio"), help="event loop (default uvloop)")
+    p.add_argument("--log-level", default="info")
+    p.add_argument("--log-json", action=argparse.BooleanOptionalAction, default=None)
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    """Command-line options as config overrides (they win over the file and the environment)."""
+    overrides: dict[str, object] = {}
+    if args.host is not None or args.port is not None:
+        host = args.host or "127.0.0.1"
+        port = args.port if args.port is not None else 9092
+        overrides["listeners"] = f"PLAINTEXT://{host}:{port}"
+    if args.data_dir is not None:
+        overrides["log.dirs"] = str(args.data_dir)
+    if args.metrics_port is not None:
+        overrides["metrics.port"] = args.metrics_port
+    return overrides
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the broker in the foreground until SIGTERM or SIGINT; the exit code."""
+    # Imported here, not at the top: every `shoal` command builds this module's parser, and
+    # only `serve` should pay for loading the broker (config pulls in storage, coordinator).
+    from broker.config import BrokerConfig
+    from broker.server import Server
+
+    try:
+        config = BrokerConfig.load(file=args.config, overrides=_overrides(args))
+    except (OSError, ValueError) as e:
+        print(f"shoal: bad configuration: {e}", file=sys.stderr)
+        return 2
+    logs.configure(args.log_level, json=args.log_json)
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await Server(config).serve_forever(stop)
+
+    with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
+        try:
+            runner.run(run())
+        except OSError as e:
+            structlog.get_logger("shoal").error("cannot start", error=str(e))
+            return 1
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m broker", description="Run the Shoal broker in the foreground."
+    )
+    add_arguments(p)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    return serve(parser().parse_args(argv))

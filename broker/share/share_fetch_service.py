@@ -1,0 +1,200 @@
+"""The share-fetch service: share sessions, acquisition across a session's partitions, and
+acknowledgements, for ShareFetch and ShareAcknowledge (KIP-932).
+
+Synchronous and sans-IO: time comes in as `now_ms`, and what it needs of the coordinator and the
+topics is passed in as functions, so it is tested without sockets or sleeps. The handlers
+validate the request, call this, wait (the long poll) and build the response.
+
+Sessions: epoch 0 opens one (only for a member of the group), -1 closes it, and any other
+epoch must be the session's next one. Partitions that do not exist are answered once with
+their error and never kept in the session.
+
+Acquisition visits the session's partitions starting one further each fetch, so no partition
+starves, and stops when the request's record or byte budget is spent.
+
+Departures: librdkafka sends its closing ShareAcknowledge before or after its leave heartbeat,
+so a member that leaves with its session still open keeps its records for a short grace
+period, or until it closes the session, whichever is first; a member that times out loses them
+at once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kio.schema.errors import ErrorCode
+
+from broker.share.acknowledgements import AckBatchLike
+from broker.share.acknowledgements import AckOutcome
+from broker.share.acknowledgements import apply
+from broker.share.share_partition_manager import FetchedPartition
+from broker.share.share_partition_manager import SharePartitionManager
+from broker.share.share_session_cache import CLOSE_EPOCH
+from broker.share.share_session_cache import OPEN_EPOCH
+from broker.share.share_session_cache import ShareSession
+from broker.share.share_session_cache import ShareSessionCache
+from broker.share.share_session_cache import ShareSessionError
+from broker.share.share_session_cache import ShareSessionKey
+from broker.share.share_session_cache import TopicIdPartition
+from coordinator.share_group import Departure
+
+LEAVE_GRACE_MS = 5_000
+
+
+@dataclass(frozen=True, slots=True)
+class SessionUpdate:
+    """What a ShareFetch's epoch did to its session."""
+
+    session: ShareSession | None  # None: the request closed the session (epoch -1)
+    unknown: dict[TopicIdPartition, FetchedPartition]  # partitions refused, answered once
+
+
+class ShareFetchService:
+    def __init__(
+        self,
+        sessions: ShareSessionCache,
+        partitions: SharePartitionManager,
+        *,
+        is_member: Callable[[str, str], bool],
+        partition_count: Callable[[uuid.UUID], int | None],
+    ) -> None:
+        self.sessions = sessions
+        self.partitions = partitions
+        self._is_member = is_member
+        self._partition_count = partition_count
+
+    # Sessions
+
+    def update_session(
+        self,
+        group_id: str,
+        member_id: str,
+        epoch: int,
+        added: Iterable[TopicIdPartition],
+        forgotten: Iterable[TopicIdPartition],
+    ) -> SessionUpdate:
+        """Open, advance or close a ShareFetch's session and apply its partition changes.
+
+        :raises ShareSessionError:"""
+        if epoch == CLOSE_EPOCH:
+            return SessionUpdate(None, {})
+        key = ShareSessionKey(group_id, member_id)
+        if epoch == OPEN_EPOCH:
+            if not self._is_member(group_id, member_id):
+                raise ShareSessionError(
+                    ErrorCode.unknown_member_id, "not a member of the share group"
+                )
+            session = self.sessions.open(key)
+        else:
+            session = self.sessions.advance(key, epoch)
+        unknown: dict[TopicIdPartition, FetchedPartition] = {}
+        for tp in added:
+            code = self._unknown(tp)
+            if code is None:
+                session.partitions[tp] = None
+            else:
+                unknown[tp] = FetchedPartition(code, b"", [])
+        for tp in forgotten:
+            session.partitions.pop(tp, None)
+        return SessionUpdate(session, unknown)
+
+    def advance_for_acknowledge(self, group_id: str, member_id: str, epoch: int) -> None:
+        """A ShareAcknowledge's epoch: it may close a session but never open one.
+
+        :raises ShareSessionError:"""
+        if epoch == OPEN_EPOCH:
+            raise ShareSessionError(
+                ErrorCode.invalid_share_session_epoch, "a share session is opened by ShareFetch"
+            )
+        if epoch != CLOSE_EPOCH:
+            self.sessions.advance(ShareSessionKey(group_id, member_id), epoch)
+
+    def _unknown(self, tp: TopicIdPartition) -> ErrorCode | None:
+        count = self._partition_count(tp[0])
+        if count is None:
+            return ErrorCode.unknown_topic_id
+        if not 0 <= tp[1] < count:
+            return ErrorCode.unknown_topic_or_partition
+        return None
+
+    # Acquisition
+
+    def acquire(
+        self,
+        session: ShareSession,
+        *,
+        max_records: int,
+        max_bytes: int,
+        now_ms: int,
+    ) -> dict[TopicIdPartition, FetchedPartition]:
+        """Acquire from the session's partitions, rotating the start, within the budgets.
+
+        Only partitions that acquired something or failed are in the result."""
+        keys = list(session.partitions)
+        if not keys:
+            return {}
+        start = session.rotation % len(keys)
+        session.rotation += 1
+        group_id, member_id = session.key.group_id, session.key.member_id
+        records_left, bytes_left = max_records, max_bytes
+        out: dict[TopicIdPartition, FetchedPartition] = {}
+        for topic_id, partition in keys[start:] + keys[:start]:
+            if records_left <= 0 or bytes_left <= 0:
+                break
+            fetched = self.partitions.fetch(
+                group_id, member_id, topic_id, partition,
+                max_bytes=bytes_left, max_records=records_left, now_ms=now_ms,
+            )  # fmt: skip
+            if fetched.acquired or fetched.error_code != ErrorCode.none:
+                out[(topic_id, partition)] = fetched
+                records_left -= sum(a.last_offset - a.first_offset + 1 for a in fetched.acquired)
+                bytes_left -= len(fetched.records)
+        return out
+
+    # Acknowledgements
+
+    def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        tp: TopicIdPartition,
+        listed: Sequence[Sequence[AckBatchLike]],
+        *,
+        renew_allowed: bool,
+        now_ms: int,
+    ) -> AckOutcome:
+        """One partition's acknowledgement batches (every listing of it), all or none."""
+        return apply(
+            self.partitions, group_id, member_id, tp, listed,
+            renew_allowed=renew_allowed, now_ms=now_ms,
+        )  # fmt: skip
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        return self.partitions.lock_duration_ms(group_id)
+
+    # Endings
+
+    def close_session(self, group_id: str, member_id: str, now_ms: int) -> None:
+        """A share session ended (epoch -1): records the member still holds are released."""
+        self.sessions.close(ShareSessionKey(group_id, member_id))
+        self.partitions.release_member(group_id, member_id, now_ms)
+
+    def member_departed(self, departure: Departure, now_ms: int) -> None:
+        key = ShareSessionKey(departure.group_id, departure.member_id)
+        session = self.sessions.get(key)
+        if departure.reason == "left" and session is not None:
+            session.release_deadline_ms = now_ms + LEAVE_GRACE_MS
+            return
+        self.close_session(departure.group_id, departure.member_id, now_ms)
+
+    def expire(self, departures: Iterable[Departure], now_ms: int) -> None:
+        """Members the coordinator timed out, and sessions whose leave grace has run out."""
+        for departure in departures:
+            self.member_departed(departure, now_ms)
+        for session in self.sessions.sessions():
+            if session.release_deadline_ms is not None and session.release_deadline_ms <= now_ms:
+                self.close_session(session.key.group_id, session.key.member_id, now_ms)

@@ -1,0 +1,25 @@
+"""The logs the share layer reads: topics by id and name, and each partition's log.
+
+The share layer needs three lookups, not the whole LogManager (creation, deletion, limits,
+flushing). LogManager has them, and so has `storage.memory_log.MemoryLogs`, with which the
+share-partition manager is tested without a disk.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Protocol
+
+from storage.log import PartitionLog
+from storage.topics import TopicInfo
+
+
+class ShareLogs(Protocol):
+    def topics(self) -> Sequence[TopicInfo]: ...
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None: ...
+
+    def log(self, topic: str, partition: int) -> PartitionLog | None:
+        """The partition's log; None when the topic or partition does not exist."""
+        ...

@@ -1,0 +1,54 @@
+"""What the share-partition manager counts, as calls, so broker/share needs no metrics library.
+
+`broker.metrics.BrokerMetrics` implements it with Prometheus counters; `NO_METRICS` counts
+nothing (tools and tests that do not look).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from broker.share.record_state import AcknowledgeType
+
+
+class ShareMetrics(Protocol):
+    def on_records_acquired(self, records: int) -> None:
+        """Records handed out by a ShareFetch (deliveries)."""
+        ...
+
+    def on_acknowledgement(self, ok: bool, records: Mapping[AcknowledgeType, int]) -> None:
+        """One partition's acknowledgement; `records` per type, counted only when `ok`."""
+        ...
+
+    def on_lock_timeouts(self, records: int) -> None:
+        """Records whose acquisition lock expired before they were acknowledged."""
+        ...
+
+    def on_delivery_limit_archived(self, records: int) -> None:
+        """Records archived because a release found them at the delivery-count limit."""
+        ...
+
+    def on_share_state_write_failure(self) -> None:
+        """A change not made because its share-state record could not be written."""
+        ...
+
+
+class _NoMetrics:
+    def on_records_acquired(self, records: int) -> None:
+        pass
+
+    def on_acknowledgement(self, ok: bool, records: Mapping[AcknowledgeType, int]) -> None:
+        pass
+
+    def on_lock_timeouts(self, records: int) -> None:
+        pass
+
+    def on_delivery_limit_archived(self, records: int) -> None:
+        pass
+
+    def on_share_state_write_failure(self) -> None:
+        pass
+
+
+NO_METRICS: ShareMetrics = _NoMetrics()

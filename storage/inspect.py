@@ -1,0 +1,74 @@
+"""Read-only views of a stopped broker's data directory, for offline tools.
+
+`shoal share-state dump` reads through here and nothing else of storage: this module offers
+no way to append, delete or rewrite data. A partition log is opened as the broker opens it, so
+one that was not shut down cleanly is recovered first, exactly as the broker's next start would
+recover it; one that was shut down cleanly is closed again afterwards, putting its
+clean-shutdown marker back so that the next start still skips recovery.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.share_state import ShareStateRecord
+from storage.config import LogConfig
+from storage.errors import UnknownTopicOrPartition
+from storage.log_manager import TOPICS_DIR
+from storage.segment_log import CLEAN_SHUTDOWN
+from storage.segment_log import SegmentLog
+from storage.share_state_store import ShareStateStore
+from storage.topics import TopicInfo
+from storage.topics import load_topics
+
+SHARE_STATE_DIR = "__share_state"  # where the broker keeps share snapshot files
+
+
+class NotADataDirectory(Exception):
+    """The path holds no Shoal data (no topic metadata directory)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareStateChain:
+    """One share-partition's current SHARE_CHECKPOINT and the SHARE_DELTAs chained to it."""
+
+    snapshot_offset: int | None  # the SCO the snapshot file names, if there is one
+    records: list[tuple[int, ShareStateRecord]]  # (offset, record), checkpoint first
+
+
+class DataDirectory:
+    """A broker's data directory (`log.dirs`), read offline."""
+
+    def __init__(self, path: Path) -> None:
+        if not (path / TOPICS_DIR).is_dir():
+            raise NotADataDirectory(f"{path} is not a Shoal data directory")
+        self.path = path
+        self._topics = {t.name: t for t in load_topics(path / TOPICS_DIR)}  # read once
+
+    def topics(self) -> dict[str, TopicInfo]:
+        return dict(self._topics)
+
+    def partition_dir(self, topic: str, partition: int) -> Path:
+        """The partition's log directory; raises UnknownTopicOrPartition if there is none."""
+        info = self._topics.get(topic)
+        if info is None or not 0 <= partition < info.partitions:
+            raise UnknownTopicOrPartition(f"no {topic}-{partition}")
+        return self.path / f"{topic}-{partition}"
+
+    def shut_down_cleanly(self, topic: str, partition: int) -> bool:
+        """False if the log was not closed by a clean stop (a crash, or a broker running now)."""
+        return (self.partition_dir(topic, partition) / CLEAN_SHUTDOWN).exists()
+
+    def share_state_chain(self, topic: str, partition: int, group_id: str) -> ShareStateChain:
+        """The group's durable share state on one partition (no records: the group has none)."""
+        log_dir = self.partition_dir(topic, partition)
+        clean = (log_dir / CLEAN_SHUTDOWN).exists()
+        config = LogConfig().with_overrides(self._topics[topic].configs)
+        plog = SegmentLog.open(log_dir, config)
+        try:
+            store = ShareStateStore(plog, self.path / SHARE_STATE_DIR / log_dir.name)
+            return ShareStateChain(store.read_snapshot(group_id), store.chain(group_id))
+        finally:
+            if clean:  # put the clean-shutdown marker back: the next start skips recovery again
+                plog.close()

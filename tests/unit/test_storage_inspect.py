@@ -1,0 +1,64 @@
+"""storage.inspect: a stopped broker's data dir, read offline (for `shoal share-state dump`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from protocol.share_state import ShareCheckpoint
+from protocol.share_state import ShareDelta
+from protocol.share_state import StateBatch
+from storage.errors import UnknownTopicOrPartition
+from storage.inspect import SHARE_STATE_DIR
+from storage.inspect import DataDirectory
+from storage.inspect import NotADataDirectory
+from storage.log_manager import LogManager
+from storage.segment_log import CLEAN_SHUTDOWN
+from storage.share_state_store import ShareStateStore
+
+NOW = 1_700_000_000_000
+
+
+def _data_dir_with_share_state(data: Path) -> tuple[int, int]:
+    """A data dir as a cleanly stopped broker leaves it: topic jobs (2 partitions), group g's
+    checkpoint and one delta on jobs-0. The offsets of the two records."""
+    logs = LogManager(data)
+    logs.create_topic("jobs", 2)
+    plog = logs.log("jobs", 0)
+    assert plog is not None
+    store = ShareStateStore(plog, data / SHARE_STATE_DIR / "jobs-0")
+    checkpoint = store.append(ShareCheckpoint("g", 1, 0, 0, ()), NOW)
+    store.write_snapshot("g", checkpoint, 1)
+    delta = store.append(ShareDelta("g", 1, checkpoint, (StateBatch(0, 1, 2, 1),)), NOW)
+    logs.close()
+    return checkpoint, delta
+
+
+def test_the_chain_of_a_cleanly_stopped_partition_and_the_log_left_clean(tmp_path: Path) -> None:
+    checkpoint, delta = _data_dir_with_share_state(tmp_path)
+    data = DataDirectory(tmp_path)
+    assert data.shut_down_cleanly("jobs", 0)
+
+    chain = data.share_state_chain("jobs", 0, "g")
+
+    assert chain.snapshot_offset == checkpoint
+    assert [(o, type(r).__name__) for o, r in chain.records] == [
+        (checkpoint, "ShareCheckpoint"),
+        (delta, "ShareDelta"),
+    ]
+    assert chain.records[1][1].states == (StateBatch(0, 1, 2, 1),)
+    # Reading put the clean-shutdown marker back: the next broker start skips recovery.
+    assert (tmp_path / "jobs-0" / CLEAN_SHUTDOWN).exists()
+    assert data.share_state_chain("jobs", 0, "other").records == []
+
+
+def test_unknown_partitions_and_paths_that_hold_no_data(tmp_path: Path) -> None:
+    _data_dir_with_share_state(tmp_path / "data")
+    data = DataDirectory(tmp_path / "data")
+    assert data.share_state_chain("jobs", 1, "g").records == []
+    for topic, partition in (("jobs", 2), ("jobs", -1), ("nope", 0)):
+        with pytest.raises(UnknownTopicOrPartition):
+            data.share_state_chain(topic, partition, "g")
+    with pytest.raises(NotADataDirectory):
+        DataDirectory(tmp_path / "empty")
