@@ -1,53 +1,224 @@
-"""Broker configuration under Kafka's own names.
+"""Broker configuration: one frozen, typed settings object under Kafka's own names.
 
-Sources, later ones winning: built-in defaults (sized for a laptop), a Java-style properties file,
+Each Kafka name maps to a snake_case attribute (`num.partitions` -> `num_partitions`). Sources,
+later ones winning: built-in defaults (sized for a laptop), a Java-style properties file,
 environment variables (`SHOAL_LOG_DIRS` sets `log.dirs`: upper case, dots as underscores), and
-the command line.
+the command line. Everything is parsed and validated when loaded (types, ranges, the
+`group.share.*` bound pairs), so a bad value stops the broker at start, not at first use.
+Names Shoal does not know are kept (DescribeConfigs lists them) and reported once at start,
+as Kafka's "supplied but isn't a known config".
+
+The `group.share.*` defaults and bounds may change at runtime (`broker.dynamic_config`): a
+change makes a new `BrokerConfig` with `dataclasses.replace`, validated the same way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from coordinator.group_configs import BROKER_DEFAULTS
+from coordinator.group_configs import DEFS
 
-# name -> (default, type). Only names Shoal reads are listed; unknown names are kept and ignored.
-DEFAULTS: dict[str, tuple[Any, type]] = {
-    "node.id": (1, int),
-    "listeners": ("PLAINTEXT://127.0.0.1:9092", str),
-    "advertised.listeners": ("", str),
-    "log.dirs": ("./data", str),
-    "socket.request.max.bytes": (100 * 1024 * 1024, int),
-    "queued.max.requests": (500, int),
-    "auto.create.topics.enable": (True, bool),
-    "num.partitions": (1, int),
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
+_WEEK_MS = 7 * 24 * 3600 * 1000
+_CHOICES = {"group.share.auto.offset.reset": ("latest", "earliest")}
+
+
+def _int(default: int, low: int | None = None, high: int | None = None) -> Any:
+    """An int setting; `low`/`high` are checked when the settings are made."""
+    return field(default=default, metadata={"low": low, "high": high})
+
+
+def _share(default: int) -> Any:
+    """A `group.share.*` int: at least 1, as the dynamic configs have always required."""
+    return _int(default, 1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrokerConfig:
+    """Every setting Shoal reads. Attribute = Kafka name with dots as underscores."""
+
+    node_id: int = _int(1, 0)
+    listeners: str = "PLAINTEXT://127.0.0.1:9092"
+    advertised_listeners: str = ""
+    log_dirs: str = "./data"
+    socket_request_max_bytes: int = _int(100 * 1024 * 1024, 1)
+    queued_max_requests: int = _int(500, 1)
+    auto_create_topics_enable: bool = True
+    num_partitions: int = _int(1, 1)
     # Partition limits, checked before anything is created: the broker's total (KIP-578's
     # name) and what one CreateTopics or CreatePartitions request may add (Shoal's).
-    "max.broker.partitions": (50_000, int),
-    "max.partitions.per.request": (10_000, int),
-    "log.segment.bytes": (1024**3, int),
-    "log.roll.ms": (7 * 24 * 3600 * 1000, int),
-    "log.retention.ms": (7 * 24 * 3600 * 1000, int),
-    "log.retention.bytes": (-1, int),
-    "log.retention.check.interval.ms": (300_000, int),
-    "log.index.interval.bytes": (4096, int),
-    "log.flush.interval.messages": (2**63 - 1, int),
-    "log.flush.interval.ms": (1000, int),
-    "metrics.port": (9308, int),
-    "shutdown.timeout.ms": (5000, int),
-    "group.share.max.share.sessions": (2000, int),
+    max_broker_partitions: int = _int(50_000, 1)
+    max_partitions_per_request: int = _int(10_000, 1)
+    # Positions in the offset index are int32, so a segment cannot outgrow that.
+    log_segment_bytes: int = _int(1024**3, 14, _INT32_MAX)
+    log_roll_ms: int = _int(_WEEK_MS, 1)
+    log_retention_ms: int = _int(_WEEK_MS, -1)  # -1: keep forever
+    log_retention_bytes: int = _int(-1, -1)  # -1: no size limit
+    log_retention_check_interval_ms: int = _int(300_000, 1)
+    log_index_interval_bytes: int = _int(4096, 0)
+    log_flush_interval_messages: int = _int(_INT64_MAX, 1)
+    log_flush_interval_ms: int = _int(1000, 1)
+    metrics_port: int = _int(9308, -1, 65535)  # -1: no metrics endpoint
+    shutdown_timeout_ms: int = _int(5000, 0)
+    group_share_max_share_sessions: int = _int(2000, 1)
     # Kafka's name; empty means no persister (share state is not durable; for benchmarks).
-    "group.share.persister.class.name": ("SHARE_CHECKPOINT", str),
+    group_share_persister_class_name: str = "SHARE_CHECKPOINT"
     # Deltas after which the share-partition leader writes a new SHARE_CHECKPOINT.
-    "share.coordinator.snapshot.update.records.per.snapshot": (100, int),
-    **BROKER_DEFAULTS,
+    share_coordinator_snapshot_update_records_per_snapshot: int = _int(100, 1)
+    # The share-group configs' broker defaults and bounds (KIP-932 and seed 002); dynamic.
+    # coordinator.group_configs.BROKER_DEFAULTS lists the same names and defaults.
+    group_share_auto_offset_reset: str = "latest"
+    group_share_record_lock_duration_ms: int = _share(30_000)
+    group_share_min_record_lock_duration_ms: int = _share(1_000)
+    group_share_max_record_lock_duration_ms: int = _share(60_000)
+    group_share_delivery_count_limit: int = _share(5)
+    group_share_min_delivery_count_limit: int = _share(2)
+    group_share_max_delivery_count_limit: int = _share(10)
+    group_share_partition_max_record_locks: int = _share(2_000)
+    group_share_min_partition_max_record_locks: int = _share(100)
+    group_share_max_partition_max_record_locks: int = _share(4_000)
+    group_share_renew_acknowledge_enable: bool = True
+    group_share_session_timeout_ms: int = _share(45_000)
+    group_share_min_session_timeout_ms: int = _share(45_000)
+    group_share_max_session_timeout_ms: int = _share(60_000)
+    group_share_heartbeat_interval_ms: int = _share(5_000)
+    group_share_min_heartbeat_interval_ms: int = _share(5_000)
+    group_share_max_heartbeat_interval_ms: int = _share(15_000)
+    # Kafka sizes its share-session cache with this; it never refuses a group (nor does Shoal,
+    # whose cache is group.share.max.share.sessions). Accepted so Kafka configs load unchanged.
+    group_share_max_groups: int = _share(10)
+    group_share_max_size: int = _share(200)
+    # Names given that Shoal does not know, as given: listed by DescribeConfigs, never read.
+    unknown: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """:raises ValueError: a value out of range, a bad listener or choice, crossed bounds."""
+        for f in _SETTINGS.values():
+            value = getattr(self, f.name)
+            if not isinstance(value, _TYPES[f.name]):
+                raise ValueError(f"{_kafka_name(f)}: expected {_TYPES[f.name].__name__}")
+            low, high = f.metadata.get("low"), f.metadata.get("high")
+            if low is not None and value < low:
+                raise ValueError(f"{_kafka_name(f)}={value} is below the minimum {low}")
+            if high is not None and value > high:
+                raise ValueError(f"{_kafka_name(f)}={value} is above the maximum {high}")
+        for name, choices in _CHOICES.items():
+            if self[name] not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(choices)}")
+        if not self.log_dirs:
+            raise ValueError("log.dirs is empty")
+        parse_listener(self.listeners.split(",")[0])
+        if self.advertised_listeners:
+            parse_listener(self.advertised_listeners.split(",")[0])
+        check_bounds(self)
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        file: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> BrokerConfig:
+        """:raises ValueError: a value does not parse as its type or is out of range."""
+        raw: dict[str, Any] = {}
+        if file is not None:
+            raw.update(parse_properties(file.read_text()))
+        known = list(DEFAULTS) + [n for n in raw if n not in DEFAULTS]
+        raw.update(env_overrides(os.environ if environ is None else environ, known))
+        raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
+        typed: dict[str, Any] = {}
+        unknown: dict[str, str] = {}
+        for name, value in raw.items():
+            f = _SETTINGS.get(name)
+            if f is None:
+                unknown[name] = str(value)
+            else:
+                typed[f.name] = _coerce(name, value, _TYPES[f.name])
+        return cls(**typed, unknown=unknown)
+
+    def replace(self, changes: Mapping[str, Any]) -> BrokerConfig:
+        """A copy with some known settings (by Kafka name, typed values) changed.
+
+        :raises ValueError: the result is invalid (out of range, crossed bounds).
+        """
+        return dataclasses.replace(self, **{_SETTINGS[n].name: v for n, v in changes.items()})
+
+    # By-name access, for the handlers until they move to the attributes.
+    def __getitem__(self, name: str) -> Any:
+        f = _SETTINGS.get(name)
+        return self.unknown[name] if f is None else getattr(self, f.name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """Every setting by Kafka name, unknown ones included."""
+        known = {name: getattr(self, f.name) for name, f in _SETTINGS.items()}
+        return {**self.unknown, **known}
+
+    @property
+    def listener(self) -> tuple[str, int]:
+        """Host and port of the first listener."""
+        return parse_listener(self.listeners.split(",")[0])
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        """What Metadata tells clients; a wildcard listener advertises this host's name."""
+        adv = self.advertised_listeners
+        host, port = parse_listener(adv.split(",")[0]) if adv else self.listener
+        if host in ("0.0.0.0", "::"):
+            host = socket.getfqdn()
+        return host, port
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.log_dirs.split(",")[0])
+
+
+def _kafka_name(f: dataclasses.Field[Any]) -> str:
+    return f.name.replace("_", ".")
+
+
+_TYPES: dict[str, type] = {
+    name: hint
+    for name, hint in typing.get_type_hints(BrokerConfig).items()
+    if hint in (int, str, bool)
 }
+# Kafka name -> field, for every setting (not `unknown`).
+_SETTINGS: dict[str, dataclasses.Field[Any]] = {
+    _kafka_name(f): f for f in dataclasses.fields(BrokerConfig) if f.name in _TYPES
+}
+# Kafka name -> (default, type), as DescribeConfigs and the dynamic configs need them.
+DEFAULTS: dict[str, tuple[Any, type]] = {
+    name: (f.default, _TYPES[f.name]) for name, f in _SETTINGS.items()
+}
+
+
+def check_bounds(config: BrokerConfig) -> None:
+    """:raises ValueError: a `group.share.*` default lies outside its bounds, or min > max."""
+    for d in DEFS.values():
+        if d.broker_min is None or d.broker_max is None:
+            continue
+        low, default, high = config[d.broker_min], config[d.broker_default], config[d.broker_max]
+        if not low <= default <= high:
+            raise ValueError(
+                f"{d.broker_default}={default} must lie within "
+                f"{d.broker_min}={low} and {d.broker_max}={high}"
+            )
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -79,66 +250,18 @@ def _coerce(name: str, value: Any, kind: type) -> Any:
         if value.lower() not in ("true", "false"):
             raise ValueError(f"{name}: expected true or false, got {value!r}")
         return value.lower() == "true"
+    if kind is int and isinstance(value, bool):
+        raise ValueError(f"{name}: expected an integer, got {value!r}")
     try:
         return kind(value)
     except ValueError as e:
         raise ValueError(f"{name}: {e}") from None
 
 
-@dataclass(frozen=True)
-class BrokerConfig:
-    values: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def load(
-        cls,
-        *,
-        file: Path | None = None,
-        environ: Mapping[str, str] | None = None,
-        overrides: Mapping[str, Any] | None = None,
-    ) -> BrokerConfig:
-        """:raises ValueError: a value does not parse as its type."""
-        raw: dict[str, Any] = {}
-        if file is not None:
-            raw.update(parse_properties(file.read_text()))
-        known = list(DEFAULTS) + [n for n in raw if n not in DEFAULTS]
-        raw.update(env_overrides(os.environ if environ is None else environ, known))
-        raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
-        values = {name: default for name, (default, _) in DEFAULTS.items()}
-        for name, value in raw.items():
-            kind = DEFAULTS[name][1] if name in DEFAULTS else str
-            values[name] = _coerce(name, value, kind)
-        return cls(values)
-
-    def __getitem__(self, name: str) -> Any:
-        return self.values[name]
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.values.get(name, default)
-
-    @property
-    def listener(self) -> tuple[str, int]:
-        """Host and port of the first listener."""
-        return parse_listener(self["listeners"].split(",")[0])
-
-    @property
-    def advertised(self) -> tuple[str, int]:
-        """What Metadata tells clients; a wildcard listener advertises this host's name."""
-        adv = self["advertised.listeners"]
-        host, port = parse_listener(adv.split(",")[0]) if adv else self.listener
-        if host in ("0.0.0.0", "::"):
-            host = socket.getfqdn()
-        return host, port
-
-    @property
-    def data_dir(self) -> Path:
-        return Path(self["log.dirs"].split(",")[0])
-
-
 def parse_listener(listener: str) -> tuple[str, int]:
     """`PLAINTEXT://host:port` -> (host, port); an empty host means all interfaces."""
     _, _, address = listener.strip().rpartition("://")
     host, _, port = address.rpartition(":")
-    if not port.isdigit():
-        raise ValueError(f"listener {listener!r} has no port")
+    if not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"listener {listener!r} has no port (0 to 65535)")
     return host.strip("[]") or "0.0.0.0", int(port)

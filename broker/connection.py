@@ -49,7 +49,7 @@ class KafkaConnection(asyncio.Protocol):
         self._connections = connections
         # Per-connection state.
         self._transport: asyncio.Transport | None = None
-        self._decoder = FrameDecoder(services.config["socket.request.max.bytes"])
+        self._decoder = FrameDecoder(services.config.socket_request_max_bytes)
         self._peer = "?"
         self._next_seq = 0
         self._next_to_write = 0

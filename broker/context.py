@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from dataclasses import field
 from typing import TYPE_CHECKING
 
+from broker.clock import Clock
+from broker.clock import WallClock
 from broker.config import BrokerConfig
 from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 class BrokerServices:
     """Shared, long-lived state, grouped by what owns it; no logic of its own."""
 
-    config: BrokerConfig
     logs: LogManager
     registry: Registry
     producer_ids: ProducerIdAllocator
@@ -42,10 +42,15 @@ class BrokerServices:
     dynamic_configs: DynamicBrokerConfigs
     notifier: Notifier = field(default_factory=Notifier)
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
+    clock: Clock = field(default_factory=WallClock)
 
-    @staticmethod
-    def now_ms() -> int:
-        return time.time_ns() // 1_000_000
+    @property
+    def config(self) -> BrokerConfig:
+        """The settings in force: the dynamic `group.share.*` configs can replace them."""
+        return self.dynamic_configs.current
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
 
 
 @dataclass(frozen=True, slots=True)

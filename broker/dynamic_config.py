@@ -15,8 +15,8 @@ values are capped by the new bounds when read. A change must keep each bound pai
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -58,26 +58,37 @@ def parse(name: str, value: str) -> Any:
     return value
 
 
-def check_bounds(values: Mapping[str, Any]) -> None:
-    """:raises InvalidBrokerConfig: a default lies outside its bounds, or min > max."""
-    for d in DEFS.values():
-        if d.broker_min is None or d.broker_max is None:
-            continue
-        low, default, high = values[d.broker_min], values[d.broker_default], values[d.broker_max]
-        if not low <= default <= high:
-            raise InvalidBrokerConfig(
-                f"{d.broker_default}={default} must lie within "
-                f"{d.broker_min}={low} and {d.broker_max}={high}"
-            )
+def _replace(config: BrokerConfig, changes: Mapping[str, Any]) -> BrokerConfig:
+    """:raises InvalidBrokerConfig: the changed settings are invalid (crossed bounds)."""
+    try:
+        return config.replace(changes)
+    except ValueError as e:
+        raise InvalidBrokerConfig(str(e)) from None
+
+
+def _units(names: Iterable[str]) -> list[list[str]]:
+    """`names` grouped by the group config whose default and bounds they are."""
+    units: dict[str, list[str]] = {}
+    for name in names:
+        owner = next(
+            (
+                d.name
+                for d in DEFS.values()
+                if name in (d.broker_default, d.broker_min, d.broker_max)
+            ),
+            name,
+        )
+        units.setdefault(owner, []).append(name)
+    return list(units.values())
 
 
 class DynamicBrokerConfigs:
-    """The dynamic configs of one broker, applied to its `BrokerConfig` values in place."""
+    """The dynamic configs of one broker; `current` is the settings in force."""
 
     def __init__(self, config: BrokerConfig) -> None:
-        self._config = config
-        self._path: Path = config.data_dir / FILE_NAME
-        self._static = {n: config.values[n] for n in DYNAMIC}
+        self._static = config
+        self.current = config
+        self._path = config.data_dir / FILE_NAME
         self.stored: dict[str, str] = {}
         if self._path.exists():
             self._load()
@@ -88,22 +99,31 @@ class DynamicBrokerConfigs:
         except (OSError, ValueError) as e:
             log.warning("unreadable dynamic broker configs", path=str(self._path), error=str(e))
             return
+        parsed: dict[str, Any] = {}
         for name, value in stored.items():
             try:
                 if name not in DYNAMIC:
                     raise InvalidBrokerConfig(f"{name} is not a dynamic broker config")
-                self._config.values[name] = parse(name, str(value))
+                parsed[name] = parse(name, str(value))
             except InvalidBrokerConfig as e:
                 log.warning("ignoring stored dynamic broker config", name=name, error=str(e))
+        # A default and its bounds are applied together (they may only fit as a set); a set
+        # that no longer fits the properties file is dropped whole, the others still apply.
+        for unit in _units(parsed):
+            try:
+                self.current = _replace(self.current, {n: parsed[n] for n in unit})
+            except InvalidBrokerConfig as e:
+                for name in unit:
+                    log.warning("ignoring stored dynamic broker config", name=name, error=str(e))
                 continue
-            self.stored[name] = str(value)
+            self.stored.update({name: str(stored[name]) for name in unit})
 
     def alter(self, changes: Mapping[str, str | None], *, validate_only: bool = False) -> None:
         """Set (None: back to the static value) dynamic configs, all or nothing.
 
         :raises InvalidBrokerConfig: unknown or read-only name, bad value, inconsistent bounds.
         """
-        values = dict(self._config.values)
+        values: dict[str, Any] = {}
         for name, value in changes.items():
             if name not in DEFAULTS:
                 raise InvalidBrokerConfig(f"unknown broker config {name!r}")
@@ -113,13 +133,12 @@ class DynamicBrokerConfigs:
                     "restart (dynamic: group.share.*)"
                 )
             values[name] = self._static[name] if value is None else parse(name, value)
-        check_bounds(values)
+        changed = _replace(self.current, values)
         if validate_only:
             return
         stored = {k: v for k, v in self.stored.items() if k not in changes}
         stored.update({k: v for k, v in changes.items() if v is not None})
         atomic_write(self._path, json.dumps(stored, sort_keys=True, indent=1).encode())
         self.stored = stored
-        for name in changes:
-            self._config.values[name] = values[name]
+        self.current = changed
         log.info("dynamic broker configs changed", changes=dict(changes))

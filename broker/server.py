@@ -17,6 +17,8 @@ from pathlib import Path
 
 import structlog
 
+from broker.clock import Clock
+from broker.clock import WallClock
 from broker.config import BrokerConfig
 from broker.connection import KafkaConnection
 from broker.context import BrokerServices
@@ -46,13 +48,13 @@ SNAPSHOT_INTERVAL_MS = 1000  # share snapshot files catch up with their newest c
 
 def log_config(config: BrokerConfig) -> LogConfig:
     return LogConfig(
-        segment_bytes=config["log.segment.bytes"],
-        segment_ms=config["log.roll.ms"],
-        retention_ms=config["log.retention.ms"],
-        retention_bytes=config["log.retention.bytes"],
-        index_interval_bytes=config["log.index.interval.bytes"],
-        flush_messages=config["log.flush.interval.messages"],
-        flush_interval_ms=config["log.flush.interval.ms"],
+        segment_bytes=config.log_segment_bytes,
+        segment_ms=config.log_roll_ms,
+        retention_ms=config.log_retention_ms,
+        retention_bytes=config.log_retention_bytes,
+        index_interval_bytes=config.log_index_interval_bytes,
+        flush_messages=config.log_flush_interval_messages,
+        flush_interval_ms=config.log_flush_interval_ms,
     )
 
 
@@ -68,21 +70,24 @@ def _cluster_id(data_dir: Path) -> str:
 
 
 class Server:
-    def __init__(self, config: BrokerConfig) -> None:
-        self.config = config
+    def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
+        """`clock`: where share logic reads the time; the wall clock unless a test passes one."""
+        if config.unknown:
+            log.warning("supplied but isn't a known config", names=sorted(config.unknown))
         data_dir = config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         # Dynamic broker configs stored in the data dir win over file, environment and flags.
         dynamic = DynamicBrokerConfigs(config)
         host, port = config.advertised
-        logs = LogManager(
-            data_dir, log_config(config), max_partitions=config["max.broker.partitions"]
+        logs = LogManager(data_dir, log_config(config), max_partitions=config.max_broker_partitions)
+        # By Kafka name, from the group config table; read afresh as dynamic changes land.
+        group_configs = GroupConfigs(
+            data_dir / "share-group-configs.json", lambda name: dynamic.current[name]
         )
-        group_configs = GroupConfigs(data_dir / "share-group-configs.json", config.__getitem__)
 
         def limits(group_id: str) -> CoordinatorLimits:
             return CoordinatorLimits(
-                max_size=config["group.share.max.size"],
+                max_size=dynamic.current.group_share_max_size,
                 session_timeout_ms=group_configs.effective(group_id, "share.session.timeout.ms"),
                 heartbeat_interval_ms=group_configs.effective(
                     group_id, "share.heartbeat.interval.ms"
@@ -95,14 +100,14 @@ class Server:
 
         notifier = Notifier()
         metrics = BrokerMetrics()
-        durable = bool(config["group.share.persister.class.name"])
+        durable = bool(config.group_share_persister_class_name)
         if not durable:
             log.warning("share state is not durable: group.share.persister.class.name is empty")
         self._share_state = (
             ShareStatePersister(
                 logs,
                 data_dir / "__share_state",
-                max_deltas=config["share.coordinator.snapshot.update.records.per.snapshot"],
+                max_deltas=config.share_coordinator_snapshot_update_records_per_snapshot,
             )
             if durable
             else None
@@ -121,13 +126,12 @@ class Server:
             return topic.partitions if topic else None
 
         self.services = BrokerServices(
-            config=config,
             logs=logs,
             group_configs=group_configs,
             coordinator=coordinator,
             share_partitions=share_partitions,
             share_fetch=ShareFetchService(
-                ShareSessionCache(config["group.share.max.share.sessions"]),
+                ShareSessionCache(config.group_share_max_share_sessions),
                 share_partitions,
                 is_member=coordinator.is_member,
                 partition_count=partition_count,
@@ -138,9 +142,10 @@ class Server:
             registry=build_registry(),
             producer_ids=ProducerIdAllocator(data_dir / "producer-ids"),
             cluster_id=_cluster_id(data_dir),
-            node_id=config["node.id"],
+            node_id=config.node_id,
             host=host,
             port=port,
+            clock=clock or WallClock(),
         )
         self._watch(metrics)
         self._connections: set[KafkaConnection] = set()
@@ -151,6 +156,10 @@ class Server:
         self._flushing: asyncio.Future[list[tuple[PendingSync, OSError]]] | None = None
         self.port = 0
         self.metrics_port = -1
+
+    @property
+    def config(self) -> BrokerConfig:
+        return self.services.config
 
     def _watch(self, metrics: BrokerMetrics) -> None:
         s = self.services
@@ -177,13 +186,13 @@ class Server:
         self.port = self._server.sockets[0].getsockname()[1]
         if self.services.port == 0:  # listening on an ephemeral port: advertise the real one
             self.services.port = self.port
-        self._every(self.config["log.flush.interval.ms"], self._flush)
-        self._every(self.config["log.retention.check.interval.ms"], self._retention)
+        self._every(self.config.log_flush_interval_ms, self._flush)
+        self._every(self.config.log_retention_check_interval_ms, self._retention)
         self._every(LOCK_TIMER_TICK_MS, self._expire_locks)
         self._every(MEMBER_CHECK_MS, self._expire_members)
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
-        if self.config["metrics.port"] >= 0:
-            self.metrics_port = self.services.metrics.serve(host, self.config["metrics.port"])
+        if self.config.metrics_port >= 0:
+            self.metrics_port = self.services.metrics.serve(host, self.config.metrics_port)
             log.info("metrics", host=host, port=self.metrics_port)
         # Everything loaded so far lives as long as the broker: a full garbage collection need
         # not scan it again each time (a big request's objects trigger one, on the loop).
@@ -227,6 +236,12 @@ class Server:
     def _expire_locks(self) -> None:
         self.services.share_partitions.expire_locks(self.services.now_ms())
 
+    def run_timers(self) -> None:
+        """Run the time-driven share duties now (lock expiry, session timeouts, leave grace),
+        as their ticks would: a test calls this when it moves its clock forward."""
+        self._expire_locks()
+        self._expire_members()
+
     def _retention(self) -> None:
         eso = self._share_state.earliest_share_offsets() if self._share_state else {}
         self.services.logs.apply_retention(self.services.now_ms(), eso)
@@ -251,7 +266,7 @@ class Server:
             self._server.close()
         for conn in list(self._connections):
             conn.stop_reading()
-        deadline = self.config["shutdown.timeout.ms"] / 1000
+        deadline = self.config.shutdown_timeout_ms / 1000
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(deadline):
                 while any(not c.idle for c in self._connections):

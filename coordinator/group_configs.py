@@ -81,6 +81,7 @@ DEFS: dict[str, GroupConfigDef] = {
 }
 
 # Broker configs behind the group configs: (default, type), KIP-932 and seed 002 defaults.
+# broker.config.BrokerConfig declares the same as typed attributes (a unit test compares them).
 BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "group.share.auto.offset.reset": ("latest", str),
     "group.share.record.lock.duration.ms": (30_000, int),

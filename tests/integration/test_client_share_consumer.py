@@ -19,6 +19,7 @@ from client.share_acks import AcknowledgeType
 from client.share_acks import ack_batches
 from client.share_consumer import ShareConsumer
 from client.share_membership import new_member_id
+from tests.clock import ManualClock
 
 pytestmark = pytest.mark.integration
 
@@ -92,14 +93,16 @@ def test_member_id_is_22_urlsafe_characters() -> None:
     assert all(len(i) == 22 and "=" not in i and "+" not in i and "/" not in i for i in ids)
 
 
-async def test_implicit_mode_delivers_every_record_once(broker: Server) -> None:
+async def test_implicit_mode_delivers_every_record_once(broker: Server, clock: ManualClock) -> None:
     await _prepare(broker, partitions=3)
     await _produce(broker, 30, partitions=3)
     async with ShareConsumer(_bootstrap(broker), GROUP) as consumer:
         consumer.subscribe([TOPIC])
         records = await _poll_until(consumer, 30)
         assert consumer.assignment == {(TOPIC, 0), (TOPIC, 1), (TOPIC, 2)}
-        more = await _poll_for(consumer, 1.0)  # also carries the acceptance of `records`
+        more = await _poll_for(consumer, 0.3)  # also carries the acceptance of `records`
+        clock.advance(30_000)  # past the lock: only acceptance keeps them from coming back
+        more += await _poll_for(consumer, 0.3)
         assert consumer.acquisition_lock_timeout_ms == 30_000
     assert more == []
     assert len(records) == 30
@@ -112,7 +115,9 @@ async def test_implicit_mode_delivers_every_record_once(broker: Server) -> None:
         assert r.delivery_count == 1
 
 
-async def test_implicit_acceptance_rides_on_the_next_poll(broker: Server) -> None:
+async def test_implicit_acceptance_rides_on_the_next_poll(
+    broker: Server, clock: ManualClock
+) -> None:
     await _prepare(broker)
     await _produce(broker, 5)
     results: list[dict[tuple[str, int], ErrorCode]] = []
@@ -125,10 +130,11 @@ async def test_implicit_acceptance_rides_on_the_next_poll(broker: Server) -> Non
         await consumer.poll(0.2)
         assert results == [{(TOPIC, 0): ErrorCode.none}]
         assert consumer.last_ack_results == {(TOPIC, 0): ErrorCode.none}
-    # Accepted records never come back, even to a new member.
+    # Accepted records never come back, even to a new member, even after the lock duration.
+    clock.advance(30_000)
     async with ShareConsumer(_bootstrap(broker), GROUP) as other:
         other.subscribe([TOPIC])
-        assert await _poll_for(other, 1.0) == []
+        assert await _poll_assigned(other) == []
 
 
 async def test_explicit_release_redelivers_with_delivery_count_two(broker: Server) -> None:
@@ -150,7 +156,9 @@ async def test_explicit_release_redelivers_with_delivery_count_two(broker: Serve
         assert await consumer.commit_sync() == {(TOPIC, 0): ErrorCode.none}
 
 
-async def test_reject_and_accept_are_never_delivered_again(broker: Server) -> None:
+async def test_reject_and_accept_are_never_delivered_again(
+    broker: Server, clock: ManualClock
+) -> None:
     await _prepare(broker)
     await _produce(broker, 4)
     async with ShareConsumer(
@@ -161,10 +169,11 @@ async def test_reject_and_accept_are_never_delivered_again(broker: Server) -> No
         for r, kind in zip(records, [1, 3, 3, 1], strict=True):
             consumer.acknowledge(r, AcknowledgeType(kind))
         assert await consumer.commit_sync() == {(TOPIC, 0): ErrorCode.none}
-        assert await _poll_for(consumer, 1.0) == []
+        clock.advance(30_000)  # past the lock: nothing is merely held
+        assert await _poll_for(consumer, 0.3) == []
     async with ShareConsumer(_bootstrap(broker), GROUP) as other:
         other.subscribe([TOPIC])
-        assert await _poll_for(other, 1.0) == []
+        assert await _poll_assigned(other) == []
 
 
 async def test_acknowledge_checks_mode_and_ownership(broker: Server) -> None:
@@ -183,7 +192,9 @@ async def test_acknowledge_checks_mode_and_ownership(broker: Server) -> None:
             explicit.acknowledge(record, AcknowledgeType.ACCEPT)  # never delivered to it
 
 
-async def test_renew_keeps_a_record_past_the_lock_duration(broker: Server) -> None:
+async def test_renew_keeps_a_record_past_the_lock_duration(
+    broker: Server, clock: ManualClock
+) -> None:
     await _prepare(broker, share_record_lock_duration_ms="1000")
     await _produce(broker, 1)
     bootstrap = _bootstrap(broker)
@@ -195,33 +206,54 @@ async def test_renew_keeps_a_record_past_the_lock_duration(broker: Server) -> No
         rival.subscribe([TOPIC])
         (record,) = await _poll_until(holder, 1)
         assert holder.acquisition_lock_timeout_ms == 1000
+        await _until_assigned(rival)  # it shares the partition: it would get an expired record
         results: list[dict[tuple[str, int], ErrorCode]] = []
         stolen: list[ConsumerRecord] = []
+        renewing = True
 
-        async def renew_for(seconds: float) -> None:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + seconds
-            while loop.time() < deadline:
-                holder.acknowledge(record, AcknowledgeType.RENEW)
-                assert await holder.poll(1.0) == []  # a renew fetch returns no records
-                results.append(holder.last_ack_results)
-                await asyncio.sleep(0.4)
+        async def rival_polls() -> None:
+            while renewing:
+                stolen.extend(await rival.poll(0.1))
 
-        await asyncio.gather(renew_for(2.5), _collect(rival, 2.5, stolen))
+        polling = asyncio.create_task(rival_polls())
+        for _ in range(5):  # 3 s of broker time in all: three lock durations
+            holder.acknowledge(record, AcknowledgeType.RENEW)
+            assert await holder.poll(1.0) == []  # a renew fetch returns no records
+            results.append(holder.last_ack_results)
+            clock.advance(600)
+        await asyncio.sleep(0.3)  # the rival fetches once more after the last jump
+        renewing = False
+        await polling
         assert stolen == []
-        assert len(results) >= 5
-        assert all(r == {(TOPIC, 0): ErrorCode.none} for r in results)
+        assert results == [{(TOPIC, 0): ErrorCode.none}] * 5
         holder.acknowledge(record, AcknowledgeType.ACCEPT)
         assert await holder.commit_sync() == {(TOPIC, 0): ErrorCode.none}
-        assert await _poll_for(rival, 1.5) == []
+        clock.advance(1000)  # accepted: no lock left to expire
+        assert await _poll_for(rival, 0.5) == []
+
+
+async def _until_assigned(consumer: ShareConsumer) -> None:
+    for _ in range(50):
+        if consumer.assignment:
+            return
+        await consumer.poll(0.1)
+    raise AssertionError("no assignment")
+
+
+async def _poll_assigned(consumer: ShareConsumer) -> list[ConsumerRecord]:
+    """What a new member receives once it has its assignment and has fetched for a while."""
+    await _until_assigned(consumer)
+    return await _poll_for(consumer, 0.3)
 
 
 async def _collect(consumer: ShareConsumer, seconds: float, into: list[ConsumerRecord]) -> None:
     into.extend(await _poll_for(consumer, seconds))
 
 
-async def test_without_renew_the_lock_expires_and_another_member_gets_it(broker: Server) -> None:
-    """The control for the RENEW test: the same timing without renewals loses the record."""
+async def test_without_renew_the_lock_expires_and_another_member_gets_it(
+    broker: Server, clock: ManualClock
+) -> None:
+    """The control for the RENEW test: the same broker time without renewals loses the record."""
     await _prepare(broker, share_record_lock_duration_ms="1000")
     await _produce(broker, 1)
     bootstrap = _bootstrap(broker)
@@ -232,6 +264,10 @@ async def test_without_renew_the_lock_expires_and_another_member_gets_it(broker:
         holder.subscribe([TOPIC])
         rival.subscribe([TOPIC])
         await _poll_until(holder, 1)
+        await _until_assigned(rival)
+        clock.advance(600)
+        assert await rival.poll(0.2) == []  # still locked
+        clock.advance(600)
         stolen = await _poll_until(rival, 1, timeout_s=3.0)
     assert [(r.offset, r.delivery_count) for r in stolen] == [(0, 2)]
 
@@ -263,7 +299,16 @@ async def test_two_consumers_split_records_without_duplicates(broker: Server) ->
         b.subscribe([TOPIC])
         got_a: list[ConsumerRecord] = []
         got_b: list[ConsumerRecord] = []
-        await asyncio.gather(_collect(a, 3.0, got_a), _collect(b, 3.0, got_b))
+
+        async def until_all_arrived() -> None:
+            while len(got_a) + len(got_b) < 150:  # in step: neither drains alone for long
+                more_a, more_b = await asyncio.gather(a.poll(0.2), b.poll(0.2))
+                got_a.extend(more_a)
+                got_b.extend(more_b)
+
+        await asyncio.wait_for(until_all_arrived(), 10)
+        # Polling on finds any record delivered twice.
+        await asyncio.gather(_collect(a, 0.3, got_a), _collect(b, 0.3, got_b))
     keys = [(r.partition, r.offset) for r in got_a + got_b]
     assert len(keys) == 150
     assert len(set(keys)) == 150
@@ -315,6 +360,34 @@ async def test_rejoins_with_the_same_member_id_after_being_removed(broker: Serve
         assert consumer.member_epoch > 0
 
 
+async def test_a_member_silent_past_its_session_timeout_is_removed(
+    broker: Server, clock: ManualClock
+) -> None:
+    # The lock outlives the session (60 s against 45 s): only the member's removal frees it.
+    await _prepare(broker, share_record_lock_duration_ms="60000")
+    await _produce(broker, 1)
+    services = broker.services
+    async with ShareConsumer(
+        _bootstrap(broker), GROUP, acknowledgement_mode="explicit"
+    ) as consumer:
+        consumer.subscribe([TOPIC])
+        assert len(await _poll_until(consumer, 1)) == 1
+        member_id = consumer.member_id
+        topic = services.logs.topic(TOPIC)
+        assert topic is not None
+        share_partition = services.share_partitions.get(GROUP, topic.topic_id, 0, clock.now_ms())
+        assert share_partition is not None and share_partition.acquired_count() == 1
+        clock.advance(44_000)  # within group.share.session.timeout.ms (45 s) of its heartbeat
+        assert services.coordinator.is_member(GROUP, member_id)
+        assert share_partition.acquired_count() == 1
+        clock.advance(1_000)  # no heartbeat in between: the session timed out
+        assert not services.coordinator.is_member(GROUP, member_id)
+        assert share_partition.acquired_count() == 0
+        # The client rejoins under the same id and gets the released record again.
+        again = await _poll_until(consumer, 1)
+    assert [(r.offset, r.delivery_count) for r in again] == [(0, 2)]
+
+
 async def test_lost_share_session_fails_its_acks_and_opens_a_new_session(broker: Server) -> None:
     await _prepare(broker)
     await _produce(broker, 2)
@@ -351,7 +424,8 @@ async def test_resubscribing_forgets_the_old_topic_partitions(broker: Server) ->
         await _produce(broker, 1)  # to TOPIC: no longer in the share session
         async with Producer(_bootstrap(broker)) as producer:
             await producer.send("other", b"elsewhere")
-        got = await _poll_for(consumer, 1.0)
+        got = await _poll_until(consumer, 1)
+        got += await _poll_for(consumer, 0.3)  # and nothing from TOPIC after it
     assert [(r.topic, r.value) for r in got] == [("other", b"elsewhere")]
 
 

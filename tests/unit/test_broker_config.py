@@ -1,0 +1,147 @@
+"""The typed broker settings: names, sources, validation, and the dynamic `group.share.*` layer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from broker.config import DEFAULTS
+from broker.config import BrokerConfig
+from broker.dynamic_config import FILE_NAME
+from broker.dynamic_config import DynamicBrokerConfigs
+from broker.dynamic_config import InvalidBrokerConfig
+from broker.server import Server
+from coordinator.group_configs import BROKER_DEFAULTS
+
+
+def test_kafka_names_map_to_typed_attributes() -> None:
+    config = BrokerConfig.load(environ={})
+    assert config.num_partitions == 1 and config["num.partitions"] == 1
+    assert config.auto_create_topics_enable is True
+    assert config.group_share_record_lock_duration_ms == 30_000
+    assert config.values["log.dirs"] == "./data"
+
+
+def test_the_group_share_defaults_agree_with_the_coordinator() -> None:
+    for name, default in BROKER_DEFAULTS.items():
+        assert DEFAULTS[name] == default, name
+
+
+def test_file_then_environment_then_command_line(tmp_path: Path) -> None:
+    props = tmp_path / "server.properties"
+    props.write_text("# a comment\nnum.partitions=3\nlog.retention.ms: 1000\nmetrics.port=1\n")
+    config = BrokerConfig.load(
+        file=props,
+        environ={"SHOAL_LOG_RETENTION_MS": "2000", "SHOAL_METRICS_PORT": "2"},
+        overrides={"metrics.port": 3, "node.id": None},
+    )
+    assert (config.num_partitions, config.log_retention_ms, config.metrics_port) == (3, 2000, 3)
+    assert config.node_id == 1  # None: not given on the command line
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("num.partitions", "many", "num.partitions"),
+        ("num.partitions", "0", "below the minimum 1"),
+        ("log.segment.bytes", str(2**31), "above the maximum"),
+        ("metrics.port", "-2", "below the minimum -1"),
+        ("auto.create.topics.enable", "yes", "true or false"),
+        ("group.share.auto.offset.reset", "middle", "latest, earliest"),
+        ("listeners", "PLAINTEXT://nowhere", "no port"),
+        ("listeners", "PLAINTEXT://127.0.0.1:65536", "no port"),
+        ("advertised.listeners", "PLAINTEXT://host", "no port"),
+        ("group.share.record.lock.duration.ms", "500", "must lie within"),
+        ("group.share.max.delivery.count.limit", "3", "must lie within"),
+    ],
+)
+def test_bad_values_stop_the_broker_at_start(name: str, value: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        BrokerConfig.load(environ={}, overrides={name: value})
+
+
+def test_unknown_names_are_kept_and_reported_once_at_start(tmp_path: Path) -> None:
+    props = tmp_path / "server.properties"
+    props.write_text("num.partitions=2\nno.such.thing=1\nlog.dirz=/x\n")
+    config = BrokerConfig.load(
+        file=props, environ={}, overrides={"log.dirs": str(tmp_path / "data")}
+    )
+    assert config.unknown == {"no.such.thing": "1", "log.dirz": "/x"}
+    assert config["no.such.thing"] == "1" and config.values["log.dirz"] == "/x"
+    with capture_logs() as logs:
+        Server(config).services.logs.close()
+    warnings = [e for e in logs if e["log_level"] == "warning"]
+    assert [(e["event"], e["names"]) for e in warnings] == [
+        ("supplied but isn't a known config", ["log.dirz", "no.such.thing"])
+    ]
+
+
+def test_settings_are_frozen() -> None:
+    config = BrokerConfig.load(environ={})
+    with pytest.raises(AttributeError):
+        config.num_partitions = 2  # type: ignore[misc]
+
+
+def _dynamic(tmp_path: Path, **overrides: object) -> DynamicBrokerConfigs:
+    return DynamicBrokerConfigs(
+        BrokerConfig.load(environ={}, overrides={"log.dirs": str(tmp_path), **overrides})
+    )
+
+
+def test_a_dynamic_change_replaces_the_settings_and_survives_a_restart(tmp_path: Path) -> None:
+    dynamic = _dynamic(tmp_path)
+    before = dynamic.current
+    dynamic.alter({"group.share.max.record.lock.duration.ms": "40000"})
+    assert dynamic.current.group_share_max_record_lock_duration_ms == 40_000
+    assert before.group_share_max_record_lock_duration_ms == 60_000  # frozen, not changed
+    again = _dynamic(tmp_path)
+    assert again.current.group_share_max_record_lock_duration_ms == 40_000
+    again.alter({"group.share.max.record.lock.duration.ms": None})
+    assert again.current.group_share_max_record_lock_duration_ms == 60_000
+    assert again.stored == {}
+
+
+def test_dynamic_changes_are_checked_like_the_file(tmp_path: Path) -> None:
+    dynamic = _dynamic(tmp_path)
+    for change in (
+        {"log.retention.ms": "5"},
+        {"no.such.config": "1"},
+        {"group.share.max.delivery.count.limit": "x"},
+        {"group.share.max.delivery.count.limit": "3"},  # the default 5 would lie above it
+    ):
+        with pytest.raises(InvalidBrokerConfig):
+            dynamic.alter(change)
+    dynamic.alter({"group.share.max.delivery.count.limit": "8"}, validate_only=True)
+    assert dynamic.current.group_share_max_delivery_count_limit == 10
+    assert not (tmp_path / FILE_NAME).exists()
+
+
+def test_stored_values_that_no_longer_fit_are_ignored(tmp_path: Path) -> None:
+    (tmp_path / FILE_NAME).write_text(
+        json.dumps(
+            {
+                # A pair that only fits together: applied together.
+                "group.share.min.heartbeat.interval.ms": "6000",
+                "group.share.heartbeat.interval.ms": "7000",
+                # Below the file's default (30000) now: dropped, with a warning.
+                "group.share.max.record.lock.duration.ms": "20000",
+                "log.dirs": "/elsewhere",
+            }
+        )
+    )
+    with capture_logs() as logs:
+        dynamic = _dynamic(tmp_path)
+    assert dynamic.current.group_share_heartbeat_interval_ms == 7000
+    assert dynamic.current.group_share_min_heartbeat_interval_ms == 6000
+    assert dynamic.current.group_share_max_record_lock_duration_ms == 60_000
+    assert sorted(dynamic.stored) == [
+        "group.share.heartbeat.interval.ms",
+        "group.share.min.heartbeat.interval.ms",
+    ]
+    assert sorted(e["name"] for e in logs) == [
+        "group.share.max.record.lock.duration.ms",
+        "log.dirs",
+    ]
