@@ -112,7 +112,7 @@ class BrokerConfig:
             if high is not None and value > high:
                 raise ValueError(f"{_kafka_name(f)}={value} is above the maximum {high}")
         for name, choices in _CHOICES.items():
-            if self[name] not in choices:
+            if self.by_name(name) not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}")
         if not self.log_dirs:
             raise ValueError("log.dirs is empty")
@@ -153,21 +153,18 @@ class BrokerConfig:
         """
         return dataclasses.replace(self, **{_SETTINGS[n].name: v for n, v in changes.items()})
 
-    # By-name access, for the handlers until they move to the attributes.
-    def __getitem__(self, name: str) -> Any:
-        f = _SETTINGS.get(name)
-        return self.unknown[name] if f is None else getattr(self, f.name)
+    def by_name(self, name: str) -> int | str | bool:
+        """A setting by its Kafka name, for tables keyed by name (DEFS, DescribeConfigs).
 
-    def get(self, name: str, default: Any = None) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            return default
+        :raises KeyError: no such setting, known or supplied."""
+        f = _SETTINGS.get(name)
+        value: int | str | bool = self.unknown[name] if f is None else getattr(self, f.name)
+        return value
 
     @property
-    def values(self) -> dict[str, Any]:
+    def values(self) -> dict[str, int | str | bool]:
         """Every setting by Kafka name, unknown ones included."""
-        known = {name: getattr(self, f.name) for name, f in _SETTINGS.items()}
+        known = {name: self.by_name(name) for name in _SETTINGS}
         return {**self.unknown, **known}
 
     @property
@@ -213,7 +210,11 @@ def check_bounds(config: BrokerConfig) -> None:
     for d in DEFS.values():
         if d.broker_min is None or d.broker_max is None:
             continue
-        low, default, high = config[d.broker_min], config[d.broker_default], config[d.broker_max]
+        low, default, high = (
+            int(config.by_name(d.broker_min)),
+            int(config.by_name(d.broker_default)),
+            int(config.by_name(d.broker_max)),
+        )
         if not low <= default <= high:
             raise ValueError(
                 f"{d.broker_default}={default} must lie within "

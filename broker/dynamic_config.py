@@ -93,6 +93,10 @@ class DynamicBrokerConfigs:
         if self._path.exists():
             self._load()
 
+    def current_value(self, name: str) -> int | str | bool:
+        """A setting in force, by Kafka name (what group configs are bounded by)."""
+        return self.current.by_name(name)
+
     def _load(self) -> None:
         try:
             stored = json.loads(self._path.read_text())
@@ -132,7 +136,7 @@ class DynamicBrokerConfigs:
                     f"{name} is not a dynamic broker config: set it in the properties file and "
                     "restart (dynamic: group.share.*)"
                 )
-            values[name] = self._static[name] if value is None else parse(name, value)
+            values[name] = self._static.by_name(name) if value is None else parse(name, value)
         changed = _replace(self.current, values)
         if validate_only:
             return

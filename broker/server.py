@@ -81,9 +81,7 @@ class Server:
         host, port = config.advertised
         logs = LogManager(data_dir, log_config(config), max_partitions=config.max_broker_partitions)
         # By Kafka name, from the group config table; read afresh as dynamic changes land.
-        group_configs = GroupConfigs(
-            data_dir / "share-group-configs.json", lambda name: dynamic.current[name]
-        )
+        group_configs = GroupConfigs(data_dir / "share-group-configs.json", dynamic.current_value)
 
         def limits(group_id: str) -> CoordinatorLimits:
             return CoordinatorLimits(

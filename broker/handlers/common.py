@@ -26,17 +26,17 @@ def topic_or_create(
     topic = logs.topic(name)
     if topic is not None:
         return topic, ErrorCode.none
-    if not (allow_create and ctx.services.config["auto.create.topics.enable"]):
+    if not (allow_create and ctx.services.config.auto_create_topics_enable):
         return None, ErrorCode.unknown_topic_or_partition
     try:
-        return logs.create_topic(name, ctx.services.config["num.partitions"], {}), ErrorCode.none
+        return logs.create_topic(name, ctx.services.config.num_partitions, {}), ErrorCode.none
     except Exception as e:  # an invalid name, most often
         return None, getattr(e, "error_code", ErrorCode.invalid_topic_exception)
 
 
 def too_many_partitions(ctx: RequestContext, added: int) -> str | None:
     """Why a request adding `added` partitions is refused before anything is created, if it is."""
-    limit: int = ctx.services.config["max.partitions.per.request"]
+    limit = ctx.services.config.max_partitions_per_request
     if added > limit:
         return f"the request adds {added} partitions, over max.partitions.per.request ({limit})"
     total, cap = ctx.services.logs.partition_count() + added, ctx.services.logs.max_partitions

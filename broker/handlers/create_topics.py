@@ -44,7 +44,7 @@ def _create(
     ctx: RequestContext, topic: Topic, validate_only: bool
 ) -> tuple[ErrorCode, str | None, TopicInfo | None]:
     n = topic.num_partitions
-    partitions: int = ctx.services.config["num.partitions"] if n == -1 else n
+    partitions = ctx.services.config.num_partitions if n == -1 else n
     if topic.replication_factor not in (-1, 1):
         return ErrorCode.invalid_replication_factor, "a single broker keeps one replica", None
     if partitions <= 0:
@@ -62,7 +62,7 @@ def _create(
 
 def _requested(ctx: RequestContext, n: int) -> int:
     """Partitions a topic of the request asks for (invalid counts add none)."""
-    default: int = ctx.services.config["num.partitions"]
+    default = ctx.services.config.num_partitions
     return default if n == -1 else max(n, 0)
 
 

@@ -19,7 +19,7 @@ from coordinator.group_configs import BROKER_DEFAULTS
 
 def test_kafka_names_map_to_typed_attributes() -> None:
     config = BrokerConfig.load(environ={})
-    assert config.num_partitions == 1 and config["num.partitions"] == 1
+    assert config.num_partitions == 1 and config.by_name("num.partitions") == 1
     assert config.auto_create_topics_enable is True
     assert config.group_share_record_lock_duration_ms == 30_000
     assert config.values["log.dirs"] == "./data"
@@ -70,7 +70,7 @@ def test_unknown_names_are_kept_and_reported_once_at_start(tmp_path: Path) -> No
         file=props, environ={}, overrides={"log.dirs": str(tmp_path / "data")}
     )
     assert config.unknown == {"no.such.thing": "1", "log.dirz": "/x"}
-    assert config["no.such.thing"] == "1" and config.values["log.dirz"] == "/x"
+    assert config.by_name("no.such.thing") == "1" and config.values["log.dirz"] == "/x"
     with capture_logs() as logs:
         Server(config).services.logs.close()
     warnings = [e for e in logs if e["log_level"] == "warning"]
