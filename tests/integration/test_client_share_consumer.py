@@ -351,9 +351,11 @@ async def test_rejoins_with_the_same_member_id_after_being_removed(broker: Serve
         # gets UNKNOWN_MEMBER_ID and the client joins again at epoch 0 under the same id.
         coordinator.remove_member(GROUP, member_id, "expired")
         assert not coordinator.is_member(GROUP, member_id)
+        # The broker knows the member again as soon as it handles the join; the client's
+        # epoch moves only once it has read the answer: wait for both.
         for _ in range(10):
             await consumer.poll(0.2)
-            if coordinator.is_member(GROUP, member_id):
+            if coordinator.is_member(GROUP, member_id) and consumer.member_epoch > 0:
                 break
         assert coordinator.is_member(GROUP, member_id)
         assert consumer.member_id == member_id
