@@ -624,6 +624,17 @@ def _emit(out: list[AcquiredRecords], first: int, last: int, count: int) -> None
         out.append(AcquiredRecords(first, last, count))
 
 
+def acknowledge_nothing_held(batches: Sequence[AckBatch]) -> ErrorCode:
+    """What an acknowledgement answers where the member holds no record: a malformed request
+    is INVALID_REQUEST, GAPs alone change nothing, anything else is INVALID_RECORD_STATE."""
+    runs = _parse_acks(batches)
+    if isinstance(runs, ErrorCode):
+        return runs
+    if all(ack is AcknowledgeType.GAP for _, _, ack in runs):
+        return ErrorCode.none
+    return ErrorCode.invalid_record_state
+
+
 def _parse_acks(batches: Sequence[AckBatch]) -> list[tuple[int, int, AcknowledgeType]] | ErrorCode:
     """Check the request's shape and cut it into runs of one type each."""
     runs: list[tuple[int, int, AcknowledgeType]] = []

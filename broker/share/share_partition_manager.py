@@ -37,6 +37,7 @@ from broker.share.share_partition import Plan
 from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
+from broker.share.share_partition import acknowledge_nothing_held
 from coordinator.group_configs import GroupConfigs
 from storage.errors import CorruptRecords
 from storage.errors import OffsetOutOfRange
@@ -246,13 +247,19 @@ class SharePartitionManager:
         batches: Sequence[AckBatch],
         now_ms: int,
     ) -> ErrorCode:
-        """Plan, write, apply: an acknowledgement the client is told failed has not happened."""
-        try:
-            sp = self.get(group_id, topic_id, partition, now_ms)
-        except StorageError as e:  # a new share-partition's first checkpoint was not written
-            return e.error_code
+        """Plan, write, apply: an acknowledgement the client is told failed has not happened.
+
+        A share-partition that is not loaded holds no acquired record (acquisitions do not
+        survive a restart), so an acknowledgement never creates one: a member's closing
+        acknowledgement that lands after DeleteShareGroupOffsets must not bring it back."""
+        sp = self._partitions.get((group_id, topic_id, partition))
         if sp is None:
-            return ErrorCode.unknown_topic_or_partition
+            topic = self._logs.topic_by_id(topic_id)
+            if topic is None or not 0 <= partition < topic.partitions:
+                return ErrorCode.unknown_topic_or_partition
+            code = acknowledge_nothing_held(batches)
+            self._metrics.on_acknowledgement(code == ErrorCode.none, count_ack_types(batches))
+            return code
         plan = sp.plan_acknowledge(member_id, batches)
         result = plan if isinstance(plan, ErrorCode) else self._commit(sp, plan, now_ms)
         if isinstance(result, ErrorCode):

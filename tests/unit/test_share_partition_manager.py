@@ -198,3 +198,19 @@ def test_durable_state_survives_a_new_manager_over_the_same_logs() -> None:
     sp = restarted.get("G", b.topic.topic_id, 0, 2)
     assert sp is not None and (sp.spso, sp.speo) == (6, 10)
     assert sp.state_of(6) == (RecordState.AVAILABLE, 1)
+
+
+def test_an_acknowledgement_never_brings_back_deleted_offsets() -> None:
+    """A member's closing acknowledgement that lands after DeleteShareGroupOffsets answers as
+    for records it does not hold, and writes nothing: the group's offsets stay deleted."""
+    b = Broker(durable=True)
+    assert b.persister is not None
+    assert b.fetch("m", 0) == [(0, 9, 1)]
+    b.manager.release_member("G", "m", 1)
+    ShareGroupOffsets(b.manager, b.logs, lambda: 2).delete("G", b.topic, 0)
+    written = control_batches(b)
+    assert b.ack("m", [(0, 4, [ACCEPT])], 3) == ErrorCode.invalid_record_state
+    assert b.ack("m", [(5, 5, [GAP])], 3) == ErrorCode.none
+    assert b.ack("m", [(4, 2, [ACCEPT])], 3) == ErrorCode.invalid_request
+    assert b.manager.partitions_of("G") == []
+    assert control_batches(b) == written
