@@ -21,8 +21,10 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/shoal serve --host $(HOST) --port $(PORT) --data-dir $(DATA) --metrics-port $(METRICS_PORT)
 
+# Two workers, one test file each at a time; tests that time other clients' waits run alone.
 test: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile -m "not latency"
+	$(BIN)/pytest -m latency
 
 test-uvloop: $(STAMP)
 	SHOAL_LOOP=uvloop $(BIN)/pytest tests/integration

@@ -20,9 +20,9 @@ from client.errors import error_for
 from client.records import AcquiredRange
 from client.records import ConsumerRecord
 from client.records import decode_acquired
+from protocol import api_keys
 from protocol.messages import build
 
-API_FETCH = 1
 _MAX_WAIT = datetime.timedelta(milliseconds=0)
 
 
@@ -56,7 +56,7 @@ class Fetcher:
         info = await self.cluster.topic(topic)
         if partition not in info.partitions:
             raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{topic}-{partition}")
-        m = schema("fetch", self.cluster.version(API_FETCH, 4, 12))
+        m = schema("fetch", self.cluster.version(api_keys.FETCH, 4, 12))
         req = build(
             m.FetchRequest,
             replica_id=-1,

@@ -20,7 +20,8 @@ from client import Producer
 from tests.brokers import make_server
 from tests.probe import Probe
 
-pytestmark = pytest.mark.integration
+# `latency`: measures how long other clients wait, so it runs alone (`make test`).
+pytestmark = [pytest.mark.integration, pytest.mark.latency]
 SLOW_FSYNC_S = 0.5
 
 

@@ -34,7 +34,8 @@ from tests.brokers import BrokerProcess
 from tests.probe import Probe
 from tests.probe import read_frame
 
-pytestmark = pytest.mark.integration
+# `latency`: measures how long other clients wait, so it runs alone (`make test`).
+pytestmark = [pytest.mark.integration, pytest.mark.latency]
 GROUP, MEMBER, TOPIC = "hostile", "h" * 22, "hostile-topic"
 PARTITIONS = 30
 RECORDS = 20

@@ -35,6 +35,7 @@ from kio.schema.produce.v9.request import ProduceRequest
 from kio.schema.produce.v9.request import TopicProduceData
 from kio.static.protocol import RequestPayload
 
+from protocol.api_keys import API_VERSIONS
 from protocol.framing import SIZE
 from protocol.framing import frame
 from protocol.messages import build
@@ -48,7 +49,6 @@ from tests.brokers import BrokerProcess
 pytestmark = pytest.mark.integration
 
 TOPIC = "wire"
-API_VERSIONS = 18
 _correlation = itertools.count(1)
 
 # --- a tiny blocking client ----------------------------------------------------------------
