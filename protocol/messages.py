@@ -169,7 +169,8 @@ def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, Re
     return int(header.correlation_id), body
 
 
-_ZERO: dict[str, Any] = {
+# The value build() gives a required field that is not set, by kio's kafka_type.
+ZERO_VALUES: dict[str, Any] = {
     "bool": False,
     "bytes": b"",
     "datetime_i64": datetime.datetime.fromtimestamp(0, datetime.UTC),
@@ -197,7 +198,7 @@ def _field_plan(entity: type[Any]) -> tuple[frozenset[str], tuple[tuple[str, Any
         names.add(f.name)
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             kafka_type = f.metadata.get("kafka_type")
-            required.append((f.name, _ZERO[kafka_type] if kafka_type else ()))
+            required.append((f.name, ZERO_VALUES[kafka_type] if kafka_type else ()))
     return frozenset(names), tuple(required)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata import v1
@@ -91,6 +92,26 @@ def _topics(ctx: RequestContext, request: Request) -> list[_Topic]:
     return out
 
 
+Partition = TypeVar(
+    "Partition", v10.response.MetadataResponsePartition, v12.response.MetadataResponsePartition
+)
+
+
+def _partitions(cls: type[Partition], node: BrokerId, count: int) -> tuple[Partition, ...]:
+    """Every partition led by this broker, the only replica."""
+    return tuple(
+        cls(
+            error_code=ErrorCode.none,
+            partition_index=i32(i),
+            leader_id=node,
+            leader_epoch=i32(0),
+            replica_nodes=(node,),
+            isr_nodes=(node,),
+        )
+        for i in range(count)
+    )
+
+
 def _answer_v12(ctx: RequestContext, topics: list[_Topic]) -> v12.MetadataResponse:
     s, r = ctx.services, v12.response
     node = BrokerId(s.node_id)
@@ -104,17 +125,7 @@ def _answer_v12(ctx: RequestContext, topics: list[_Topic]) -> v12.MetadataRespon
                 error_code=t.code,
                 name=None if t.name is None else TopicName(t.name),
                 topic_id=t.topic_id,
-                partitions=tuple(
-                    r.MetadataResponsePartition(
-                        error_code=ErrorCode.none,
-                        partition_index=i32(i),
-                        leader_id=node,
-                        leader_epoch=i32(0),
-                        replica_nodes=(node,),
-                        isr_nodes=(node,),
-                    )
-                    for i in range(t.partitions)
-                ),
+                partitions=_partitions(r.MetadataResponsePartition, node, t.partitions),
             )
             for t in topics
         ),
@@ -134,17 +145,7 @@ def _answer_v10(ctx: RequestContext, topics: list[_Topic]) -> v10.MetadataRespon
                 error_code=t.code,
                 name=TopicName(t.name or ""),  # not nullable before v12
                 topic_id=t.topic_id,
-                partitions=tuple(
-                    r.MetadataResponsePartition(
-                        error_code=ErrorCode.none,
-                        partition_index=i32(i),
-                        leader_id=node,
-                        leader_epoch=i32(0),
-                        replica_nodes=(node,),
-                        isr_nodes=(node,),
-                    )
-                    for i in range(t.partitions)
-                ),
+                partitions=_partitions(r.MetadataResponsePartition, node, t.partitions),
             )
             for t in topics
         ),

@@ -37,28 +37,14 @@ from broker.registry import Registry
 from broker.registry import WrongResponse
 from broker.registry import handler
 from protocol.api_keys import FIND_COORDINATOR
+from protocol.messages import ZERO_VALUES
 from protocol.messages import RequestHeader
 from protocol.messages import decode_response
 from protocol.messages import encode_response
 from protocol.messages import response_type
 
-_ZERO: dict[str, Any] = {
-    "bool": False,
-    "bytes": b"",
-    "datetime_i64": datetime.datetime.fromtimestamp(0, datetime.UTC),
-    "error_code": ErrorCode.none,
-    "float64": 0.0,
-    "int8": 0,
-    "int16": 0,
-    "int32": 0,
-    "int64": 0,
-    "records": b"",
-    "string": "",
-    "timedelta_i32": datetime.timedelta(0),
-    "timedelta_i64": datetime.timedelta(0),
-    "uint16": 0,
-    "uuid": uuid.UUID(int=0),
-}
+# build()'s zero values, with bytes where a records field may be null: written and read back.
+_ZERO: dict[str, Any] = {**ZERO_VALUES, "records": b""}
 _NULL_UUID = uuid.UUID(int=0)  # kio writes it as null, and reads null back as None
 
 
