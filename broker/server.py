@@ -151,6 +151,9 @@ class Server:
         self._duties: set[asyncio.Task[None]] = set()
         # Periodic fsyncs run here, one flush at a time, never on the event loop.
         self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-flush")
+        # Share snapshot files are written here, one at a time; stop() waits for the one under
+        # way before it writes the rest itself (two writers of one file collide on its .tmp).
+        self._snapshotter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-snapshot")
         self._flushing: asyncio.Future[list[tuple[PendingSync, OSError]]] | None = None
         self.port = 0
         self.metrics_port = -1
@@ -252,7 +255,7 @@ class Server:
         loop = asyncio.get_running_loop()
         for write in writes:
             try:
-                await loop.run_in_executor(None, write.run)
+                await loop.run_in_executor(self._snapshotter, write.run)
             except OSError as e:  # a full disk: the file keeps its older SCO, tried again later
                 log.warning("share snapshot not written", group=write.group_id, error=str(e))
                 continue
@@ -279,6 +282,7 @@ class Server:
         self._flusher.shutdown(wait=True)
         if self._server is not None:
             await self._server.wait_closed()
+        self._snapshotter.shutdown(wait=True)
         if self._share_state is not None:
             self._share_state.flush_snapshots()
         self.services.metrics.stop()
