@@ -38,6 +38,7 @@ from storage.config import LogConfig
 from storage.log_manager import LogManager
 from storage.segment import PendingSync
 from storage.segment import sync_all
+from storage.share_state_store import SHARE_STATE_DIR
 
 log = structlog.get_logger("shoal.server")
 
@@ -104,7 +105,7 @@ class Server:
         self._share_state = (
             ShareStatePersister(
                 logs,
-                data_dir / "__share_state",
+                data_dir / SHARE_STATE_DIR,
                 max_deltas=config.share_coordinator_snapshot_update_records_per_snapshot,
             )
             if durable

@@ -18,11 +18,10 @@ from storage.errors import UnknownTopicOrPartition
 from storage.log_manager import TOPICS_DIR
 from storage.segment_log import CLEAN_SHUTDOWN
 from storage.segment_log import SegmentLog
+from storage.share_state_store import SHARE_STATE_DIR
 from storage.share_state_store import ShareStateStore
 from storage.topics import TopicInfo
 from storage.topics import load_topics
-
-SHARE_STATE_DIR = "__share_state"  # where the broker keeps share snapshot files
 
 
 class NotADataDirectory(Exception):

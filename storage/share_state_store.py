@@ -36,6 +36,8 @@ from storage.log import PartitionLog
 log = structlog.get_logger("shoal.share_state")
 
 SCAN_CHUNK_BYTES = 4 * 1024 * 1024
+# Under the data dir: one directory of snapshot files per partition ("<topic>-<partition>").
+SHARE_STATE_DIR = "__share_state"
 
 
 @dataclass(slots=True)

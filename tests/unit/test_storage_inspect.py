@@ -10,11 +10,11 @@ from protocol.share_state import ShareCheckpoint
 from protocol.share_state import ShareDelta
 from protocol.share_state import StateBatch
 from storage.errors import UnknownTopicOrPartition
-from storage.inspect import SHARE_STATE_DIR
 from storage.inspect import DataDirectory
 from storage.inspect import NotADataDirectory
 from storage.log_manager import LogManager
 from storage.segment_log import CLEAN_SHUTDOWN
+from storage.share_state_store import SHARE_STATE_DIR
 from storage.share_state_store import ShareStateStore
 
 NOW = 1_700_000_000_000
