@@ -25,6 +25,7 @@ from kio.schema.init_producer_id.v0 import InitProducerIdRequest
 from kio.schema.list_groups.v0 import ListGroupsRequest
 from kio.schema.list_offsets.v1 import ListOffsetsRequest
 from kio.schema.metadata.v0 import MetadataRequest
+from kio.schema.offset_fetch.v1 import OffsetFetchRequest
 from kio.schema.produce.v3 import ProduceRequest
 from kio.schema.share_acknowledge.v1 import ShareAcknowledgeRequest
 from kio.schema.share_fetch.v1 import ShareFetchRequest
@@ -35,6 +36,7 @@ PRODUCE: Final = int(ProduceRequest.__api_key__)
 FETCH: Final = int(FetchRequest.__api_key__)
 LIST_OFFSETS: Final = int(ListOffsetsRequest.__api_key__)
 METADATA: Final = int(MetadataRequest.__api_key__)
+OFFSET_FETCH: Final = int(OffsetFetchRequest.__api_key__)
 FIND_COORDINATOR: Final = int(FindCoordinatorRequest.__api_key__)
 LIST_GROUPS: Final = int(ListGroupsRequest.__api_key__)
 API_VERSIONS: Final = int(ApiVersionsRequest.__api_key__)

@@ -19,6 +19,7 @@ from broker.handlers import init_producer_id
 from broker.handlers import list_groups
 from broker.handlers import list_offsets
 from broker.handlers import metadata
+from broker.handlers import offset_fetch
 from broker.handlers import produce
 from broker.handlers import share_acknowledge
 from broker.handlers import share_fetch
@@ -32,6 +33,7 @@ HANDLERS: tuple[Handler, ...] = (
     fetch.HANDLER,
     list_offsets.HANDLER,
     metadata.HANDLER,
+    offset_fetch.HANDLER,
     find_coordinator.HANDLER,
     init_producer_id.HANDLER,
     api_versions.HANDLER,
