@@ -21,12 +21,16 @@ async def _create(args: argparse.Namespace) -> int:
     configs: dict[str, str] = {}
     for text in args.config or ():
         configs.update(parse_key_values(text))
+    # Without --partitions the broker's num.partitions decides (-1, as kafka-topics.sh sends).
+    partitions = -1 if args.partitions is None else args.partitions
     async with Admin(args.bootstrap_server) as admin:
         topic_id = await admin.create_topic(
-            args.topic, args.partitions, configs, replication_factor=args.replication_factor
+            args.topic, partitions, configs, replication_factor=args.replication_factor
         )
+        if partitions == -1:
+            partitions = len((await admin.list_topics())[args.topic].partitions)
     if args.json:
-        print_json({"topic": args.topic, "topic_id": str(topic_id), "partitions": args.partitions})
+        print_json({"topic": args.topic, "topic_id": str(topic_id), "partitions": partitions})
     else:
         print(f"Created topic {args.topic}.")
     return OK
@@ -101,7 +105,9 @@ def add_parser(sub: Any) -> None:
     create = actions.add_parser("create", help="create a topic")
     add_common(create)
     create.add_argument("--topic", required=True)
-    create.add_argument("--partitions", type=int, default=1)
+    create.add_argument(
+        "--partitions", type=int, help="partition count (default: the broker's num.partitions)"
+    )
     create.add_argument("--replication-factor", type=int, default=1)
     create.add_argument(
         "--config", action="append", metavar="K=V[,K=V]", help="topic config(s); repeatable"

@@ -105,6 +105,20 @@ def test_topics(broker: BrokerProcess) -> None:
     assert ok_json("topics", "list", bootstrap=b) == []
 
 
+def test_create_without_partitions_takes_the_brokers_num_partitions(tmp_path: Path) -> None:
+    """As kafka-topics.sh: no --partitions sends -1 and the broker's num.partitions decides."""
+    props = tmp_path / "broker.properties"
+    props.write_text("num.partitions=3\n")
+    with BrokerProcess(tmp_path / "data", extra=["--config", str(props)]) as proc:
+        b = proc.bootstrap
+        made = ok_json("topics", "create", "--topic", "defaulted", bootstrap=b)
+        ok("topics", "create", "--topic", "explicit", "--partitions", "2", bootstrap=b)
+        described = ok_json("topics", "describe", bootstrap=b)
+    assert made["partitions"] == 3
+    counts = {t["topic"]: len(t["partitions"]) for t in described}
+    assert counts == {"defaulted": 3, "explicit": 2}
+
+
 def test_share_groups_consume_describe_reset_delete(broker: BrokerProcess) -> None:
     b = broker.bootstrap
     ok("topics", "create", "--topic", "jobs", bootstrap=b)
