@@ -6,7 +6,6 @@ import datetime
 from typing import Final
 
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i32
 from kio.static.primitive import i32Timedelta
 
 from broker.context import RequestContext
@@ -14,8 +13,6 @@ from storage.topics import TopicInfo
 
 # Shoal never throttles a client.
 NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
-# "Authorized operations not requested": Shoal has no ACLs to report (Kafka's INT32_MIN).
-OPERATIONS_NOT_REQUESTED = i32(-(2**31))
 
 
 def topic_or_create(

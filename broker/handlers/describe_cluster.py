@@ -8,9 +8,10 @@ from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
 from kio.static.primitive import i32
 
+from broker.authorized_operations import CLUSTER_OPERATIONS
+from broker.authorized_operations import reported
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
-from broker.handlers.common import OPERATIONS_NOT_REQUESTED
 from broker.registry import handler
 
 
@@ -27,7 +28,9 @@ async def handle(
         cluster_id=s.cluster_id,
         controller_id=BrokerId(s.node_id),
         brokers=(broker,),
-        cluster_authorized_operations=OPERATIONS_NOT_REQUESTED,
+        cluster_authorized_operations=reported(
+            request.include_cluster_authorized_operations, CLUSTER_OPERATIONS
+        ),
     )
 
 

@@ -27,6 +27,10 @@ from kio.schema.types import BrokerId
 from kio.schema.types import TopicName
 from kio.static.primitive import i32
 
+from broker.authorized_operations import CLUSTER_OPERATIONS
+from broker.authorized_operations import NOT_REQUESTED
+from broker.authorized_operations import TOPIC_OPERATIONS
+from broker.authorized_operations import reported
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import topic_or_create
@@ -47,6 +51,10 @@ Request = (
     | v11.MetadataRequest
     | v12.MetadataRequest
 )
+OLDER_THAN_V8 = (
+    v1.MetadataRequest, v2.MetadataRequest, v3.MetadataRequest, v4.MetadataRequest,
+    v5.MetadataRequest, v6.MetadataRequest, v7.MetadataRequest,
+)  # fmt: skip
 ById = (
     v10.request.MetadataRequestTopic
     | v11.request.MetadataRequestTopic
@@ -112,7 +120,7 @@ def _partitions(cls: type[Partition], node: BrokerId, count: int) -> tuple[Parti
     )
 
 
-def _answer_v12(ctx: RequestContext, topics: list[_Topic]) -> v12.MetadataResponse:
+def _answer_v12(ctx: RequestContext, topics: list[_Topic], topic_ops: i32) -> v12.MetadataResponse:
     s, r = ctx.services, v12.response
     node = BrokerId(s.node_id)
     return v12.MetadataResponse(
@@ -126,13 +134,16 @@ def _answer_v12(ctx: RequestContext, topics: list[_Topic]) -> v12.MetadataRespon
                 name=None if t.name is None else TopicName(t.name),
                 topic_id=t.topic_id,
                 partitions=_partitions(r.MetadataResponsePartition, node, t.partitions),
+                topic_authorized_operations=topic_ops,
             )
             for t in topics
         ),
     )
 
 
-def _answer_v10(ctx: RequestContext, topics: list[_Topic]) -> v10.MetadataResponse:
+def _answer_v10(
+    ctx: RequestContext, topics: list[_Topic], topic_ops: i32, cluster_ops: i32
+) -> v10.MetadataResponse:
     s, r = ctx.services, v10.response
     node = BrokerId(s.node_id)
     return v10.MetadataResponse(
@@ -146,9 +157,11 @@ def _answer_v10(ctx: RequestContext, topics: list[_Topic]) -> v10.MetadataRespon
                 name=TopicName(t.name or ""),  # not nullable before v12
                 topic_id=t.topic_id,
                 partitions=_partitions(r.MetadataResponsePartition, node, t.partitions),
+                topic_authorized_operations=topic_ops,
             )
             for t in topics
         ),
+        cluster_authorized_operations=cluster_ops,
     )
 
 
@@ -156,9 +169,14 @@ async def handle(
     ctx: RequestContext, request: Request
 ) -> v10.MetadataResponse | v12.MetadataResponse:
     topics = _topics(ctx, request)
+    topic_ops, cluster_ops = NOT_REQUESTED, NOT_REQUESTED
+    if isinstance(request, (v8.MetadataRequest, v9.MetadataRequest, v10.MetadataRequest)):
+        cluster_ops = reported(request.include_cluster_authorized_operations, CLUSTER_OPERATIONS)
+    if not isinstance(request, OLDER_THAN_V8):
+        topic_ops = reported(request.include_topic_authorized_operations, TOPIC_OPERATIONS)
     if isinstance(request, (v11.MetadataRequest, v12.MetadataRequest)):
-        return _answer_v12(ctx, topics)
-    return _answer_v10(ctx, topics)
+        return _answer_v12(ctx, topics, topic_ops)
+    return _answer_v10(ctx, topics, topic_ops, cluster_ops)
 
 
 HANDLER = handler(

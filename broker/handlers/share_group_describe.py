@@ -8,9 +8,10 @@ from kio.schema.types import GroupId
 from kio.schema.types import TopicName
 from kio.static.primitive import i32
 
+from broker.authorized_operations import GROUP_OPERATIONS
+from broker.authorized_operations import NOT_REQUESTED
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
-from broker.handlers.common import OPERATIONS_NOT_REQUESTED
 from broker.registry import handler
 from broker.share.share_group_offsets import group_admin
 from coordinator.share_group import ShareGroup
@@ -19,7 +20,6 @@ from coordinator.share_group import ShareGroupMember
 ASSIGNOR = "simple"
 # AclOperation codes a share group supports: READ 3, DELETE 6, DESCRIBE 8, DESCRIBE_CONFIGS 10,
 # ALTER_CONFIGS 11. Shoal has no ACLs, so every caller may do all of them.
-GROUP_OPERATIONS = i32(sum(1 << op for op in (3, 6, 8, 10, 11)))
 
 r = v1.response
 
@@ -62,7 +62,7 @@ def _described(
             assignment_epoch=i32(-1),
             assignor_name="",
             members=(),
-            authorized_operations=OPERATIONS_NOT_REQUESTED,
+            authorized_operations=NOT_REQUESTED,
         )
     return r.DescribedGroup(
         error_code=ErrorCode.none,
@@ -81,7 +81,7 @@ async def handle(
     ctx: RequestContext, request: v1.ShareGroupDescribeRequest
 ) -> v1.ShareGroupDescribeResponse:
     admin = group_admin(ctx.services.coordinator, ctx.services.share_partitions)
-    ops = GROUP_OPERATIONS if request.include_authorized_operations else OPERATIONS_NOT_REQUESTED
+    ops = GROUP_OPERATIONS if request.include_authorized_operations else NOT_REQUESTED
     groups = tuple(
         _described(ctx, g, admin.group(g) if g else None, ops) for g in request.group_ids
     )
