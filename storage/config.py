@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -22,6 +23,28 @@ TOPIC_CONFIG_FIELDS: Mapping[str, str] = {
     "flush.messages": "flush_messages",
     "flush.ms": "flush_interval_ms",
 }
+
+# Kafka topic configs Shoal keeps on the topic without acting on them.
+STORED_TOPIC_CONFIGS = frozenset(
+    {
+        "cleanup.policy",
+        "compression.type",
+        "max.message.bytes",
+        "message.timestamp.type",
+        "min.insync.replicas",
+        "retention.local.ms",
+        "retention.local.bytes",
+    }
+)
+
+
+def check_topic_config_names(names: Iterable[str]) -> None:
+    """The one check of topic config names, for CreateTopics and for altering configs.
+
+    :raises InvalidConfig: a name that is not a Kafka topic config Shoal knows."""
+    unknown = sorted(set(names) - set(TOPIC_CONFIG_FIELDS) - STORED_TOPIC_CONFIGS)
+    if unknown:
+        raise InvalidConfig(f"unknown topic config(s): {', '.join(unknown)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +66,10 @@ class LogConfig:
             raise InvalidConfig("segment.ms, index.interval.bytes and flush.messages too low")
 
     def with_overrides(self, configs: Mapping[str, str]) -> LogConfig:
-        """Apply topic configs (Kafka names, string values); other names are ignored."""
+        """Apply topic configs (Kafka names, string values); other names are ignored, so a
+        topic stored before a name was refused still opens.
+
+        :raises InvalidConfig: a value that does not parse or fit."""
         changes: dict[str, int] = {}
         for name, value in configs.items():
             field = TOPIC_CONFIG_FIELDS.get(name)

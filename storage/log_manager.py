@@ -14,6 +14,7 @@ import structlog
 
 from storage.base_log import SegmentedLog
 from storage.config import LogConfig
+from storage.config import check_topic_config_names
 from storage.errors import InvalidPartitions
 from storage.errors import InvalidTopic
 from storage.errors import KafkaStorageError
@@ -138,7 +139,8 @@ class LogManager:
         if partitions < 1:
             raise InvalidPartitions(f"number of partitions must be at least 1, got {partitions}")
         info = TopicInfo(name, uuid.uuid4(), partitions, dict(configs or {}))
-        self.config.with_overrides(info.configs)  # refuse bad values before anything exists
+        check_topic_config_names(info.configs)  # refuse bad names and values before anything
+        self.config.with_overrides(info.configs)  # exists
         self._check_room(partitions)
         self._open_new(info, 0)
         self._register(info)
@@ -281,6 +283,7 @@ class LogManager:
         :raises InvalidConfig: a value does not parse or is out of range; nothing changes then.
         """
         info = self._require(name)
+        check_topic_config_names(changes)
         configs = {k: v for k, v in info.configs.items() if k not in changes}
         configs.update({k: v for k, v in changes.items() if v is not None})
         config = self.config.with_overrides(configs)

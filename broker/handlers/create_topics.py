@@ -17,6 +17,7 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import too_many_partitions
 from broker.registry import handler
+from storage.config import check_topic_config_names
 from storage.errors import StorageError
 from storage.topics import TopicInfo
 
@@ -40,30 +41,51 @@ Topic = (
 )
 
 
+def _partitions(ctx: RequestContext, topic: Topic) -> int | tuple[ErrorCode, str]:
+    """How many partitions the topic gets: a manual assignment's count, the count asked
+    for, or the broker's num.partitions for -1; or why the request is refused."""
+    if not topic.assignments:
+        n = topic.num_partitions
+        return ctx.services.config.num_partitions if n == -1 else n
+    if topic.num_partitions != -1 or topic.replication_factor != -1:
+        problem = "with a manual assignment, NumPartitions and ReplicationFactor must be -1"
+        return ErrorCode.invalid_request, problem
+    indexes = sorted(a.partition_index for a in topic.assignments)
+    if indexes != list(range(len(indexes))):
+        return ErrorCode.invalid_replica_assignment, "partitions must be numbered 0 to N-1"
+    node = ctx.services.node_id
+    if any(list(a.broker_ids) != [node] for a in topic.assignments):
+        return ErrorCode.invalid_replica_assignment, f"this broker ({node}) is the one replica"
+    return len(indexes)
+
+
 def _create(
     ctx: RequestContext, topic: Topic, validate_only: bool
 ) -> tuple[ErrorCode, str | None, TopicInfo | None]:
-    n = topic.num_partitions
-    partitions = ctx.services.config.num_partitions if n == -1 else n
+    partitions = _partitions(ctx, topic)
+    if isinstance(partitions, tuple):
+        return *partitions, None
     if topic.replication_factor not in (-1, 1):
         return ErrorCode.invalid_replication_factor, "a single broker keeps one replica", None
     if partitions <= 0:
         return ErrorCode.invalid_partitions, f"{partitions} partitions", None
     if ctx.services.logs.topic(topic.name) is not None:
         return ErrorCode.topic_already_exists, f"topic {topic.name!r} already exists", None
-    if validate_only:
-        return ErrorCode.none, None, None
     configs = {c.name: c.value for c in topic.configs if c.value is not None}
     try:
+        if validate_only:
+            check_topic_config_names(configs)
+            ctx.services.logs.config.with_overrides(configs)
+            return ErrorCode.none, None, None
         return ErrorCode.none, None, ctx.services.logs.create_topic(topic.name, partitions, configs)
     except StorageError as e:
         return e.error_code, str(e), None
 
 
-def _requested(ctx: RequestContext, n: int) -> int:
+def _requested(ctx: RequestContext, topic: Topic) -> int:
     """Partitions a topic of the request asks for (invalid counts add none)."""
-    default = ctx.services.config.num_partitions
-    return default if n == -1 else max(n, 0)
+    partitions = _partitions(ctx, topic)
+    return max(partitions, 0) if isinstance(partitions, int) else 0
 
 
 def _result(
@@ -90,9 +112,7 @@ def _result(
 
 
 async def handle(ctx: RequestContext, request: Request) -> v7.CreateTopicsResponse:
-    refused = too_many_partitions(
-        ctx, sum(_requested(ctx, t.num_partitions) for t in request.topics)
-    )
+    refused = too_many_partitions(ctx, sum(_requested(ctx, t) for t in request.topics))
     results = []
     for topic in request.topics:
         code, message, info = (

@@ -23,24 +23,11 @@ from broker.registry import handler
 from coordinator.group_configs import InvalidGroupConfig
 from coordinator.share_group import CoordinatorError
 from coordinator.share_group import check_ids
-from storage.config import TOPIC_CONFIG_FIELDS
+from storage.config import check_topic_config_names
 from storage.errors import StorageError
 
 TOPIC, BROKER, GROUP = 2, 4, 32
 SET, DELETE = 0, 1
-# Kafka topic configs Shoal keeps on the topic without acting on them.
-STORED_TOPIC_CONFIGS = frozenset(
-    {
-        "cleanup.policy",
-        "compression.type",
-        "max.message.bytes",
-        "message.timestamp.type",
-        "min.insync.replicas",
-        "retention.local.ms",
-        "retention.local.bytes",
-    }
-)
-
 Result = tuple[ErrorCode, str | None]
 Request = v0.IncrementalAlterConfigsRequest | v1.IncrementalAlterConfigsRequest
 Resource = v0.request.AlterConfigsResource | v1.request.AlterConfigsResource
@@ -78,10 +65,8 @@ def _topic(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: 
     topic = logs.topic(name)
     if topic is None:
         return ErrorCode.unknown_topic_or_partition, f"no topic {name!r}"
-    unknown = sorted(set(changes) - set(TOPIC_CONFIG_FIELDS) - STORED_TOPIC_CONFIGS)
-    if unknown:
-        return ErrorCode.invalid_config, f"unknown topic config(s): {', '.join(unknown)}"
     try:
+        check_topic_config_names(changes)
         if dry:
             merged = {**topic.configs, **{k: v for k, v in changes.items() if v is not None}}
             logs.config.with_overrides(merged)
