@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from kio.schema.alter_configs.v0 import AlterConfigsRequest
 from kio.schema.alter_share_group_offsets.v0 import AlterShareGroupOffsetsRequest
 from kio.schema.api_versions.v0 import ApiVersionsRequest
 from kio.schema.create_partitions.v0 import CreatePartitionsRequest
@@ -46,6 +47,7 @@ INIT_PRODUCER_ID: Final = int(InitProducerIdRequest.__api_key__)
 DESCRIBE_CONFIGS: Final = int(DescribeConfigsRequest.__api_key__)
 CREATE_PARTITIONS: Final = int(CreatePartitionsRequest.__api_key__)
 DELETE_GROUPS: Final = int(DeleteGroupsRequest.__api_key__)
+ALTER_CONFIGS: Final = int(AlterConfigsRequest.__api_key__)
 INCREMENTAL_ALTER_CONFIGS: Final = int(IncrementalAlterConfigsRequest.__api_key__)
 DESCRIBE_CLUSTER: Final = int(DescribeClusterRequest.__api_key__)
 SHARE_GROUP_HEARTBEAT: Final = int(ShareGroupHeartbeatRequest.__api_key__)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from broker.handlers import alter_configs
 from broker.handlers import alter_share_group_offsets
 from broker.handlers import api_versions
 from broker.handlers import create_partitions
@@ -43,6 +44,7 @@ HANDLERS: tuple[Handler, ...] = (
     describe_cluster.HANDLER,
     describe_configs.HANDLER,
     incremental_alter_configs.HANDLER,
+    alter_configs.HANDLER,
     share_group_heartbeat.HANDLER,
     share_fetch.HANDLER,
     share_acknowledge.HANDLER,

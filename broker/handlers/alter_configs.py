@@ -1,0 +1,58 @@
+"""AlterConfigs (33): the non-incremental API older clients and tools still use.
+
+Each resource's configs are replaced as a whole: names the request leaves out go back to
+their defaults. TOPIC and BROKER resources, as Kafka; group configs are altered only through
+IncrementalAlterConfigs (KIP-848). The validation is IncrementalAlterConfigs' own.
+"""
+
+from __future__ import annotations
+
+from kio.schema.alter_configs import v0
+from kio.schema.alter_configs import v1
+from kio.schema.alter_configs import v2
+from kio.schema.errors import ErrorCode
+
+from broker.context import RequestContext
+from broker.handlers.common import NO_THROTTLE
+from broker.handlers.config_changes import BROKER
+from broker.handlers.config_changes import TOPIC
+from broker.handlers.config_changes import Changes
+from broker.handlers.config_changes import Result
+from broker.handlers.config_changes import alter_configs
+from broker.handlers.config_changes import current_configs
+from broker.registry import handler
+
+Request = v0.AlterConfigsRequest | v1.AlterConfigsRequest | v2.AlterConfigsRequest
+Resource = (
+    v0.request.AlterConfigsResource
+    | v1.request.AlterConfigsResource
+    | v2.request.AlterConfigsResource
+)
+
+
+def _replace(ctx: RequestContext, resource: Resource, validate_only: bool) -> Result:
+    kind, name = resource.resource_type, resource.resource_name
+    if kind not in (TOPIC, BROKER):
+        return ErrorCode.invalid_request, f"AlterConfigs does not alter resource type {kind}"
+    given = {c.name: c.value for c in resource.configs}
+    changes: Changes = {n: None for n in current_configs(ctx, kind, name) if n not in given}
+    changes.update(given)
+    return alter_configs(ctx, kind, name, changes, validate_only)
+
+
+async def handle(ctx: RequestContext, request: Request) -> v2.AlterConfigsResponse:
+    responses = []
+    for resource in request.resources:
+        code, message = _replace(ctx, resource, request.validate_only)
+        responses.append(
+            v2.response.AlterConfigsResourceResponse(
+                error_code=code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
+    return v2.AlterConfigsResponse(throttle_time=NO_THROTTLE, responses=tuple(responses))
+
+
+HANDLER = handler(handle, v0.AlterConfigsRequest, v1.AlterConfigsRequest, v2.AlterConfigsRequest)

@@ -1,0 +1,98 @@
+"""Config changes of one resource, all or nothing: what IncrementalAlterConfigs and
+AlterConfigs share. A change maps a name to its new value, or to None to remove it.
+
+- GROUP: share-group configs, each validated against the broker's bounds (seed 002).
+- TOPIC: the configs Shoal's logs act on, and a few Kafka topic configs that are stored.
+- BROKER (node id, or "" for the cluster default): the dynamic `group.share.*` configs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Mapping
+
+from kio.schema.errors import ErrorCode
+
+from broker.context import RequestContext
+from broker.dynamic_config import InvalidBrokerConfig
+from coordinator.group_configs import InvalidGroupConfig
+from coordinator.share_group import CoordinatorError
+from coordinator.share_group import check_ids
+from storage.config import check_topic_config_names
+from storage.errors import StorageError
+
+TOPIC, BROKER, GROUP = 2, 4, 32
+Result = tuple[ErrorCode, str | None]
+Changes = dict[str, str | None]
+
+
+def _group(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: bool) -> Result:
+    try:
+        check_ids(name)
+    except CoordinatorError as e:
+        return e.error_code, str(e)
+    configs = ctx.services.group_configs
+    try:
+        if dry:
+            for n, value in changes.items():
+                if value is not None:
+                    configs.validate(n, value)
+        else:
+            configs.alter(name, changes)
+    except InvalidGroupConfig as e:
+        return ErrorCode.invalid_config, str(e)
+    return ErrorCode.none, None
+
+
+def _topic(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: bool) -> Result:
+    logs = ctx.services.logs
+    topic = logs.topic(name)
+    if topic is None:
+        return ErrorCode.unknown_topic_or_partition, f"no topic {name!r}"
+    try:
+        check_topic_config_names(changes)
+        if dry:
+            merged = {**topic.configs, **{k: v for k, v in changes.items() if v is not None}}
+            logs.config.with_overrides(merged)
+        else:
+            logs.alter_topic_configs(name, changes)
+    except StorageError as e:
+        return ErrorCode.invalid_config, str(e)
+    return ErrorCode.none, None
+
+
+def _broker(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: bool) -> Result:
+    s = ctx.services
+    if name not in ("", str(s.node_id)):
+        return ErrorCode.invalid_request, f"this broker is node {s.node_id}, not {name!r}"
+    try:
+        s.dynamic_configs.alter(changes, validate_only=dry)
+    except InvalidBrokerConfig as e:
+        return ErrorCode.invalid_config, str(e)
+    return ErrorCode.none, None
+
+
+_BY_TYPE: Mapping[int, Callable[[RequestContext, str, Changes, bool], Result]] = {
+    GROUP: _group,
+    TOPIC: _topic,
+    BROKER: _broker,
+}
+
+
+def alter_configs(
+    ctx: RequestContext, resource_type: int, name: str, changes: Changes, dry: bool
+) -> Result:
+    alter = _BY_TYPE.get(resource_type)
+    if alter is None:
+        return ErrorCode.invalid_request, f"altering resource type {resource_type} is not supported"
+    return alter(ctx, name, changes, dry)
+
+
+def current_configs(ctx: RequestContext, resource_type: int, name: str) -> Mapping[str, str]:
+    """The values set on a resource (not its defaults): what AlterConfigs replaces."""
+    if resource_type == TOPIC:
+        topic = ctx.services.logs.topic(name)
+        return topic.configs if topic else {}
+    if resource_type == BROKER:
+        return ctx.services.dynamic_configs.stored
+    return {}
