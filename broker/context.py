@@ -11,6 +11,7 @@ from broker.clock import WallClock
 from broker.config import BrokerConfig
 from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
+from broker.principal import ANONYMOUS
 from broker.producer_ids import ProducerIdAllocator
 from protocol.messages import RequestHeader
 
@@ -58,6 +59,7 @@ class RequestContext:
     services: BrokerServices
     header: RequestHeader
     peer: str
+    principal: str = ANONYMOUS  # set by authentication (broker.principal)
 
     @property
     def version(self) -> int:
