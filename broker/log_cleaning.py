@@ -58,6 +58,7 @@ class LogCleaner:
         except (OSError, SegmentDamaged, InvalidRecordBatch) as e:
             log.error("log cleaning failed; the log is as it was", topic=tp[0], partition=tp[1],
                       error=str(e))  # fmt: skip
+            self._clean_to[tp] = job.end_offset  # tried again once more of the log is dirty
             return False
         self._clean_to[tp] = job.end_offset
         self._report(tp, result, swapped, time.monotonic() - started)

@@ -23,6 +23,9 @@ from confluent_kafka import KafkaError
 from confluent_kafka import Message
 from confluent_kafka import Producer
 from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AlterConfigOpType
+from confluent_kafka.admin import ConfigEntry
+from confluent_kafka.admin import ConfigResource
 from confluent_kafka.admin import NewTopic
 
 from tests.compat.support import QUIET
@@ -86,6 +89,32 @@ def test_null_key_on_a_compacted_topic_fails_with_invalid_record(tmp_path: Path)
         assert results[0] is None
         assert results[1] is not None and results[1].code() == KafkaError.INVALID_RECORD
         assert "rejected records" in broker.log()
+    finally:
+        broker.stop()
+
+
+def test_switching_a_topic_to_compact_with_incremental_alter_configs_takes_effect(
+    tmp_path: Path,
+) -> None:
+    broker = start_broker(tmp_path / "data", BROKER)
+    try:
+        client = admin(broker.bootstrap)
+        futures = client.create_topics([NewTopic("switched", 1, 1)])
+        for f in futures.values():
+            f.result(10)
+        results: list[KafkaError | None] = []
+        producer = _producer(broker.bootstrap)
+        producer.produce("switched", value=b"no key", on_delivery=lambda e, m: results.append(e))
+        assert producer.flush(10) == 0
+        compact = ConfigEntry(
+            "cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET
+        )
+        resource = ConfigResource("topic", "switched", incremental_configs=[compact])
+        client.incremental_alter_configs([resource])[resource].result(10)
+        producer.produce("switched", value=b"no key", on_delivery=lambda e, m: results.append(e))
+        assert producer.flush(10) == 0
+        assert results[0] is None
+        assert results[1] is not None and results[1].code() == KafkaError.INVALID_RECORD
     finally:
         broker.stop()
 
