@@ -23,8 +23,9 @@ from storage.cleaner import CleaningJob
 from storage.cleaner import CleaningResult
 from storage.cleaner import SegmentDamaged
 from storage.cleaner import plan_cleaning
+from storage.cleaner import release_replaced
 from storage.cleaner import run_cleaning
-from storage.cleaner import swap_in
+from storage.cleaner import swap_one
 from storage.log_manager import LogManager
 
 log: structlog.typing.FilteringBoundLogger = structlog.get_logger("shoal.cleaner")
@@ -54,14 +55,19 @@ class LogCleaner:
         loop = asyncio.get_running_loop()
         try:
             result = await loop.run_in_executor(self._executor, run_cleaning, job)
-            swapped = swap_in(result)
+            swapped = []
+            for old, copy in result.copies:
+                if swap_one(job.log, old, copy):
+                    swapped.append(copy)
+                await asyncio.sleep(0)  # a few renames at a time: the loop serves in between
+            await loop.run_in_executor(self._executor, release_replaced, swapped)
         except (OSError, SegmentDamaged, InvalidRecordBatch) as e:
             log.error("log cleaning failed; the log is as it was", topic=tp[0], partition=tp[1],
                       error=str(e))  # fmt: skip
             self._clean_to[tp] = job.end_offset  # tried again once more of the log is dirty
             return False
         self._clean_to[tp] = job.end_offset
-        self._report(tp, result, swapped, time.monotonic() - started)
+        self._report(tp, result, len(swapped), time.monotonic() - started)
         return True
 
     def _report(

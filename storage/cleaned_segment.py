@@ -42,6 +42,10 @@ class CleanedCopy(Protocol):
         """Put the committed copy in place of the original's files (event loop, quick)."""
         ...
 
+    def release(self) -> None:
+        """Let go of the replaced original (any thread: freeing its blocks can take a while)."""
+        ...
+
     def discard(self) -> None: ...
 
 
@@ -54,6 +58,9 @@ class MemoryCopy:
 
     def install(self) -> Segment:
         return self.segment
+
+    def release(self) -> None:
+        return None
 
     def discard(self) -> None:
         return None
@@ -108,6 +115,7 @@ class FileCopy:
         self._writer = _WriteOnlySegment(
             self._path(".log", CLEANED), original.base_offset, self.interval
         )
+        self._held: list[int] = []  # descriptors of the replaced file, closed by release()
 
     @property
     def segment(self) -> Segment:
@@ -127,9 +135,15 @@ class FileCopy:
         fsync_dir(self.directory)
 
     def install(self) -> Segment:
+        log = self._path(".log")
+        # Held open across the rename, so the replaced file's blocks are freed by release()
+        # in a thread, not by the rename or a close on the event loop.
+        self._held = [os.open(log, os.O_RDONLY)]
+        cached = HANDLES.detach(log)  # the cached descriptor is the replaced file's
+        if cached is not None:
+            self._held.append(cached)
         for suffix in (".index", ".timeindex", ".log"):
             os.replace(self._path(suffix, SWAP), self._path(suffix))
-        HANDLES.close(self._path(".log"))  # the cached descriptor is the replaced file's
         writer = self._writer
         segment = FileSegment(self.directory, writer.base_offset, self.interval)
         segment.next_offset = writer.next_offset
@@ -138,6 +152,11 @@ class FileCopy:
         segment.offset_index, segment.time_index = writer.offset_index, writer.time_index
         segment.damage.mark_verified(0, segment.size)  # CRCs were checked as it was written
         return segment
+
+    def release(self) -> None:
+        held, self._held = self._held, []
+        for fd in held:
+            os.close(fd)
 
     def discard(self) -> None:
         self._writer.close()

@@ -338,18 +338,26 @@ def run_cleaning(job: CleaningJob) -> CleaningResult:
     return result
 
 
-def swap_in(result: CleaningResult) -> int:
-    """Put the committed copies in place (event loop); returns how many were swapped.
+def swap_in(result: CleaningResult) -> list[CleanedCopy]:
+    """Put the committed copies in place (event loop); returns the ones swapped in, whose
+    `release` (in a thread: see `release_replaced`) lets go of the replaced files.
 
     A segment that left the log since the plan (retention) has its copy removed."""
-    log = result.job.log
-    swapped = 0
-    for old, copy in result.copies:
-        if not any(s is old for s in log.segments[:-1]):
-            copy.discard()
-            continue
-        new = copy.install()
-        log.replace_segment(old, new)
-        old.close()
-        swapped += 1
-    return swapped
+    return [copy for old, copy in result.copies if swap_one(result.job.log, old, copy)]
+
+
+def swap_one(log: SegmentedLog, old: Segment, copy: CleanedCopy) -> bool:
+    """One segment's swap: three renames. Segments are swapped one by one, so a caller on the
+    event loop may yield between them; reads in between see each segment whole, old or new."""
+    if not any(s is old for s in log.segments[:-1]):
+        copy.discard()
+        return False
+    new = copy.install()
+    log.replace_segment(old, new)
+    old.close()
+    return True
+
+
+def release_replaced(copies: list[CleanedCopy]) -> None:
+    for copy in copies:
+        copy.release()

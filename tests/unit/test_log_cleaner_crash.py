@@ -18,7 +18,9 @@ from protocol.record_batch import build_batch
 from protocol.record_batch import iter_batch_headers
 from storage import cleaned_segment
 from storage.cleaned_segment import FileCopy
+from storage.cleaner import CleaningResult
 from storage.cleaner import plan_cleaning
+from storage.cleaner import release_replaced
 from storage.cleaner import run_cleaning
 from storage.cleaner import swap_in
 from storage.config import LogConfig
@@ -31,6 +33,13 @@ CONFIG = LogConfig(
     min_cleanable_dirty_ratio=0.0,
 )  # fmt: skip
 ALL = [(o, b"k%d" % (o % 4), b"v%d" % o) for o in range(24)]
+
+
+def _swap(result: CleaningResult) -> int:
+    """Swap in, then let go of the replaced files as the cleaner's thread does."""
+    swapped = swap_in(result)
+    release_replaced(swapped)
+    return len(swapped)
 
 
 class Crash(BaseException):
@@ -78,7 +87,7 @@ def _cleaned_after_reopen(path: Path, cleaned: bool) -> None:
         assert got == ALL
     job = plan_cleaning(log, 2000, None, 0)  # and it cleans to the same result afterwards
     assert job is not None
-    swap_in(run_cleaning(job))
+    _swap(run_cleaning(job))
     assert records(log) == [r for r in ALL if r[0] >= 20]
     log.close()
     assert records(SegmentLog.open(path, CONFIG)) == [r for r in ALL if r[0] >= 20]
@@ -89,7 +98,7 @@ def test_a_pass_that_completes_survives_a_restart(tmp_path: Path) -> None:
     job = plan_cleaning(log, 2000, None, 0)
     assert job is not None and len(job.segments) > 2
     result = run_cleaning(job)
-    assert swap_in(result) == result.stats.segments_rewritten > 0
+    assert _swap(result) == result.stats.segments_rewritten > 0
     assert records(log) == [r for r in ALL if r[0] >= 20]
     _abandon(log)
     _cleaned_after_reopen(tmp_path, cleaned=True)
@@ -131,7 +140,7 @@ def test_kill_at_each_point_of_a_pass(
     if point == "writing the copy":
         monkeypatch.setattr(FileCopy, "finish", _torn_finish)
     with pytest.raises(Crash):
-        swap_in(run_cleaning(job))
+        _swap(run_cleaning(job))
     assert [p for p in tmp_path.iterdir() if p.suffix in (".cleaned", ".swap")], point
     _abandon(log)
     monkeypatch.undo()
@@ -153,6 +162,19 @@ def test_a_copy_whose_segment_was_deleted_meanwhile_is_dropped(tmp_path: Path) -
     log.config = LogConfig(segment_bytes=600, retention_ms=1, cleanup_policy="compact,delete")
     assert log.apply_retention(now_ms=10**9) > 0  # retention ran between the pass and the swap
     assert not any(s is first for s in log.segments)
-    swap_in(result)
+    _swap(result)
     assert not (tmp_path / first.log_path.name).exists()  # type: ignore[attr-defined]
     assert not [p for p in tmp_path.iterdir() if p.suffix in (".cleaned", ".swap")]
+
+
+def test_reads_see_the_old_segment_until_the_swap_and_the_copy_after(tmp_path: Path) -> None:
+    log = _filled(tmp_path)
+    job = plan_cleaning(log, 2000, None, 0)
+    assert job is not None
+    before = log.read(0, 1 << 20)
+    result = run_cleaning(job)  # committed copies on disk, not yet swapped in
+    assert log.read(0, 1 << 20) == before
+    assert records(log) == ALL
+    _swap(result)
+    assert records(log) == [r for r in ALL if r[0] >= 20]
+    assert _offsets(log) == list(range(24))
