@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_partition_manager import SharePartitionManager
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import GroupConfigs
@@ -282,3 +283,17 @@ def test_share_group_archives_cleaned_offsets() -> None:
             break
         handed += [o for a in got.acquired for o in range(a.first_offset, a.last_offset + 1)]
     assert handed == [3, 4, 5, 6, 7]
+
+
+def test_lag_of_a_share_group_does_not_count_cleaned_offsets() -> None:
+    logs = MemoryLogs()
+    log = MemoryLog(COMPACT)
+    info = logs.create_topic("t", logs=[log])
+    filled(log)
+    clean(log)
+    configs = GroupConfigs(None, lambda name: BROKER_DEFAULTS[name][0])
+    configs.alter("g", {"share.auto.offset.reset": "earliest"})
+    manager = SharePartitionManager(logs, configs)
+    manager.get("g", info.topic_id, 0, 1)  # initialised at the log start, nothing delivered
+    described = ShareGroupOffsets(manager, logs, lambda: 1).describe("g", info, 0)
+    assert described.lag == 5  # k3, k4 and the three latest values; offsets 0-2 are gone
