@@ -10,9 +10,11 @@ One pass over a compacted log (``cleanup.policy`` holds ``compact``):
    offset over the dirty segments, then a cleaned copy of every planned segment
    (`storage.cleaned_segment`), committed as ``.swap`` files. A segment that loses nothing is
    not rewritten.
-3. `swap_in` (event loop, renames only): each copy replaces its segment if that segment is
-   still in the log. Reads before the swap see the old segment, after it the new one; both hold
-   the same offsets for every record that survives.
+3. `swap_one` per segment (event loop, three renames; the broker yields between segments):
+   each copy replaces its segment if that segment is still in the log. Reads before the swap
+   see the old segment, after it the new one; both hold every surviving record at its offset.
+   The replaced file is held open and let go of in the thread (`release_replaced`): freeing
+   its blocks is not the loop's work.
 
 What a cleaned segment looks like. Kafka keeps a filtered batch's base and last offset with
 records missing inside it; a share-partition could then not tell from headers which offsets
