@@ -14,6 +14,7 @@ from pathlib import Path
 import confluent_kafka
 from confluent_kafka.admin import AdminClient
 
+from bench import compaction_phase  # noqa: F401 - registers the "compaction" phase
 from bench import durable_phase  # noqa: F401 - registers the "durable" phase
 from bench import report
 from bench import spark_phase  # noqa: F401 - registers the "spark" phase

@@ -65,6 +65,9 @@ class BrokerConfig:
     log_retention_bytes: int = _int(-1, -1)  # -1: no size limit
     log_retention_check_interval_ms: int = _int(300_000, 1)
     log_index_interval_bytes: int = _int(4096, 0)
+    # The log cleaner (compacted topics); Kafka's names and defaults.
+    log_cleaner_enable: bool = True
+    log_cleaner_backoff_ms: int = _int(15_000, 1)
     log_flush_interval_messages: int = _int(_INT64_MAX, 1)
     log_flush_interval_ms: int = _int(1000, 1)
     metrics_port: int = _int(9308, -1, 65535)  # -1: no metrics endpoint

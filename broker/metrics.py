@@ -91,6 +91,26 @@ class BrokerMetrics:
             registry=r,
         )
 
+        # The log cleaner (kafka.log:type=LogCleaner).
+        self.cleaner_bytes = Counter(
+            "kafka_log_logcleaner_cleanedbytes",
+            "Bytes of sealed segments read by the log cleaner's passes.",
+            registry=r,
+        )
+        self.cleaner_records_removed = Counter(
+            "kafka_log_logcleaner_removedrecords",
+            "Records (and share-state control records below the ESO) removed by cleaning.",
+            registry=r,
+        )
+        self.cleaner_passes = Counter(
+            "kafka_log_logcleaner_passes", "Cleaning passes over a partition.", registry=r
+        )
+
+    def on_cleaning(self, bytes_read: int, records_removed: int) -> None:
+        self.cleaner_passes.inc()
+        self.cleaner_bytes.inc(bytes_read)
+        self.cleaner_records_removed.inc(records_removed)
+
     # -- broker.share.share_metrics.ShareMetrics: what the share-partition manager counts ----
 
     def on_records_acquired(self, records: int) -> None:

@@ -24,6 +24,7 @@ from broker.connection import KafkaConnection
 from broker.context import BrokerServices
 from broker.dynamic_config import DynamicBrokerConfigs
 from broker.handlers import build_registry
+from broker.log_cleaning import LogCleaner
 from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
 from broker.producer_ids import ProducerIdAllocator
@@ -147,6 +148,7 @@ class Server:
             clock=clock or WallClock(),
         )
         self._watch(metrics)
+        self._cleaner = LogCleaner(logs, metrics, self.services.now_ms)
         self._connections: set[KafkaConnection] = set()
         self._server: asyncio.Server | None = None
         self._duties: set[asyncio.Task[None]] = set()
@@ -190,6 +192,8 @@ class Server:
             self.services.port = self.port
         self._every(self.config.log_flush_interval_ms, self._flush)
         self._every(self.config.log_retention_check_interval_ms, self._retention)
+        if self.config.log_cleaner_enable:
+            self._every(self.config.log_cleaner_backoff_ms, self._clean)
         self._every(LOCK_TIMER_TICK_MS, self._expire_locks)
         self._every(MEMBER_CHECK_MS, self._expire_members)
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
@@ -248,6 +252,10 @@ class Server:
         eso = self._share_state.earliest_share_offsets() if self._share_state else {}
         self.services.logs.apply_retention(self.services.now_ms(), eso)
 
+    async def _clean(self) -> None:
+        eso = self._share_state.earliest_share_offsets() if self._share_state else {}
+        await self._cleaner.run(eso)
+
     async def _snapshots(self) -> None:
         """Snapshot files catch up with their checkpoints; their fsyncs run in a thread."""
         writes = self._share_state.due_snapshots() if self._share_state else []
@@ -281,6 +289,7 @@ class Server:
         if self._flushing is not None:  # a flush under way finishes before the logs close
             await asyncio.gather(self._flushing, return_exceptions=True)
         self._flusher.shutdown(wait=True)
+        self._cleaner.shutdown()
         if self._server is not None:
             await self._server.wait_closed()
         self._snapshotter.shutdown(wait=True)

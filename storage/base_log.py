@@ -23,6 +23,8 @@ from protocol.record_batch import iter_batch_headers
 from protocol.record_batch import record_timestamps
 from protocol.record_batch import rewrite_base_offset
 from protocol.record_batch import validate_batches
+from storage.cleaned_segment import CleanedCopy
+from storage.compacted import require_keys
 from storage.config import LogConfig
 from storage.damage import DamagedRange
 from storage.errors import KafkaStorageError
@@ -51,6 +53,10 @@ class SegmentedLog(ABC):
 
     @abstractmethod
     def _new_segment(self, base_offset: int) -> Segment: ...
+
+    @abstractmethod
+    def cleaning_copy(self, segment: Segment) -> CleanedCopy:
+        """Where the cleaner writes the cleaned copy of the sealed `segment`."""
 
     def _after_roll(self) -> None:
         """Hook: the disk log snapshots producer state here."""
@@ -82,6 +88,8 @@ class SegmentedLog(ABC):
         headers = validate_batches(records)
         if any(h.is_control for h in headers):
             raise InvalidRecordBatch("control", "clients may not write control batches")
+        if self.config.compact:
+            require_keys(records, headers)
         duplicate = self._producers.check(headers)
         if duplicate is not None:
             return AppendResult(
@@ -220,7 +228,11 @@ class SegmentedLog(ABC):
         for pos, h in iter_batch_headers(data):
             if spans and max_records is not None and records >= max_records:
                 break
-            spans.append(BatchSpan(h.base_offset, h.last_offset, pos, h.size, h.is_control))
+            spans.append(
+                BatchSpan(
+                    h.base_offset, h.last_offset, pos, h.size, h.is_control, h.record_count > 0
+                )
+            )
             records += h.last_offset - max(h.base_offset, offset) + 1
         end = spans[-1].position_in_result + spans[-1].size if spans else 0
         return (data if end == len(data) else data[:end]), spans
@@ -275,7 +287,7 @@ class SegmentedLog(ABC):
         config = self.config
         total = self.size_bytes
         deleted = 0
-        while len(self._segments) > 1:
+        while config.delete and len(self._segments) > 1:
             oldest, following = self._segments[0], self._segments[1]
             if min_retained_offset is not None and following.base_offset > min_retained_offset:
                 break
@@ -291,3 +303,12 @@ class SegmentedLog(ABC):
             deleted += 1
         self._producers.expire(now_ms, config.producer_id_expiration_ms)
         return deleted
+
+    def replace_segment(self, old: Segment, new: Segment) -> bool:
+        """Put the cleaned copy `new` of the sealed segment `old` in its place; False (and
+        nothing changes) when `old` has left the log meanwhile (retention, deletion)."""
+        for i, segment in enumerate(self._segments[:-1]):
+            if segment is old:
+                self._segments[i] = new
+                return True
+        return False

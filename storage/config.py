@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from storage.errors import InvalidConfig
 
@@ -22,12 +23,20 @@ TOPIC_CONFIG_FIELDS: Mapping[str, str] = {
     "index.interval.bytes": "index_interval_bytes",
     "flush.messages": "flush_messages",
     "flush.ms": "flush_interval_ms",
+    "cleanup.policy": "cleanup_policy",
+    "delete.retention.ms": "delete_retention_ms",
+    "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
+}
+# Fields that are not integers, with their parsers.
+_PARSERS: Mapping[str, type[str] | type[float]] = {
+    "cleanup_policy": str,
+    "min_cleanable_dirty_ratio": float,
 }
 
 # Kafka topic configs Shoal keeps on the topic without acting on them.
 STORED_TOPIC_CONFIGS = frozenset(
     {
-        "cleanup.policy",
         "compression.type",
         "max.message.bytes",
         "message.timestamp.type",
@@ -57,6 +66,24 @@ class LogConfig:
     flush_messages: int = _INT64_MAX  # 1: fsync before every append returns
     flush_interval_ms: int = 1000  # the broker calls flush() on this interval
     producer_id_expiration_ms: int = _DAY_MS
+    cleanup_policy: str = "delete"  # "compact", "delete" or "compact,delete"
+    delete_retention_ms: int = _DAY_MS  # how long a cleaned tombstone stays readable
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+
+    @property
+    def compact(self) -> bool:
+        """Keys are required and the cleaner keeps the latest record of each."""
+        return "compact" in self._policies
+
+    @property
+    def delete(self) -> bool:
+        """retention.ms / retention.bytes delete old segments."""
+        return "delete" in self._policies
+
+    @property
+    def _policies(self) -> set[str]:
+        return {p.strip() for p in self.cleanup_policy.split(",")}
 
     def __post_init__(self) -> None:
         # Positions in the offset index are int32, so a segment cannot outgrow that.
@@ -64,19 +91,22 @@ class LogConfig:
             raise InvalidConfig(f"segment.bytes {self.segment_bytes} out of range")
         if self.segment_ms < 1 or self.index_interval_bytes < 0 or self.flush_messages < 1:
             raise InvalidConfig("segment.ms, index.interval.bytes and flush.messages too low")
+        if not 0 <= self.min_cleanable_dirty_ratio <= 1:
+            raise InvalidConfig(f"min.cleanable.dirty.ratio {self.min_cleanable_dirty_ratio}")
 
     def with_overrides(self, configs: Mapping[str, str]) -> LogConfig:
         """Apply topic configs (Kafka names, string values); other names are ignored, so a
         topic stored before a name was refused still opens.
 
         :raises InvalidConfig: a value that does not parse or fit."""
-        changes: dict[str, int] = {}
+        changes: dict[str, Any] = {}
         for name, value in configs.items():
             field = TOPIC_CONFIG_FIELDS.get(name)
             if field is None:
                 continue
+            parse = _PARSERS.get(field, int)
             try:
-                changes[field] = int(value)
+                changes[field] = parse(value)
             except ValueError:
-                raise InvalidConfig(f"{name}={value!r} is not an integer") from None
+                raise InvalidConfig(f"{name}={value!r} is not {parse.__name__}") from None
         return dataclasses.replace(self, **changes) if changes else self

@@ -43,6 +43,18 @@ class UnknownTopicOrPartition(StorageError):
     error_code = ErrorCode.unknown_topic_or_partition
 
 
+class InvalidRecord(StorageError):
+    """A record the topic refuses: a null key on a compacted topic."""
+
+    error_code = ErrorCode.invalid_record
+
+
+class UnsupportedCompressionType(StorageError):
+    """Records Shoal must read but whose codec it cannot (snappy, lz4, zstd)."""
+
+    error_code = ErrorCode.unsupported_compression_type
+
+
 class KafkaStorageError(StorageError):
     """A disk write failed (ENOSPC, EIO): the log is as it was before the write."""
 

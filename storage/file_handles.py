@@ -43,6 +43,11 @@ class FileHandles:
         self._open[path] = fd
         return fd
 
+    def detach(self, path: Path) -> int | None:
+        """Forget `path`'s descriptor without closing it: the caller closes it (a thread can,
+        when closing frees a replaced file's blocks)."""
+        return self._open.pop(path, None)
+
     def close(self, path: Path) -> None:
         fd = self._open.pop(path, None)
         if fd is not None:

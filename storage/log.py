@@ -27,6 +27,7 @@ class BatchSpan:
     position_in_result: int
     size: int
     is_control: bool
+    has_records: bool = True  # False: an empty batch, whose offsets the cleaner removed
 
 
 class PartitionLog(Protocol):

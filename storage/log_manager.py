@@ -247,6 +247,10 @@ class LogManager:
 
     # --- maintenance ------------------------------------------------------------------
 
+    def partition_logs(self) -> list[tuple[tuple[str, int], PartitionLog]]:
+        """Every open partition log with its (topic, partition)."""
+        return list(self._logs.items())
+
     def damaged_records(self) -> int:
         """Offsets lost to damaged batches found so far, over every partition."""
         return sum(

@@ -6,6 +6,8 @@ import uuid
 from collections.abc import Sequence
 
 from storage.base_log import SegmentedLog
+from storage.cleaned_segment import CleanedCopy
+from storage.cleaned_segment import MemoryCopy
 from storage.config import LogConfig
 from storage.log import PartitionLog
 from storage.producer_state import ProducerStateManager
@@ -22,6 +24,9 @@ class MemoryLog(SegmentedLog):
 
     def _new_segment(self, base_offset: int) -> Segment:
         return MemorySegment(base_offset, self.config.index_interval_bytes)
+
+    def cleaning_copy(self, segment: Segment) -> CleanedCopy:
+        return MemoryCopy(segment.base_offset, self.config.index_interval_bytes)
 
     def close(self) -> None:
         self.flush()

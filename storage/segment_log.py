@@ -14,6 +14,9 @@ from pathlib import Path
 import structlog
 
 from storage.base_log import SegmentedLog
+from storage.cleaned_segment import CleanedCopy
+from storage.cleaned_segment import FileCopy
+from storage.cleaned_segment import finish_interrupted_cleaning
 from storage.config import LogConfig
 from storage.fsutil import atomic_write
 from storage.fsutil import fsync_dir
@@ -80,6 +83,8 @@ class SegmentLog(SegmentedLog):
         path.mkdir(parents=True, exist_ok=True)
         for stray in path.glob("*.tmp"):
             stray.unlink()
+        for line in finish_interrupted_cleaning(path):
+            _log.warning("log_recovery", kind="cleaning", path=str(path), detail=line)
         marker = path / CLEAN_SHUTDOWN
         clean = marker.exists()
         events: list[RecoveryEvent] = []
@@ -105,6 +110,10 @@ class SegmentLog(SegmentedLog):
 
     def _after_roll(self) -> None:
         self._save_producers()
+
+    def cleaning_copy(self, segment: Segment) -> CleanedCopy:
+        assert isinstance(segment, FileSegment)
+        return FileCopy(segment)
 
     def _save_producers(self) -> None:
         data = self._producers.to_json(self.log_end_offset)

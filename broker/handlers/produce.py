@@ -24,7 +24,9 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from protocol.record_batch import InvalidRecordBatch
+from storage.errors import InvalidRecord
 from storage.errors import StorageError
+from storage.errors import UnsupportedCompressionType
 
 log: structlog.typing.FilteringBoundLogger = structlog.get_logger("shoal.produce")
 
@@ -56,6 +58,9 @@ def _append(
     except InvalidRecordBatch as e:
         log.info("rejected batch", topic=topic, partition=index, reason=str(e))
         return ErrorCode.corrupt_message, -1, -1, str(e)
+    except (InvalidRecord, UnsupportedCompressionType) as e:
+        log.info("rejected records", topic=topic, partition=index, reason=str(e))
+        return e.error_code, -1, -1, str(e)
     except StorageError as e:
         return e.error_code, -1, -1, str(e)
     ctx.services.notifier.notify((topic, index))

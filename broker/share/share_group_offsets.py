@@ -112,7 +112,8 @@ class ShareGroupOffsets:
         )
 
     def _control_records(self, topic: str, partition: int, start: int, end: int) -> int:
-        """Offsets in [start, end) held by control batches (share state, markers), bounded."""
+        """Offsets in [start, end) held by control batches (share state, markers) or by empty
+        batches (offsets the cleaner removed): none is a record to deliver. Bounded."""
         plog = self._logs.log(topic, partition)
         if plog is None:
             return 0
@@ -125,7 +126,7 @@ class ShareGroupOffsets:
             if not spans:
                 break
             for s in spans:
-                if s.is_control and s.last_offset >= offset:
+                if (s.is_control or not s.has_records) and s.last_offset >= offset:
                     count += min(s.last_offset, end - 1) - max(s.base_offset, offset) + 1
             budget -= spans[-1].position_in_result + spans[-1].size
             offset = spans[-1].last_offset + 1

@@ -224,7 +224,11 @@ class SharePartitionManager:
             return self._acquire(sp, plog, member_id, e.next_offset, max_bytes, max_records, now_ms)
         acquired = sp.acquire(
             member_id,
-            [BatchSpan(s.base_offset, s.last_offset, s.is_control) for s in spans],
+            # An empty batch (offsets the cleaner removed) is archived like a control batch.
+            [
+                BatchSpan(s.base_offset, s.last_offset, s.is_control or not s.has_records)
+                for s in spans
+            ],
             max_records=max_records,
             now_ms=now_ms,
         )

@@ -1,0 +1,191 @@
+"""Records inside a v2 batch: decoded only for compacted topics (keys) and the log cleaner.
+
+Every other path stays header-only (`protocol.record_batch`). A record is::
+
+    length varint | attributes int8 | timestampDelta varint | offsetDelta varint |
+    key (varint length, -1 = null) | value (varint length, -1 = null) | headers
+
+Codecs: none and gzip (the standard library's). snappy, lz4 and zstd batches are refused
+with `UnsupportedCodec` rather than guessed at: a caller keeps such a batch whole.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import crc32c
+
+from protocol.record_batch import ATTRIBUTES_POS
+from protocol.record_batch import BATCH_HEADER_SIZE
+from protocol.record_batch import COMPRESSION_MASK
+from protocol.record_batch import CRC_POS
+from protocol.record_batch import LOG_OVERHEAD
+from protocol.record_batch import MAGIC
+from protocol.record_batch import BatchHeader
+from protocol.record_batch import Buffer
+from protocol.record_batch import Compression
+from protocol.record_batch import InvalidRecordBatch
+from protocol.record_batch import parse_header
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_UINT32 = struct.Struct(">I")
+
+
+class UnsupportedCodec(InvalidRecordBatch):
+    """A codec whose records Shoal cannot read (snappy, lz4, zstd)."""
+
+    def __init__(self, codec: int) -> None:
+        super().__init__("compression", f"records of codec {codec} cannot be read")
+        self.codec = codec
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    attributes: int
+    timestamp_delta: int
+    offset_delta: int
+    key: bytes | None
+    value_is_null: bool  # a tombstone
+    tail: bytes  # key, value and headers as stored: re-encoded unchanged
+
+
+def _varint(value: int) -> bytes:
+    zigzag = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while zigzag >= 0x80:
+        out.append((zigzag & 0x7F) | 0x80)
+        zigzag >>= 7
+    out.append(zigzag)
+    return bytes(out)
+
+
+def _read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 63:
+            raise InvalidRecordBatch("length", "varint longer than 10 bytes")
+
+
+def _payload(batch: Buffer, header: BatchHeader) -> bytes | memoryview:
+    body = memoryview(batch)[BATCH_HEADER_SIZE : header.size]
+    codec = header.compression
+    if codec == Compression.NONE:
+        return body
+    if codec == Compression.GZIP:
+        try:
+            return gzip.decompress(body)
+        except (OSError, EOFError) as e:
+            raise InvalidRecordBatch("compression", f"gzip: {e}") from e
+    raise UnsupportedCodec(codec)
+
+
+def _parse_record(data: Buffer, pos: int) -> tuple[Record, int]:
+    length, body = _read_varint(data, pos)
+    end = body + length
+    if length < 1 or end > len(data):
+        raise InvalidRecordBatch("length", f"record of {length} bytes at {pos}")
+    attributes = data[body]
+    ts_delta, p = _read_varint(data, body + 1)
+    offset_delta, tail = _read_varint(data, p)
+    key_len, p = _read_varint(data, tail)
+    key = bytes(data[p : p + key_len]) if key_len >= 0 else None
+    p += max(key_len, 0)
+    value_len, _ = _read_varint(data, p)
+    record = Record(attributes, ts_delta, offset_delta, key, value_len < 0, bytes(data[tail:end]))
+    return record, end
+
+
+def decode_records(batch: Buffer) -> tuple[BatchHeader, list[Record]]:
+    """The header and every record of one stored batch (decompressed).
+
+    :raises UnsupportedCodec: snappy, lz4 or zstd.
+    :raises InvalidRecordBatch: records that do not parse.
+    """
+    header = parse_header(batch)
+    data = _payload(batch, header)
+    records: list[Record] = []
+    pos = 0
+    try:
+        for _ in range(header.record_count):
+            record, pos = _parse_record(data, pos)
+            records.append(record)
+    except IndexError as e:
+        raise InvalidRecordBatch("truncated", "record runs past the batch") from e
+    return header, records
+
+
+def has_null_key(batch: Buffer) -> bool:
+    """Whether any record of the batch has a null key (compacted topics refuse those)."""
+    return any(r.key is None for r in decode_records(batch)[1])
+
+
+def encode_run(records: Sequence[Record], first_delta: int) -> bytes:
+    """Records re-encoded with offset deltas relative to `first_delta` (timestamps unchanged)."""
+    out = bytearray()
+    for r in records:
+        body = (
+            bytes((r.attributes,))
+            + _varint(r.timestamp_delta)
+            + _varint(r.offset_delta - first_delta)
+            + r.tail
+        )
+        out += _varint(len(body))
+        out += body
+    return bytes(out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredBatch:
+    """The header fields of a batch the cleaner writes; offsets are absolute."""
+
+    base_offset: int
+    last_offset: int
+    attributes: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    partition_leader_epoch: int = -1
+
+
+def build_stored_batch(fields: StoredBatch, records: bytes) -> bytes:
+    """Encode a batch of already-encoded `records` (compressed with the batch's codec, which
+    must be none or gzip) with a fresh CRC32C. `record_count` 0 makes an empty batch: a
+    header alone that says the offsets it covers hold nothing."""
+    codec = fields.attributes & COMPRESSION_MASK
+    if codec == Compression.GZIP and fields.record_count:
+        records = gzip.compress(records, compresslevel=6, mtime=0)
+    elif codec != Compression.NONE and fields.record_count:
+        raise UnsupportedCodec(codec)
+    attributes = fields.attributes if fields.record_count else fields.attributes & ~COMPRESSION_MASK
+    header = bytearray(
+        _HEADER.pack(
+            fields.base_offset,
+            BATCH_HEADER_SIZE - LOG_OVERHEAD + len(records),
+            fields.partition_leader_epoch,
+            MAGIC,
+            0,
+            attributes,
+            fields.last_offset - fields.base_offset,
+            fields.base_timestamp,
+            fields.max_timestamp,
+            fields.producer_id,
+            fields.producer_epoch,
+            fields.base_sequence,
+            fields.record_count,
+        )
+    )
+    crc = crc32c.crc32c(bytes(header[ATTRIBUTES_POS:]) + records)
+    _UINT32.pack_into(header, CRC_POS, crc)
+    return bytes(header) + records

@@ -1,0 +1,365 @@
+"""Log compaction: keep the latest record of each key in the sealed segments of a log.
+
+One pass over a compacted log (``cleanup.policy`` holds ``compact``):
+
+1. `plan_cleaning` (event loop, header facts only): the sealed segments old enough for
+   ``min.compaction.lag.ms`` and free of known damage, oldest first; the pass runs when the
+   dirty part (segments written since the last pass) is at least ``min.cleanable.dirty.ratio``
+   of them. The active segment is never cleaned.
+2. `run_cleaning` (a thread: sealed segments are immutable): an `OffsetMap` of key -> latest
+   offset over the dirty segments, then a cleaned copy of every planned segment
+   (`storage.cleaned_segment`), committed as ``.swap`` files. A segment that loses nothing is
+   not rewritten.
+3. `swap_one` per segment (event loop, three renames; the broker yields between segments):
+   each copy replaces its segment if that segment is still in the log. Reads before the swap
+   see the old segment, after it the new one; both hold every surviving record at its offset.
+   The replaced file is held open and let go of in the thread (`release_replaced`): freeing
+   its blocks is not the loop's work.
+
+What a cleaned segment looks like. Kafka keeps a filtered batch's base and last offset with
+records missing inside it; a share-partition could then not tell from headers which offsets
+are gone. Here every run of surviving records of a batch becomes a batch of its own, and every
+run of removed offsets becomes an *empty batch* (a 61-byte header with recordCount 0 whose
+offsets say what is gone). Offsets stay contiguous batch to batch, so the open-time scan,
+the damage checks and the indexes work unchanged, and a share-partition archives the offsets
+of an empty batch like those of a control batch, from headers alone. Adjacent removed runs
+merge into one empty batch, across original batches, so a cleaned log costs at most two
+headers per surviving run; cleaning a cleaned segment again keeps its size. A surviving run
+keeps its batch's producer id, epoch and codec, with the base sequence moved by the records
+cut before it: producer de-duplication comes from the producer snapshot and the active
+segment, which cleaning never touches.
+
+Rules: a record is removed when a later record of its key exists, or when it is a tombstone
+(null value) whose batch is older than ``delete.retention.ms``. Records without a key (written
+before the topic became compacted) are kept. Control batches (share state) at or after the
+Earliest Share Offset are kept whole; those wholly below it are removed; with no ESO known for
+the partition every control batch is kept. Batches the cleaner cannot read (snappy, lz4, zstd,
+or records that do not parse) are kept whole and counted: nothing is dropped unread. A CRC
+that fails aborts the pass for that log, which stays as it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
+
+import crc32c
+
+from protocol.record_batch import ATTRIBUTES_POS
+from protocol.record_batch import BatchHeader
+from protocol.record_batch import InvalidRecordBatch
+from protocol.record_batch import iter_batch_headers
+from protocol.record_batch import parse_header
+from protocol.records import Record
+from protocol.records import StoredBatch
+from protocol.records import build_stored_batch
+from protocol.records import decode_records
+from protocol.records import encode_run
+from storage.base_log import SegmentedLog
+from storage.cleaned_segment import CleanedCopy
+from storage.config import LogConfig
+from storage.offset_map import OffsetMap
+from storage.segment import FileSegment
+from storage.segment import Segment
+
+READ_CHUNK_BYTES = 4 * 1024 * 1024
+_INT32_MAX = 2**31 - 1
+_Read = Callable[[int, int], bytes]
+_Crc = Callable[[bytes], int]
+
+
+class SegmentDamaged(Exception):
+    """A batch of a sealed segment failed its CRC while being cleaned."""
+
+
+@dataclass(frozen=True, slots=True)
+class CleaningJob:
+    log: SegmentedLog
+    segments: tuple[Segment, ...]  # sealed and cleanable, oldest first
+    dirty_from: int  # segments[dirty_from:] were written since the last pass
+    eso: int | None  # control batches from here on are kept
+    now_ms: int
+    config: LogConfig
+
+    @property
+    def end_offset(self) -> int:
+        """Where the next pass's dirty part starts."""
+        return self.segments[-1].next_offset
+
+
+@dataclass(slots=True)
+class CleaningStats:
+    bytes_read: int = 0
+    bytes_written: int = 0
+    records_removed: int = 0
+    unreadable_batches: int = 0
+    segments_rewritten: int = 0
+
+
+@dataclass(slots=True)
+class CleaningResult:
+    job: CleaningJob
+    copies: list[tuple[Segment, CleanedCopy]] = field(default_factory=list)
+    stats: CleaningStats = field(default_factory=CleaningStats)
+
+
+def plan_cleaning(
+    log: SegmentedLog, now_ms: int, eso: int | None, first_dirty: int
+) -> CleaningJob | None:
+    """The next pass over `log`, or None when it is not compacted or not dirty enough."""
+    config = log.config
+    if not config.compact:
+        return None
+    segments: list[Segment] = []
+    for segment in log.segments[:-1]:
+        young = now_ms - segment.max_timestamp < config.min_compaction_lag_ms
+        if young or segment.damage.ranges:
+            break
+        segments.append(segment)
+    dirty_from = next((i for i, s in enumerate(segments) if s.next_offset > first_dirty), None)
+    if dirty_from is None:
+        return None
+    total = sum(s.size for s in segments)
+    dirty = sum(s.size for s in segments[dirty_from:])
+    if total == 0 or dirty / total < config.min_cleanable_dirty_ratio:
+        return None
+    return CleaningJob(log, tuple(segments), dirty_from, eso, now_ms, config)
+
+
+def _reader(segment: Segment) -> tuple[int | None, Iterator[tuple[BatchHeader, bytes]]]:
+    fd = os.open(segment.log_path, os.O_RDONLY) if isinstance(segment, FileSegment) else None
+
+    def read(position: int, size: int) -> bytes:
+        return os.pread(fd, size, position) if fd is not None else segment.read(position, size)
+
+    return fd, _batches(read, segment.size)
+
+
+def _batches(read: _Read, size: int) -> Iterator[tuple[BatchHeader, bytes]]:
+    """Every stored batch of a sealed segment, CRC-checked, read in chunks."""
+    position = 0
+    while position < size:
+        chunk = read(position, min(READ_CHUNK_BYTES, size - position))
+        consumed = 0
+        for pos, header in iter_batch_headers(chunk):
+            yield _checked(header, chunk[pos : pos + header.size], crc32c.crc32c)
+            consumed = pos + header.size
+        if consumed == 0:  # one batch larger than a chunk
+            header = parse_header(chunk)
+            yield _checked(header, read(position, header.size), crc32c.crc32c)
+            consumed = header.size
+        position += consumed
+
+
+def _checked(header: BatchHeader, batch: bytes, crc: _Crc) -> tuple[BatchHeader, bytes]:
+    if len(batch) != header.size or crc(batch[ATTRIBUTES_POS:]) != header.crc:
+        raise SegmentDamaged(f"batch at offset {header.base_offset}")
+    return header, batch
+
+
+def _build_map(job: CleaningJob, stats: CleaningStats) -> OffsetMap:
+    offsets = OffsetMap()
+    for segment in job.segments[job.dirty_from :]:
+        fd, batches = _reader(segment)
+        try:
+            for header, batch in batches:
+                if header.is_control or header.record_count == 0:
+                    continue
+                try:
+                    _, records = decode_records(batch)
+                except InvalidRecordBatch:
+                    continue  # counted when the segment is cleaned
+                for r in records:
+                    if r.key is not None:
+                        offsets.put(r.key, header.base_offset + r.offset_delta)
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return offsets
+
+
+class _CopyWriter:
+    """Appends kept batches and empty batches for removed runs to a cleaned copy."""
+
+    def __init__(self, copy: CleanedCopy) -> None:
+        self.segment = copy.segment
+        self.gap: tuple[int, int, int] | None = None  # first, last offset, max timestamp
+        self.removed = 0
+
+    def remove(self, first: int, last: int, max_timestamp: int, records: int) -> None:
+        self.removed += records
+        if self.gap is not None and self.gap[1] + 1 == first:
+            first, max_timestamp = self.gap[0], max(self.gap[2], max_timestamp)
+        self.gap = (first, last, max_timestamp)
+
+    def keep(self, batch: bytes) -> None:
+        self._close_gap()
+        self._append(batch)
+
+    def close(self) -> None:
+        self._close_gap()
+
+    def _close_gap(self) -> None:
+        if self.gap is None:
+            return
+        first, last, ts = self.gap
+        self.gap = None
+        fields = StoredBatch(
+            base_offset=first, last_offset=last, attributes=0, base_timestamp=ts,
+            max_timestamp=ts, producer_id=-1, producer_epoch=-1, base_sequence=-1,
+            record_count=0,
+        )  # fmt: skip
+        self._append(build_stored_batch(fields, b""))
+
+    def _append(self, batch: bytes) -> None:
+        header = parse_header(batch)
+        self.segment.append(batch, [(0, header)])
+
+
+def _retained(r: Record, header: BatchHeader, offsets: OffsetMap, job: CleaningJob) -> bool:
+    if r.key is None:
+        return True
+    latest = offsets.latest(r.key)
+    if latest is not None and header.base_offset + r.offset_delta < latest:
+        return False
+    expired = job.now_ms - header.max_timestamp > job.config.delete_retention_ms
+    return not (r.value_is_null and expired)
+
+
+def _runs(keep: list[bool]) -> Iterator[tuple[bool, int, int]]:
+    """(kept, first index, last index) of each run of equal flags."""
+    start = 0
+    for i in range(1, len(keep) + 1):
+        if i == len(keep) or keep[i] != keep[start]:
+            yield keep[start], start, i - 1
+            start = i
+
+
+def _run_batch(header: BatchHeader, run: list[Record]) -> bytes:
+    first, last = run[0].offset_delta, run[-1].offset_delta
+    if header.timestamp_type:  # LogAppendTime: the batch's time is every record's
+        max_ts = header.max_timestamp
+    else:
+        max_ts = max(header.base_timestamp + r.timestamp_delta for r in run)
+    sequence = header.base_sequence
+    if sequence >= 0:
+        sequence = (sequence + first) & _INT32_MAX
+    fields = StoredBatch(
+        base_offset=header.base_offset + first, last_offset=header.base_offset + last,
+        attributes=header.attributes, base_timestamp=header.base_timestamp,
+        max_timestamp=max_ts, producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch, base_sequence=sequence,
+        record_count=len(run), partition_leader_epoch=header.partition_leader_epoch,
+    )  # fmt: skip
+    return build_stored_batch(fields, encode_run(run, first))
+
+
+def _clean_batch(
+    header: BatchHeader, batch: bytes, out: _CopyWriter, offsets: OffsetMap, job: CleaningJob
+) -> bool:
+    """Write what survives of one data batch; False if it could not be read (kept whole)."""
+    try:
+        _, records = decode_records(batch)
+    except InvalidRecordBatch:
+        out.keep(batch)
+        return False
+    keep = [_retained(r, header, offsets, job) for r in records]
+    if all(keep):
+        out.keep(batch)
+        return True
+    for kept, i, j in _runs(keep):
+        if kept:
+            out.keep(_run_batch(header, records[i : j + 1]))
+        else:
+            first = header.base_offset + records[i].offset_delta
+            last = header.base_offset + records[j].offset_delta
+            out.remove(first, last, header.max_timestamp, j - i + 1)
+    return True
+
+
+def _clean_segment(
+    segment: Segment, copy: CleanedCopy, offsets: OffsetMap, job: CleaningJob, stats: CleaningStats
+) -> int:
+    """Write the cleaned copy of `segment`; returns how many records it lost."""
+    out = _CopyWriter(copy)
+    fd, batches = _reader(segment)
+    try:
+        for header, batch in batches:
+            if header.record_count == 0:  # an earlier pass's empty batch
+                out.remove(header.base_offset, header.last_offset, header.max_timestamp, 0)
+            elif header.is_control:
+                if job.eso is not None and header.last_offset < job.eso:
+                    out.remove(
+                        header.base_offset, header.last_offset, header.max_timestamp,
+                        header.record_count,
+                    )  # fmt: skip
+                else:
+                    out.keep(batch)
+            elif not _clean_batch(header, batch, out, offsets, job):
+                stats.unreadable_batches += 1
+        out.close()
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return out.removed
+
+
+def run_cleaning(job: CleaningJob) -> CleaningResult:
+    """Build the offset map and write committed copies of the segments that lose records.
+
+    Runs in a thread: it reads only sealed segments (through descriptors of its own) and
+    writes only ``.cleaned``/``.swap`` files. On any error every copy is discarded.
+
+    :raises SegmentDamaged: a batch failed its CRC; nothing was committed.
+    :raises OSError: a read or write failed; nothing was committed.
+    """
+    result = CleaningResult(job)
+    stats = result.stats
+    try:
+        offsets = _build_map(job, stats)
+        for segment in job.segments:
+            copy = job.log.cleaning_copy(segment)
+            result.copies.append((segment, copy))
+            stats.bytes_read += segment.size
+            removed = _clean_segment(segment, copy, offsets, job, stats)
+            if removed == 0 and copy.segment.size == segment.size:
+                copy.discard()
+                result.copies.pop()
+                continue
+            copy.finish()
+            stats.records_removed += removed
+            stats.bytes_written += copy.segment.size
+            stats.segments_rewritten += 1
+    except BaseException:
+        for _, copy in result.copies:
+            copy.discard()
+        raise
+    return result
+
+
+def swap_in(result: CleaningResult) -> list[CleanedCopy]:
+    """Put the committed copies in place (event loop); returns the ones swapped in, whose
+    `release` (in a thread: see `release_replaced`) lets go of the replaced files.
+
+    A segment that left the log since the plan (retention) has its copy removed."""
+    return [copy for old, copy in result.copies if swap_one(result.job.log, old, copy)]
+
+
+def swap_one(log: SegmentedLog, old: Segment, copy: CleanedCopy) -> bool:
+    """One segment's swap: three renames. Segments are swapped one by one, so a caller on the
+    event loop may yield between them; reads in between see each segment whole, old or new."""
+    if not any(s is old for s in log.segments[:-1]):
+        copy.discard()
+        return False
+    new = copy.install()
+    log.replace_segment(old, new)
+    old.close()
+    return True
+
+
+def release_replaced(copies: list[CleanedCopy]) -> None:
+    for copy in copies:
+        copy.release()
