@@ -349,6 +349,46 @@ class SharePartitionManager:
             if topic is not None:
                 self._on_available(topic.name, sp.partition)
 
+    # the log start moves (DeleteRecords) --------------------------------------------------------
+
+    def move_log_start(
+        self, topic_id: uuid.UUID, partition: int, log_start: int, now_ms: int
+    ) -> int:
+        """Before the partition's log start moves up to `log_start`: every share-partition on it
+        with state (loaded, or durable from an earlier run) archives its records below it, SPSO
+        moves to it (KIP-932), and its window is written as a new checkpoint at the log end, so
+        the records recovery needs lie above the new start. Plan, write, apply, one
+        share-partition at a time. Returns how many records were archived.
+
+        :raises storage.errors.KafkaStorageError: a checkpoint was not written; that
+            share-partition and those after it are unchanged (those before it stay moved).
+        """
+        archived = 0
+        for key in self._keys_on(topic_id, partition):
+            sp = self.get(*key, now_ms)  # an unloaded one is recovered from its log first
+            if sp is None:
+                continue
+            plan = sp.plan_log_start(log_start)
+            self._persister.checkpoint(key, plan.start_offset, plan.end_offset, plan.ranges, now_ms)
+            sp.apply_log_start(plan)
+            self._after(sp, now_ms)
+            archived += plan.archived
+            log.info(
+                "share-partition checkpointed above a new log start",
+                group=key[0], topic_id=str(topic_id), partition=partition,
+                log_start=log_start, spso=sp.spso, archived=plan.archived,
+            )  # fmt: skip
+        return archived
+
+    def _keys_on(self, topic_id: uuid.UUID, partition: int) -> list[SharePartitionKey]:
+        """The share-partitions of one partition: loaded, or with durable state."""
+        keys = {k for k in self._partitions if k[1] == topic_id and k[2] == partition}
+        for group_id in self._persister.groups():
+            key = (group_id, topic_id, partition)
+            if key not in keys and self._persister.has_state(key):
+                keys.add(key)
+        return sorted(keys)
+
     # admin (share-group offsets) -----------------------------------------------------------
 
     def durable_groups(self) -> set[str]:
