@@ -7,7 +7,8 @@ start moves in this order, each step durable before the next:
 
 1. Every share-partition of the partition (loaded, or with durable state) archives its records
    below the new start, moves SPSO up to it, and writes its window as a new checkpoint at the
-   log end (`SharePartitionManager.move_log_start`: plan, write, apply).
+   log end (`SharePartitionManager.move_start_of`: plan, write, apply), one at a time with the
+   event loop free in between.
 2. The log's segments are synced, and the snapshot files brought up to the new checkpoints:
    the ESO now lies above the new start.
 3. The new log start is saved (`log-start-offset-checkpoint`), then set in memory, and the
@@ -22,6 +23,7 @@ DeleteRecords at a time moves log starts, so saved and in-memory starts never cr
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Awaitable
 from collections.abc import Callable
 
@@ -64,6 +66,16 @@ class RecordDeletion:
         self._min_retained_offset = min_retained_offset  # the partition's ESO, if any
         self._lock = asyncio.Lock()
 
+    async def _move_share_partitions(
+        self, topic_id: uuid.UUID, partition: int, log_start: int
+    ) -> None:
+        """One share-partition at a time, the loop free in between: one that is not loaded is
+        recovered from its log first, a scan that may take milliseconds."""
+        manager = self._share_partitions
+        for key in manager.share_partitions_on(topic_id, partition):
+            manager.move_start_of(key, log_start, self._now_ms())
+            await asyncio.sleep(0)
+
     async def delete_records(
         self, topic: str, partition: int, offset: int
     ) -> tuple[ErrorCode, int]:
@@ -85,9 +97,7 @@ class RecordDeletion:
             if target <= plog.log_start_offset:
                 return ErrorCode.none, plog.log_start_offset
             try:
-                self._share_partitions.move_log_start(
-                    info.topic_id, partition, target, self._now_ms()
-                )
+                await self._move_share_partitions(info.topic_id, partition, target)
                 await _sync(plog)
                 await self._write_snapshots()
                 await asyncio.to_thread(plog.save_log_start, target)
