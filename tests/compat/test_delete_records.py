@@ -44,7 +44,8 @@ SMALL_SEGMENTS = {**SHORT_SESSION_CONFIG, "log.segment.bytes": 500}  # about 3 b
 def produce(bootstrap: str, topic: str, count: int, per_batch: int = 10) -> None:
     """`count` records in batches of `per_batch` (each flushed alone), so the log start can
     fall inside a batch."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, **QUIET})
+    # A linger longer than it takes to queue a batch's records: flush() then sends them as one.
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 100, **QUIET})
     for i in range(count):
         producer.produce(topic, value=b"%d" % i, partition=0)
         if (i + 1) % per_batch == 0:
@@ -132,14 +133,28 @@ def poll_all(consumer: ShareConsumer, want: int, timeout: float = 30) -> list[Me
 
 
 def first_poll(consumer: ShareConsumer, timeout: float = 30) -> list[Message]:
-    """The first poll that returns records (explicit mode allows no second one before they
-    are all acknowledged, and these tests keep some acquired)."""
+    """The first poll that returns records."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = poll_records(consumer)
         if got:
             return got
     return []
+
+
+Held = list[tuple[ShareConsumer, list[Message]]]
+
+
+def acquire(bootstrap: str, group: str, topic: str, want: int) -> Held:
+    """Members that together hold `want` records, each from a single poll: in explicit mode a
+    member may not poll again before acknowledging all it holds, and these stay acquired (a
+    poll may return only part of what one fetch acquired, so more members may be needed)."""
+    held: Held = []
+    while sum(len(polled) for _, polled in held) < want and len(held) < 10:
+        consumer = share_consumer(bootstrap, group, **{"share.acknowledgement.mode": "explicit"})
+        consumer.subscribe([topic])
+        held.append((consumer, first_poll(consumer)))
+    return held
 
 
 def test_share_group_in_flight_below_the_new_start(tmp_path: Path) -> None:
@@ -152,19 +167,14 @@ def test_share_group_in_flight_below_the_new_start(tmp_path: Path) -> None:
         b = broker.bootstrap
         create_topic(b, topic, 1)
         set_group_configs(b, group, {"share.auto.offset.reset": "earliest"})
-        produce(b, topic, 20, per_batch=20)  # one batch each: one poll takes it whole
-        explicit = {"share.acknowledgement.mode": "explicit"}
-        first = share_consumer(b, group, **explicit)
-        first.subscribe([topic])
-        early = first_poll(first)  # the group's first checkpoint follows them, at 20
+        produce(b, topic, 20, per_batch=20)
+        held = acquire(b, group, topic, 20)  # the group's first checkpoint follows them, at 20
         produce(b, topic, 80, per_batch=80)
-        other = share_consumer(b, group, **explicit)  # a second member takes the rest
-        other.subscribe([topic])
-        late = first_poll(other)
-        offsets = sorted(m.offset() for m in early + late)
+        held += acquire(b, group, topic, 80)
+        offsets = sorted(m.offset() for _, polled in held for m in polled)
         assert len(offsets) == 100 and offsets[0] == 0, offsets
         accepted = {o for o in offsets if o < 10 or 60 <= o < 80}
-        for consumer, polled in ((first, early), (other, late)):
+        for consumer, polled in held:
             for m in polled:
                 if m.offset() in accepted:
                     consumer.acknowledge(m, AcknowledgeType.ACCEPT)
@@ -172,8 +182,8 @@ def test_share_group_in_flight_below_the_new_start(tmp_path: Path) -> None:
         # Everything else is still acquired; delete everything below 50.
         assert delete_records(b, topic, 50) == 50
         assert spso(b, group, topic) == 50
-        first.close()  # unacknowledged records are released: those from 50 on come back
-        other.close()
+        for consumer, _ in held:  # what they hold is released: only records from 50 come back
+            consumer.close()
 
         broker.kill()
         broker = start_broker(data, SMALL_SEGMENTS)
