@@ -66,10 +66,19 @@ def earliest(bootstrap: str, topic: str) -> int:
     return int(client.list_offsets({tp: OffsetSpec.earliest()})[tp].result(15).offset)
 
 
-def first_offset_from_beginning(bootstrap: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "from-beginning", **QUIET})
+def first_offset_from_beginning(bootstrap: str, topic: str, offset: int = OFFSET_BEGINNING) -> int:
+    """The first record a Consumer assigned at `offset` gets (below the log start, the Fetch
+    answers OFFSET_OUT_OF_RANGE and auto.offset.reset=earliest takes it to the start)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "from-beginning",
+            "auto.offset.reset": "earliest",
+            **QUIET,
+        }
+    )
     try:
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        consumer.assign([TopicPartition(topic, 0, offset)])
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             msg = consumer.poll(0.5)
@@ -90,6 +99,7 @@ def test_admin_client_delete_records_survives_restart_and_kill(tmp_path: Path) -
         assert delete_records(b, "purge", 45) == 45  # inside the batch 40-49
         assert earliest(b, "purge") == 45
         assert first_offset_from_beginning(b, "purge") == 45
+        assert first_offset_from_beginning(b, "purge", offset=12) == 45  # Fetch below: refused
         assert delete_records(b, "purge", 10) == 45  # below the start: nothing changes
 
         client = admin(b)
