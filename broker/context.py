@@ -17,6 +17,7 @@ from protocol.messages import RequestHeader
 
 if TYPE_CHECKING:
     from broker.dynamic_config import DynamicBrokerConfigs
+    from broker.record_deletion import RecordDeletion
     from broker.registry import Registry
     from broker.share.share_fetch_service import ShareFetchService
     from broker.share.share_partition_manager import SharePartitionManager
@@ -41,6 +42,7 @@ class BrokerServices:
     share_partitions: SharePartitionManager
     share_fetch: ShareFetchService
     dynamic_configs: DynamicBrokerConfigs
+    record_deletion: RecordDeletion
     notifier: Notifier = field(default_factory=Notifier)
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
     clock: Clock = field(default_factory=WallClock)

@@ -28,6 +28,7 @@ from broker.log_cleaning import LogCleaner
 from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
 from broker.producer_ids import ProducerIdAllocator
+from broker.record_deletion import RecordDeletion
 from broker.share.share_fetch_service import ShareFetchService
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
@@ -125,6 +126,12 @@ class Server:
             topic = logs.topic_by_id(topic_id)
             return topic.partitions if topic else None
 
+        share_state = self._share_state
+
+        def earliest_share_offset(topic: str, partition: int) -> int | None:
+            return share_state.earliest_share_offset(topic, partition) if share_state else None
+
+        clock = clock or WallClock()
         self.services = BrokerServices(
             logs=logs,
             group_configs=group_configs,
@@ -137,6 +144,13 @@ class Server:
                 partition_count=partition_count,
             ),
             dynamic_configs=dynamic,
+            record_deletion=RecordDeletion(
+                logs,
+                share_partitions,
+                clock.now_ms,
+                write_snapshots=self._snapshots,
+                min_retained_offset=earliest_share_offset,
+            ),
             notifier=notifier,
             metrics=metrics,
             registry=build_registry(),
@@ -145,7 +159,7 @@ class Server:
             node_id=config.node_id,
             host=host,
             port=port,
-            clock=clock or WallClock(),
+            clock=clock,
         )
         self._watch(metrics)
         self._cleaner = LogCleaner(logs, metrics, self.services.now_ms)

@@ -1,12 +1,16 @@
-"""`shoal topics`: create, list, describe and delete topics (like kafka-topics.sh)."""
+"""`shoal topics`: create, list, describe and delete topics (like kafka-topics.sh), and delete
+records below an offset (like kafka-delete-records.sh)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 from typing import Any
 
 from cli.common import OK
 from cli.common import NotFound
+from cli.common import UsageError
 from cli.common import add_common
 from cli.common import parse_key_values
 from cli.common import print_json
@@ -98,6 +102,45 @@ async def _delete(args: argparse.Namespace) -> int:
     return OK
 
 
+def _offsets_json(path: str) -> dict[tuple[str, int], int]:
+    """kafka-delete-records.sh's file: {"partitions": [{"topic", "partition", "offset"}, ...],
+    "version": 1}."""
+    try:
+        body = json.loads(Path(path).read_text())
+        return {
+            (str(p["topic"]), int(p["partition"])): int(p["offset"]) for p in body["partitions"]
+        }
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from e
+    except (ValueError, KeyError, TypeError) as e:
+        raise UsageError(f"{path} is not an offset JSON file: {e!r}") from e
+
+
+def _delete_records_targets(args: argparse.Namespace) -> dict[tuple[str, int], int]:
+    simple = (args.topic, args.partition, args.offset)
+    if args.offset_json_file is not None:
+        if any(v is not None for v in simple):
+            raise UsageError("give --offset-json-file or --topic/--partition/--offset, not both")
+        return _offsets_json(args.offset_json_file)
+    if any(v is None for v in simple):
+        raise UsageError("give --offset-json-file, or all of --topic, --partition and --offset")
+    return {(args.topic, args.partition): args.offset}
+
+
+async def _delete_records(args: argparse.Namespace) -> int:
+    targets = _delete_records_targets(args)
+    async with Admin(args.bootstrap_server) as admin:
+        low = await admin.delete_records(targets)
+    rows = sorted(low.items())
+    if args.json:
+        print_json([{"topic": t, "partition": p, "low_watermark": w} for (t, p), w in rows])
+    else:
+        print("Records delete operation completed:")
+        for (t, p), w in rows:
+            print(f"partition: {t}-{p}\tlow_watermark: {w}")
+    return OK
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("topics", help="create, list, describe and delete topics")
     actions = p.add_subparsers(dest="action", required=True)
@@ -127,3 +170,18 @@ def add_parser(sub: Any) -> None:
     add_common(delete)
     delete.add_argument("--topic", required=True)
     delete.set_defaults(func=lambda a: run(_delete, a))
+
+    records = actions.add_parser(
+        "delete-records", help="delete the records below an offset (move the low watermark)"
+    )
+    add_common(records)
+    records.add_argument(
+        "--offset-json-file",
+        metavar="FILE",
+        help='kafka-delete-records.sh\'s JSON: {"partitions": [{"topic": "t", "partition": 0, '
+        '"offset": 10}], "version": 1}',
+    )
+    records.add_argument("--topic")
+    records.add_argument("--partition", type=int)
+    records.add_argument("--offset", type=int, help="-1: every record up to the high watermark")
+    records.set_defaults(func=lambda a: run(_delete_records, a))

@@ -24,12 +24,14 @@ from client.cluster import Cluster
 from client.cluster import TopicInfo
 from client.cluster import schema
 from client.errors import KafkaError
+from client.errors import TopicError
 from client.errors import error_for
 from client.errors import raise_for
 from protocol import api_keys
 from protocol.messages import build
 
 _TIMEOUT = datetime.timedelta(seconds=30)
+API_DELETE_RECORDS = api_keys.DELETE_RECORDS
 API_LIST_GROUPS = api_keys.LIST_GROUPS
 API_DELETE_GROUPS = api_keys.DELETE_GROUPS
 API_SHARE_GROUP_DESCRIBE = api_keys.SHARE_GROUP_DESCRIBE
@@ -259,6 +261,50 @@ class Admin:
         if p.error_code != ErrorCode.none:
             raise error_for(p.error_code, f"ListOffsets {topic}-{partition}")
         return int(p.offset)
+
+    async def delete_records(
+        self, offsets: Mapping[tuple[str, int], int]
+    ) -> dict[tuple[str, int], int]:
+        """Delete every record below an offset of each (topic, partition) (-1: all of them, up
+        to the high watermark); the new low watermark (log start) of each.
+
+        :raises KafkaError: OFFSET_OUT_OF_RANGE (past the end), UNKNOWN_TOPIC_OR_PARTITION...
+            for the first partition that failed; the others may have moved.
+        """
+        await self.cluster.bootstrap()
+        by_leader: dict[int, dict[str, dict[int, int]]] = {}
+        for (topic, partition), offset in offsets.items():
+            info = await self.cluster.topic(topic)
+            if partition not in info.partitions:
+                raise TopicError(
+                    ErrorCode.unknown_topic_or_partition, f"{topic} has no partition {partition}"
+                )
+            leader = info.partitions[partition].leader_id
+            by_leader.setdefault(leader, {}).setdefault(topic, {})[partition] = offset
+        m = schema("delete_records", self.cluster.version(API_DELETE_RECORDS, 0, 2))
+        out: dict[tuple[str, int], int] = {}
+        for leader, topics in by_leader.items():
+            req = build(
+                m.DeleteRecordsRequest,
+                timeout=_TIMEOUT,
+                topics=tuple(
+                    build(
+                        m.DeleteRecordsTopic,
+                        name=t,
+                        partitions=tuple(
+                            build(m.DeleteRecordsPartition, partition_index=p, offset=o)
+                            for p, o in ps.items()
+                        ),
+                    )
+                    for t, ps in topics.items()
+                ),
+            )
+            resp = await self.cluster.request(req, node_id=leader)
+            for t in resp.topics:
+                for p in t.partitions:
+                    raise_for(p.error_code, f"DeleteRecords {t.name}-{p.partition_index}")
+                    out[(t.name, int(p.partition_index))] = int(p.low_watermark)
+        return out
 
     # -- share groups (KIP-932 admin APIs) ------------------------------------------------------
 

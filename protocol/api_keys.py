@@ -14,6 +14,7 @@ from kio.schema.api_versions.v0 import ApiVersionsRequest
 from kio.schema.create_partitions.v0 import CreatePartitionsRequest
 from kio.schema.create_topics.v2 import CreateTopicsRequest
 from kio.schema.delete_groups.v0 import DeleteGroupsRequest
+from kio.schema.delete_records.v0 import DeleteRecordsRequest
 from kio.schema.delete_share_group_offsets.v0 import DeleteShareGroupOffsetsRequest
 from kio.schema.delete_topics.v1 import DeleteTopicsRequest
 from kio.schema.describe_cluster.v0 import DescribeClusterRequest
@@ -43,6 +44,7 @@ LIST_GROUPS: Final = int(ListGroupsRequest.__api_key__)
 API_VERSIONS: Final = int(ApiVersionsRequest.__api_key__)
 CREATE_TOPICS: Final = int(CreateTopicsRequest.__api_key__)
 DELETE_TOPICS: Final = int(DeleteTopicsRequest.__api_key__)
+DELETE_RECORDS: Final = int(DeleteRecordsRequest.__api_key__)
 INIT_PRODUCER_ID: Final = int(InitProducerIdRequest.__api_key__)
 DESCRIBE_CONFIGS: Final = int(DescribeConfigsRequest.__api_key__)
 CREATE_PARTITIONS: Final = int(CreatePartitionsRequest.__api_key__)

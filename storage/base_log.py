@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC
 from abc import abstractmethod
 from bisect import bisect_right
+from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
 from contextlib import contextmanager
@@ -49,6 +50,8 @@ class SegmentedLog(ABC):
         self._producers = producers
         self._unflushed_messages = 0
         self._failing = False  # in a failed-write episode: logged once, until a write succeeds
+        # May lie inside the first segment (DeleteRecords); never below its base.
+        self._log_start = segments[0].base_offset
         self.name = "memory"
 
     @abstractmethod
@@ -62,9 +65,13 @@ class SegmentedLog(ABC):
         """Hook: the disk log snapshots producer state here."""
         return None
 
+    def _save_log_start(self, offset: int) -> None:
+        """Hook: the disk log makes the log start durable here (it may run in a thread)."""
+        return None
+
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        return self._log_start
 
     @property
     def log_end_offset(self) -> int:
@@ -255,14 +262,51 @@ class SegmentedLog(ABC):
         return None
 
     def _record_at_or_after(self, header: BatchHeader, timestamp_ms: int) -> tuple[int, int]:
-        batch = self.read(header.base_offset, header.size)[: header.size]
+        start = self.log_start_offset
+        batch = self.read(max(header.base_offset, start), header.size)[: header.size]
         try:
             for offset, ts in record_timestamps(batch):
-                if ts >= timestamp_ms:
+                if ts >= timestamp_ms and offset >= start:
                     return offset, ts
         except InvalidRecordBatch:
             pass
-        return header.base_offset, header.max_timestamp
+        # Records below the log start are deleted, even where their batch is still stored.
+        return max(header.base_offset, start), header.max_timestamp
+
+    # --- the log start (DeleteRecords) -------------------------------------------------
+
+    def log_start_target(self, offset: int) -> int:
+        """The log start a DeleteRecords to `offset` sets: -1 is the high watermark (the log
+        end here); at or below the current start it stays where it is.
+
+        :raises storage.errors.OffsetOutOfRange: `offset` is past the log end, or below -1.
+        """
+        end = self.log_end_offset
+        if offset == -1:
+            offset = end
+        if offset < 0 or offset > end:
+            raise OffsetOutOfRange(f"offset {offset} outside [0, {end}] (-1: the log end)")
+        return max(offset, self.log_start_offset)
+
+    def save_log_start(self, offset: int) -> None:
+        """Make `offset` the durable log start (written atomically and synced). Touches only
+        its own file, so it may run in a thread while the log is appended to.
+
+        :raises storage.errors.KafkaStorageError: not written; the log start is as it was.
+        """
+        try:
+            self._save_log_start(offset)
+        except OSError as e:
+            _log.error("log start not saved", log=self.name, offset=offset, error=e.strerror)
+            raise KafkaStorageError(f"saving the log start of {self.name} failed: {e}") from e
+
+    def advance_log_start(self, offset: int, min_retained_offset: int | None = None) -> int:
+        """Move the log start up to `offset` in memory (once `save_log_start` has made it
+        durable) and delete the segments wholly below it, as retention deletes them; those
+        holding an offset at or after `min_retained_offset` (share state) stay. Returns how
+        many segments were deleted."""
+        self._log_start = max(self._log_start, min(offset, self.log_end_offset))
+        return self._delete_oldest(lambda oldest: False, min_retained_offset)
 
     # --- maintenance ------------------------------------------------------------------
 
@@ -286,22 +330,40 @@ class SegmentedLog(ABC):
         """
         config = self.config
         total = self.size_bytes
-        deleted = 0
-        while config.delete and len(self._segments) > 1:
-            oldest, following = self._segments[0], self._segments[1]
-            if min_retained_offset is not None and following.base_offset > min_retained_offset:
-                break
+
+        def expired(oldest: Segment) -> bool:
+            nonlocal total
+            if not config.delete:  # compact only: the cleaner, not retention, removes records
+                return False
             by_time = (
                 config.retention_ms >= 0 and now_ms - oldest.max_timestamp > config.retention_ms
             )
             by_size = config.retention_bytes >= 0 and total - oldest.size >= config.retention_bytes
-            if not (by_time or by_size):
-                break
             total -= oldest.size
+            return by_time or by_size
+
+        deleted = self._delete_oldest(expired, min_retained_offset)
+        self._producers.expire(now_ms, config.producer_id_expiration_ms)
+        return deleted
+
+    def _delete_oldest(
+        self, expired: Callable[[Segment], bool], min_retained_offset: int | None
+    ) -> int:
+        """Delete the oldest whole segments while each is below the log start or `expired`;
+        never the active one, nor one holding an offset at or after `min_retained_offset`.
+        The log start follows the first segment kept."""
+        deleted = 0
+        while len(self._segments) > 1:
+            oldest, following = self._segments[0], self._segments[1]
+            if min_retained_offset is not None and following.base_offset > min_retained_offset:
+                break
+            by_retention = expired(oldest)  # always asked: it keeps a running total
+            if not (following.base_offset <= self._log_start or by_retention):
+                break
             oldest.delete()
             del self._segments[0], self._bases[0]
             deleted += 1
-        self._producers.expire(now_ms, config.producer_id_expiration_ms)
+        self._log_start = max(self._log_start, self._segments[0].base_offset)
         return deleted
 
     def replace_segment(self, old: Segment, new: Segment) -> bool:

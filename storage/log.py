@@ -87,4 +87,23 @@ class PartitionLog(Protocol):
         """Delete whole expired segments, never the active one; returns how many."""
         ...
 
+    def log_start_target(self, offset: int) -> int:
+        """The log start a DeleteRecords to `offset` sets (-1: the log end); never lower.
+
+        :raises storage.errors.OffsetOutOfRange: `offset` is past the log end.
+        """
+        ...
+
+    def save_log_start(self, offset: int) -> None:
+        """Make `offset` the durable log start; may run in a thread (touches its own file).
+
+        :raises storage.errors.KafkaStorageError: not written; nothing changed.
+        """
+        ...
+
+    def advance_log_start(self, offset: int, min_retained_offset: int | None = None) -> int:
+        """Move the log start to `offset` once saved; delete the segments wholly below it
+        (not those at or after `min_retained_offset`); returns how many."""
+        ...
+
     def delete(self) -> None: ...

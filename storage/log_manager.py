@@ -182,7 +182,7 @@ class LogManager:
             raise KafkaStorageError(f"creating {info.name} failed: {e.strerror}") from e
 
     def delete_topic(self, name: str) -> None:
-        """The one way data is removed. Crash-safe: the partition directories are renamed
+        """Removes a topic and its data. Crash-safe: the partition directories are renamed
         `<dir>.<id>-delete` first, so a restart finishes the deletion instead of rebuilding
         the topic from them."""
         info = self._require(name)

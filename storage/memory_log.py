@@ -34,6 +34,7 @@ class MemoryLog(SegmentedLog):
     def delete(self) -> None:
         self._segments[:] = [self._new_segment(self.log_end_offset)]
         self._bases[:] = [self.log_end_offset]
+        self._log_start = self.log_end_offset
 
 
 class MemoryLogs:

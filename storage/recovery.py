@@ -26,7 +26,8 @@ SCAN_CHUNK_BYTES = 8 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class RecoveryEvent:
-    kind: str  # "truncated", "index_rebuilt", "segment_deleted", "snapshot_discarded"
+    kind: str  # "truncated", "index_rebuilt", "segment_deleted", "snapshot_discarded",
+    # "log_start_discarded", "log_start_lowered"
     path: str
     position: int | None = None
     detail: str = ""

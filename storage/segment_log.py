@@ -1,8 +1,10 @@
 """The on-disk PartitionLog: a directory of Kafka-named segment files.
 
 ``<dir>/00000000000000000000.log`` (+ ``.index``, ``.timeindex``) per segment,
-``producer_state.json`` (idempotent-producer snapshot, written at roll and close) and
-``.clean_shutdown`` (present only between a clean close and the next open).
+``producer_state.json`` (idempotent-producer snapshot, written at roll and close),
+``log-start-offset-checkpoint`` (the log start DeleteRecords set, which may lie inside the first
+segment; absent until the first DeleteRecords) and ``.clean_shutdown`` (present only between a
+clean close and the next open).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from storage.segment import Segment
 
 CLEAN_SHUTDOWN = ".clean_shutdown"
 PRODUCER_SNAPSHOT = "producer_state.json"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+LOG_START_VERSION = 0
 
 _log = structlog.get_logger(__name__)
 
@@ -74,6 +78,7 @@ class SegmentLog(SegmentedLog):
         self.name = str(directory)
         self.recovery_events = events
         self._closed = False
+        self._log_start = _load_log_start(directory, self._log_start, self.log_end_offset, events)
 
     @classmethod
     def open(cls, directory: str | os.PathLike[str], config: LogConfig | None = None) -> SegmentLog:
@@ -93,6 +98,7 @@ class SegmentLog(SegmentedLog):
         if clean:
             marker.unlink()
             fsync_dir(path)
+        log = cls(path, config, segments, producers, events)
         for event in events:
             _log.warning(
                 "log_recovery",
@@ -101,7 +107,7 @@ class SegmentLog(SegmentedLog):
                 position=event.position,
                 detail=event.detail,
             )
-        return cls(path, config, segments, producers, events)
+        return log
 
     def _new_segment(self, base_offset: int) -> Segment:
         segment = FileSegment(self.directory, base_offset, self.config.index_interval_bytes)
@@ -114,6 +120,10 @@ class SegmentLog(SegmentedLog):
     def cleaning_copy(self, segment: Segment) -> CleanedCopy:
         assert isinstance(segment, FileSegment)
         return FileCopy(segment)
+
+    def _save_log_start(self, offset: int) -> None:
+        data = f"{LOG_START_VERSION}\n{offset}\n".encode()
+        atomic_write(self.directory / LOG_START_CHECKPOINT, data)
 
     def _save_producers(self) -> None:
         data = self._producers.to_json(self.log_end_offset)
@@ -162,3 +172,25 @@ def _load_producers(
             if header.base_offset >= covered:
                 state.update(header, header.base_offset)
     return state
+
+
+def _load_log_start(
+    directory: Path, first_base: int, log_end: int, events: list[RecoveryEvent]
+) -> int:
+    """The saved log start, kept within [first segment's base, log end]; the first segment's
+    base when there is no file (a log DeleteRecords never moved) or it cannot be read."""
+    path = directory / LOG_START_CHECKPOINT
+    try:
+        version, offset = path.read_text().split()
+        if int(version) != LOG_START_VERSION:
+            raise ValueError(f"version {version}")
+        saved = int(offset)
+    except FileNotFoundError:
+        return first_base
+    except (OSError, ValueError) as exc:
+        events.append(RecoveryEvent("log_start_discarded", str(path), None, repr(exc)))
+        return first_base
+    if saved > log_end:  # recovery cut the log below it: nothing past the end can be deleted
+        events.append(RecoveryEvent("log_start_lowered", str(path), None, f"{saved} > {log_end}"))
+        return log_end
+    return max(saved, first_base)

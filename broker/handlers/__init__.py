@@ -8,6 +8,7 @@ from broker.handlers import api_versions
 from broker.handlers import create_partitions
 from broker.handlers import create_topics
 from broker.handlers import delete_groups
+from broker.handlers import delete_records
 from broker.handlers import delete_share_group_offsets
 from broker.handlers import delete_topics
 from broker.handlers import describe_cluster
@@ -40,6 +41,7 @@ HANDLERS: tuple[Handler, ...] = (
     api_versions.HANDLER,
     create_topics.HANDLER,
     delete_topics.HANDLER,
+    delete_records.HANDLER,
     create_partitions.HANDLER,
     describe_cluster.HANDLER,
     describe_configs.HANDLER,

@@ -1,7 +1,8 @@
 """The Persister: durable share-partition state behind one interface (Kafka's share Persister).
 
 Every share-state record is written through it: a new share-partition's first checkpoint, each
-change before it is applied (two-phase), an admin reset and an admin delete. Kafka's Persister
+change before it is applied (two-phase), the window as it is once DeleteRecords moved the log
+start, an admin reset and an admin delete. Kafka's Persister
 has initialize, read, write and delete (and a read summary); so has this one, by
 share-partition key. `ShareStatePersister` keeps the state as control records in the
 partition's own log; `NoPersister` keeps none (`group.share.persister.class.name` empty).
@@ -52,6 +53,22 @@ class Persister(Protocol):
         """
         ...
 
+    def checkpoint(
+        self,
+        key: SharePartitionKey,
+        start_offset: int,
+        end_offset: int,
+        ranges: Sequence[StateRange],
+        now_ms: int,
+    ) -> None:
+        """Record the whole window as a new checkpoint at the log end: the log start moved
+        (`SharePartition.plan_log_start`), and the records holding the share-partition's
+        state must not lie below it.
+
+        :raises storage.errors.KafkaStorageError: nothing was written; drop the plan.
+        """
+        ...
+
     def delete(self, key: SharePartitionKey, start_offset: int, now_ms: int) -> None:
         """Forget the share-partition: a later `read` finds nothing or an empty window at
         `start_offset`, and `has_state` is false.
@@ -85,6 +102,16 @@ class NoPersister:
         return None
 
     def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> None:
+        pass
+
+    def checkpoint(
+        self,
+        key: SharePartitionKey,
+        start_offset: int,
+        end_offset: int,
+        ranges: Sequence[StateRange],
+        now_ms: int,
+    ) -> None:
         pass
 
     def delete(self, key: SharePartitionKey, start_offset: int, now_ms: int) -> None:

@@ -1,6 +1,6 @@
 """The logs the share layer reads: topics by id and name, and each partition's log.
 
-The share layer needs three lookups, not the whole LogManager (creation, deletion, limits,
+The share layer needs four lookups, not the whole LogManager (creation, deletion, limits,
 flushing). LogManager has them, and so has `storage.memory_log.MemoryLogs`, with which the
 share-partition manager is tested without a disk.
 """
@@ -17,6 +17,8 @@ from storage.topics import TopicInfo
 
 class ShareLogs(Protocol):
     def topics(self) -> Sequence[TopicInfo]: ...
+
+    def topic(self, name: str) -> TopicInfo | None: ...
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None: ...
 

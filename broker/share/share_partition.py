@@ -125,6 +125,22 @@ class Plan:
         return sum(last - first + 1 for first, last, _ in self.runs)
 
 
+@dataclass(frozen=True, slots=True)
+class StartPlan:
+    """The window once the log start moves up to `log_start` (DeleteRecords), not yet applied.
+
+    What a new checkpoint records: SPSO and SPEO after the move and the durable ranges from
+    SPSO on. The records still open below `log_start` (AVAILABLE, or ACQUIRED by a member whose
+    acknowledgement then fails) are `archived`.
+    """
+
+    log_start: int
+    start_offset: int
+    end_offset: int
+    ranges: tuple[StateRange, ...]
+    archived: int
+
+
 class SharePartition:
     """In-flight records of one share-partition: acquisition, acknowledgement, lock expiry."""
 
@@ -455,6 +471,50 @@ class SharePartition:
         plan = self.plan_member_release(member_id)
         self.apply(plan, now_ms=now_ms)
         return plan.records
+
+    # ------------------------------------------------------------------ the log start moves
+
+    def plan_log_start(self, log_start: int) -> StartPlan:
+        """The window once every record below `log_start` is archived and SPSO is at least
+        `log_start` (KIP-932: the log start moved past SPSO). Nothing changes yet; at or
+        below SPSO the window stays as it is."""
+        ranges = [r for r in self.state_ranges() if r.last_offset >= log_start]
+        if ranges and ranges[0].first_offset < log_start:
+            r = ranges[0]
+            ranges[0] = StateRange(log_start, r.last_offset, r.state, r.delivery_count)
+        k = 0
+        while k < len(ranges) and ranges[k].state.is_terminal:
+            k += 1
+        end = max(self.speo, log_start)
+        start = ranges[k].first_offset if k < len(ranges) else end
+        return StartPlan(
+            log_start, max(start, self.spso), end, tuple(ranges[k:]), self._open_below(log_start)
+        )
+
+    def _open_below(self, offset: int) -> int:
+        """Records of the window below `offset` not yet ACKNOWLEDGED or ARCHIVED."""
+        last = min(offset, self.speo) - 1
+        if last < self.spso:
+            return 0
+        i, j = self._ranges.overlapping(self.spso, last)
+        return sum(
+            min(b.last, last) - b.first + 1
+            for b in self._ranges.view(i, j)
+            if not b.state.is_terminal
+        )
+
+    def apply_log_start(self, plan: StartPlan) -> None:
+        """Apply a `plan_log_start` plan, made with no change in between, once it is durable."""
+        cut = min(plan.log_start, self.speo)
+        if cut > self.spso:
+            i, j = self._ranges.isolate(self.spso, cut - 1)
+            for b in self._ranges.view(i, j):
+                if not b.state.is_terminal:
+                    self._move(b, ARCHIVED)
+            self._ranges.merge(i, j)
+        self._advance_spso()
+        if self.speo < plan.log_start:  # nothing left in flight: the window starts afresh
+            self._ranges.clear(plan.log_start)
 
     # ----------------------------------------------------------------- reset and recovery
 

@@ -199,6 +199,21 @@ class ShareStatePersister:
         start, states = _window_after(sp, changes)
         self._write_checkpoint(sp.key, start, sp.speo, states, now_ms)
 
+    def checkpoint(
+        self,
+        key: SharePartitionKey,
+        start_offset: int,
+        end_offset: int,
+        ranges: Sequence[StateRange],
+        now_ms: int,
+    ) -> None:
+        """The window as a new checkpoint (epoch + 1), so its SCO lies above a log start that
+        is about to move (seed 000: nothing removes share state at or after the ESO).
+
+        :raises storage.errors.KafkaStorageError: nothing was written.
+        """
+        self._write_checkpoint(key, start_offset, end_offset, _batches(ranges), now_ms)
+
     def delete(self, key: SharePartitionKey, start_offset: int, now_ms: int) -> None:
         """A last, empty checkpoint at `start_offset` (a tombstone: recovery would otherwise
         find the old records in the log), and no snapshot file, so retention is not held back.
@@ -281,11 +296,17 @@ class ShareStatePersister:
             return eso
         for topic in self._logs.topics():
             for p in range(topic.partitions):
-                store = self._partition_store(topic.topic_id, p)
-                offsets = store.snapshot_offsets() if store else []
-                if offsets:
-                    eso[(topic.name, p)] = min(offsets)
+                offset = self.earliest_share_offset(topic.name, p)
+                if offset is not None:
+                    eso[(topic.name, p)] = offset
         return eso
+
+    def earliest_share_offset(self, topic: str, partition: int) -> int | None:
+        """One partition's ESO; None when no group has a snapshot file there."""
+        info = self._logs.topic(topic) if self._state_dir is not None else None
+        store = self._partition_store(info.topic_id, partition) if info else None
+        offsets = store.snapshot_offsets() if store else []
+        return min(offsets) if offsets else None
 
 
 def _log_recovered(key: SharePartitionKey, recorded: PersistedState, state: RecoveredState) -> None:

@@ -105,6 +105,50 @@ def test_topics(broker: BrokerProcess) -> None:
     assert ok_json("topics", "list", bootstrap=b) == []
 
 
+def test_topics_delete_records(broker: BrokerProcess, tmp_path: Path) -> None:
+    """Like kafka-delete-records.sh: Kafka's offset JSON file, or one partition by options;
+    the new low watermark is printed, and ListOffsets EARLIEST then answers it."""
+    b = broker.bootstrap
+    ok("topics", "create", "--topic", "purge", "--partitions", "2", bootstrap=b)
+    for p in ("0", "1"):
+        code, _, err = shoal("produce", "--topic", "purge", "--partition", p, bootstrap=b,
+                             stdin="".join(f"v{i}\n" for i in range(10)))  # fmt: skip
+        assert code == 0, err
+    out = ok("topics", "delete-records", "--topic", "purge", "--partition", "0",
+             "--offset", "4", bootstrap=b)  # fmt: skip
+    assert out.splitlines() == [
+        "Records delete operation completed:", "partition: purge-0\tlow_watermark: 4"
+    ]  # fmt: skip
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(json.dumps({"partitions": [
+        {"topic": "purge", "partition": 0, "offset": 2},  # below the start: stays at 4
+        {"topic": "purge", "partition": 1, "offset": -1},  # everything
+    ], "version": 1}))  # fmt: skip
+    done = ok_json("topics", "delete-records", "--offset-json-file", str(offsets), bootstrap=b)
+    assert done == [
+        {"topic": "purge", "partition": 0, "low_watermark": 4},
+        {"topic": "purge", "partition": 1, "low_watermark": 10},
+    ]
+    ok("configs", "alter", "--entity-type", "groups", "--entity-name", "after-purge",
+       "--add-config", "share.auto.offset.reset=earliest", bootstrap=b)  # fmt: skip
+    lines = ok("consume", "--topic", "purge", "--group", "after-purge", "--json",
+               "--max-messages", "6", "--timeout", "5", bootstrap=b).splitlines()  # fmt: skip
+    got = sorted((r["partition"], r["offset"]) for r in map(json.loads, lines))
+    assert got == [(0, 4), (0, 5), (0, 6), (0, 7), (0, 8), (0, 9)]
+    past_end, no_topic, both = shoal_all(
+        ("topics", "delete-records", "--topic", "purge", "--partition", "0", "--offset", "999"),
+        ("topics", "delete-records", "--topic", "nope", "--partition", "0", "--offset", "1"),
+        ("topics", "delete-records", "--offset-json-file", str(offsets), "--topic", "purge"),
+        bootstrap=b,
+    )
+    assert past_end[0] == 1 and past_end[2].startswith("shoal: OFFSET_OUT_OF_RANGE"), past_end
+    assert no_topic[0] == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in no_topic[2]
+    assert both[0] == 2
+    # The module's other tests list every topic and group: leave none behind.
+    ok("share-groups", "delete", "--group", "after-purge", bootstrap=b)
+    ok("topics", "delete", "--topic", "purge", bootstrap=b)
+
+
 def test_create_without_partitions_takes_the_brokers_num_partitions(tmp_path: Path) -> None:
     """As kafka-topics.sh: no --partitions sends -1 and the broker's num.partitions decides."""
     props = tmp_path / "broker.properties"

@@ -189,6 +189,19 @@ class Model:
         self.advance()
         return n
 
+    def move_start(self, log_start: int) -> int:
+        """DeleteRecords moved the log start: every open record below it is archived (the
+        checkpoint that records this is not a change of the acknowledgement kind); how many."""
+        archived = 0
+        for o in range(self.spso, min(log_start, self.speo)):
+            if self.recs[o].state not in (ACKNOWLEDGED, ARCHIVED):
+                self.recs[o] = Rec(ARCHIVED, self.recs[o].count)
+                archived += 1
+        self.advance()
+        if self.speo < log_start:
+            self.spso = self.speo = log_start
+        return archived
+
     def holders(self) -> list[str]:
         return sorted({r.owner for r in self.recs.values() if r.owner is not None})
 
@@ -387,6 +400,22 @@ class SharePartitionMachine(RuleBasedStateMachine):
         assert self.snapshot() == before
         if self.commit(plan, write_fails):
             assert plan.records == self.model.release_where(True, None, self.now)
+
+    @rule(data=st.data(), write_fails=st.booleans())
+    def log_start_moves(self, data: st.DataObject, write_fails: bool) -> None:
+        """DeleteRecords: plan (no change), write the window as a checkpoint, then apply."""
+        start = data.draw(st.integers(max(self.sp.spso - 2, 0), self.log.end))
+        before = self.snapshot()
+        plan = self.sp.plan_log_start(start)
+        assert self.snapshot() == before
+        if write_fails:
+            return
+        self.log.spans[:] = [s for s in self.log.spans if s.last_offset >= start]
+        self.sp.apply_log_start(plan)
+        assert plan.archived == self.model.move_start(start)
+        # The checkpoint written before it describes the window as it now is.
+        assert (self.sp.spso, self.sp.speo) == (plan.start_offset, plan.end_offset)
+        assert tuple(self.sp.state_ranges()) == plan.ranges
 
     @rule(member=st.sampled_from(MEMBERS))
     def member_leaves(self, member: str) -> None:

@@ -1,0 +1,35 @@
+"""DeleteRecords (21): move each partition's log start (low watermark) up to an offset."""
+
+from __future__ import annotations
+
+from kio.schema.delete_records import v0
+from kio.schema.delete_records import v1
+from kio.schema.delete_records import v2
+from kio.static.primitive import i64
+
+from broker.context import RequestContext
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
+
+Request = v0.DeleteRecordsRequest | v1.DeleteRecordsRequest | v2.DeleteRecordsRequest
+
+
+async def handle(ctx: RequestContext, request: Request) -> v2.DeleteRecordsResponse:
+    deletion = ctx.services.record_deletion
+    topics = []
+    for topic in request.topics:
+        results = []
+        for p in topic.partitions:
+            code, low = await deletion.delete_records(topic.name, p.partition_index, p.offset)
+            results.append(
+                v2.response.DeleteRecordsPartitionResult(
+                    partition_index=p.partition_index, low_watermark=i64(low), error_code=code
+                )
+            )
+        topics.append(
+            v2.response.DeleteRecordsTopicResult(name=topic.name, partitions=tuple(results))
+        )
+    return v2.DeleteRecordsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+HANDLER = handler(handle, v0.DeleteRecordsRequest, v1.DeleteRecordsRequest, v2.DeleteRecordsRequest)
