@@ -289,23 +289,42 @@ class ShareStatePersister:
             write.done()
 
     def earliest_share_offsets(self) -> dict[tuple[str, int], int]:
-        """ESO per partition: the lowest SCO of any group; retention keeps control records
-        from it on."""
+        """ESO per partition: the lowest SCO of any group; retention and cleaning keep control
+        records from it on."""
         eso: dict[tuple[str, int], int] = {}
         if self._state_dir is None:
             return eso
+        pending = self._unsnapshotted()
         for topic in self._logs.topics():
             for p in range(topic.partitions):
-                offset = self.earliest_share_offset(topic.name, p)
+                offset = self._earliest(topic.topic_id, p, pending)
                 if offset is not None:
                     eso[(topic.name, p)] = offset
         return eso
 
     def earliest_share_offset(self, topic: str, partition: int) -> int | None:
-        """One partition's ESO; None when no group has a snapshot file there."""
+        """One partition's ESO; None when no group has share state there."""
         info = self._logs.topic(topic) if self._state_dir is not None else None
-        store = self._partition_store(info.topic_id, partition) if info else None
+        return self._earliest(info.topic_id, partition, self._unsnapshotted()) if info else None
+
+    def _unsnapshotted(self) -> dict[tuple[uuid.UUID, int], int]:
+        """Per partition, the lowest checkpoint that no snapshot file names yet (the duty lags,
+        or its write failed): after a restart a scan from the log start finds it, so it
+        bounds the ESO as a snapshot file would."""
+        lowest: dict[tuple[uuid.UUID, int], int] = {}
+        for (_, topic_id, p), chain in self._chains.items():
+            if chain.snapshot_offset is None:
+                at = (topic_id, p)
+                lowest[at] = min(lowest.get(at, chain.checkpoint_offset), chain.checkpoint_offset)
+        return lowest
+
+    def _earliest(
+        self, topic_id: uuid.UUID, partition: int, pending: dict[tuple[uuid.UUID, int], int]
+    ) -> int | None:
+        store = self._partition_store(topic_id, partition)
         offsets = store.snapshot_offsets() if store else []
+        if (topic_id, partition) in pending:
+            offsets.append(pending[(topic_id, partition)])
         return min(offsets) if offsets else None
 
 

@@ -173,3 +173,25 @@ def test_overwrite_agrees_with_a_per_offset_model() -> None:
             }
             assert flat == model
             assert all(a.last_offset < b.base_offset for a, b in itertools.pairwise(states))
+
+
+def test_a_checkpoint_not_yet_in_a_snapshot_file_holds_the_eso(tmp_path: Path) -> None:
+    """Snapshot files lag their checkpoints, and one may fail to be written while another's
+    is. A group whose checkpoint is in no snapshot file yet must still bound retention and
+    cleaning: otherwise another group's higher SCO lets its records go, and a restart loses
+    its progress."""
+    logs, m, persister = _manager(tmp_path)
+    tid = logs.create_topic("t", 1, {}).topic_id
+    _produce(logs, 10)
+    _consume(m, "G1", tid, upto=50)  # G1 checkpoints, then stalls
+    g1 = m.get("G1", tid, 0, 3)
+    assert g1 is not None
+    g1_sco = persister.checkpoint_offset(g1.key)
+    _produce(logs, 30)
+    _consume(m, "G2", tid)  # G2's checkpoints lie above G1's
+    for write in persister.due_snapshots():  # G1's snapshot write fails (say, a full disk)
+        if write.group_id == "G2":
+            write.run()
+            write.done()
+    eso = persister.earliest_share_offsets()[("t", 0)]
+    assert g1_sco is not None and eso <= g1_sco, (eso, g1_sco)
