@@ -148,7 +148,7 @@ async def _unused(ctx: RequestContext, request: Any) -> None:
 
 
 def test_key_name_and_versions_come_from_the_kio_classes() -> None:
-    h = handler(_unused, find_v4.FindCoordinatorRequest, find_v3.FindCoordinatorRequest)
+    h = handler(_unused, find_v4.FindCoordinatorRequest, find_v3.FindCoordinatorRequest, acl=())
     assert (h.api_key, h.name, h.min_version, h.max_version) == (10, "FindCoordinator", 3, 4)
     assert h.responses == (find_v4.FindCoordinatorResponse,)  # the newest version's, by default
     assert h.supports(3) and h.supports(4) and not h.supports(2) and not h.supports(5)
@@ -166,7 +166,7 @@ def test_key_name_and_versions_come_from_the_kio_classes() -> None:
 )
 def test_a_bad_declaration_is_refused(requests: tuple[Any, ...]) -> None:
     with pytest.raises(ValueError):
-        handler(_unused, *requests, responses=(find_v3.FindCoordinatorResponse,))
+        handler(_unused, *requests, responses=(find_v3.FindCoordinatorResponse,), acl=())
 
 
 def test_responses_of_another_api_are_refused() -> None:
@@ -175,12 +175,13 @@ def test_responses_of_another_api_are_refused() -> None:
             _unused,
             find_v3.FindCoordinatorRequest,
             responses=(metadata_v12.MetadataResponse,),
+            acl=(),
         )
 
 
 def test_an_api_key_registered_twice_is_refused() -> None:
-    first = handler(_unused, find_v3.FindCoordinatorRequest)
-    second = handler(_unused, find_v4.FindCoordinatorRequest)
+    first = handler(_unused, find_v3.FindCoordinatorRequest, acl=())
+    second = handler(_unused, find_v4.FindCoordinatorRequest, acl=())
     with pytest.raises(ValueError, match="twice"):
         Registry([first, second])
 
@@ -206,7 +207,7 @@ async def test_dispatch_returns_the_declared_class() -> None:
     async def answer(ctx: RequestContext, request: find_v3.FindCoordinatorRequest) -> Any:
         return _v3_answer()
 
-    h = handler(answer, find_v3.FindCoordinatorRequest)
+    h = handler(answer, find_v3.FindCoordinatorRequest, acl=())
     request = find_v3.FindCoordinatorRequest(key="g")
     assert await h.dispatch(_context(3), request) == _v3_answer()
 
@@ -215,13 +216,13 @@ async def test_dispatch_refuses_an_undeclared_response_class() -> None:
     async def answer(ctx: RequestContext, request: find_v4.FindCoordinatorRequest) -> Any:
         return _v3_answer()  # v4 has no top-level host: v3's class cannot answer it
 
-    h = handler(answer, find_v4.FindCoordinatorRequest)
+    h = handler(answer, find_v4.FindCoordinatorRequest, acl=())
     with pytest.raises(WrongResponse):
         await h.dispatch(_context(4), find_v4.FindCoordinatorRequest(coordinator_keys=("g",)))
 
 
 async def test_dispatch_refuses_a_request_class_not_declared() -> None:
-    h = handler(_unused, find_v3.FindCoordinatorRequest)
+    h = handler(_unused, find_v3.FindCoordinatorRequest, acl=())
     with pytest.raises(TypeError):
         await h.dispatch(
             _context(3),
