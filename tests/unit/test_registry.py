@@ -36,6 +36,8 @@ from broker.registry import Handler
 from broker.registry import Registry
 from broker.registry import WrongResponse
 from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType as AclResourceType
 from protocol.api_keys import FIND_COORDINATOR
 from protocol.messages import ZERO_VALUES
 from protocol.messages import RequestHeader
@@ -228,3 +230,47 @@ async def test_dispatch_refuses_a_request_class_not_declared() -> None:
             _context(3),
             metadata_v12.MetadataRequest(topics=None, include_topic_authorized_operations=False),
         )
+
+
+# Kafka's authorization table (docs "Authorization and ACLs", KIP-932 for share groups), as
+# (operation, resource type) per API: every handler declares exactly these.
+_O, _R = AclOperation, AclResourceType
+KAFKA_ACL_TABLE: dict[str, set[tuple[AclOperation, AclResourceType]]] = {
+    "Produce": {(_O.WRITE, _R.TOPIC)},
+    "Fetch": {(_O.READ, _R.TOPIC)},
+    "ListOffsets": {(_O.DESCRIBE, _R.TOPIC)},
+    "Metadata": {(_O.DESCRIBE, _R.TOPIC), (_O.CREATE, _R.CLUSTER), (_O.CREATE, _R.TOPIC)},
+    "OffsetFetch": {(_O.DESCRIBE, _R.GROUP), (_O.DESCRIBE, _R.TOPIC)},
+    "FindCoordinator": {(_O.DESCRIBE, _R.GROUP), (_O.DESCRIBE, _R.TRANSACTIONAL_ID)},
+    "ListGroups": {(_O.DESCRIBE, _R.CLUSTER), (_O.DESCRIBE, _R.GROUP)},
+    "ApiVersions": set(),
+    "CreateTopics": {(_O.CREATE, _R.CLUSTER), (_O.CREATE, _R.TOPIC)},
+    "DeleteTopics": {(_O.DELETE, _R.TOPIC)},
+    "DeleteGroups": {(_O.DELETE, _R.GROUP)},
+    "InitProducerId": {(_O.IDEMPOTENT_WRITE, _R.CLUSTER), (_O.WRITE, _R.TOPIC)},
+    "DescribeAcls": {(_O.DESCRIBE, _R.CLUSTER)},
+    "CreateAcls": {(_O.ALTER, _R.CLUSTER)},
+    "DeleteAcls": {(_O.ALTER, _R.CLUSTER)},
+    "DescribeConfigs": {(_O.DESCRIBE_CONFIGS, r) for r in (_R.TOPIC, _R.GROUP, _R.CLUSTER)},
+    "AlterConfigs": {(_O.ALTER_CONFIGS, r) for r in (_R.TOPIC, _R.GROUP, _R.CLUSTER)},
+    "IncrementalAlterConfigs": {(_O.ALTER_CONFIGS, r) for r in (_R.TOPIC, _R.GROUP, _R.CLUSTER)},
+    "CreatePartitions": {(_O.ALTER, _R.TOPIC)},
+    "DescribeCluster": {(_O.DESCRIBE, _R.CLUSTER)},
+    "ShareGroupHeartbeat": {(_O.READ, _R.GROUP), (_O.DESCRIBE, _R.TOPIC)},
+    "ShareGroupDescribe": {(_O.DESCRIBE, _R.GROUP)},
+    "ShareFetch": {(_O.READ, _R.GROUP), (_O.READ, _R.TOPIC)},
+    "ShareAcknowledge": {(_O.READ, _R.GROUP), (_O.READ, _R.TOPIC)},
+    "DescribeShareGroupOffsets": {(_O.DESCRIBE, _R.GROUP), (_O.DESCRIBE, _R.TOPIC)},
+    "AlterShareGroupOffsets": {(_O.READ, _R.GROUP), (_O.READ, _R.TOPIC)},
+    "DeleteShareGroupOffsets": {(_O.DELETE, _R.GROUP), (_O.READ, _R.TOPIC)},
+}
+
+
+def test_every_handler_declares_kafkas_acl_checks() -> None:
+    declared = {h.name: set(h.acl) for h in build_registry()}
+    assert declared == KAFKA_ACL_TABLE
+
+
+def test_a_handler_must_declare_its_acl_checks() -> None:
+    with pytest.raises(TypeError):
+        handler(_unused, find_v3.FindCoordinatorRequest)  # type: ignore[call-arg]
