@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
+import structlog
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32
 
@@ -17,6 +18,8 @@ from broker.context import RequestContext
 from protocol.acl import CLUSTER_NAME
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+
+log: structlog.typing.FilteringBoundLogger = structlog.get_logger("shoal.authorizer")
 
 _CACHE_MAX: Final = 4096  # entries per connection; cleared, not evicted, past this
 
@@ -59,6 +62,15 @@ def authorize(ctx: RequestContext, op: AclOperation, rtype: ResourceType, name: 
     allowed = authorizer.authorize(ctx.principal, ctx.host, op, rtype, name)
     if cache is not None:
         cache.put(key, allowed)
+    if not allowed:  # once per connection and resource while the ACLs stay the same
+        log.info(
+            "authorization denied",
+            principal=ctx.principal,
+            host=ctx.host,
+            operation=op.name,
+            resource_type=rtype.name,
+            resource=name,
+        )
     return allowed
 
 
