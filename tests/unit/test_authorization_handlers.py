@@ -13,13 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.schema.alter_share_group_offsets import v0 as alter_offsets
 from kio.schema.create_acls import v3 as create_acls
+from kio.schema.create_partitions import v3 as create_partitions
 from kio.schema.create_topics import v7 as create_topics
 from kio.schema.delete_groups import v2 as delete_groups
+from kio.schema.delete_share_group_offsets import v0 as delete_offsets
 from kio.schema.delete_topics import v6 as delete_topics
 from kio.schema.describe_acls import v3 as describe_acls
 from kio.schema.describe_cluster import v1 as describe_cluster
 from kio.schema.describe_configs import v4 as describe_configs
+from kio.schema.describe_share_group_offsets import v1 as describe_offsets
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch import v12 as fetch
 from kio.schema.find_coordinator import v4 as find_coordinator
@@ -28,6 +32,7 @@ from kio.schema.init_producer_id import v4 as init_producer_id
 from kio.schema.list_groups import v5 as list_groups
 from kio.schema.list_offsets import v8 as list_offsets
 from kio.schema.metadata import v12 as metadata
+from kio.schema.offset_fetch import v9 as offset_fetch
 from kio.schema.produce import v10 as produce
 from kio.schema.share_acknowledge import v1 as share_ack
 from kio.schema.share_fetch import v1 as share_fetch
@@ -604,3 +609,116 @@ async def test_a_share_session_belongs_to_the_principal_that_opened_it(server: S
     )
     assert (await call(s, BOB, ack)).error_code == ErrorCode.group_authorization_failed
     assert (await call(s, ALICE, ack)).error_code == ErrorCode.none
+
+
+# --- OffsetFetch, CreatePartitions and the share-group offset APIs
+
+
+async def test_offset_fetch_needs_describe_on_the_group_and_its_topics(server: Server) -> None:
+    s = server.services
+    await grant(s, acl(RT.GROUP, GROUP, Op.DESCRIBE), acl(RT.TOPIC, TOPIC, Op.DESCRIBE))
+    r = offset_fetch.request
+
+    def request(group: str) -> offset_fetch.OffsetFetchRequest:
+        topics = tuple(
+            r.OffsetFetchRequestTopics(name=TopicName(t), partition_indexes=(i32(0),))
+            for t in (TOPIC, "payments")
+        )
+        return offset_fetch.OffsetFetchRequest(
+            groups=(r.OffsetFetchRequestGroup(group_id=GroupId(group), topics=topics),)
+        )
+
+    (allowed,) = (await call(s, ALICE, request(GROUP))).groups
+    assert [t.partitions[0].error_code for t in allowed.topics] == [
+        ErrorCode.none,
+        ErrorCode.topic_authorization_failed,
+    ]
+    (refused,) = (await call(s, BOB, request(GROUP))).groups
+    assert refused.error_code == ErrorCode.group_authorization_failed and refused.topics == ()
+
+
+async def test_create_partitions_needs_alter_on_the_topic(server: Server) -> None:
+    s = server.services
+    await grant(s, acl(RT.TOPIC, TOPIC, Op.ALTER))
+    r = create_partitions.request
+
+    def grow(name: str) -> create_partitions.CreatePartitionsRequest:
+        return create_partitions.CreatePartitionsRequest(
+            topics=(r.CreatePartitionsTopic(name=TopicName(name), count=i32(2), assignments=None),),
+            timeout=NO_WAIT,
+            validate_only=False,
+        )
+
+    assert (await call(s, ALICE, grow(TOPIC))).results[0].error_code == ErrorCode.none
+    assert (await call(s, ALICE, grow("payments"))).results[0].error_code == (
+        ErrorCode.topic_authorization_failed
+    )
+    assert s.logs.topic("payments").partitions == 1  # type: ignore[union-attr]
+
+
+async def test_share_group_offset_apis(server: Server) -> None:
+    s = server.services
+    # The group exists and is empty (offsets are reset only in an empty group).
+    await call(s, ADMIN, _heartbeat(GROUP))
+    leave = heartbeat.ShareGroupHeartbeatRequest(
+        group_id=GroupId(GROUP), member_id="m1", member_epoch=i32(-1), rack_id=None,
+        subscribed_topic_names=None,
+    )  # fmt: skip
+    await call(s, ADMIN, leave)
+    await grant(s, acl(RT.GROUP, GROUP, Op.DESCRIBE), acl(RT.TOPIC, TOPIC, Op.DESCRIBE))
+    d = describe_offsets.request
+    described = await call(
+        s,
+        ALICE,
+        describe_offsets.DescribeShareGroupOffsetsRequest(
+            groups=(
+                d.DescribeShareGroupOffsetsRequestGroup(
+                    group_id=GroupId(GROUP),
+                    topics=tuple(
+                        d.DescribeShareGroupOffsetsRequestTopic(
+                            topic_name=TopicName(t), partitions=(i32(0),)
+                        )
+                        for t in (TOPIC, "payments")
+                    ),
+                ),
+            )
+        ),
+    )
+    (group,) = described.groups
+    assert group.error_code == ErrorCode.none
+    assert [t.partitions[0].error_code for t in group.topics] == [
+        ErrorCode.none,
+        ErrorCode.topic_authorization_failed,
+    ]
+    a = alter_offsets.request
+    alter = alter_offsets.AlterShareGroupOffsetsRequest(
+        group_id=GroupId(GROUP),
+        topics=(
+            a.AlterShareGroupOffsetsRequestTopic(
+                topic_name=TopicName(TOPIC),
+                partitions=(
+                    a.AlterShareGroupOffsetsRequestPartition(
+                        partition_index=i32(0), start_offset=i64(0)
+                    ),
+                ),
+            ),
+        ),
+    )
+    delete = delete_offsets.DeleteShareGroupOffsetsRequest(
+        group_id=GroupId(GROUP),
+        topics=(
+            delete_offsets.request.DeleteShareGroupOffsetsRequestTopic(topic_name=TopicName(TOPIC)),
+        ),
+    )
+    # DESCRIBE on the group allows neither a reset (READ) nor a delete (DELETE).
+    assert (await call(s, ALICE, alter)).error_code == ErrorCode.group_authorization_failed
+    assert (await call(s, ALICE, delete)).error_code == ErrorCode.group_authorization_failed
+    await grant(s, acl(RT.GROUP, GROUP, Op.READ), acl(RT.GROUP, GROUP, Op.DELETE))
+    # ... and the topic needs READ too.
+    altered = await call(s, ALICE, alter)
+    assert altered.responses[0].partitions[0].error_code == ErrorCode.topic_authorization_failed
+    deleted = await call(s, ALICE, delete)
+    assert deleted.responses[0].error_code == ErrorCode.topic_authorization_failed
+    await grant(s, acl(RT.TOPIC, TOPIC, Op.READ))
+    altered = await call(s, ALICE, alter)
+    assert altered.responses[0].partitions[0].error_code == ErrorCode.none
