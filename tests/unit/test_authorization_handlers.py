@@ -56,6 +56,7 @@ from broker.context import RequestContext
 from broker.server import Server
 from protocol.acl import AccessControlEntry
 from protocol.acl import AclBinding
+from protocol.acl import AclBindingFilter
 from protocol.acl import AclOperation as Op
 from protocol.acl import AclPermissionType as Perm
 from protocol.acl import PatternType
@@ -722,3 +723,40 @@ async def test_share_group_offset_apis(server: Server) -> None:
     await grant(s, acl(RT.TOPIC, TOPIC, Op.READ))
     altered = await call(s, ALICE, alter)
     assert altered.responses[0].partitions[0].error_code == ErrorCode.none
+
+
+async def test_acknowledgements_need_read_on_the_topic(server: Server) -> None:
+    s = server.services
+    assert s.acls is not None
+    topic = s.logs.topic(TOPIC)
+    assert topic is not None
+    read_topic = acl(RT.TOPIC, TOPIC, Op.READ)
+    await grant(s, acl(RT.GROUP, GROUP, Op.READ), read_topic)
+    s.group_configs.alter(GROUP, {"share.auto.offset.reset": "earliest"})
+    await call(s, ADMIN, _produce(TOPIC))
+    await call(s, ALICE, _heartbeat(GROUP, "alice-1"))
+    fetched = await call(s, ALICE, _share_fetch(GROUP, "alice-1", topic.topic_id))
+    assert fetched.responses[0].partitions[0].acquired_records  # offset 0 is Alice's
+    await s.acls.delete([AclBindingFilter(RT.TOPIC, TOPIC, PatternType.LITERAL, ALICE)])
+    r = share_ack.request
+
+    def ack(epoch: int) -> share_ack.ShareAcknowledgeRequest:
+        batch = r.AcknowledgementBatch(
+            first_offset=i64(0), last_offset=i64(0), acknowledge_types=(i8(1),)
+        )
+        partition = r.AcknowledgePartition(partition_index=i32(0), acknowledgement_batches=(batch,))
+        return share_ack.ShareAcknowledgeRequest(
+            group_id=GroupId(GROUP),
+            member_id="alice-1",
+            share_session_epoch=i32(epoch),
+            topics=(r.AcknowledgeTopic(topic_id=topic.topic_id, partitions=(partition,)),),
+        )
+
+    refused = await call(s, ALICE, ack(1))
+    assert refused.responses[0].partitions[0].error_code == ErrorCode.topic_authorization_failed
+    sp = s.share_partitions.get(GROUP, topic.topic_id, 0, s.now_ms())
+    assert sp is not None and sp.acquired_count() == 1  # nothing was acknowledged
+    await grant(s, read_topic)
+    accepted = await call(s, ALICE, ack(2))
+    assert accepted.responses[0].partitions[0].error_code == ErrorCode.none
+    assert sp.acquired_count() == 0
