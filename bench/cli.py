@@ -12,7 +12,12 @@ import time
 from pathlib import Path
 
 import confluent_kafka
+from confluent_kafka.admin import AclBinding
+from confluent_kafka.admin import AclOperation
+from confluent_kafka.admin import AclPermissionType
 from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import ResourcePatternType
+from confluent_kafka.admin import ResourceType
 
 from bench import compaction_phase  # noqa: F401 - registers the "compaction" phase
 from bench import durable_phase  # noqa: F401 - registers the "durable" phase
@@ -55,8 +60,37 @@ def parser() -> argparse.ArgumentParser:
         default=3,
         help="run the phases this many times and report the median run (1 with --profile)",
     )
+    p.add_argument(
+        "--authorizer",
+        action="store_true",
+        help="run with the ACL authorizer on and allow-all ACLs (User:* ALL on every resource)",
+    )
     p.add_argument("--keep", action="store_true", help="keep the broker's data directory")
     return p
+
+
+# The broker's settings with --authorizer: the authorizer on; until the allow-all ACLs exist,
+# resources without ACLs are open, so the benchmark's own admin client may create them.
+AUTHORIZER_ENV = {
+    "SHOAL_AUTHORIZER_CLASS_NAME": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "SHOAL_ALLOW_EVERYONE_IF_NO_ACL_FOUND": "true",
+}
+
+
+def _allow_all(admin: AdminClient) -> None:
+    """User:* may do ALL on every topic, group and the cluster: every check finds an ACL."""
+    patterns = (
+        (ResourceType.TOPIC, "*"),
+        (ResourceType.GROUP, "*"),
+        (ResourceType.BROKER, "kafka-cluster"),
+    )
+    bindings = [
+        AclBinding(rtype, name, ResourcePatternType.LITERAL, "User:*", "*",
+                   AclOperation.ALL, AclPermissionType.ALLOW)
+        for rtype, name in patterns
+    ]  # fmt: skip
+    for future in admin.create_acls(bindings).values():
+        future.result(30)
 
 
 def _command(argv: list[str]) -> str:
@@ -76,6 +110,8 @@ def _run(broker: BrokerProcess, args: argparse.Namespace, names: list[str]) -> l
         partitions=args.partitions,
         value_size=args.value_size,
     )
+    if args.authorizer:
+        _allow_all(bench.admin)
     repeat = 1 if args.profile else max(1, args.repeat)
     runs: list[list[Row]] = []
     for i in range(repeat):
@@ -132,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["SHOAL_BENCH_PROFILE_CLOCK"] = args.profile_clock
 
     tmp = Path(tempfile.mkdtemp(prefix="shoal-bench-"))
-    broker = BrokerProcess(tmp / "data", log_level="warning", profile_dir=args.profile)
+    env = AUTHORIZER_ENV if args.authorizer else None
+    broker = BrokerProcess(tmp / "data", log_level="warning", profile_dir=args.profile, env=env)
     began = time.monotonic()
     try:
         broker.start()

@@ -1,31 +1,17 @@
 """The operations a client may perform on a resource, as Kafka reports them (KIP-430).
 
 Without an authorizer Kafka reports every operation the resource type supports
-(`AclEntry.supportedOperations`); Shoal has no authorizer yet, so it does the same. When the
-security work adds ACLs, these become what the principal is allowed.
+(`AclEntry.supportedOperations`); with one, only those the principal is allowed
+(`broker.authorization.authorized_operations`).
 """
 
 from __future__ import annotations
 
-from enum import IntEnum
 from typing import Final
 
 from kio.static.primitive import i32
 
-
-class AclOperation(IntEnum):
-    """Kafka's AclOperation codes: a bit each in an authorized-operations field."""
-
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
+from protocol.acl import AclOperation
 
 
 def _bits(*ops: AclOperation) -> i32:

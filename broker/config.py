@@ -24,6 +24,9 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from broker.authorizer import KAFKA_AUTHORIZER
+from broker.authorizer import KNOWN_AUTHORIZERS
+from broker.authorizer import SHOAL_AUTHORIZER
 from coordinator.group_configs import DEFS
 
 _INT32_MAX = 2**31 - 1
@@ -100,6 +103,11 @@ class BrokerConfig:
     # whose cache is group.share.max.share.sessions). Accepted so Kafka configs load unchanged.
     group_share_max_groups: int = _share(10)
     group_share_max_size: int = _share(200)
+    # Authorization: empty means none (everything allowed); Kafka's StandardAuthorizer name
+    # selects Shoal's own (broker.authorizer). super.users: `User:a;User:b`.
+    authorizer_class_name: str = ""
+    super_users: str = ""
+    allow_everyone_if_no_acl_found: bool = False
     # Names given that Shoal does not know, as given: listed by DescribeConfigs, never read.
     unknown: Mapping[str, str] = field(default_factory=dict)
 
@@ -123,6 +131,11 @@ class BrokerConfig:
         if self.advertised_listeners:
             parse_listener(self.advertised_listeners.split(",")[0])
         check_bounds(self)
+        if self.authorizer_class_name and self.authorizer_class_name not in KNOWN_AUTHORIZERS:
+            raise ValueError(
+                f"authorizer.class.name={self.authorizer_class_name}: Shoal provides only "
+                f"{KAFKA_AUTHORIZER} (or {SHOAL_AUTHORIZER})"
+            )
 
     @classmethod
     def load(

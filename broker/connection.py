@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 
+from broker.authorization import AclCache
 from broker.context import BrokerServices
 from broker.context import RequestContext
 from broker.handlers.api_versions import unsupported_version_response
@@ -51,6 +52,8 @@ class KafkaConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._decoder = FrameDecoder(services.config.socket_request_max_bytes)
         self._peer = "?"
+        # Authorization decisions for this connection's principal (None: no authorizer).
+        self._acl_cache = AclCache() if services.acls is not None else None
         self._next_seq = 0
         self._next_to_write = 0
         self._ready: dict[int, bytes | None] = {}
@@ -126,7 +129,9 @@ class KafkaConnection(asyncio.Protocol):
             except (UndecodableRequest, UnknownApi) as e:
                 self.abort(f"undecodable request: {e}")
                 return
-            ctx = RequestContext(self._services, request.header, self._peer)
+            ctx = RequestContext(
+                self._services, request.header, self._peer, acl_cache=self._acl_cache
+            )
             coro = self._run(self._take_seq(), ctx, handler, request.body)
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
@@ -167,7 +172,7 @@ class KafkaConnection(asyncio.Protocol):
         except (UndecodableRequest, UnknownApi) as e:
             self.abort(f"undecodable request: {e}")
             return
-        ctx = RequestContext(self._services, request.header, self._peer)
+        ctx = RequestContext(self._services, request.header, self._peer, acl_cache=self._acl_cache)
         await self._run(seq, ctx, handler, request.body)
 
     async def _run(

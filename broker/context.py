@@ -16,6 +16,8 @@ from broker.producer_ids import ProducerIdAllocator
 from protocol.messages import RequestHeader
 
 if TYPE_CHECKING:
+    from broker.acl_manager import AclManager
+    from broker.authorization import AclCache
     from broker.dynamic_config import DynamicBrokerConfigs
     from broker.record_deletion import RecordDeletion
     from broker.registry import Registry
@@ -46,6 +48,8 @@ class BrokerServices:
     notifier: Notifier = field(default_factory=Notifier)
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
     clock: Clock = field(default_factory=WallClock)
+    # None when `authorizer.class.name` is empty: every request is allowed.
+    acls: AclManager | None = None
 
     @property
     def config(self) -> BrokerConfig:
@@ -62,6 +66,12 @@ class RequestContext:
     header: RequestHeader
     peer: str
     principal: str = ANONYMOUS  # set by authentication (broker.principal)
+    acl_cache: AclCache | None = None  # the connection's authorization decisions
+
+    @property
+    def host(self) -> str:
+        """The client's address without its port, as ACL hosts name it."""
+        return self.peer.rpartition(":")[0] or self.peer
 
     @property
     def version(self) -> int:

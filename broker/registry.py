@@ -1,7 +1,11 @@
 """The routing table: API key -> handler, with the versions each handler serves.
 
 A handler is declared by the kio request classes it serves, so its API key, name and version
-range come from kio, never from a literal. ApiVersions answers from this table, so what is
+range come from kio, never from a literal. It must also declare the ACL checks it makes
+(operation, resource type), as Kafka's authorization table lists them per API: the checks run
+in the handler, which alone knows the resources a request names, and the declaration (required,
+`()` only for ApiVersions) makes every handler's author decide and lets a test hold the table
+against Kafka's. ApiVersions answers from this table, so what is
 advertised is exactly what is registered.
 """
 
@@ -21,6 +25,8 @@ from kio.static.constants import EntityType
 from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 from protocol.messages import response_type
 
 if TYPE_CHECKING:
@@ -29,6 +35,7 @@ if TYPE_CHECKING:
 # A handler takes the union of the request classes it serves; `Never` accepts any such
 # parameter type, and `Handler.dispatch` is the one place that calls it with a request.
 HandleFn = Callable[["RequestContext", Never], Awaitable[ResponsePayload | None]]
+AclCheck = tuple[AclOperation, ResourceType]
 _Dispatchable = Callable[["RequestContext", RequestPayload], Awaitable[ResponsePayload | None]]
 
 
@@ -50,6 +57,8 @@ class Handler:
     # at least as new as the request (see `response_for`), encoded with the request version's
     # writer, which reads only that version's fields.
     responses: tuple[type[ResponsePayload], ...]
+    # The authorization checks `handle` makes, by operation and resource type.
+    acl: tuple[AclCheck, ...] = ()
     _response_by_version: dict[int, type[ResponsePayload]] = field(
         init=False, repr=False, compare=False
     )
@@ -118,15 +127,16 @@ def handler(
     handle: HandleFn,
     *requests: type[RequestPayload],
     responses: tuple[type[ResponsePayload], ...] | None = None,
+    acl: tuple[AclCheck, ...],
 ) -> Handler:
-    """Declare a handler by the kio request classes it serves.
+    """Declare a handler by the kio request classes it serves and the ACL checks it makes.
 
     `responses` defaults to the response class of the newest version served.
     """
     if responses is None and requests:
         newest = max(requests, key=_version)
         responses = (response_type(newest.__api_key__, newest.__version__),)
-    return Handler(requests=requests, handle=handle, responses=responses or ())
+    return Handler(requests=requests, handle=handle, responses=responses or (), acl=acl)
 
 
 class Registry:

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import structlog
 
+from broker.acl_manager import AclManager
+from broker.authorizer import AuthorizerSettings
+from broker.authorizer import parse_super_users
 from broker.clock import Clock
 from broker.clock import WallClock
 from broker.config import BrokerConfig
@@ -36,6 +39,7 @@ from broker.share.share_state_persister import ShareStatePersister
 from coordinator.group_configs import GroupConfigs
 from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
+from storage.acl_store import AclStore
 from storage.config import LogConfig
 from storage.log_manager import LogManager
 from storage.segment import PendingSync
@@ -161,6 +165,13 @@ class Server:
             port=port,
             clock=clock,
         )
+        if config.authorizer_class_name:
+            self.services.acls = AclManager(
+                AclStore(data_dir),
+                AuthorizerSettings(
+                    parse_super_users(config.super_users), config.allow_everyone_if_no_acl_found
+                ),
+            )
         self._watch(metrics)
         self._cleaner = LogCleaner(logs, metrics, self.services.now_ms)
         self._connections: set[KafkaConnection] = set()

@@ -3,15 +3,16 @@
 `shoal serve --host H --port P --data-dir D --metrics-port M [--config FILE]` is relied on by
 outside tooling: keep that command line stable (its options live in `broker.main`).
 
-The tools (`topics`, `share-groups`, `configs`, `produce`, `consume`, `share-state`) live in
-`cli/`, one module per command group. Exit codes: 0 ok, 1 a Kafka error reported by the broker
-(or an unknown name), 2 usage, 3 the broker cannot be reached.
+The tools (`topics`, `share-groups`, `configs`, `acls`, `produce`, `consume`, `share-state`)
+live in `cli/`, one module per command group. Exit codes: 0 ok, 1 a Kafka error reported by
+the broker (or an unknown name), 2 usage, 3 the broker cannot be reached.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from cli import acls
 from cli import configs
 from cli import consume
 from cli import produce
@@ -20,7 +21,7 @@ from cli import share_groups
 from cli import share_state
 from cli import topics
 
-COMMANDS = (serve, topics, share_groups, configs, produce, consume, share_state)
+COMMANDS = (serve, topics, share_groups, configs, acls, produce, consume, share_state)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -15,6 +15,7 @@ from typing import Literal
 
 from kio.schema.errors import ErrorCode
 
+from client import acls
 from client.cluster import API_CREATE_TOPICS
 from client.cluster import API_DELETE_TOPICS
 from client.cluster import API_DESCRIBE_CONFIGS
@@ -28,6 +29,8 @@ from client.errors import TopicError
 from client.errors import error_for
 from client.errors import raise_for
 from protocol import api_keys
+from protocol.acl import AclBinding
+from protocol.acl import AclBindingFilter
 from protocol.messages import build
 
 _TIMEOUT = datetime.timedelta(seconds=30)
@@ -145,6 +148,21 @@ class Admin:
         (result,) = resp.responses
         self.cluster.forget(name)
         raise_for(result.error_code, getattr(result, "error_message", None))
+
+    # -- ACLs (client/acls.py) -------------------------------------------------------------------
+
+    async def create_acls(self, bindings: Iterable[AclBinding]) -> None:
+        """:raises KafkaError: SECURITY_DISABLED, CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST"""
+        await self.cluster.bootstrap()
+        await acls.create_acls(self.cluster, bindings)
+
+    async def describe_acls(self, f: AclBindingFilter | None = None) -> list[AclBinding]:
+        await self.cluster.bootstrap()
+        return await acls.describe_acls(self.cluster, f or AclBindingFilter())
+
+    async def delete_acls(self, filters: Iterable[AclBindingFilter]) -> list[AclBinding]:
+        await self.cluster.bootstrap()
+        return await acls.delete_acls(self.cluster, filters)
 
     async def list_topics(self) -> dict[str, TopicInfo]:
         await self.cluster.bootstrap()

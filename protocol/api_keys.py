@@ -11,12 +11,15 @@ from typing import Final
 from kio.schema.alter_configs.v0 import AlterConfigsRequest
 from kio.schema.alter_share_group_offsets.v0 import AlterShareGroupOffsetsRequest
 from kio.schema.api_versions.v0 import ApiVersionsRequest
+from kio.schema.create_acls.v1 import CreateAclsRequest
 from kio.schema.create_partitions.v0 import CreatePartitionsRequest
 from kio.schema.create_topics.v2 import CreateTopicsRequest
+from kio.schema.delete_acls.v1 import DeleteAclsRequest
 from kio.schema.delete_groups.v0 import DeleteGroupsRequest
 from kio.schema.delete_records.v0 import DeleteRecordsRequest
 from kio.schema.delete_share_group_offsets.v0 import DeleteShareGroupOffsetsRequest
 from kio.schema.delete_topics.v1 import DeleteTopicsRequest
+from kio.schema.describe_acls.v1 import DescribeAclsRequest
 from kio.schema.describe_cluster.v0 import DescribeClusterRequest
 from kio.schema.describe_configs.v1 import DescribeConfigsRequest
 from kio.schema.describe_share_group_offsets.v0 import DescribeShareGroupOffsetsRequest
@@ -48,6 +51,9 @@ DELETE_RECORDS: Final = int(DeleteRecordsRequest.__api_key__)
 INIT_PRODUCER_ID: Final = int(InitProducerIdRequest.__api_key__)
 DESCRIBE_CONFIGS: Final = int(DescribeConfigsRequest.__api_key__)
 CREATE_PARTITIONS: Final = int(CreatePartitionsRequest.__api_key__)
+DESCRIBE_ACLS: Final = int(DescribeAclsRequest.__api_key__)
+CREATE_ACLS: Final = int(CreateAclsRequest.__api_key__)
+DELETE_ACLS: Final = int(DeleteAclsRequest.__api_key__)
 DELETE_GROUPS: Final = int(DeleteGroupsRequest.__api_key__)
 ALTER_CONFIGS: Final = int(AlterConfigsRequest.__api_key__)
 INCREMENTAL_ALTER_CONFIGS: Final = int(IncrementalAlterConfigsRequest.__api_key__)

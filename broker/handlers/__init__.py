@@ -5,12 +5,15 @@ from __future__ import annotations
 from broker.handlers import alter_configs
 from broker.handlers import alter_share_group_offsets
 from broker.handlers import api_versions
+from broker.handlers import create_acls
 from broker.handlers import create_partitions
 from broker.handlers import create_topics
+from broker.handlers import delete_acls
 from broker.handlers import delete_groups
 from broker.handlers import delete_records
 from broker.handlers import delete_share_group_offsets
 from broker.handlers import delete_topics
+from broker.handlers import describe_acls
 from broker.handlers import describe_cluster
 from broker.handlers import describe_configs
 from broker.handlers import describe_share_group_offsets
@@ -56,6 +59,9 @@ HANDLERS: tuple[Handler, ...] = (
     describe_share_group_offsets.HANDLER,
     alter_share_group_offsets.HANDLER,
     delete_share_group_offsets.HANDLER,
+    describe_acls.HANDLER,
+    create_acls.HANDLER,
+    delete_acls.HANDLER,
 )
 
 

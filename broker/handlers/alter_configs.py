@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.config_changes import ACL_CHECKS
 from broker.handlers.config_changes import BROKER
 from broker.handlers.config_changes import TOPIC
 from broker.handlers.config_changes import Changes
@@ -55,4 +56,6 @@ async def handle(ctx: RequestContext, request: Request) -> v2.AlterConfigsRespon
     return v2.AlterConfigsResponse(throttle_time=NO_THROTTLE, responses=tuple(responses))
 
 
-HANDLER = handler(handle, v0.AlterConfigsRequest, v1.AlterConfigsRequest, v2.AlterConfigsRequest)
+HANDLER = handler(
+    handle, v0.AlterConfigsRequest, v1.AlterConfigsRequest, v2.AlterConfigsRequest, acl=ACL_CHECKS
+)

@@ -11,13 +11,18 @@ from __future__ import annotations
 from kio.schema.alter_share_group_offsets import v0
 from kio.schema.errors import ErrorCode
 
+from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
 from coordinator.share_group import CoordinatorError
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 
+# KIP-932: READ on the group, READ on each topic.
+ACL_CHECKS = ((AclOperation.READ, ResourceType.GROUP), (AclOperation.READ, ResourceType.TOPIC))
 Response = v0.AlterShareGroupOffsetsResponse
 
 
@@ -28,9 +33,12 @@ def _topic(
     s = ctx.services
     offsets = ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms)
     rows = []
+    readable = authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.topic_name)
     for p in t.partitions:
         message: str | None
-        if topic is None or not 0 <= p.partition_index < topic.partitions:
+        if not readable:
+            code, message = ErrorCode.topic_authorization_failed, None
+        elif topic is None or not 0 <= p.partition_index < topic.partitions:
             code, message = (
                 ErrorCode.unknown_topic_or_partition,
                 f"no {t.topic_name}-{p.partition_index}",
@@ -47,12 +55,19 @@ def _topic(
         )
     return v0.response.AlterShareGroupOffsetsResponseTopic(
         topic_name=t.topic_name,
-        topic_id=topic.topic_id if topic else None,
+        topic_id=topic.topic_id if topic and readable else None,
         partitions=tuple(rows),
     )
 
 
 async def handle(ctx: RequestContext, request: v0.AlterShareGroupOffsetsRequest) -> Response:
+    if not authorize(ctx, ACL_CHECKS[0][0], ResourceType.GROUP, request.group_id):
+        return Response(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.group_authorization_failed,
+            error_message="not authorized on the group",
+            responses=(),
+        )
     try:
         s = ctx.services
         group_admin(s.coordinator, s.share_partitions).require_empty(request.group_id, create=True)
@@ -64,4 +79,4 @@ async def handle(ctx: RequestContext, request: v0.AlterShareGroupOffsetsRequest)
     return Response(throttle_time=NO_THROTTLE, error_code=ErrorCode.none, responses=topics)
 
 
-HANDLER = handler(handle, v0.AlterShareGroupOffsetsRequest)
+HANDLER = handler(handle, v0.AlterShareGroupOffsetsRequest, acl=ACL_CHECKS)

@@ -54,4 +54,5 @@ HANDLER = handler(
     v2.ApiVersionsRequest,
     v3.ApiVersionsRequest,
     v4.ApiVersionsRequest,
+    acl=(),  # every client may ask, before and after authenticating, as in Kafka
 )

@@ -10,18 +10,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Mapping
+from typing import Final
 
 from kio.schema.errors import ErrorCode
 
+from broker.authorization import config_refusal
 from broker.context import RequestContext
 from broker.dynamic_config import InvalidBrokerConfig
 from coordinator.group_configs import InvalidGroupConfig
 from coordinator.share_group import CoordinatorError
 from coordinator.share_group import check_ids
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 from storage.config import check_topic_config_names
 from storage.errors import StorageError
 
 TOPIC, BROKER, GROUP = 2, 4, 32
+# What both handlers check: ALTER_CONFIGS on the topic, group, or cluster (for a broker).
+ACL_CHECKS: Final = (
+    (AclOperation.ALTER_CONFIGS, ResourceType.TOPIC),
+    (AclOperation.ALTER_CONFIGS, ResourceType.GROUP),
+    (AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER),
+)
 Result = tuple[ErrorCode, str | None]
 Changes = dict[str, str | None]
 
@@ -82,6 +92,9 @@ _BY_TYPE: Mapping[int, Callable[[RequestContext, str, Changes, bool], Result]] =
 def alter_configs(
     ctx: RequestContext, resource_type: int, name: str, changes: Changes, dry: bool
 ) -> Result:
+    refused = config_refusal(ctx, resource_type, name, AclOperation.ALTER_CONFIGS)
+    if refused is not None:
+        return refused, None
     alter = _BY_TYPE.get(resource_type)
     if alter is None:
         return ErrorCode.invalid_request, f"altering resource type {resource_type} is not supported"

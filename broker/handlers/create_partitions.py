@@ -8,10 +8,13 @@ from kio.schema.create_partitions import v2
 from kio.schema.create_partitions import v3
 from kio.schema.errors import ErrorCode
 
+from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import too_many_partitions
 from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 from storage.errors import StorageError
 
 Request = (
@@ -25,6 +28,8 @@ Request = (
 def _grow(
     ctx: RequestContext, name: str, count: int, validate_only: bool
 ) -> tuple[ErrorCode, str | None]:
+    if not authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, name):
+        return ErrorCode.topic_authorization_failed, None
     info = ctx.services.logs.topic(name)
     if info is None:
         return ErrorCode.unknown_topic_or_partition, None
@@ -67,4 +72,5 @@ HANDLER = handler(
     v1.CreatePartitionsRequest,
     v2.CreatePartitionsRequest,
     v3.CreatePartitionsRequest,
+    acl=((AclOperation.ALTER, ResourceType.TOPIC),),
 )

@@ -13,10 +13,14 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16
 from kio.static.primitive import i32
 
+from broker.authorization import authorize
+from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import too_many_partitions
 from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 from storage.config import check_topic_config_names
 from storage.errors import StorageError
 from storage.topics import TopicInfo
@@ -62,6 +66,11 @@ def _partitions(ctx: RequestContext, topic: Topic) -> int | tuple[ErrorCode, str
 def _create(
     ctx: RequestContext, topic: Topic, validate_only: bool
 ) -> tuple[ErrorCode, str | None, TopicInfo | None]:
+    if not (
+        authorize_cluster(ctx, AclOperation.CREATE)
+        or authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, topic.name)
+    ):
+        return ErrorCode.topic_authorization_failed, None, None
     partitions = _partitions(ctx, topic)
     if isinstance(partitions, tuple):
         return *partitions, None
@@ -132,4 +141,5 @@ HANDLER = handler(
     v5.CreateTopicsRequest,
     v6.CreateTopicsRequest,
     v7.CreateTopicsRequest,
+    acl=((AclOperation.CREATE, ResourceType.CLUSTER), (AclOperation.CREATE, ResourceType.TOPIC)),
 )

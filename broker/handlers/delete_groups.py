@@ -12,12 +12,15 @@ from kio.schema.delete_groups import v1
 from kio.schema.delete_groups import v2
 from kio.schema.errors import ErrorCode
 
+from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
 from coordinator.share_group import CoordinatorError
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 from storage.errors import StorageError
 
 Request = v0.DeleteGroupsRequest | v1.DeleteGroupsRequest | v2.DeleteGroupsRequest
@@ -25,6 +28,8 @@ Request = v0.DeleteGroupsRequest | v1.DeleteGroupsRequest | v2.DeleteGroupsReque
 
 def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
     s = ctx.services
+    if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, group_id):
+        return ErrorCode.group_authorization_failed
     try:
         group_admin(s.coordinator, s.share_partitions).delete_group(group_id)
     except CoordinatorError as e:
@@ -45,4 +50,10 @@ async def handle(ctx: RequestContext, request: Request) -> v2.DeleteGroupsRespon
     return v2.DeleteGroupsResponse(throttle_time=NO_THROTTLE, results=results)
 
 
-HANDLER = handler(handle, v0.DeleteGroupsRequest, v1.DeleteGroupsRequest, v2.DeleteGroupsRequest)
+HANDLER = handler(
+    handle,
+    v0.DeleteGroupsRequest,
+    v1.DeleteGroupsRequest,
+    v2.DeleteGroupsRequest,
+    acl=((AclOperation.DELETE, ResourceType.GROUP),),
+)

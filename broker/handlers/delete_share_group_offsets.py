@@ -9,21 +9,28 @@ from __future__ import annotations
 from kio.schema.delete_share_group_offsets import v0
 from kio.schema.errors import ErrorCode
 
+from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
 from coordinator.share_group import CoordinatorError
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 from storage.errors import StorageError
 from storage.topics import TopicInfo
 
+# KIP-932: DELETE on the group, READ on each topic.
+ACL_CHECKS = ((AclOperation.DELETE, ResourceType.GROUP), (AclOperation.READ, ResourceType.TOPIC))
 Response = v0.DeleteShareGroupOffsetsResponse
 
 
 def _delete(
     ctx: RequestContext, group_id: str, name: str
 ) -> tuple[TopicInfo | None, ErrorCode, str | None]:
+    if not authorize(ctx, AclOperation.READ, ResourceType.TOPIC, name):
+        return None, ErrorCode.topic_authorization_failed, None
     topic = ctx.services.logs.topic(name)
     if topic is None:
         return None, ErrorCode.unknown_topic_or_partition, f"no topic {name!r}"
@@ -41,6 +48,13 @@ def _delete(
 
 
 async def handle(ctx: RequestContext, request: v0.DeleteShareGroupOffsetsRequest) -> Response:
+    if not authorize(ctx, ACL_CHECKS[0][0], ResourceType.GROUP, request.group_id):
+        return Response(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.group_authorization_failed,
+            error_message="not authorized on the group",
+            responses=(),
+        )
     try:
         group_admin(ctx.services.coordinator, ctx.services.share_partitions).require_empty(
             request.group_id
@@ -65,4 +79,4 @@ async def handle(ctx: RequestContext, request: v0.DeleteShareGroupOffsetsRequest
     )
 
 
-HANDLER = handler(handle, v0.DeleteShareGroupOffsetsRequest)
+HANDLER = handler(handle, v0.DeleteShareGroupOffsetsRequest, acl=ACL_CHECKS)

@@ -13,9 +13,13 @@ from kio.schema.delete_topics import v6
 from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
 
+from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
+from storage.topics import TopicInfo
 
 Request = (
     v1.DeleteTopicsRequest
@@ -33,20 +37,27 @@ def _targets(request: Request) -> list[tuple[TopicName | None, uuid.UUID | None]
     return [(name, None) for name in request.topic_names]
 
 
-async def handle(ctx: RequestContext, request: Request) -> v6.DeleteTopicsResponse:
+def _delete(
+    ctx: RequestContext, name: TopicName | None, topic_id: uuid.UUID | None
+) -> tuple[ErrorCode, TopicInfo | None]:
+    """Delete one topic; the topic is returned only when the principal may see it."""
     logs = ctx.services.logs
+    if name and not authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, name):
+        return ErrorCode.topic_authorization_failed, None
+    info = logs.topic(name) if name else logs.topic_by_id(topic_id) if topic_id else None
+    if info is None:
+        return (ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id), None
+    if not name and not authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, info.name):
+        return ErrorCode.topic_authorization_failed, None
+    logs.delete_topic(info.name)
+    ctx.services.share_partitions.forget_topic(info.name, info.topic_id)
+    return ErrorCode.none, info
+
+
+async def handle(ctx: RequestContext, request: Request) -> v6.DeleteTopicsResponse:
     results = []
     for name, topic_id in _targets(request):
-        if name:
-            info = logs.topic(name)
-        else:
-            info = logs.topic_by_id(topic_id) if topic_id is not None else None
-        code = ErrorCode.none
-        if info is None:
-            code = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
-        else:
-            logs.delete_topic(info.name)
-            ctx.services.share_partitions.forget_topic(info.name, info.topic_id)
+        code, info = _delete(ctx, name, topic_id)
         results.append(
             v6.response.DeletableTopicResult(
                 name=TopicName(info.name) if info else name,
@@ -65,4 +76,5 @@ HANDLER = handler(
     v4.DeleteTopicsRequest,
     v5.DeleteTopicsRequest,
     v6.DeleteTopicsRequest,
+    acl=((AclOperation.DELETE, ResourceType.TOPIC),),
 )

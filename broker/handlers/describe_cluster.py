@@ -8,17 +8,31 @@ from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
 from kio.static.primitive import i32
 
+from broker.authorization import authorize_cluster
+from broker.authorization import authorized_operations
 from broker.authorized_operations import CLUSTER_OPERATIONS
-from broker.authorized_operations import reported
+from broker.authorized_operations import NOT_REQUESTED
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from protocol.acl import CLUSTER_NAME
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 
 
 async def handle(
     ctx: RequestContext, request: v0.DescribeClusterRequest | v1.DescribeClusterRequest
 ) -> v1.DescribeClusterResponse:
     s = ctx.services
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return v1.DescribeClusterResponse(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            cluster_id=s.cluster_id,
+            controller_id=BrokerId(-1),
+            brokers=(),
+            cluster_authorized_operations=NOT_REQUESTED,
+        )
     broker = v1.response.DescribeClusterBroker(
         broker_id=BrokerId(s.node_id), host=s.host, port=i32(s.port)
     )
@@ -28,10 +42,17 @@ async def handle(
         cluster_id=s.cluster_id,
         controller_id=BrokerId(s.node_id),
         brokers=(broker,),
-        cluster_authorized_operations=reported(
-            request.include_cluster_authorized_operations, CLUSTER_OPERATIONS
+        cluster_authorized_operations=(
+            authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+            if request.include_cluster_authorized_operations
+            else NOT_REQUESTED
         ),
     )
 
 
-HANDLER = handler(handle, v0.DescribeClusterRequest, v1.DescribeClusterRequest)
+HANDLER = handler(
+    handle,
+    v0.DescribeClusterRequest,
+    v1.DescribeClusterRequest,
+    acl=((AclOperation.DESCRIBE, ResourceType.CLUSTER),),
+)

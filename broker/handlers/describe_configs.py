@@ -14,11 +14,14 @@ from kio.schema.describe_configs import v4
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 
+from broker.authorization import config_refusal
 from broker.config import DEFAULTS
 from broker.context import RequestContext
 from broker.dynamic_config import DYNAMIC
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 from storage.config import TOPIC_CONFIG_FIELDS
 
 TOPIC, BROKER, GROUP = 2, 4, 32
@@ -91,6 +94,10 @@ _BY_TYPE = {GROUP: _group, TOPIC: _topic, BROKER: _broker}
 
 
 def _entries(ctx: RequestContext, resource: Resource) -> tuple[ErrorCode, str | None, list[Row]]:
+    kind, name = resource.resource_type, resource.resource_name
+    refused = config_refusal(ctx, kind, name, AclOperation.DESCRIBE_CONFIGS)
+    if refused is not None:
+        return refused, None, []
     describe = _BY_TYPE.get(resource.resource_type)
     if describe is None:
         return (
@@ -137,4 +144,9 @@ HANDLER = handler(
     v2.DescribeConfigsRequest,
     v3.DescribeConfigsRequest,
     v4.DescribeConfigsRequest,
+    acl=(
+        (AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC),
+        (AclOperation.DESCRIBE_CONFIGS, ResourceType.GROUP),
+        (AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER),
+    ),
 )

@@ -17,12 +17,17 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i32
 from kio.static.primitive import i64
 
+from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.share.share_group_offsets import PartitionOffsets
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
+
+DESCRIBE, TOPIC = AclOperation.DESCRIBE, ResourceType.TOPIC
 
 Request = v0.DescribeShareGroupOffsetsRequest | v1.DescribeShareGroupOffsetsRequest
 RequestTopic = (
@@ -64,22 +69,26 @@ def _topics(
         by_topic: dict[str, list[int]] = {}
         for topic, p in offsets.partitions(group_id):
             by_topic.setdefault(topic.name, []).append(p)
-        requested = list(by_topic.items())
+        # All the group's topics: those the principal may not DESCRIBE are left out.
+        requested = [(n, ps) for n, ps in by_topic.items() if authorize(ctx, DESCRIBE, TOPIC, n)]
     else:
         requested = [(t.topic_name, list(t.partitions)) for t in wanted]
     out = []
     for name, partitions in requested:
         info = logs.topic(name)
+        denied = not authorize(ctx, DESCRIBE, TOPIC, name)
         rows = []
         for p in partitions:
-            if info is None or not 0 <= p < info.partitions:
+            if denied:
+                rows.append(_partition(p, ErrorCode.topic_authorization_failed))
+            elif info is None or not 0 <= p < info.partitions:
                 rows.append(_partition(p, ErrorCode.unknown_topic_or_partition))
             else:
                 rows.append(_partition(p, ErrorCode.none, offsets.describe(group_id, info, p)))
         out.append(
             Topic(
                 topic_name=TopicName(name),
-                topic_id=info.topic_id if info else None,
+                topic_id=info.topic_id if info and not denied else None,
                 partitions=tuple(rows),
             )
         )
@@ -90,6 +99,16 @@ async def handle(ctx: RequestContext, request: Request) -> v1.DescribeShareGroup
     admin = group_admin(ctx.services.coordinator, ctx.services.share_partitions)
     groups = []
     for g in request.groups:
+        if not authorize(ctx, DESCRIBE, ResourceType.GROUP, g.group_id):
+            groups.append(
+                Group(
+                    group_id=g.group_id,
+                    topics=(),
+                    error_code=ErrorCode.group_authorization_failed,
+                    error_message="no DESCRIBE on the group",
+                )
+            )
+            continue
         if not g.group_id or admin.group(g.group_id) is None:
             code = ErrorCode.invalid_group_id if not g.group_id else ErrorCode.group_id_not_found
             groups.append(
@@ -111,4 +130,9 @@ async def handle(ctx: RequestContext, request: Request) -> v1.DescribeShareGroup
     return v1.DescribeShareGroupOffsetsResponse(throttle_time=NO_THROTTLE, groups=tuple(groups))
 
 
-HANDLER = handler(handle, v0.DescribeShareGroupOffsetsRequest, v1.DescribeShareGroupOffsetsRequest)
+HANDLER = handler(
+    handle,
+    v0.DescribeShareGroupOffsetsRequest,
+    v1.DescribeShareGroupOffsetsRequest,
+    acl=((DESCRIBE, ResourceType.GROUP), (DESCRIBE, TOPIC)),
+)

@@ -35,11 +35,17 @@ from kio.static.primitive import Records
 from kio.static.primitive import i32
 from kio.static.primitive import i64
 
+from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.long_poll import long_poll
 from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 from storage.errors import StorageError
+
+READ = AclOperation.READ
+TOPIC = ResourceType.TOPIC
 
 FetchRequestByName = (
     FetchRequestV4 | FetchRequestV5 | FetchRequestV6 | FetchRequestV7 | FetchRequestV8
@@ -114,7 +120,9 @@ def _topic_names(ctx: RequestContext, request: FetchRequest) -> list[str | None]
     return [info.name if info else None for info in infos]
 
 
-def _read(ctx: RequestContext, request: FetchRequest, names: Sequence[str | None]) -> Read:
+def _read(
+    ctx: RequestContext, request: FetchRequest, names: Sequence[str | None], denied: set[str]
+) -> Read:
     unknown = (
         ErrorCode.unknown_topic_or_partition
         if isinstance(request, BY_NAME)
@@ -129,6 +137,9 @@ def _read(ctx: RequestContext, request: FetchRequest, names: Sequence[str | None
             plog = ctx.services.logs.log(name, p.partition) if name is not None else None
             if name is None or plog is None:
                 partitions.append(PartitionRead(p.partition, unknown))
+                continue
+            if name in denied:
+                partitions.append(PartitionRead(p.partition, ErrorCode.topic_authorization_failed))
                 continue
             read.wait_keys.append((name, p.partition))
             hw, start = plog.log_end_offset, plog.log_start_offset
@@ -194,8 +205,9 @@ async def handle(
     ctx: RequestContext, request: FetchRequest
 ) -> by_name.FetchResponse | by_id.FetchResponse:
     names = _topic_names(ctx, request)
+    denied = {n for n in names if n is not None and not authorize(ctx, READ, TOPIC, n)}
     read = await long_poll(
-        lambda: _read(ctx, request, names),
+        lambda: _read(ctx, request, names, denied),
         enough=lambda r: r.total_bytes >= request.min_bytes,
         wait_keys=lambda r: r.wait_keys,
         notifier=ctx.services.notifier,
@@ -204,4 +216,10 @@ async def handle(
     return _response(request, read)
 
 
-HANDLER = handler(handle, *BY_NAME, *BY_ID, responses=(by_name.FetchResponse, by_id.FetchResponse))
+HANDLER = handler(
+    handle,
+    *BY_NAME,
+    *BY_ID,
+    responses=(by_name.FetchResponse, by_id.FetchResponse),
+    acl=((READ, TOPIC),),
+)

@@ -19,13 +19,18 @@ from kio.schema.find_coordinator import v6
 from kio.schema.types import BrokerId
 from kio.static.primitive import i32
 
+from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from coordinator.share_group import CoordinatorError
 from coordinator.share_group import check_ids
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+DESCRIBE = AclOperation.DESCRIBE
 
 Request = (
     v0.FindCoordinatorRequest
@@ -46,8 +51,22 @@ class _Where(NamedTuple):
     error_message: str | None
 
 
+def _refused(ctx: RequestContext, key_type: int, key: str) -> ErrorCode | None:
+    """DESCRIBE on the group (or transactional id) the key names, as Kafka checks."""
+    if key_type == GROUP_KEY_TYPE and not authorize(ctx, DESCRIBE, ResourceType.GROUP, key):
+        return ErrorCode.group_authorization_failed
+    if key_type == TRANSACTION_KEY_TYPE and not authorize(
+        ctx, DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
+        return ErrorCode.transactional_id_authorization_failed
+    return None
+
+
 def _where(ctx: RequestContext, key_type: int, key: str) -> _Where:
     s = ctx.services
+    refused = _refused(ctx, key_type, key)
+    if refused is not None:
+        return _Where(BrokerId(-1), "", i32(-1), refused, None)
     if key_type == GROUP_KEY_TYPE:
         try:
             check_ids(key)
@@ -102,4 +121,8 @@ HANDLER = handler(
     v5.FindCoordinatorRequest,
     v6.FindCoordinatorRequest,
     responses=(v3.FindCoordinatorResponse, v6.FindCoordinatorResponse),
+    acl=(
+        (AclOperation.DESCRIBE, ResourceType.GROUP),
+        (AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID),
+    ),
 )

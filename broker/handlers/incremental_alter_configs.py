@@ -18,6 +18,7 @@ from kio.schema.incremental_alter_configs import v1
 
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.config_changes import ACL_CHECKS
 from broker.handlers.config_changes import Result
 from broker.handlers.config_changes import alter_configs
 from broker.registry import handler
@@ -60,4 +61,6 @@ async def handle(ctx: RequestContext, request: Request) -> v1.IncrementalAlterCo
     return v1.IncrementalAlterConfigsResponse(throttle_time=NO_THROTTLE, responses=tuple(responses))
 
 
-HANDLER = handler(handle, v0.IncrementalAlterConfigsRequest, v1.IncrementalAlterConfigsRequest)
+HANDLER = handler(
+    handle, v0.IncrementalAlterConfigsRequest, v1.IncrementalAlterConfigsRequest, acl=ACL_CHECKS
+)

@@ -16,9 +16,13 @@ from kio.schema.init_producer_id import v5
 from kio.schema.types import ProducerId
 from kio.static.primitive import i16
 
+from broker.authorization import authorize_any
+from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 
 MAX_EPOCH = 32767
 
@@ -45,6 +49,12 @@ def _answer(code: ErrorCode, producer_id: int, epoch: int) -> Response:
 async def handle(ctx: RequestContext, request: Request) -> Response:
     if request.transactional_id is not None:
         return _answer(ErrorCode.transactional_id_authorization_failed, -1, -1)
+    # An idempotent producer: IDEMPOTENT_WRITE on the cluster or WRITE on any topic (KIP-679).
+    if not (
+        authorize_cluster(ctx, AclOperation.IDEMPOTENT_WRITE)
+        or authorize_any(ctx, AclOperation.WRITE, ResourceType.TOPIC)
+    ):
+        return _answer(ErrorCode.cluster_authorization_failed, -1, -1)
     pid, epoch = -1, -1
     if isinstance(
         request, (v3.InitProducerIdRequest, v4.InitProducerIdRequest, v5.InitProducerIdRequest)
@@ -63,4 +73,8 @@ HANDLER = handler(
     v3.InitProducerIdRequest,
     v4.InitProducerIdRequest,
     v5.InitProducerIdRequest,
+    acl=(
+        (AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER),
+        (AclOperation.WRITE, ResourceType.TOPIC),
+    ),
 )

@@ -15,10 +15,16 @@ from kio.schema.list_groups import v4
 from kio.schema.list_groups import v5
 from kio.schema.types import GroupId
 
+from broker.authorization import authorize
+from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.share.share_group_offsets import group_admin
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
+
+DESCRIBE = AclOperation.DESCRIBE
 
 Request = (
     v0.ListGroupsRequest
@@ -37,6 +43,8 @@ async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse
         states = request.states_filter
     if isinstance(request, v5.ListGroupsRequest):
         types = request.types_filter
+    # DESCRIBE on the cluster lists every group; else only those it may DESCRIBE (KIP-231).
+    everything = authorize_cluster(ctx, DESCRIBE)
     groups = tuple(
         v5.response.ListedGroup(
             group_id=GroupId(g.group_id),
@@ -47,6 +55,7 @@ async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse
         for g in group_admin(ctx.services.coordinator, ctx.services.share_partitions).list_groups(
             states=states, types=types
         )
+        if everything or authorize(ctx, DESCRIBE, ResourceType.GROUP, g.group_id)
     )
     return v5.ListGroupsResponse(
         throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=groups
@@ -61,4 +70,5 @@ HANDLER = handler(
     v3.ListGroupsRequest,
     v4.ListGroupsRequest,
     v5.ListGroupsRequest,
+    acl=((DESCRIBE, ResourceType.CLUSTER), (DESCRIBE, ResourceType.GROUP)),
 )

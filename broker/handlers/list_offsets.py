@@ -14,9 +14,12 @@ from kio.schema.list_offsets import v8
 from kio.static.primitive import i32
 from kio.static.primitive import i64
 
+from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 
 LATEST = -1
 EARLIEST = -2
@@ -37,6 +40,8 @@ Request = (
 def _lookup(
     ctx: RequestContext, topic: str, partition: int, timestamp: int
 ) -> tuple[ErrorCode, int, int]:
+    if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
+        return ErrorCode.topic_authorization_failed, -1, -1
     plog = ctx.services.logs.log(topic, partition)
     if plog is None:
         return ErrorCode.unknown_topic_or_partition, -1, -1
@@ -88,4 +93,5 @@ HANDLER = handler(
     v6.ListOffsetsRequest,
     v7.ListOffsetsRequest,
     v8.ListOffsetsRequest,
+    acl=((AclOperation.DESCRIBE, ResourceType.TOPIC),),
 )

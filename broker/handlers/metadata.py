@@ -7,6 +7,7 @@ classes and v11-12 with v12's (where a topic's name may be null: an unknown topi
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -27,15 +28,23 @@ from kio.schema.types import BrokerId
 from kio.schema.types import TopicName
 from kio.static.primitive import i32
 
+from broker.authorization import authorize
+from broker.authorization import authorize_cluster
+from broker.authorization import authorized_operations
 from broker.authorized_operations import CLUSTER_OPERATIONS
 from broker.authorized_operations import NOT_REQUESTED
 from broker.authorized_operations import TOPIC_OPERATIONS
-from broker.authorized_operations import reported
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import topic_or_create
 from broker.registry import handler
+from protocol.acl import CLUSTER_NAME
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 from storage.topics import TopicInfo
+
+DESCRIBE, CREATE = AclOperation.DESCRIBE, AclOperation.CREATE
+TOPIC = ResourceType.TOPIC
 
 Request = (
     v1.MetadataRequest
@@ -83,21 +92,43 @@ def _topics(ctx: RequestContext, request: Request) -> list[_Topic]:
         if isinstance(request, (v1.MetadataRequest, v2.MetadataRequest, v3.MetadataRequest))
         else request.allow_auto_topic_creation
     )
-    if request.topics is None:
-        return [_Topic.of(t) for t in logs.topics()]
+    if request.topics is None:  # all topics: those it may not describe are left out
+        return [_Topic.of(t) for t in logs.topics() if authorize(ctx, DESCRIBE, TOPIC, t.name)]
     out = []
     for wanted in request.topics:
         name = wanted.name
         topic_id = wanted.topic_id if isinstance(wanted, ById) else None
         if name is None and topic_id is not None and topic_id.int != 0:
-            found = logs.topic_by_id(topic_id)
-            out.append(
-                _Topic.of(found) if found else _Topic(ErrorCode.unknown_topic_id, None, topic_id)
-            )
-            continue
-        topic, code = topic_or_create(ctx, name or "", allow_create)
-        out.append(_Topic.of(topic) if topic else _Topic(code, name, topic_id))
+            out.append(_by_id(ctx, topic_id))
+        else:
+            out.append(_by_name(ctx, name or "", topic_id, allow_create))
     return out
+
+
+def _by_id(ctx: RequestContext, topic_id: uuid.UUID) -> _Topic:
+    found = ctx.services.logs.topic_by_id(topic_id)
+    if found is None:
+        return _Topic(ErrorCode.unknown_topic_id, None, topic_id)
+    if not authorize(ctx, DESCRIBE, TOPIC, found.name):  # the name stays hidden, as in Kafka
+        return _Topic(ErrorCode.topic_authorization_failed, None, topic_id)
+    return _Topic.of(found)
+
+
+def _by_name(
+    ctx: RequestContext, name: str, topic_id: uuid.UUID | None, allow_create: bool
+) -> _Topic:
+    if not authorize(ctx, DESCRIBE, TOPIC, name):
+        return _Topic(ErrorCode.topic_authorization_failed, name, topic_id)
+    # Auto-creation needs CREATE on the cluster or the topic, as CreateTopics does.
+    may_create = allow_create and (
+        authorize_cluster(ctx, CREATE) or authorize(ctx, CREATE, TOPIC, name)
+    )
+    topic, code = topic_or_create(ctx, name, may_create)
+    if topic is not None:
+        return _Topic.of(topic)
+    if allow_create and not may_create and ctx.services.config.auto_create_topics_enable:
+        code = ErrorCode.topic_authorization_failed
+    return _Topic(code, name, topic_id)
 
 
 Partition = TypeVar(
@@ -120,7 +151,12 @@ def _partitions(cls: type[Partition], node: BrokerId, count: int) -> tuple[Parti
     )
 
 
-def _answer_v12(ctx: RequestContext, topics: list[_Topic], topic_ops: i32) -> v12.MetadataResponse:
+TopicOps = Callable[[_Topic], i32]
+
+
+def _answer_v12(
+    ctx: RequestContext, topics: list[_Topic], topic_ops: TopicOps
+) -> v12.MetadataResponse:
     s, r = ctx.services, v12.response
     node = BrokerId(s.node_id)
     return v12.MetadataResponse(
@@ -134,7 +170,7 @@ def _answer_v12(ctx: RequestContext, topics: list[_Topic], topic_ops: i32) -> v1
                 name=None if t.name is None else TopicName(t.name),
                 topic_id=t.topic_id,
                 partitions=_partitions(r.MetadataResponsePartition, node, t.partitions),
-                topic_authorized_operations=topic_ops,
+                topic_authorized_operations=topic_ops(t),
             )
             for t in topics
         ),
@@ -142,7 +178,7 @@ def _answer_v12(ctx: RequestContext, topics: list[_Topic], topic_ops: i32) -> v1
 
 
 def _answer_v10(
-    ctx: RequestContext, topics: list[_Topic], topic_ops: i32, cluster_ops: i32
+    ctx: RequestContext, topics: list[_Topic], topic_ops: TopicOps, cluster_ops: i32
 ) -> v10.MetadataResponse:
     s, r = ctx.services, v10.response
     node = BrokerId(s.node_id)
@@ -157,7 +193,7 @@ def _answer_v10(
                 name=TopicName(t.name or ""),  # not nullable before v12
                 topic_id=t.topic_id,
                 partitions=_partitions(r.MetadataResponsePartition, node, t.partitions),
-                topic_authorized_operations=topic_ops,
+                topic_authorized_operations=topic_ops(t),
             )
             for t in topics
         ),
@@ -169,11 +205,23 @@ async def handle(
     ctx: RequestContext, request: Request
 ) -> v10.MetadataResponse | v12.MetadataResponse:
     topics = _topics(ctx, request)
-    topic_ops, cluster_ops = NOT_REQUESTED, NOT_REQUESTED
-    if isinstance(request, (v8.MetadataRequest, v9.MetadataRequest, v10.MetadataRequest)):
-        cluster_ops = reported(request.include_cluster_authorized_operations, CLUSTER_OPERATIONS)
-    if not isinstance(request, OLDER_THAN_V8):
-        topic_ops = reported(request.include_topic_authorized_operations, TOPIC_OPERATIONS)
+    cluster_ops = NOT_REQUESTED
+    if (
+        isinstance(request, (v8.MetadataRequest, v9.MetadataRequest, v10.MetadataRequest))
+        and request.include_cluster_authorized_operations
+    ):
+        cluster_ops = authorized_operations(
+            ctx, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS
+        )
+    with_ops = (
+        not isinstance(request, OLDER_THAN_V8) and request.include_topic_authorized_operations
+    )
+
+    def topic_ops(t: _Topic) -> i32:
+        if not with_ops or t.name is None or t.code != ErrorCode.none:
+            return NOT_REQUESTED
+        return authorized_operations(ctx, TOPIC, t.name, TOPIC_OPERATIONS)
+
     if isinstance(request, (v11.MetadataRequest, v12.MetadataRequest)):
         return _answer_v12(ctx, topics, topic_ops)
     return _answer_v10(ctx, topics, topic_ops, cluster_ops)
@@ -194,4 +242,5 @@ HANDLER = handler(
     v11.MetadataRequest,
     v12.MetadataRequest,
     responses=(v10.MetadataResponse, v12.MetadataResponse),
+    acl=((DESCRIBE, TOPIC), (CREATE, ResourceType.CLUSTER), (CREATE, TOPIC)),
 )

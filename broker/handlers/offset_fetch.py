@@ -26,9 +26,12 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i32
 from kio.static.primitive import i64
 
+from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 
 OneGroup = (
     v1.OffsetFetchRequest | v2.OffsetFetchRequest | v3.OffsetFetchRequest
@@ -46,7 +49,19 @@ class Topic(Protocol):
     def partition_indexes(self) -> Sequence[int]: ...
 
 
-def _one_group(topics: Sequence[Topic] | None) -> tuple[v7.response.OffsetFetchResponseTopic, ...]:
+def _topic_code(ctx: RequestContext, topic: str) -> ErrorCode:
+    if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
+        return ErrorCode.none
+    return ErrorCode.topic_authorization_failed
+
+
+def _group_allowed(ctx: RequestContext, group_id: str) -> bool:
+    return authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
+
+
+def _one_group(
+    ctx: RequestContext, topics: Sequence[Topic] | None
+) -> tuple[v7.response.OffsetFetchResponseTopic, ...]:
     r = v7.response
     return tuple(
         r.OffsetFetchResponseTopic(
@@ -56,7 +71,7 @@ def _one_group(topics: Sequence[Topic] | None) -> tuple[v7.response.OffsetFetchR
                     partition_index=i32(p),
                     committed_offset=NO_OFFSET,
                     metadata=None,
-                    error_code=ErrorCode.none,
+                    error_code=_topic_code(ctx, t.name),
                 )
                 for p in t.partition_indexes
             ),
@@ -65,10 +80,19 @@ def _one_group(topics: Sequence[Topic] | None) -> tuple[v7.response.OffsetFetchR
     )
 
 
-def _groups(request: v8.OffsetFetchRequest | v9.OffsetFetchRequest) -> v9.OffsetFetchResponse:
+def _groups(
+    ctx: RequestContext, request: v8.OffsetFetchRequest | v9.OffsetFetchRequest
+) -> v9.OffsetFetchResponse:
     r = v9.response
     groups = []
     for g in request.groups:
+        if not _group_allowed(ctx, g.group_id):
+            groups.append(
+                r.OffsetFetchResponseGroup(
+                    group_id=g.group_id, topics=(), error_code=ErrorCode.group_authorization_failed
+                )
+            )
+            continue
         topics: Sequence[Topic] = g.topics or ()
         groups.append(
             r.OffsetFetchResponseGroup(
@@ -81,7 +105,7 @@ def _groups(request: v8.OffsetFetchRequest | v9.OffsetFetchRequest) -> v9.Offset
                                 partition_index=i32(p),
                                 committed_offset=NO_OFFSET,
                                 metadata=None,
-                                error_code=ErrorCode.none,
+                                error_code=_topic_code(ctx, t.name),
                             )
                             for p in t.partition_indexes
                         ),
@@ -97,10 +121,14 @@ async def handle(
     ctx: RequestContext, request: Request
 ) -> v7.OffsetFetchResponse | v9.OffsetFetchResponse:
     if isinstance(request, (v8.OffsetFetchRequest, v9.OffsetFetchRequest)):
-        return _groups(request)
+        return _groups(ctx, request)
+    if not _group_allowed(ctx, request.group_id):
+        return v7.OffsetFetchResponse(
+            throttle_time=NO_THROTTLE, topics=(), error_code=ErrorCode.group_authorization_failed
+        )
     topics: Sequence[Topic] | None = request.topics
     return v7.OffsetFetchResponse(
-        throttle_time=NO_THROTTLE, topics=_one_group(topics), error_code=ErrorCode.none
+        throttle_time=NO_THROTTLE, topics=_one_group(ctx, topics), error_code=ErrorCode.none
     )
 
 
@@ -110,4 +138,5 @@ HANDLER = handler(
     v4.OffsetFetchRequest, v5.OffsetFetchRequest, v6.OffsetFetchRequest,
     v7.OffsetFetchRequest, v8.OffsetFetchRequest, v9.OffsetFetchRequest,
     responses=(v7.OffsetFetchResponse, v9.OffsetFetchResponse),
+    acl=((AclOperation.DESCRIBE, ResourceType.GROUP), (AclOperation.DESCRIBE, ResourceType.TOPIC)),
 )  # fmt: skip

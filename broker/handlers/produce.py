@@ -20,9 +20,12 @@ from kio.schema.produce import v11
 from kio.schema.produce import v12
 from kio.static.primitive import i64
 
+from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 from protocol.record_batch import InvalidRecordBatch
 from storage.errors import InvalidRecord
 from storage.errors import StorageError
@@ -48,6 +51,8 @@ def _append(
     ctx: RequestContext, topic: str, index: int, records: bytes | None
 ) -> tuple[ErrorCode, int, int, str | None]:
     """Error code, base offset, log start offset and error message for one partition."""
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic):
+        return ErrorCode.topic_authorization_failed, -1, -1, None
     partition_log = ctx.services.logs.log(topic, index)
     if partition_log is None:
         return ErrorCode.unknown_topic_or_partition, -1, -1, None
@@ -105,4 +110,5 @@ HANDLER = handler(
     v10.ProduceRequest,
     v11.ProduceRequest,
     v12.ProduceRequest,
+    acl=((AclOperation.WRITE, ResourceType.TOPIC),),
 )

@@ -26,9 +26,14 @@ from kio.static.primitive import i32Timedelta
 
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.share_common import SHARE_ACL_CHECKS
 from broker.handlers.share_common import Refusal
 from broker.handlers.share_common import acknowledge_all
+from broker.handlers.share_common import authorized_member
 from broker.handlers.share_common import member_of
+from broker.handlers.share_common import refused_acks
+from broker.handlers.share_common import topic_id
+from broker.handlers.share_common import unreadable_topics
 from broker.registry import handler
 from broker.share.share_session_cache import CLOSE_EPOCH
 from broker.share.share_session_cache import ShareSessionError
@@ -57,20 +62,25 @@ async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> Share
     if isinstance(ids, Refusal):
         return _response(ids)
     group_id, member_id = ids
+    if refusal := authorized_member(ctx, group_id, member_id):
+        return _response(refusal)
     try:
         s.share_fetch.advance_for_acknowledge(group_id, member_id, request.share_session_epoch)
     except ShareSessionError as e:
         return _response(Refusal(e.error_code, str(e)))
+    denied = unreadable_topics(ctx, request.topics)
     results = await acknowledge_all(
-        s.share_fetch, group_id, member_id, request.topics,
+        s.share_fetch, group_id, member_id,
+        [t for t in request.topics if topic_id(t) not in denied],
         renew_allowed=isinstance(request, ShareAcknowledgeRequestV2), now_ms=s.now_ms(),
     )  # fmt: skip
+    results |= refused_acks(request.topics, denied)
     if request.share_session_epoch == CLOSE_EPOCH:
         s.share_fetch.close_session(group_id, member_id, s.now_ms())
     leader = LeaderIdAndEpoch(leader_id=BrokerId(s.node_id), leader_epoch=i32(0))
     by_topic: dict[uuid.UUID, list[PartitionData]] = {}
-    for (topic_id, partition), outcome in results.items():
-        by_topic.setdefault(topic_id, []).append(
+    for (tid, partition), outcome in results.items():
+        by_topic.setdefault(tid, []).append(
             PartitionData(
                 partition_index=i32(partition),
                 error_code=outcome.error_code,
@@ -85,4 +95,6 @@ async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> Share
     return _response(lock_ms=s.share_fetch.lock_duration_ms(group_id), topics=topics)
 
 
-HANDLER = handler(handle, ShareAcknowledgeRequestV1, ShareAcknowledgeRequestV2)
+HANDLER = handler(
+    handle, ShareAcknowledgeRequestV1, ShareAcknowledgeRequestV2, acl=SHARE_ACL_CHECKS
+)

@@ -7,17 +7,27 @@ import uuid
 from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
+from broker.authorization import authorize
+from broker.context import RequestContext
 from broker.share.acknowledgements import AckBatchLike
 from broker.share.acknowledgements import AckOutcome
 from broker.share.share_fetch_service import ShareFetchService
+from broker.share.share_session_cache import ShareSessionError
 from broker.share.share_session_cache import TopicIdPartition
 from broker.slicing import Slicer
 from coordinator.share_group import CoordinatorError
 from coordinator.share_group import check_ids
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
+
+TOPIC = ResourceType.TOPIC
+# What ShareFetch and ShareAcknowledge check (KIP-932): READ on the group and on each topic.
+SHARE_ACL_CHECKS: Final = ((AclOperation.READ, ResourceType.GROUP), (AclOperation.READ, TOPIC))
 
 AckResults = dict[TopicIdPartition, AckOutcome]
 # Kafka's null topic id: what a request that names no topic id is answered under.
@@ -34,6 +44,16 @@ class AckPartition(Protocol):
 class HasTopicId(Protocol):
     @property
     def topic_id(self) -> uuid.UUID | None: ...
+
+
+class Partition(Protocol):
+    @property
+    def partition_index(self) -> int: ...
+
+
+class HasPartitions(HasTopicId, Protocol):
+    @property
+    def partitions(self) -> Sequence[Partition]: ...
 
 
 class AckTopic(HasTopicId, Protocol):
@@ -62,6 +82,42 @@ def member_of(group_id: str | None, member_id: str | None) -> tuple[str, str] | 
 
 def topic_id(topic: HasTopicId) -> uuid.UUID:
     return topic.topic_id or NULL_TOPIC_ID
+
+
+def authorized_member(ctx: RequestContext, group_id: str, member_id: str) -> Refusal | None:
+    """READ on the group, and the member's share session (if any) opened by this principal."""
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
+        return Refusal(ErrorCode.group_authorization_failed, f"no READ on group {group_id!r}")
+    try:
+        ctx.services.share_fetch.check_principal(group_id, member_id, ctx.principal)
+    except ShareSessionError as e:
+        return Refusal(e.error_code, str(e))
+    return None
+
+
+def unreadable_topics(ctx: RequestContext, topics: Iterable[HasTopicId]) -> set[uuid.UUID]:
+    """The ids of listed topics the principal may not READ (unknown ids are left to the
+    session, which answers UNKNOWN_TOPIC_ID)."""
+    if ctx.services.acls is None:
+        return set()
+    denied = set()
+    for t in topics:
+        info = ctx.services.logs.topic_by_id(topic_id(t))
+        if info is not None and not authorize(ctx, AclOperation.READ, TOPIC, info.name):
+            denied.add(topic_id(t))
+    return denied
+
+
+def refused_acks(topics: Iterable[AckTopic], denied: set[uuid.UUID]) -> AckResults:
+    """TOPIC_AUTHORIZATION_FAILED for the acknowledged partitions of unreadable topics."""
+    refused = AckOutcome(ErrorCode.topic_authorization_failed, "no READ on the topic")
+    return {
+        (topic_id(t), p.partition_index): refused
+        for t in topics
+        if topic_id(t) in denied
+        for p in t.partitions
+        if p.acknowledgement_batches
+    }
 
 
 async def acknowledge_all(

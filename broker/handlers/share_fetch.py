@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
+from collections.abc import Sequence
 
 from kio.schema.errors import ErrorCode
 from kio.schema.share_fetch.v1.request import ShareFetchRequest as ShareFetchRequestV1
@@ -28,11 +29,16 @@ from kio.static.primitive import i64
 
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.share_common import SHARE_ACL_CHECKS
 from broker.handlers.share_common import AckResults
+from broker.handlers.share_common import HasPartitions
 from broker.handlers.share_common import Refusal
 from broker.handlers.share_common import acknowledge_all
+from broker.handlers.share_common import authorized_member
 from broker.handlers.share_common import member_of
+from broker.handlers.share_common import refused_acks
 from broker.handlers.share_common import topic_id
+from broker.handlers.share_common import unreadable_topics
 from broker.long_poll import long_poll
 from broker.registry import handler
 from broker.share.share_partition_manager import FetchedPartition
@@ -138,35 +144,49 @@ def _refused(refusal: Refusal) -> ShareFetchResponse:
     )
 
 
+def _denied(topics: Sequence[HasPartitions], denied: set[uuid.UUID]) -> Fetched:
+    refused = FetchedPartition(ErrorCode.topic_authorization_failed, b"", [])
+    return {
+        (topic_id(t), p.partition_index): refused
+        for t in topics
+        if topic_id(t) in denied
+        for p in t.partitions
+    }
+
+
 async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
     s = ctx.services
     ids = member_of(request.group_id, request.member_id)
     if isinstance(ids, Refusal):
         return _refused(ids)
-    if refusal := _invalid(request):
-        return _refused(refusal)
     group_id, member_id = ids
-    added = [(topic_id(t), p.partition_index) for t in request.topics for p in t.partitions]
+    if refusal := _invalid(request) or authorized_member(ctx, group_id, member_id):
+        return _refused(refusal)
+    denied = unreadable_topics(ctx, request.topics)
+    readable = [t for t in request.topics if topic_id(t) not in denied]
+    added = [(topic_id(t), p.partition_index) for t in readable for p in t.partitions]
     forgotten = [(topic_id(t), i) for t in request.forgotten_topics_data for i in t.partitions]
     try:
         update = s.share_fetch.update_session(
-            group_id, member_id, request.share_session_epoch, added, forgotten
+            group_id, member_id, request.share_session_epoch, added, forgotten, ctx.principal
         )
     except ShareSessionError as e:
         return _refused(Refusal(e.error_code, str(e)))
     acks = await acknowledge_all(
-        s.share_fetch, group_id, member_id, request.topics,
+        s.share_fetch, group_id, member_id, readable,
         renew_allowed=isinstance(request, ShareFetchRequestV2), now_ms=s.now_ms(),
     )  # fmt: skip
+    acks |= refused_acks(request.topics, denied)
+    unknown = update.unknown | _denied(request.topics, denied)
     if update.session is None:
         s.share_fetch.close_session(group_id, member_id, s.now_ms())
         return _response(ctx, group_id, acks, {})
     if _is_renew(request):
-        return _response(ctx, group_id, acks, update.unknown)
+        return _response(ctx, group_id, acks, unknown)
     # Partitions answered with an error need an answer now, not after the long poll.
-    max_wait_s = 0.0 if update.unknown else request.max_wait.total_seconds()
+    max_wait_s = 0.0 if unknown else request.max_wait.total_seconds()
     fetched = await _acquire(ctx, request, update.session, max_wait_s)
-    return _response(ctx, group_id, acks, update.unknown | fetched)
+    return _response(ctx, group_id, acks, unknown | fetched)
 
 
-HANDLER = handler(handle, ShareFetchRequestV1, ShareFetchRequestV2)
+HANDLER = handler(handle, ShareFetchRequestV1, ShareFetchRequestV2, acl=SHARE_ACL_CHECKS)

@@ -8,6 +8,8 @@ from kio.schema.types import GroupId
 from kio.schema.types import TopicName
 from kio.static.primitive import i32
 
+from broker.authorization import authorize
+from broker.authorization import authorized_operations
 from broker.authorized_operations import GROUP_OPERATIONS
 from broker.authorized_operations import NOT_REQUESTED
 from broker.context import RequestContext
@@ -16,10 +18,11 @@ from broker.registry import handler
 from broker.share.share_group_offsets import group_admin
 from coordinator.share_group import ShareGroup
 from coordinator.share_group import ShareGroupMember
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 
 ASSIGNOR = "simple"
-# AclOperation codes a share group supports: READ 3, DELETE 6, DESCRIBE 8, DESCRIBE_CONFIGS 10,
-# ALTER_CONFIGS 11. Shoal has no ACLs, so every caller may do all of them.
+DESCRIBE, GROUP = AclOperation.DESCRIBE, ResourceType.GROUP
 
 r = v1.response
 
@@ -47,23 +50,32 @@ def _member(ctx: RequestContext, m: ShareGroupMember) -> v1.response.Member:
     )
 
 
+def _refused(group_id: GroupId, code: ErrorCode, message: str) -> v1.response.DescribedGroup:
+    return r.DescribedGroup(
+        error_code=code,
+        error_message=message,
+        group_id=group_id,
+        group_state="Dead",
+        group_epoch=i32(-1),
+        assignment_epoch=i32(-1),
+        assignor_name="",
+        members=(),
+        authorized_operations=NOT_REQUESTED,
+    )
+
+
 def _described(
-    ctx: RequestContext, group_id: GroupId, group: ShareGroup | None, ops: i32
+    ctx: RequestContext, group_id: GroupId, group: ShareGroup | None, with_ops: bool
 ) -> v1.response.DescribedGroup:
+    if not authorize(ctx, DESCRIBE, GROUP, group_id):
+        return _refused(group_id, ErrorCode.group_authorization_failed, "no DESCRIBE on group")
     if group is None:
         code = ErrorCode.invalid_group_id if not group_id else ErrorCode.group_id_not_found
         message = "group id is empty" if not group_id else f"no share group {group_id}"
-        return r.DescribedGroup(
-            error_code=code,
-            error_message=message,
-            group_id=group_id,
-            group_state="Dead",
-            group_epoch=i32(-1),
-            assignment_epoch=i32(-1),
-            assignor_name="",
-            members=(),
-            authorized_operations=NOT_REQUESTED,
-        )
+        return _refused(group_id, code, message)
+    ops = (
+        authorized_operations(ctx, GROUP, group_id, GROUP_OPERATIONS) if with_ops else NOT_REQUESTED
+    )
     return r.DescribedGroup(
         error_code=ErrorCode.none,
         error_message=None,
@@ -81,11 +93,11 @@ async def handle(
     ctx: RequestContext, request: v1.ShareGroupDescribeRequest
 ) -> v1.ShareGroupDescribeResponse:
     admin = group_admin(ctx.services.coordinator, ctx.services.share_partitions)
-    ops = GROUP_OPERATIONS if request.include_authorized_operations else NOT_REQUESTED
+    with_ops = request.include_authorized_operations
     groups = tuple(
-        _described(ctx, g, admin.group(g) if g else None, ops) for g in request.group_ids
+        _described(ctx, g, admin.group(g) if g else None, with_ops) for g in request.group_ids
     )
     return v1.ShareGroupDescribeResponse(throttle_time=NO_THROTTLE, groups=groups)
 
 
-HANDLER = handler(handle, v1.ShareGroupDescribeRequest)
+HANDLER = handler(handle, v1.ShareGroupDescribeRequest, acl=((DESCRIBE, GROUP),))

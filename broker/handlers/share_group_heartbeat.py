@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 
 from kio.schema.errors import ErrorCode
 from kio.schema.share_group_heartbeat import v1
 from kio.static.primitive import i32
 from kio.static.primitive import i32Timedelta
 
+from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from coordinator.assignor import Assignment
 from coordinator.share_group import CoordinatorError
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 
 Response = v1.ShareGroupHeartbeatResponse
+DESCRIBE = AclOperation.DESCRIBE
 
 
 def _assignment(assignment: Assignment | None) -> v1.response.Assignment | None:
@@ -31,9 +36,31 @@ def _assignment(assignment: Assignment | None) -> v1.response.Assignment | None:
     )
 
 
+def _error(request: v1.ShareGroupHeartbeatRequest, code: ErrorCode, message: str) -> Response:
+    return Response(
+        throttle_time=NO_THROTTLE,
+        error_code=code,
+        error_message=message,
+        member_id=request.member_id,
+        member_epoch=i32(-1),
+        heartbeat_interval=i32Timedelta.parse(datetime.timedelta(0)),
+    )
+
+
+def _unreadable(ctx: RequestContext, topics: Sequence[str] | None) -> list[str]:
+    """Subscribed topics the principal may not DESCRIBE: Kafka refuses the heartbeat for them,
+    as for a consumer group (reading the records then takes READ, checked by ShareFetch)."""
+    return [t for t in topics or () if not authorize(ctx, DESCRIBE, ResourceType.TOPIC, t)]
+
+
 async def handle(ctx: RequestContext, request: v1.ShareGroupHeartbeatRequest) -> Response:
     s = ctx.services
     now = s.now_ms()
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _error(request, ErrorCode.group_authorization_failed, "no READ on the group")
+    denied = _unreadable(ctx, request.subscribed_topic_names)
+    if denied:
+        return _error(request, ErrorCode.topic_authorization_failed, f"no DESCRIBE on {denied}")
     try:
         result, departure = s.coordinator.heartbeat(
             request.group_id,
@@ -46,14 +73,7 @@ async def handle(ctx: RequestContext, request: v1.ShareGroupHeartbeatRequest) ->
             client_host=ctx.peer,
         )
     except CoordinatorError as e:
-        return Response(
-            throttle_time=NO_THROTTLE,
-            error_code=e.error_code,
-            error_message=str(e),
-            member_id=request.member_id,
-            member_epoch=i32(-1),
-            heartbeat_interval=i32Timedelta.parse(datetime.timedelta(0)),
-        )
+        return _error(request, e.error_code, str(e))
     if departure is not None:
         s.share_fetch.member_departed(departure, now)
     return Response(
@@ -68,4 +88,8 @@ async def handle(ctx: RequestContext, request: v1.ShareGroupHeartbeatRequest) ->
     )
 
 
-HANDLER = handler(handle, v1.ShareGroupHeartbeatRequest)
+HANDLER = handler(
+    handle,
+    v1.ShareGroupHeartbeatRequest,
+    acl=((AclOperation.READ, ResourceType.GROUP), (DESCRIBE, ResourceType.TOPIC)),
+)

@@ -76,6 +76,7 @@ class ShareFetchService:
         epoch: int,
         added: Iterable[TopicIdPartition],
         forgotten: Iterable[TopicIdPartition],
+        principal: str = "",
     ) -> SessionUpdate:
         """Open, advance or close a ShareFetch's session and apply its partition changes.
 
@@ -89,6 +90,7 @@ class ShareFetchService:
                     ErrorCode.unknown_member_id, "not a member of the share group"
                 )
             session = self.sessions.open(key)
+            session.principal = principal
         else:
             session = self.sessions.advance(key, epoch)
         unknown: dict[TopicIdPartition, FetchedPartition] = {}
@@ -101,6 +103,17 @@ class ShareFetchService:
         for tp in forgotten:
             session.partitions.pop(tp, None)
         return SessionUpdate(session, unknown)
+
+    def check_principal(self, group_id: str, member_id: str, principal: str) -> None:
+        """A member's share session is used only by the principal that opened it.
+
+        :raises ShareSessionError: GROUP_AUTHORIZATION_FAILED for any other principal."""
+        session = self.sessions.get(ShareSessionKey(group_id, member_id))
+        if session is not None and session.principal != principal:
+            raise ShareSessionError(
+                ErrorCode.group_authorization_failed,
+                f"the share session of member {member_id} belongs to another principal",
+            )
 
     def advance_for_acknowledge(self, group_id: str, member_id: str, epoch: int) -> None:
         """A ShareAcknowledge's epoch: it may close a session but never open one.

@@ -41,6 +41,8 @@ class ShareSession:
     # acknowledgements may still come, so its records are released at this time or on close.
     release_deadline_ms: int | None = None
     rotation: int = 0  # where the next fetch starts, so no partition starves
+    # Who opened it (`User:name`): only that principal may fetch or acknowledge in it.
+    principal: str = ""
 
 
 class ShareSessionCache:

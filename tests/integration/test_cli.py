@@ -315,6 +315,47 @@ def test_dynamic_broker_config_survives_a_restart(tmp_path: Path) -> None:
         assert code == 1 and "INVALID_CONFIG" in err
 
 
+def test_acls_add_list_remove(tmp_path: Path, broker: BrokerProcess) -> None:
+    """kafka-acls.sh's way: one binding per principal x operation x resource; --remove and
+    --list select with the same options; without an authorizer, SECURITY_DISABLED."""
+    props = tmp_path / "broker.properties"
+    props.write_text(
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+        "allow.everyone.if.no.acl.found=true\n"
+    )
+    with BrokerProcess(tmp_path / "data", extra=["--config", str(props)]) as proc:
+        b = proc.bootstrap
+        added = ok("acls", "--add", "--allow-principal", "User:alice", "--operation", "Read",
+                   "--operation", "Describe", "--topic", "orders", bootstrap=b)  # fmt: skip
+        ok("acls", "--add", "--deny-principal", "User:bob", "--operation", "All", "--topic",
+           "ord", "--resource-pattern-type", "prefixed", bootstrap=b)  # fmt: skip
+        everything, matching, table, bad = shoal_all(
+            ("acls", "--list", "--json"),
+            ("acls", "--list", "--topic", "orders", "--resource-pattern-type", "match", "--json"),
+            ("acls", "--list", "--principal", "User:bob"),
+            ("acls", "--add", "--topic", "orders"),  # no principal, no operation
+            bootstrap=b,
+        )
+        removed = ok("acls", "--remove", "--allow-principal", "User:alice", "--operation",
+                     "Read", "--topic", "orders", bootstrap=b)  # fmt: skip
+        left = ok_json("acls", "--list", bootstrap=b)
+    assert added.strip() == "Added 2 ACL(s)."
+    rows = json.loads(everything[1])
+    assert {(r["name"], r["pattern_type"], r["principal"], r["operation"], r["permission"])
+            for r in rows} == {
+        ("orders", "LITERAL", "User:alice", "READ", "ALLOW"),
+        ("orders", "LITERAL", "User:alice", "DESCRIBE", "ALLOW"),
+        ("ord", "PREFIXED", "User:bob", "ALL", "DENY"),
+    }  # fmt: skip
+    assert len(json.loads(matching[1])) == 3  # the prefixed DENY applies to orders too
+    assert _table(table[1])[1:] == [["TOPIC", "ord", "PREFIXED", "User:bob", "*", "ALL", "DENY"]]
+    assert bad[0] == 2 and "--add needs" in bad[2]
+    assert removed.strip() == "Removed 1 ACL(s)."
+    assert sorted(r["operation"] for r in left) == ["ALL", "DESCRIBE"]
+    code, _, err = shoal("acls", "--list", bootstrap=broker.bootstrap)
+    assert code == 1 and err.startswith("shoal: SECURITY_DISABLED")
+
+
 def test_broker_down_and_usage_errors() -> None:
     down = f"127.0.0.1:{free_port()}"
     *unreachable, no_target, no_name = shoal_all(

@@ -50,7 +50,7 @@ def served_by(
     request: type[RequestPayload], response: type[ResponsePayload], handle: HandleFn
 ) -> Handler:
     """The one place this file declares a Handler: `handle` answers `request` with `response`."""
-    return handler(handle, request, responses=(response,))
+    return handler(handle, request, responses=(response,), acl=())
 
 
 def broker_services(data_dir: Path, registry: Registry, **config: object) -> BrokerServices:

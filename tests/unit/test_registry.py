@@ -36,6 +36,8 @@ from broker.registry import Handler
 from broker.registry import Registry
 from broker.registry import WrongResponse
 from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType as AclResourceType
 from protocol.api_keys import FIND_COORDINATOR
 from protocol.messages import ZERO_VALUES
 from protocol.messages import RequestHeader
@@ -148,7 +150,7 @@ async def _unused(ctx: RequestContext, request: Any) -> None:
 
 
 def test_key_name_and_versions_come_from_the_kio_classes() -> None:
-    h = handler(_unused, find_v4.FindCoordinatorRequest, find_v3.FindCoordinatorRequest)
+    h = handler(_unused, find_v4.FindCoordinatorRequest, find_v3.FindCoordinatorRequest, acl=())
     assert (h.api_key, h.name, h.min_version, h.max_version) == (10, "FindCoordinator", 3, 4)
     assert h.responses == (find_v4.FindCoordinatorResponse,)  # the newest version's, by default
     assert h.supports(3) and h.supports(4) and not h.supports(2) and not h.supports(5)
@@ -166,7 +168,7 @@ def test_key_name_and_versions_come_from_the_kio_classes() -> None:
 )
 def test_a_bad_declaration_is_refused(requests: tuple[Any, ...]) -> None:
     with pytest.raises(ValueError):
-        handler(_unused, *requests, responses=(find_v3.FindCoordinatorResponse,))
+        handler(_unused, *requests, responses=(find_v3.FindCoordinatorResponse,), acl=())
 
 
 def test_responses_of_another_api_are_refused() -> None:
@@ -175,12 +177,13 @@ def test_responses_of_another_api_are_refused() -> None:
             _unused,
             find_v3.FindCoordinatorRequest,
             responses=(metadata_v12.MetadataResponse,),
+            acl=(),
         )
 
 
 def test_an_api_key_registered_twice_is_refused() -> None:
-    first = handler(_unused, find_v3.FindCoordinatorRequest)
-    second = handler(_unused, find_v4.FindCoordinatorRequest)
+    first = handler(_unused, find_v3.FindCoordinatorRequest, acl=())
+    second = handler(_unused, find_v4.FindCoordinatorRequest, acl=())
     with pytest.raises(ValueError, match="twice"):
         Registry([first, second])
 
@@ -206,7 +209,7 @@ async def test_dispatch_returns_the_declared_class() -> None:
     async def answer(ctx: RequestContext, request: find_v3.FindCoordinatorRequest) -> Any:
         return _v3_answer()
 
-    h = handler(answer, find_v3.FindCoordinatorRequest)
+    h = handler(answer, find_v3.FindCoordinatorRequest, acl=())
     request = find_v3.FindCoordinatorRequest(key="g")
     assert await h.dispatch(_context(3), request) == _v3_answer()
 
@@ -215,15 +218,59 @@ async def test_dispatch_refuses_an_undeclared_response_class() -> None:
     async def answer(ctx: RequestContext, request: find_v4.FindCoordinatorRequest) -> Any:
         return _v3_answer()  # v4 has no top-level host: v3's class cannot answer it
 
-    h = handler(answer, find_v4.FindCoordinatorRequest)
+    h = handler(answer, find_v4.FindCoordinatorRequest, acl=())
     with pytest.raises(WrongResponse):
         await h.dispatch(_context(4), find_v4.FindCoordinatorRequest(coordinator_keys=("g",)))
 
 
 async def test_dispatch_refuses_a_request_class_not_declared() -> None:
-    h = handler(_unused, find_v3.FindCoordinatorRequest)
+    h = handler(_unused, find_v3.FindCoordinatorRequest, acl=())
     with pytest.raises(TypeError):
         await h.dispatch(
             _context(3),
             metadata_v12.MetadataRequest(topics=None, include_topic_authorized_operations=False),
         )
+
+
+# Kafka's authorization table (docs "Authorization and ACLs", KIP-932 for share groups), as
+# (operation, resource type) per API: every handler declares exactly these.
+_O, _R = AclOperation, AclResourceType
+KAFKA_ACL_TABLE: dict[str, set[tuple[AclOperation, AclResourceType]]] = {
+    "Produce": {(_O.WRITE, _R.TOPIC)},
+    "Fetch": {(_O.READ, _R.TOPIC)},
+    "ListOffsets": {(_O.DESCRIBE, _R.TOPIC)},
+    "Metadata": {(_O.DESCRIBE, _R.TOPIC), (_O.CREATE, _R.CLUSTER), (_O.CREATE, _R.TOPIC)},
+    "OffsetFetch": {(_O.DESCRIBE, _R.GROUP), (_O.DESCRIBE, _R.TOPIC)},
+    "FindCoordinator": {(_O.DESCRIBE, _R.GROUP), (_O.DESCRIBE, _R.TRANSACTIONAL_ID)},
+    "ListGroups": {(_O.DESCRIBE, _R.CLUSTER), (_O.DESCRIBE, _R.GROUP)},
+    "ApiVersions": set(),
+    "CreateTopics": {(_O.CREATE, _R.CLUSTER), (_O.CREATE, _R.TOPIC)},
+    "DeleteTopics": {(_O.DELETE, _R.TOPIC)},
+    "DeleteGroups": {(_O.DELETE, _R.GROUP)},
+    "InitProducerId": {(_O.IDEMPOTENT_WRITE, _R.CLUSTER), (_O.WRITE, _R.TOPIC)},
+    "DescribeAcls": {(_O.DESCRIBE, _R.CLUSTER)},
+    "CreateAcls": {(_O.ALTER, _R.CLUSTER)},
+    "DeleteAcls": {(_O.ALTER, _R.CLUSTER)},
+    "DescribeConfigs": {(_O.DESCRIBE_CONFIGS, r) for r in (_R.TOPIC, _R.GROUP, _R.CLUSTER)},
+    "AlterConfigs": {(_O.ALTER_CONFIGS, r) for r in (_R.TOPIC, _R.GROUP, _R.CLUSTER)},
+    "IncrementalAlterConfigs": {(_O.ALTER_CONFIGS, r) for r in (_R.TOPIC, _R.GROUP, _R.CLUSTER)},
+    "CreatePartitions": {(_O.ALTER, _R.TOPIC)},
+    "DescribeCluster": {(_O.DESCRIBE, _R.CLUSTER)},
+    "ShareGroupHeartbeat": {(_O.READ, _R.GROUP), (_O.DESCRIBE, _R.TOPIC)},
+    "ShareGroupDescribe": {(_O.DESCRIBE, _R.GROUP)},
+    "ShareFetch": {(_O.READ, _R.GROUP), (_O.READ, _R.TOPIC)},
+    "ShareAcknowledge": {(_O.READ, _R.GROUP), (_O.READ, _R.TOPIC)},
+    "DescribeShareGroupOffsets": {(_O.DESCRIBE, _R.GROUP), (_O.DESCRIBE, _R.TOPIC)},
+    "AlterShareGroupOffsets": {(_O.READ, _R.GROUP), (_O.READ, _R.TOPIC)},
+    "DeleteShareGroupOffsets": {(_O.DELETE, _R.GROUP), (_O.READ, _R.TOPIC)},
+}
+
+
+def test_every_handler_declares_kafkas_acl_checks() -> None:
+    declared = {h.name: set(h.acl) for h in build_registry()}
+    assert declared == KAFKA_ACL_TABLE
+
+
+def test_a_handler_must_declare_its_acl_checks() -> None:
+    with pytest.raises(TypeError):
+        handler(_unused, find_v3.FindCoordinatorRequest)  # type: ignore[call-arg]

@@ -1,0 +1,80 @@
+"""The ACL file in the data dir: every binding, rewritten atomically on each change.
+
+ACL changes are rare and the set is small, so the whole set is one JSON document, written
+through `atomic_write` (readers see the old file or the new one, never half). A file that does
+not parse stops the broker: starting with no ACLs could open what they closed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+from typing import Final
+
+from protocol.acl import AccessControlEntry
+from protocol.acl import AclBinding
+from protocol.acl import AclOperation
+from protocol.acl import AclPermissionType
+from protocol.acl import PatternType
+from protocol.acl import ResourcePattern
+from protocol.acl import ResourceType
+from storage.fsutil import atomic_write
+
+ACL_FILE: Final = "acls.json"
+_FORMAT_VERSION: Final = 1
+
+
+class AclFileDamaged(Exception):
+    """The ACL file exists but cannot be read as bindings."""
+
+
+def _encode(b: AclBinding) -> dict[str, Any]:
+    p, e = b.pattern, b.entry
+    return {
+        "resource_type": p.resource_type.name,
+        "name": p.name,
+        "pattern_type": p.pattern_type.name,
+        "principal": e.principal,
+        "host": e.host,
+        "operation": e.operation.name,
+        "permission": e.permission.name,
+    }
+
+
+def _decode(d: dict[str, Any]) -> AclBinding:
+    return AclBinding(
+        ResourcePattern(
+            ResourceType[d["resource_type"]], str(d["name"]), PatternType[d["pattern_type"]]
+        ),
+        AccessControlEntry(
+            str(d["principal"]),
+            str(d["host"]),
+            AclOperation[d["operation"]],
+            AclPermissionType[d["permission"]],
+        ),
+    )
+
+
+class AclStore:
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / ACL_FILE
+
+    def load(self) -> list[AclBinding]:
+        """:raises AclFileDamaged: the file is there but is not a valid ACL file."""
+        if not self.path.exists():
+            return []
+        try:
+            doc = json.loads(self.path.read_bytes())
+            return [_decode(d) for d in doc["acls"]]
+        except (ValueError, KeyError, TypeError) as e:
+            raise AclFileDamaged(f"{self.path}: {e!r}") from e
+
+    def save(self, bindings: Iterable[AclBinding]) -> None:
+        """Blocking (fsync): call it off the event loop.
+
+        :raises OSError: the file was not replaced; the old one stands.
+        """
+        doc = {"version": _FORMAT_VERSION, "acls": [_encode(b) for b in sorted(bindings)]}
+        atomic_write(self.path, json.dumps(doc, indent=1).encode())

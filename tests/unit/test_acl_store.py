@@ -1,0 +1,93 @@
+"""The ACL file and the manager that changes it two-phase, and the authorizer's settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from broker.acl_manager import AclManager
+from broker.authorizer import AuthorizerSettings
+from broker.authorizer import parse_super_users
+from broker.config import BrokerConfig
+from protocol.acl import AccessControlEntry
+from protocol.acl import AclBinding
+from protocol.acl import AclBindingFilter
+from protocol.acl import AclOperation as Op
+from protocol.acl import AclPermissionType as Perm
+from protocol.acl import PatternType
+from protocol.acl import ResourcePattern
+from protocol.acl import ResourceType as RT
+from storage.acl_store import AclFileDamaged
+from storage.acl_store import AclStore
+
+READ_ORDERS = AclBinding(
+    ResourcePattern(RT.TOPIC, "orders", PatternType.LITERAL),
+    AccessControlEntry("User:alice", "*", Op.READ, Perm.ALLOW),
+)
+DENY_PAY = AclBinding(
+    ResourcePattern(RT.TOPIC, "pay", PatternType.PREFIXED),
+    AccessControlEntry("User:*", "10.0.0.1", Op.ALL, Perm.DENY),
+)
+
+
+def test_bindings_round_trip_through_the_file(tmp_path: Path) -> None:
+    store = AclStore(tmp_path)
+    assert store.load() == []
+    store.save([READ_ORDERS, DENY_PAY])
+    assert sorted(AclStore(tmp_path).load()) == sorted([READ_ORDERS, DENY_PAY])
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_damaged_file_stops_the_broker_rather_than_open_everything(tmp_path: Path) -> None:
+    (tmp_path / "acls.json").write_text('{"acls": [{"resource_type": "TOPIC"')
+    with pytest.raises(AclFileDamaged):
+        AclStore(tmp_path).load()
+    (tmp_path / "acls.json").write_text('{"acls": [{"resource_type": "NOPE"}]}')
+    with pytest.raises(AclFileDamaged):
+        AclStore(tmp_path).load()
+
+
+async def test_a_failed_write_changes_nothing(tmp_path: Path) -> None:
+    """Two-phase: the data dir is gone, so the file cannot be written; the ACLs in force and
+    those a restart would load stay as they were."""
+    data = tmp_path / "data"
+    data.mkdir()
+    manager = AclManager(AclStore(data), AuthorizerSettings())
+    await manager.create([READ_ORDERS])
+    before = manager.authorizer
+    data.rename(tmp_path / "elsewhere")
+    with pytest.raises(OSError):
+        await manager.create([DENY_PAY])
+    assert manager.authorizer is before and len(before) == 1
+    with pytest.raises(OSError):
+        await manager.delete([AclBindingFilter()])
+    assert manager.describe(AclBindingFilter()) == [READ_ORDERS]
+    assert AclStore(tmp_path / "elsewhere").load() == [READ_ORDERS]
+
+
+async def test_invalid_bindings_are_refused_one_by_one(tmp_path: Path) -> None:
+    manager = AclManager(AclStore(tmp_path), AuthorizerSettings())
+    no_type = AclBinding(ResourcePattern(RT.ANY, "x", PatternType.LITERAL), READ_ORDERS.entry)
+    bad_principal = AclBinding(
+        READ_ORDERS.pattern, AccessControlEntry("alice", "*", Op.READ, Perm.ALLOW)
+    )
+    errors = await manager.create([no_type, READ_ORDERS, bad_principal])
+    assert [e is None for e in errors] == [False, True, False]
+    assert manager.describe(AclBindingFilter()) == [READ_ORDERS]
+
+
+def test_authorizer_settings_use_kafkas_names() -> None:
+    config = BrokerConfig.load(
+        environ={},
+        overrides={
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:admin; User:ops",
+            "allow.everyone.if.no.acl.found": "true",
+        },
+    )
+    assert parse_super_users(config.super_users) == {"User:admin", "User:ops"}
+    assert config.allow_everyone_if_no_acl_found is True
+    assert BrokerConfig.load(environ={}).allow_everyone_if_no_acl_found is False
+    with pytest.raises(ValueError, match=r"authorizer\.class\.name"):
+        BrokerConfig.load(environ={}, overrides={"authorizer.class.name": "kafka.Other"})
