@@ -5,11 +5,15 @@ from __future__ import annotations
 from kio.schema.delete_records import v0
 from kio.schema.delete_records import v1
 from kio.schema.delete_records import v2
+from kio.schema.errors import ErrorCode
 from kio.static.primitive import i64
 
+from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
 
 Request = v0.DeleteRecordsRequest | v1.DeleteRecordsRequest | v2.DeleteRecordsRequest
 
@@ -18,9 +22,13 @@ async def handle(ctx: RequestContext, request: Request) -> v2.DeleteRecordsRespo
     deletion = ctx.services.record_deletion
     topics = []
     for topic in request.topics:
+        allowed = authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, topic.name)
         results = []
         for p in topic.partitions:
-            code, low = await deletion.delete_records(topic.name, p.partition_index, p.offset)
+            if allowed:
+                code, low = await deletion.delete_records(topic.name, p.partition_index, p.offset)
+            else:
+                code, low = ErrorCode.topic_authorization_failed, -1
             results.append(
                 v2.response.DeleteRecordsPartitionResult(
                     partition_index=p.partition_index, low_watermark=i64(low), error_code=code
@@ -32,4 +40,10 @@ async def handle(ctx: RequestContext, request: Request) -> v2.DeleteRecordsRespo
     return v2.DeleteRecordsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-HANDLER = handler(handle, v0.DeleteRecordsRequest, v1.DeleteRecordsRequest, v2.DeleteRecordsRequest)
+HANDLER = handler(
+    handle,
+    v0.DeleteRecordsRequest,
+    v1.DeleteRecordsRequest,
+    v2.DeleteRecordsRequest,
+    acl=((AclOperation.DELETE, ResourceType.TOPIC),),
+)

@@ -18,6 +18,7 @@ from kio.schema.create_acls import v3 as create_acls
 from kio.schema.create_partitions import v3 as create_partitions
 from kio.schema.create_topics import v7 as create_topics
 from kio.schema.delete_groups import v2 as delete_groups
+from kio.schema.delete_records import v2 as delete_records
 from kio.schema.delete_share_group_offsets import v0 as delete_offsets
 from kio.schema.delete_topics import v6 as delete_topics
 from kio.schema.describe_acls import v3 as describe_acls
@@ -359,6 +360,30 @@ async def test_delete_topics_needs_delete(server: Server) -> None:
     await grant(s, acl(RT.TOPIC, TOPIC, Op.DELETE))
     assert (await call(s, ALICE, delete(TOPIC))).responses[0].error_code == ErrorCode.none
     assert s.logs.topic(TOPIC) is None
+
+
+async def test_delete_records_needs_delete_on_the_topic(server: Server) -> None:
+    s = server.services
+    plog = s.logs.log(TOPIC, 0)
+    assert plog is not None
+    plog.append(build_batch([(b"k", b"v")] * 5, timestamp_ms=1), now_ms=1)
+    await grant(s, acl(RT.TOPIC, TOPIC, Op.READ))  # READ and DESCRIBE are not enough
+    r = delete_records.request
+    request = delete_records.DeleteRecordsRequest(
+        topics=(
+            r.DeleteRecordsTopic(
+                name=TopicName(TOPIC),
+                partitions=(r.DeleteRecordsPartition(partition_index=i32(0), offset=i64(3)),),
+            ),
+        ),
+        timeout=NO_WAIT,
+    )
+    refused = (await call(s, ALICE, request)).topics[0].partitions[0]
+    assert refused.error_code == ErrorCode.topic_authorization_failed
+    assert plog.log_start_offset == 0
+    await grant(s, acl(RT.TOPIC, TOPIC, Op.DELETE))
+    allowed = (await call(s, ALICE, request)).topics[0].partitions[0]
+    assert (allowed.error_code, allowed.low_watermark, plog.log_start_offset) == (0, 3, 3)
 
 
 async def test_configs_need_describe_configs_and_alter_configs(server: Server) -> None:

@@ -246,6 +246,7 @@ KAFKA_ACL_TABLE: dict[str, set[tuple[AclOperation, AclResourceType]]] = {
     "ApiVersions": set(),
     "CreateTopics": {(_O.CREATE, _R.CLUSTER), (_O.CREATE, _R.TOPIC)},
     "DeleteTopics": {(_O.DELETE, _R.TOPIC)},
+    "DeleteRecords": {(_O.DELETE, _R.TOPIC)},
     "DeleteGroups": {(_O.DELETE, _R.GROUP)},
     "InitProducerId": {(_O.IDEMPOTENT_WRITE, _R.CLUSTER), (_O.WRITE, _R.TOPIC)},
     "DescribeAcls": {(_O.DESCRIBE, _R.CLUSTER)},
