@@ -74,6 +74,10 @@ class PartitionLog(Protocol):
         """(base offset, maxTimestamp) of the first batch with maxTimestamp >= ts."""
         ...
 
+    def offset_for_max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first data record with the largest timestamp."""
+        ...
+
     def flush(self) -> None: ...
 
     def start_flush(self) -> list[PendingSync]:

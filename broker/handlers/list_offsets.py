@@ -1,4 +1,5 @@
-"""ListOffsets (2): earliest (-2), latest (-1), or the first offset at or after a timestamp."""
+"""ListOffsets (2): earliest (-2), latest (-1), the record with the largest timestamp (-3), or
+the first offset at or after a timestamp."""
 
 from __future__ import annotations
 
@@ -44,15 +45,14 @@ def _lookup(
         return ErrorCode.none, -1, plog.log_end_offset
     if timestamp == EARLIEST:
         return ErrorCode.none, -1, plog.log_start_offset
-    if timestamp < 0 and timestamp != MAX_TIMESTAMP:
-        return (
-            ErrorCode.none,
-            -1,
-            plog.log_end_offset,
-        )  # -4 and below: newer specials, answer latest
-    found = plog.offset_for_timestamp(2**63 - 1 if timestamp == MAX_TIMESTAMP else timestamp)
-    if found is None:
-        return ErrorCode.none, -1, -1 if timestamp != MAX_TIMESTAMP else plog.log_end_offset
+    if timestamp == MAX_TIMESTAMP:
+        found = plog.offset_for_max_timestamp()
+    elif timestamp < 0:
+        return ErrorCode.none, -1, plog.log_end_offset  # -4 and below: newer specials, latest
+    else:
+        found = plog.offset_for_timestamp(timestamp)
+    if found is None:  # no such record (an empty log, for MAX_TIMESTAMP): Kafka's -1, -1
+        return ErrorCode.none, -1, -1
     offset, ts = found
     return ErrorCode.none, ts, offset
 
