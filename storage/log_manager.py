@@ -276,6 +276,15 @@ class LogManager:
         for log in self._logs.values():
             log.close()
 
+    def reconfigure(self, config: LogConfig) -> None:
+        """New broker-level defaults (dynamic broker configs): every log follows them at once,
+        under its topic's own configs, as Kafka's DynamicLogConfig."""
+        by_topic = {name: config.with_overrides(t.configs) for name, t in self._topics.items()}
+        self.config = config
+        for (name, _), log in self._logs.items():
+            if isinstance(log, SegmentedLog):
+                log.config = by_topic[name]
+
     def alter_topic_configs(self, name: str, changes: Mapping[str, str | None]) -> TopicInfo:
         """Set (None: remove) topic configs; the partitions' logs use the new values at once.
 

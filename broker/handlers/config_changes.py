@@ -3,7 +3,8 @@ AlterConfigs share. A change maps a name to its new value, or to None to remove 
 
 - GROUP: share-group configs, each validated against the broker's bounds (seed 002).
 - TOPIC: the configs Shoal's logs act on, and a few Kafka topic configs that are stored.
-- BROKER (node id, or "" for the cluster default): the dynamic `group.share.*` configs.
+- BROKER (node id, or "" for the cluster default): the dynamic `group.share.*` and `log.*`
+  configs (`broker.dynamic_config`).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def _broker(ctx: RequestContext, name: str, changes: dict[str, str | None], dry:
     try:
         s.dynamic_configs.alter(changes, validate_only=dry)
     except InvalidBrokerConfig as e:
-        return ErrorCode.invalid_config, str(e)
+        return e.error_code, str(e)
     return ErrorCode.none, None
 
 

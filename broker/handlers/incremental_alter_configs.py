@@ -3,8 +3,8 @@
 - GROUP: share-group configs, each validated against the broker's bounds (seed 002).
 - TOPIC: the configs Shoal's logs act on (`segment.bytes`, `retention.ms`, ...) and a few
   more Kafka topic configs that are stored and described but change nothing here.
-- BROKER (node id, or "" for the cluster default): the dynamic `group.share.*` configs,
-  persisted in the data dir (see `broker.dynamic_config`); any other name is refused.
+- BROKER (node id, or "" for the cluster default): the dynamic `group.share.*` and `log.*`
+  configs, persisted in the data dir (see `broker.dynamic_config`); any other name is refused.
 
 A resource's changes apply all or nothing. SET and DELETE apply; APPEND and SUBTRACT are for
 list configs, which none of these are.

@@ -216,7 +216,7 @@ def test_configs(broker: BrokerProcess) -> None:
         ("configs", "describe", "--entity-type", "brokers", "--entity-name", "1", "--all",
          "--json"),
         ("configs", "alter", "--entity-type", "brokers", "--entity-name", "1",
-         "--add-config", "log.retention.ms=5"),
+         "--add-config", "log.dirs=/elsewhere"),
         ("configs", "alter", "--entity-type", "groups", "--entity-name", "g",
          "--add-config", "share.delivery.count.limit=99"),
         ("configs", "alter", "--entity-type", "groups", "--entity-name", "g",
@@ -228,8 +228,8 @@ def test_configs(broker: BrokerProcess) -> None:
     assert by_name["group.share.heartbeat.interval.ms"]["source"] == "STATIC_BROKER_CONFIG"
     assert by_name["log.dirs"]["read_only"] is True
     assert not by_name["group.share.max.size"]["read_only"]
-    assert not_dynamic[0] == 1 and not_dynamic[2].startswith("shoal: INVALID_CONFIG")
-    assert "not a dynamic" in not_dynamic[2]
+    assert not_dynamic[0] == 1 and not_dynamic[2].startswith("shoal: INVALID_REQUEST")
+    assert "Cannot update these configs dynamically: Set(log.dirs)" in not_dynamic[2]
     assert too_big[0] == 1 and "above the broker maximum" in too_big[2]
     assert bad[0] == 2 and "name=value" in bad[2]
     ok("configs", "alter", "--entity-type", "topics", "--entity-name", "acks",

@@ -107,7 +107,9 @@ def test_a_dynamic_change_replaces_the_settings_and_survives_a_restart(tmp_path:
 def test_dynamic_changes_are_checked_like_the_file(tmp_path: Path) -> None:
     dynamic = _dynamic(tmp_path)
     for change in (
-        {"log.retention.ms": "5"},
+        {"listeners": "PLAINTEXT://:1"},
+        {"log.retention.ms": "-2"},
+        {"log.segment.bytes": "13"},
         {"no.such.config": "1"},
         {"group.share.max.delivery.count.limit": "x"},
         {"group.share.max.delivery.count.limit": "3"},  # the default 5 would lie above it
@@ -115,7 +117,9 @@ def test_dynamic_changes_are_checked_like_the_file(tmp_path: Path) -> None:
         with pytest.raises(InvalidBrokerConfig):
             dynamic.alter(change)
     dynamic.alter({"group.share.max.delivery.count.limit": "8"}, validate_only=True)
+    dynamic.alter({"log.retention.ms": "1000"}, validate_only=True)
     assert dynamic.current.group_share_max_delivery_count_limit == 10
+    assert dynamic.current.log_retention_ms == 7 * 24 * 3600 * 1000
     assert not (tmp_path / FILE_NAME).exists()
 
 
