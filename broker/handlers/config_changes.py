@@ -20,6 +20,7 @@ from coordinator.group_configs import InvalidGroupConfig
 from coordinator.share_group import CoordinatorError
 from coordinator.share_group import check_ids
 from storage.config import check_topic_config_names
+from storage.config import check_topic_config_values
 from storage.errors import StorageError
 
 TOPIC, BROKER, GROUP = 2, 4, 32
@@ -52,6 +53,7 @@ def _topic(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: 
         return ErrorCode.unknown_topic_or_partition, f"no topic {name!r}"
     try:
         check_topic_config_names(changes)
+        check_topic_config_values(changes)
         if dry:
             merged = {**topic.configs, **{k: v for k, v in changes.items() if v is not None}}
             logs.config.with_overrides(merged)
