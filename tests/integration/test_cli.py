@@ -251,19 +251,31 @@ def test_configs(broker: BrokerProcess) -> None:
 def test_dynamic_broker_config_survives_a_restart(tmp_path: Path) -> None:
     with BrokerProcess(tmp_path / "data") as proc:
         b = proc.bootstrap
-        bound = "group.share.max.record.lock.duration.ms=50000"
+        ok("topics", "create", "--topic", "t", bootstrap=b)
+        bound = "group.share.max.record.lock.duration.ms=50000,log.retention.bytes=1000000"
         out = ok("configs", "alter", "--entity-type", "brokers", "--entity-default",
                  "--add-config", bound, bootstrap=b)  # fmt: skip
         assert out.strip() == "Completed updating config for the default broker."
         assert proc.stop() == 0
         proc.start()
-        (entry,) = ok_json("configs", "describe", "--entity-type", "brokers", bootstrap=b)
-        assert entry == {
-            "name": "group.share.max.record.lock.duration.ms",
-            "value": "50000",
-            "source": "DYNAMIC_DEFAULT_BROKER_CONFIG",
-            "read_only": False,
-        }
+        entries = ok_json("configs", "describe", "--entity-type", "brokers", bootstrap=b)
+        assert entries == [
+            {
+                "name": "group.share.max.record.lock.duration.ms",
+                "value": "50000",
+                "source": "DYNAMIC_DEFAULT_BROKER_CONFIG",
+                "read_only": False,
+            },
+            {
+                "name": "log.retention.bytes",
+                "value": "1000000",
+                "source": "DYNAMIC_DEFAULT_BROKER_CONFIG",
+                "read_only": False,
+            },
+        ]
+        # The topic follows the broker's default but has nothing set on itself.
+        assert ok_json("configs", "describe", "--entity-type", "topics", "--entity-name", "t",
+                       bootstrap=b) == []  # fmt: skip
         # Enforced from the start: a group config above the new bound is refused.
         code, _, err = shoal("configs", "alter", "--entity-type", "groups", "--entity-name",
                              "g", "--add-config", "share.record.lock.duration.ms=55000",
