@@ -243,6 +243,15 @@ class SegmentedLog(ABC):
                 return self._record_at_or_after(header.base_offset, timestamp_ms)
         return None
 
+    def learn_data_max(self) -> Iterator[None]:
+        """Complete every segment's data maximum (see `Segment.learn_data_max`), yielding
+        between slices of a header walk; a segment deleted meanwhile is skipped."""
+        for segment in list(self._segments):
+            try:
+                yield from segment.learn_data_max()
+            except OSError:  # deleted by retention between two slices
+                continue
+
     def offset_for_max_timestamp(self) -> tuple[int, int] | None:
         """The first data record with the partition's largest timestamp (ListOffsets
         MAX_TIMESTAMP), with that timestamp; None when the log holds no data record.

@@ -40,6 +40,8 @@ MAX_RELATIVE_OFFSET = 2**31 - 1
 # timestamp (else the time index's last entry is the answer); Shoal's own file, not Kafka's.
 DATA_MAX_SUFFIX = ".maxdatatimestamp"
 _DATA_MAX = struct.Struct(">qqq")
+# Batch headers walked between two yields of `learn_data_max` (about 10 ms of parsing).
+WALK_SLICE_BATCHES = 4096
 
 
 def segment_stem(base_offset: int) -> str:
@@ -215,19 +217,22 @@ class Segment(ABC):
 
     def data_max(self) -> tuple[int, int] | None:
         """(largest data timestamp, base offset of the first batch holding it); None: no data."""
-        if not self.data_max_known:
-            self._learn_data_max()
+        for _ in self.learn_data_max():
+            pass
         if self.max_data_offset < 0:
             return None
         return self.max_data_timestamp, self.max_data_offset
 
-    def _learn_data_max(self) -> None:
-        """Complete a partial data maximum (a segment opened from indexes with no saved one).
+    def learn_data_max(self) -> Iterator[None]:
+        """Complete a partial data maximum (a segment opened from indexes with no saved one),
+        yielding now and then so that a caller on the event loop can let others run.
 
         When the batch holding the segment's largest timestamp is a data batch, it is the
         answer: one header read. Otherwise (a segment written before the maximum was saved)
-        one header walk; the result stays in memory.
+        one header walk; the result stays in memory, and is saved when the segment is sealed.
         """
+        if self.data_max_known:
+            return
         try:
             found = self.locate(self.base_offset + self.max_timestamp_offset)
         except CorruptRecords:
@@ -235,9 +240,11 @@ class Segment(ABC):
         if found is not None and not found[1].is_control:
             self.note_data_max(found[1].max_timestamp, found[1].base_offset)
         else:
-            for _, header in self.iter_headers():
+            for n, (_, header) in enumerate(self.iter_headers(), 1):
                 if not header.is_control:
                     self.note_data_max(header.max_timestamp, header.base_offset)
+                if n % WALK_SLICE_BATCHES == 0:
+                    yield
         self.data_max_known = True
 
     def fits(self, record_count: int) -> bool:
@@ -432,7 +439,7 @@ class FileSegment(Segment):
         """Keep the data maximum across a clean restart, which walks no more than a tail.
 
         Only a segment whose largest timestamp is a control batch's needs the file: otherwise
-        the time index's last entry names the data batch (`_learn_data_max`).
+        the time index's last entry names the data batch (`learn_data_max`).
         """
         found = self.data_max()
         max_batch = self.base_offset + self.max_timestamp_offset

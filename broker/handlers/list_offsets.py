@@ -3,6 +3,8 @@ the first offset at or after a timestamp."""
 
 from __future__ import annotations
 
+import asyncio
+
 from kio.schema.errors import ErrorCode
 from kio.schema.list_offsets import v1
 from kio.schema.list_offsets import v2
@@ -35,7 +37,7 @@ Request = (
 )
 
 
-def _lookup(
+async def _lookup(
     ctx: RequestContext, topic: str, partition: int, timestamp: int
 ) -> tuple[ErrorCode, int, int]:
     plog = ctx.services.logs.log(topic, partition)
@@ -46,6 +48,8 @@ def _lookup(
     if timestamp == EARLIEST:
         return ErrorCode.none, -1, plog.log_start_offset
     if timestamp == MAX_TIMESTAMP:
+        for _ in plog.learn_data_max():  # done already, unless an older segment needs a walk
+            await asyncio.sleep(0)  # between slices of it: the loop is never held long
         found = plog.offset_for_max_timestamp()
     elif timestamp < 0:
         return ErrorCode.none, -1, plog.log_end_offset  # -4 and below: newer specials, latest
@@ -62,7 +66,7 @@ async def handle(ctx: RequestContext, request: Request) -> v8.ListOffsetsRespons
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
-            code, ts, offset = _lookup(ctx, topic.name, p.partition_index, p.timestamp)
+            code, ts, offset = await _lookup(ctx, topic.name, p.partition_index, p.timestamp)
             partitions.append(
                 v8.response.ListOffsetsPartitionResponse(
                     partition_index=p.partition_index,
