@@ -10,6 +10,7 @@ from structlog.testing import capture_logs
 
 from broker.config import DEFAULTS
 from broker.config import BrokerConfig
+from broker.config import log_config
 from broker.dynamic_config import FILE_NAME
 from broker.dynamic_config import DynamicBrokerConfigs
 from broker.dynamic_config import InvalidBrokerConfig
@@ -149,3 +150,16 @@ def test_stored_values_that_no_longer_fit_are_ignored(tmp_path: Path) -> None:
         "group.share.max.record.lock.duration.ms",
         "log.dirs",
     ]
+
+
+def test_a_dynamic_log_config_wins_over_the_file_and_reaches_listeners(tmp_path: Path) -> None:
+    dynamic = _dynamic(tmp_path, **{"log.retention.ms": 5000})
+    seen: list[BrokerConfig] = []
+    dynamic.on_change(seen.append)
+    dynamic.alter({"log.retention.ms": "-1", "log.segment.bytes": "2048"})
+    assert [(c.log_retention_ms, c.log_segment_bytes) for c in seen] == [(-1, 2048)]
+    again = _dynamic(tmp_path, **{"log.retention.ms": 5000})
+    logs = log_config(again.current)
+    assert (logs.retention_ms, logs.segment_bytes) == (-1, 2048)
+    again.alter({"log.retention.ms": None})
+    assert again.current.log_retention_ms == 5000  # back to the file's value
