@@ -64,7 +64,7 @@ def _topic(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list[
     if topic is None:
         return ErrorCode.unknown_topic_or_partition, f"no topic {name!r}", []
     rows: dict[str, Row] = {
-        n: (n, _text(getattr(logs.config, f)), _broker_source(ctx, LOG_CONFIG_SYNONYMS[n]), False)
+        n: (n, _text(getattr(logs.config, f)), _default_source(ctx, n), False)
         for n, f in TOPIC_CONFIG_FIELDS.items()
     }
     for n, v in topic.configs.items():
@@ -81,6 +81,12 @@ def _broker(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list
         for n, v in sorted(s.config.values.items())
     ]
     return ErrorCode.none, None, rows
+
+
+def _default_source(ctx: RequestContext, topic_config: str) -> int:
+    """Where a topic config's default comes from: its broker synonym, else Shoal's default."""
+    name = LOG_CONFIG_SYNONYMS.get(topic_config)
+    return DEFAULT if name is None else _broker_source(ctx, name)
 
 
 def _broker_source(ctx: RequestContext, name: str, *, cluster: bool = True) -> int:
