@@ -7,6 +7,7 @@ keeps them in ``<base offset>.log`` (with ``.index`` and ``.timeindex`` beside i
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import struct
@@ -233,10 +234,10 @@ class Segment(ABC):
         """
         if self.data_max_known:
             return
-        try:
-            found = self.locate(self.base_offset + self.max_timestamp_offset)
-        except CorruptRecords:
-            found = None
+        found = None
+        if self.max_timestamp >= 0:  # known from the indexes (else nothing was tracked)
+            with contextlib.suppress(CorruptRecords):  # a damaged batch: walk instead
+                found = self.locate(self.base_offset + self.max_timestamp_offset)
         if found is not None and not found[1].is_control:
             self.note_data_max(found[1].max_timestamp, found[1].base_offset)
         else:
@@ -390,6 +391,9 @@ class FileSegment(Segment):
         # After a restart we only know when the file was last written: rolling by age
         # from then errs on the side of rolling later.
         self.roll_base_ms = stat.st_mtime_ns // 1_000_000 if self.size else None
+        # Bytes nobody has tracked yet (recovery, or a segment swapped in whole, tracks them):
+        # the data maximum is learnt when first asked.
+        self.data_max_known = self.size == 0
 
     def describe(self) -> str:
         return str(self.log_path)

@@ -18,6 +18,7 @@ from storage import SegmentLog
 from storage import segment as segment_module
 from storage.base_log import SegmentedLog
 from storage.segment import DATA_MAX_SUFFIX
+from storage.segment import FileSegment
 from storage.segment_log import CLEAN_SHUTDOWN
 
 TS = 1_700_000_000_000
@@ -100,3 +101,14 @@ def test_a_segment_saved_before_the_maximum_was_kept_is_walked_once(
     assert len(list(again.learn_data_max())) >= 2  # slices of the walk
     assert again.offset_for_max_timestamp() == (4, TS + 900)
     assert all(s.data_max_known for s in again.segments)
+
+
+def test_a_segment_opened_over_existing_bytes_learns_its_maximum(tmp_path: Path) -> None:
+    """A FileSegment made over a file nobody tracked (as a cleaned copy swapped in whole)
+    learns its data maximum when asked, not -1."""
+    log = SegmentLog.open(tmp_path, CONFIG)
+    fill(log)
+    log.close()
+    first = FileSegment(tmp_path, 0, CONFIG.index_interval_bytes)
+    assert first.data_max() == (TS + 900, 3)
+    first.close()
