@@ -20,7 +20,6 @@ from protocol.record_batch import BatchHeader
 from protocol.record_batch import Buffer
 from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import iter_batch_headers
-from protocol.record_batch import parse_header
 from protocol.record_batch import record_timestamps
 from protocol.record_batch import rewrite_base_offset
 from protocol.record_batch import validate_batches
@@ -240,7 +239,7 @@ class SegmentedLog(ABC):
         for segment in self._segments:
             header = segment.find_timestamp(timestamp_ms)
             if header is not None:
-                return self._record_at_or_after(header.base_offset, timestamp_ms)
+                return self._record_at_or_after(header, timestamp_ms)
         return None
 
     def learn_data_max(self) -> Iterator[None]:
@@ -257,28 +256,24 @@ class SegmentedLog(ABC):
         MAX_TIMESTAMP), with that timestamp; None when the log holds no data record.
 
         Each segment tracks its largest data timestamp and the batch holding it (control
-        batches, such as share state, do not count); only that one batch is read.
+        batches, such as share state, do not count); only that one batch is read, as
+        `offset_for_timestamp` reads its batch (a compressed one answers its base offset).
         """
-        best: tuple[int, int] | None = None
+        best: tuple[int, int, Segment] | None = None
         for segment in self._segments:
             found = segment.data_max()
             if found is not None and (best is None or found[0] > best[0]):
-                best = found
+                best = (*found, segment)
         if best is None:
             return None
-        timestamp, base_offset = best
-        return self._record_at_or_after(base_offset, timestamp)
+        timestamp, base_offset, segment = best
+        located = segment.locate(base_offset)
+        return None if located is None else self._record_at_or_after(located[1], timestamp)
 
-    def _record_at_or_after(self, base_offset: int, timestamp_ms: int) -> tuple[int, int]:
-        """In the batch at ``base_offset``, the first record at or after ``timestamp_ms``.
-
-        A compressed batch is not decompressed: it answers its base offset and max timestamp,
-        so a consumer seeking there still reads the record it wants.
-        """
-        data = self.read(base_offset, 1)  # at least the whole batch
-        header = parse_header(data)
+    def _record_at_or_after(self, header: BatchHeader, timestamp_ms: int) -> tuple[int, int]:
+        batch = self.read(header.base_offset, header.size)[: header.size]
         try:
-            for offset, ts in record_timestamps(data[: header.size]):
+            for offset, ts in record_timestamps(batch):
                 if ts >= timestamp_ms:
                     return offset, ts
         except InvalidRecordBatch:
