@@ -1,7 +1,6 @@
 """The on-disk PartitionLog: a directory of Kafka-named segment files.
 
-``<dir>/00000000000000000000.log`` (+ ``.index``, ``.timeindex``, and ``.maxdatatimestamp``
-when a control batch holds the segment's largest timestamp) per segment,
+``<dir>/00000000000000000000.log`` (+ ``.index``, ``.timeindex``) per segment,
 ``producer_state.json`` (idempotent-producer snapshot, written at roll and close) and
 ``.clean_shutdown`` (present only between a clean close and the next open).
 """
