@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.group_configs import DEFS
-from storage.config import TOPIC_CONFIG_FIELDS
 from storage.config import LogConfig
 
 _INT32_MAX = 2**31 - 1
@@ -220,12 +219,8 @@ DEFAULTS: dict[str, tuple[Any, type]] = {
 
 def log_config(config: BrokerConfig) -> LogConfig:
     """The broker-level defaults of the topics' log settings (a topic's own configs win)."""
-    return LogConfig(
-        **{
-            TOPIC_CONFIG_FIELDS[topic]: int(config.by_name(name))
-            for topic, name in LOG_CONFIG_SYNONYMS.items()
-        }
-    )
+    synonyms = {topic: str(config.by_name(name)) for topic, name in LOG_CONFIG_SYNONYMS.items()}
+    return LogConfig().with_overrides(synonyms)
 
 
 def check_bounds(config: BrokerConfig) -> None:
