@@ -8,8 +8,9 @@ the command line. Everything is parsed and validated when loaded (types, ranges,
 Names Shoal does not know are kept (DescribeConfigs lists them) and reported once at start,
 as Kafka's "supplied but isn't a known config".
 
-The `group.share.*` defaults and bounds may change at runtime (`broker.dynamic_config`): a
-change makes a new `BrokerConfig` with `dataclasses.replace`, validated the same way.
+The `group.share.*` defaults and bounds and the `log.*` defaults of topic configs may change
+at runtime (`broker.dynamic_config`): a change makes a new `BrokerConfig` with
+`dataclasses.replace`, validated the same way.
 """
 
 from __future__ import annotations
@@ -28,11 +29,22 @@ from broker.authorizer import KAFKA_AUTHORIZER
 from broker.authorizer import KNOWN_AUTHORIZERS
 from broker.authorizer import SHOAL_AUTHORIZER
 from coordinator.group_configs import DEFS
+from storage.config import LogConfig
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
 _WEEK_MS = 7 * 24 * 3600 * 1000
 _CHOICES = {"group.share.auto.offset.reset": ("latest", "earliest")}
+# Topic config -> the broker config that is its default (Kafka's ServerTopicConfigSynonyms).
+LOG_CONFIG_SYNONYMS: Mapping[str, str] = {
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
+    "retention.ms": "log.retention.ms",
+    "retention.bytes": "log.retention.bytes",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "flush.messages": "log.flush.interval.messages",
+    "flush.ms": "log.flush.interval.ms",
+}
 
 
 def _int(default: int, low: int | None = None, high: int | None = None) -> Any:
@@ -219,6 +231,12 @@ _SETTINGS: dict[str, dataclasses.Field[Any]] = {
 DEFAULTS: dict[str, tuple[Any, type]] = {
     name: (f.default, _TYPES[f.name]) for name, f in _SETTINGS.items()
 }
+
+
+def log_config(config: BrokerConfig) -> LogConfig:
+    """The broker-level defaults of the topics' log settings (a topic's own configs win)."""
+    synonyms = {topic: str(config.by_name(name)) for topic, name in LOG_CONFIG_SYNONYMS.items()}
+    return LogConfig().with_overrides(synonyms)
 
 
 def check_bounds(config: BrokerConfig) -> None:

@@ -1,11 +1,23 @@
-"""Dynamic broker configs: the `group.share.*` defaults and bounds, changeable at runtime.
+"""Dynamic broker configs: settings an operator changes at runtime, without a restart.
 
 Kafka lets an operator change some broker configs without a restart (`kafka-configs.sh
---entity-type brokers`). In Shoal the dynamic ones are the share-group configs' broker
-defaults and bounds, read afresh wherever they are used. Changes are stored in
-`<data dir>/dynamic-broker-configs.json` and win over the properties file, the environment
-and the command line, as Kafka's dynamic configs win over `server.properties`. Deleting one
-goes back to its static value.
+--entity-type brokers`). In Shoal the dynamic ones are:
+
+- the share-group configs' broker defaults and bounds (`group.share.*`), read afresh wherever
+  they are used;
+- the cluster-wide log configs that are the broker-level defaults of topic configs
+  (`log.retention.ms`, `log.segment.bytes`, ...: `LOG_CONFIG_SYNONYMS`). Every existing log
+  follows a change at once, under its topic's own overrides, as Kafka's DynamicLogConfig.
+
+Changes are stored in `<data dir>/dynamic-broker-configs.json` and win over the properties
+file, the environment and the command line, as Kafka's dynamic configs win over
+`server.properties`. Deleting one goes back to its static value. A single broker has no other
+broker to differ from, so its node id and the cluster default ("") name the same settings.
+
+Refusals follow Kafka: a broker config that is not dynamic is INVALID_REQUEST with Kafka's
+"Cannot update these configs dynamically" (what its ConfigAdminManager answers); an unknown
+name, which Kafka keeps for plugins that Shoal does not have, and a bad value are
+INVALID_CONFIG.
 
 Seed 002: changing a bound does not re-validate group configs already stored; their effective
 values are capped by the new bounds when read. A change must keep each bound pair consistent
@@ -15,13 +27,16 @@ values are capped by the new bounds when read. A change must keep each bound pai
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import Any
 
 import structlog
+from kio.schema.errors import ErrorCode
 
 from broker.config import DEFAULTS
+from broker.config import LOG_CONFIG_SYNONYMS
 from broker.config import BrokerConfig
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import DEFS
@@ -30,12 +45,16 @@ from storage.fsutil import atomic_write
 log = structlog.get_logger("shoal.config")
 
 FILE_NAME = "dynamic-broker-configs.json"
-DYNAMIC: frozenset[str] = frozenset(BROKER_DEFAULTS)
+DYNAMIC: frozenset[str] = frozenset(BROKER_DEFAULTS) | frozenset(LOG_CONFIG_SYNONYMS.values())
 _CHOICES = {"group.share.auto.offset.reset": ("latest", "earliest")}
 
 
 class InvalidBrokerConfig(ValueError):
     """A dynamic broker config change is refused (unknown, read-only, bad value)."""
+
+    def __init__(self, message: str, error_code: ErrorCode = ErrorCode.invalid_config) -> None:
+        super().__init__(message)
+        self.error_code = error_code
 
 
 def parse(name: str, value: str) -> Any:
@@ -50,9 +69,7 @@ def parse(name: str, value: str) -> Any:
             number = int(value)
         except ValueError:
             raise InvalidBrokerConfig(f"{name} must be an integer, not {value!r}") from None
-        if number < 1:
-            raise InvalidBrokerConfig(f"{name} must be at least 1, not {number}")
-        return number
+        return number  # its range is BrokerConfig's, checked when the change is applied
     if name in _CHOICES and value not in _CHOICES[name]:
         raise InvalidBrokerConfig(f"{name} must be one of {', '.join(_CHOICES[name])}")
     return value
@@ -88,10 +105,15 @@ class DynamicBrokerConfigs:
     def __init__(self, config: BrokerConfig) -> None:
         self._static = config
         self.current = config
+        self._listeners: list[Callable[[BrokerConfig], None]] = []
         self._path = config.data_dir / FILE_NAME
         self.stored: dict[str, str] = {}
         if self._path.exists():
             self._load()
+
+    def on_change(self, listener: Callable[[BrokerConfig], None]) -> None:
+        """Call `listener` with the new settings after each change (the logs follow them)."""
+        self._listeners.append(listener)
 
     def current_value(self, name: str) -> int | str | bool:
         """A setting in force, by Kafka name (what group configs are bounded by)."""
@@ -127,16 +149,11 @@ class DynamicBrokerConfigs:
 
         :raises InvalidBrokerConfig: unknown or read-only name, bad value, inconsistent bounds.
         """
-        values: dict[str, Any] = {}
-        for name, value in changes.items():
-            if name not in DEFAULTS:
-                raise InvalidBrokerConfig(f"unknown broker config {name!r}")
-            if name not in DYNAMIC:
-                raise InvalidBrokerConfig(
-                    f"{name} is not a dynamic broker config: set it in the properties file and "
-                    "restart (dynamic: group.share.*)"
-                )
-            values[name] = self._static.by_name(name) if value is None else parse(name, value)
+        _check_names(changes)
+        values = {
+            name: self._static.by_name(name) if value is None else parse(name, value)
+            for name, value in changes.items()
+        }
         changed = _replace(self.current, values)
         if validate_only:
             return
@@ -146,3 +163,18 @@ class DynamicBrokerConfigs:
         self.stored = stored
         self.current = changed
         log.info("dynamic broker configs changed", changes=dict(changes))
+        for listener in self._listeners:
+            listener(changed)
+
+
+def _check_names(names: Iterable[str]) -> None:
+    """:raises InvalidBrokerConfig: a name Shoal does not know, or one that is not dynamic."""
+    unknown = sorted(n for n in names if n not in DEFAULTS)
+    if unknown:
+        raise InvalidBrokerConfig(f"Unknown broker config name(s): {', '.join(unknown)}")
+    static = sorted(n for n in names if n not in DYNAMIC)
+    if static:
+        raise InvalidBrokerConfig(
+            f"Cannot update these configs dynamically: Set({', '.join(static)})",
+            ErrorCode.invalid_request,
+        )

@@ -23,6 +23,7 @@ from broker.authorizer import parse_super_users
 from broker.clock import Clock
 from broker.clock import WallClock
 from broker.config import BrokerConfig
+from broker.config import log_config
 from broker.connection import KafkaConnection
 from broker.context import BrokerServices
 from broker.dynamic_config import DynamicBrokerConfigs
@@ -40,7 +41,6 @@ from coordinator.group_configs import GroupConfigs
 from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
 from storage.acl_store import AclStore
-from storage.config import LogConfig
 from storage.log_manager import LogManager
 from storage.segment import PendingSync
 from storage.segment import sync_all
@@ -51,18 +51,6 @@ log = structlog.get_logger("shoal.server")
 LOCK_TIMER_TICK_MS = 50  # acquisition locks expire at most this late
 MEMBER_CHECK_MS = 250
 SNAPSHOT_INTERVAL_MS = 1000  # share snapshot files catch up with their newest checkpoint
-
-
-def log_config(config: BrokerConfig) -> LogConfig:
-    return LogConfig(
-        segment_bytes=config.log_segment_bytes,
-        segment_ms=config.log_roll_ms,
-        retention_ms=config.log_retention_ms,
-        retention_bytes=config.log_retention_bytes,
-        index_interval_bytes=config.log_index_interval_bytes,
-        flush_messages=config.log_flush_interval_messages,
-        flush_interval_ms=config.log_flush_interval_ms,
-    )
 
 
 def _cluster_id(data_dir: Path) -> str:
@@ -86,7 +74,11 @@ class Server:
         # Dynamic broker configs stored in the data dir win over file, environment and flags.
         dynamic = DynamicBrokerConfigs(config)
         host, port = config.advertised
-        logs = LogManager(data_dir, log_config(config), max_partitions=config.max_broker_partitions)
+        logs = LogManager(
+            data_dir, log_config(dynamic.current), max_partitions=config.max_broker_partitions
+        )
+        # The log configs among them reach every log at once, under each topic's own configs.
+        dynamic.on_change(lambda changed: logs.reconfigure(log_config(changed)))
         # By Kafka name, from the group config table; read afresh as dynamic changes land.
         group_configs = GroupConfigs(data_dir / "share-group-configs.json", dynamic.current_value)
 
@@ -215,7 +207,7 @@ class Server:
         self.port = self._server.sockets[0].getsockname()[1]
         if self.services.port == 0:  # listening on an ephemeral port: advertise the real one
             self.services.port = self.port
-        self._every(self.config.log_flush_interval_ms, self._flush)
+        self._every(lambda: self.config.log_flush_interval_ms, self._flush)  # dynamic
         self._every(self.config.log_retention_check_interval_ms, self._retention)
         if self.config.log_cleaner_enable:
             self._every(self.config.log_cleaner_backoff_ms, self._clean)
@@ -230,10 +222,15 @@ class Server:
         gc.freeze()
         log.info("listening", host=host, port=self.port, data_dir=str(self.config.data_dir))
 
-    def _every(self, interval_ms: int, duty: Callable[[], Awaitable[None] | None]) -> None:
+    def _every(
+        self, interval_ms: int | Callable[[], int], duty: Callable[[], Awaitable[None] | None]
+    ) -> None:
+        """Run `duty` every `interval_ms` (a callable: read afresh each time, for dynamic ones)."""
+
         async def loop() -> None:
             while True:
-                await asyncio.sleep(interval_ms / 1000)
+                wait = interval_ms() if callable(interval_ms) else interval_ms
+                await asyncio.sleep(wait / 1000)
                 try:
                     result = duty()
                     if result is not None:

@@ -261,6 +261,34 @@ class SegmentedLog(ABC):
                 return self._record_at_or_after(header, timestamp_ms)
         return None
 
+    def learn_data_max(self) -> Iterator[None]:
+        """Complete every segment's data maximum (see `Segment.learn_data_max`), yielding
+        between slices of a header walk; a segment deleted meanwhile is skipped."""
+        for segment in list(self._segments):
+            try:
+                yield from segment.learn_data_max()
+            except OSError:  # deleted by retention between two slices
+                continue
+
+    def offset_for_max_timestamp(self) -> tuple[int, int] | None:
+        """The first data record with the partition's largest timestamp (ListOffsets
+        MAX_TIMESTAMP), with that timestamp; None when the log holds no data record.
+
+        Each segment tracks its largest data timestamp and the batch holding it (control
+        batches, such as share state, do not count); only that one batch is read, as
+        `offset_for_timestamp` reads its batch (a compressed one answers its base offset).
+        """
+        best: tuple[int, int, Segment] | None = None
+        for segment in self._segments:
+            found = segment.data_max()
+            if found is not None and (best is None or found[0] > best[0]):
+                best = (*found, segment)
+        if best is None:
+            return None
+        timestamp, base_offset, segment = best
+        located = segment.locate(base_offset)
+        return None if located is None else self._record_at_or_after(located[1], timestamp)
+
     def _record_at_or_after(self, header: BatchHeader, timestamp_ms: int) -> tuple[int, int]:
         start = self.log_start_offset
         batch = self.read(max(header.base_offset, start), header.size)[: header.size]

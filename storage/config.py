@@ -56,6 +56,23 @@ def check_topic_config_names(names: Iterable[str]) -> None:
         raise InvalidConfig(f"unknown topic config(s): {', '.join(unknown)}")
 
 
+CLEANUP_POLICIES = ("compact", "delete")
+
+
+def check_topic_config_values(configs: Mapping[str, str | None]) -> None:
+    """Values a topic config name alone does not vouch for (the integer ones: `with_overrides`).
+
+    :raises InvalidConfig: `cleanup.policy` is not a list of `delete` and `compact`."""
+    policy = configs.get("cleanup.policy")
+    if policy is not None and (
+        not policy.strip() or any(p.strip() not in CLEANUP_POLICIES for p in policy.split(","))
+    ):
+        raise InvalidConfig(
+            f"Invalid value {policy} for configuration cleanup.policy: "
+            f"String must be one of: {', '.join(CLEANUP_POLICIES)}"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class LogConfig:
     segment_bytes: int = 1024 * 1024 * 1024

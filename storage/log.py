@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -73,6 +74,15 @@ class PartitionLog(Protocol):
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(base offset, maxTimestamp) of the first batch with maxTimestamp >= ts."""
+        ...
+
+    def learn_data_max(self) -> Iterator[None]:
+        """Work `offset_for_max_timestamp` may need (a header walk of a segment saved before
+        its data maximum was), in slices: drive it between awaits on the event loop."""
+        ...
+
+    def offset_for_max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first data record with the largest timestamp."""
         ...
 
     def flush(self) -> None: ...

@@ -15,6 +15,7 @@ import structlog
 from storage.base_log import SegmentedLog
 from storage.config import LogConfig
 from storage.config import check_topic_config_names
+from storage.config import check_topic_config_values
 from storage.errors import InvalidPartitions
 from storage.errors import InvalidTopic
 from storage.errors import KafkaStorageError
@@ -140,6 +141,7 @@ class LogManager:
             raise InvalidPartitions(f"number of partitions must be at least 1, got {partitions}")
         info = TopicInfo(name, uuid.uuid4(), partitions, dict(configs or {}))
         check_topic_config_names(info.configs)  # refuse bad names and values before anything
+        check_topic_config_values(info.configs)
         self.config.with_overrides(info.configs)  # exists
         self._check_room(partitions)
         self._open_new(info, 0)
@@ -280,6 +282,15 @@ class LogManager:
         for log in self._logs.values():
             log.close()
 
+    def reconfigure(self, config: LogConfig) -> None:
+        """New broker-level defaults (dynamic broker configs): every log follows them at once,
+        under its topic's own configs, as Kafka's DynamicLogConfig."""
+        by_topic = {name: config.with_overrides(t.configs) for name, t in self._topics.items()}
+        self.config = config
+        for (name, _), log in self._logs.items():
+            if isinstance(log, SegmentedLog):
+                log.config = by_topic[name]
+
     def alter_topic_configs(self, name: str, changes: Mapping[str, str | None]) -> TopicInfo:
         """Set (None: remove) topic configs; the partitions' logs use the new values at once.
 
@@ -288,6 +299,7 @@ class LogManager:
         """
         info = self._require(name)
         check_topic_config_names(changes)
+        check_topic_config_values(changes)
         configs = {k: v for k, v in info.configs.items() if k not in changes}
         configs.update({k: v for k, v in changes.items() if v is not None})
         config = self.config.with_overrides(configs)

@@ -65,6 +65,11 @@ def load_indexes(segment: FileSegment) -> bool:
         segment.max_timestamp = time_index.last_timestamp
         segment.max_timestamp_offset = time_index.offsets[-1]
     segment.next_offset = expected
+    # The tail walk saw only part of the segment's data batches: the rest is saved beside it,
+    # or learnt when first asked (Segment.data_max).
+    segment.data_max_known = start == 0
+    if not segment.data_max_known:
+        segment.load_data_max()
     return True
 
 

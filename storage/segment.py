@@ -7,8 +7,10 @@ keeps them in ``<base offset>.log`` (with ``.index`` and ``.timeindex`` beside i
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import struct
 import time
 from abc import ABC
 from abc import abstractmethod
@@ -34,6 +36,13 @@ from storage.index import TimeIndex
 
 # Relative offsets are int32 in the index files.
 MAX_RELATIVE_OFFSET = 2**31 - 1
+# `<base>.maxdatatimestamp`: the largest data timestamp, its batch's base offset and the segment
+# size they describe. Written at seal only when a control batch holds the segment's largest
+# timestamp (else the time index's last entry is the answer); Shoal's own file, not Kafka's.
+DATA_MAX_SUFFIX = ".maxdatatimestamp"
+_DATA_MAX = struct.Struct(">qqq")
+# Batch headers walked between two yields of `learn_data_max` (about 10 ms of parsing).
+WALK_SLICE_BATCHES = 4096
 
 
 def segment_stem(base_offset: int) -> str:
@@ -101,6 +110,11 @@ class Segment(ABC):
         self.offset_index = OffsetIndex()
         self.time_index = TimeIndex()
         self.damage = DamageMap()
+        # ListOffsets MAX_TIMESTAMP answers from data batches only: share-state control batches
+        # carry the broker's clock and would otherwise win. -1: no data batch seen.
+        self.max_data_timestamp = -1
+        self.max_data_offset = -1  # base offset of the first data batch holding it
+        self.data_max_known = True  # False: only part of the segment was walked (see recovery)
 
     @property
     def last_offset(self) -> int:
@@ -185,12 +199,54 @@ class Segment(ABC):
         if header.max_timestamp > self.max_timestamp:
             self.max_timestamp = header.max_timestamp
             self.max_timestamp_offset = relative
+        if not header.is_control and header.max_timestamp > self.max_data_timestamp:
+            self.max_data_timestamp = header.max_timestamp
+            self.max_data_offset = base_offset
         if self.bytes_since_index > self.index_interval_bytes:
             self.offset_index.append(relative, position)
             self.time_index.maybe_append(self.max_timestamp, self.max_timestamp_offset)
             self.bytes_since_index = 0
         self.bytes_since_index += header.size
         self.next_offset = base_offset + header.last_offset_delta + 1
+
+    def note_data_max(self, timestamp: int, base_offset: int) -> None:
+        """Merge a data maximum learnt elsewhere (a saved file, a walk); ties keep the first."""
+        if timestamp > self.max_data_timestamp or (
+            timestamp == self.max_data_timestamp and 0 <= base_offset < self.max_data_offset
+        ):
+            self.max_data_timestamp, self.max_data_offset = timestamp, base_offset
+
+    def data_max(self) -> tuple[int, int] | None:
+        """(largest data timestamp, base offset of the first batch holding it); None: no data."""
+        for _ in self.learn_data_max():
+            pass
+        if self.max_data_offset < 0:
+            return None
+        return self.max_data_timestamp, self.max_data_offset
+
+    def learn_data_max(self) -> Iterator[None]:
+        """Complete a partial data maximum (a segment opened from indexes with no saved one),
+        yielding now and then so that a caller on the event loop can let others run.
+
+        When the batch holding the segment's largest timestamp is a data batch, it is the
+        answer: one header read. Otherwise (a segment written before the maximum was saved)
+        one header walk; the result stays in memory, and is saved when the segment is sealed.
+        """
+        if self.data_max_known:
+            return
+        found = None
+        if self.max_timestamp >= 0:  # known from the indexes (else nothing was tracked)
+            with contextlib.suppress(CorruptRecords):  # a damaged batch: walk instead
+                found = self.locate(self.base_offset + self.max_timestamp_offset)
+        if found is not None and not found[1].is_control:
+            self.note_data_max(found[1].max_timestamp, found[1].base_offset)
+        else:
+            for n, (_, header) in enumerate(self.iter_headers(), 1):
+                if not header.is_control:
+                    self.note_data_max(header.max_timestamp, header.base_offset)
+                if n % WALK_SLICE_BATCHES == 0:
+                    yield
+        self.data_max_known = True
 
     def fits(self, record_count: int) -> bool:
         return self.next_offset + record_count - 1 - self.base_offset <= MAX_RELATIVE_OFFSET
@@ -328,12 +384,16 @@ class FileSegment(Segment):
         self.log_path = directory / f"{stem}.log"
         self.index_path = directory / f"{stem}.index"
         self.time_index_path = directory / f"{stem}.timeindex"
+        self.data_max_path = directory / f"{stem}{DATA_MAX_SUFFIX}"
         self._closed = False
         stat = os.fstat(self._fd)
         self.size = stat.st_size
         # After a restart we only know when the file was last written: rolling by age
         # from then errs on the side of rolling later.
         self.roll_base_ms = stat.st_mtime_ns // 1_000_000 if self.size else None
+        # Bytes nobody has tracked yet (recovery, or a segment swapped in whole, tracks them):
+        # the data maximum is learnt when first asked.
+        self.data_max_known = self.size == 0
 
     def describe(self) -> str:
         return str(self.log_path)
@@ -377,6 +437,32 @@ class FileSegment(Segment):
     def save_indexes(self) -> None:
         atomic_write(self.index_path, self.offset_index.to_bytes())
         atomic_write(self.time_index_path, self.time_index.to_bytes())
+        self._save_data_max()
+
+    def _save_data_max(self) -> None:
+        """Keep the data maximum across a clean restart, which walks no more than a tail.
+
+        Only a segment whose largest timestamp is a control batch's needs the file: otherwise
+        the time index's last entry names the data batch (`learn_data_max`).
+        """
+        found = self.data_max()
+        max_batch = self.base_offset + self.max_timestamp_offset
+        if self.size == 0 or (found is not None and found[1] == max_batch):
+            self.data_max_path.unlink(missing_ok=True)
+            return
+        timestamp, offset = found if found is not None else (-1, -1)
+        atomic_write(self.data_max_path, _DATA_MAX.pack(timestamp, offset, self.size))
+
+    def load_data_max(self) -> None:
+        """Adopt the saved data maximum if it describes this segment as it is now."""
+        try:
+            timestamp, offset, size = _DATA_MAX.unpack(self.data_max_path.read_bytes())
+        except (OSError, struct.error):
+            return
+        if size == self.size:
+            if offset >= 0:
+                self.note_data_max(timestamp, offset)
+            self.data_max_known = True
 
     def close(self) -> None:
         self._closed = True
@@ -384,7 +470,7 @@ class FileSegment(Segment):
 
     def delete(self) -> None:
         self.close()
-        for path in (self.log_path, self.index_path, self.time_index_path):
+        for path in (self.log_path, self.index_path, self.time_index_path, self.data_max_path):
             path.unlink(missing_ok=True)
 
     def save_aside(self, position: int) -> Path:

@@ -3,7 +3,8 @@ AlterConfigs share. A change maps a name to its new value, or to None to remove 
 
 - GROUP: share-group configs, each validated against the broker's bounds (seed 002).
 - TOPIC: the configs Shoal's logs act on, and a few Kafka topic configs that are stored.
-- BROKER (node id, or "" for the cluster default): the dynamic `group.share.*` configs.
+- BROKER (node id, or "" for the cluster default): the dynamic `group.share.*` and `log.*`
+  configs (`broker.dynamic_config`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from coordinator.share_group import check_ids
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.config import check_topic_config_names
+from storage.config import check_topic_config_values
 from storage.errors import StorageError
 
 TOPIC, BROKER, GROUP = 2, 4, 32
@@ -61,6 +63,7 @@ def _topic(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: 
         return ErrorCode.unknown_topic_or_partition, f"no topic {name!r}"
     try:
         check_topic_config_names(changes)
+        check_topic_config_values(changes)
         if dry:
             merged = {**topic.configs, **{k: v for k, v in changes.items() if v is not None}}
             logs.config.with_overrides(merged)
@@ -78,7 +81,7 @@ def _broker(ctx: RequestContext, name: str, changes: dict[str, str | None], dry:
     try:
         s.dynamic_configs.alter(changes, validate_only=dry)
     except InvalidBrokerConfig as e:
-        return ErrorCode.invalid_config, str(e)
+        return e.error_code, str(e)
     return ErrorCode.none, None
 
 

@@ -22,6 +22,7 @@ from broker.registry import handler
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.config import check_topic_config_names
+from storage.config import check_topic_config_values
 from storage.errors import StorageError
 from storage.topics import TopicInfo
 
@@ -84,6 +85,7 @@ def _create(
     try:
         if validate_only:
             check_topic_config_names(configs)
+            check_topic_config_values(configs)
             ctx.services.logs.config.with_overrides(configs)
             return ErrorCode.none, None, None
         return ErrorCode.none, None, ctx.services.logs.create_topic(topic.name, partitions, configs)

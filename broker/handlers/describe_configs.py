@@ -1,8 +1,9 @@
 """DescribeConfigs (32): GROUP (share-group configs), TOPIC and BROKER resources.
 
 A topic lists every config Shoal acts on with its effective value (the topic's own, else the
-broker's), plus any other config stored on it. The broker lists its configs; the dynamic ones
-(`group.share.*`, see `broker.dynamic_config`) are writable, the rest read-only.
+broker's `log.*` default, with that one's source), plus any other config stored on it. The
+broker lists its configs; the dynamic ones (`group.share.*` and the `log.*` defaults, see
+`broker.dynamic_config`) are writable, the rest read-only.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from kio.static.primitive import i8
 
 from broker.authorization import config_refusal
 from broker.config import DEFAULTS
+from broker.config import LOG_CONFIG_SYNONYMS
 from broker.context import RequestContext
 from broker.dynamic_config import DYNAMIC
 from broker.handlers.common import NO_THROTTLE
@@ -65,8 +67,8 @@ def _topic(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list[
     if topic is None:
         return ErrorCode.unknown_topic_or_partition, f"no topic {name!r}", []
     rows: dict[str, Row] = {
-        n: (n, _text(getattr(logs.config, field)), DEFAULT, False)
-        for n, field in TOPIC_CONFIG_FIELDS.items()
+        n: (n, _text(getattr(logs.config, f)), _default_source(ctx, n), False)
+        for n, f in TOPIC_CONFIG_FIELDS.items()
     }
     for n, v in topic.configs.items():
         rows[n] = (n, v, DYNAMIC_TOPIC, False)
@@ -77,17 +79,28 @@ def _broker(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list
     s = ctx.services
     if name not in ("", str(s.node_id)):
         return ErrorCode.invalid_request, f"this broker is node {s.node_id}, not {name!r}", []
-    dynamic = s.dynamic_configs.stored
-    rows = []
-    for n, v in sorted(s.config.values.items()):
-        if n in dynamic:
-            source = DYNAMIC_BROKER if name else DYNAMIC_DEFAULT_BROKER
-        elif n in DEFAULTS and DEFAULTS[n][0] == v:
-            source = DEFAULT
-        else:
-            source = STATIC_BROKER
-        rows.append((n, _text(v), source, n not in DYNAMIC))
+    rows = [
+        (n, _text(v), _broker_source(ctx, n, cluster=not name), n not in DYNAMIC)
+        for n, v in sorted(s.config.values.items())
+    ]
     return ErrorCode.none, None, rows
+
+
+def _default_source(ctx: RequestContext, topic_config: str) -> int:
+    """Where a topic config's default comes from: its broker synonym, else Shoal's default."""
+    name = LOG_CONFIG_SYNONYMS.get(topic_config)
+    return DEFAULT if name is None else _broker_source(ctx, name)
+
+
+def _broker_source(ctx: RequestContext, name: str, *, cluster: bool = True) -> int:
+    """Where a broker setting's value comes from. One broker's dynamic configs are the
+    cluster's: described as the cluster default ("", and topics) or as this node's."""
+    config = ctx.services.config
+    if name in ctx.services.dynamic_configs.stored:
+        return DYNAMIC_DEFAULT_BROKER if cluster else DYNAMIC_BROKER
+    if name in DEFAULTS and DEFAULTS[name][0] == config.by_name(name):
+        return DEFAULT
+    return STATIC_BROKER
 
 
 _BY_TYPE = {GROUP: _group, TOPIC: _topic, BROKER: _broker}

@@ -3,47 +3,43 @@
 - GROUP: share-group configs, each validated against the broker's bounds (seed 002).
 - TOPIC: the configs Shoal's logs act on (`segment.bytes`, `retention.ms`, ...) and a few
   more Kafka topic configs that are stored and described but change nothing here.
-- BROKER (node id, or "" for the cluster default): the dynamic `group.share.*` configs,
-  persisted in the data dir (see `broker.dynamic_config`); any other name is refused.
+- BROKER (node id, or "" for the cluster default): the dynamic `group.share.*` and `log.*`
+  configs, persisted in the data dir (see `broker.dynamic_config`); any other name is refused.
 
-A resource's changes apply all or nothing. SET and DELETE apply; APPEND and SUBTRACT are for
-list configs, which none of these are.
+A resource's changes apply all or nothing. SET and DELETE apply to every config; APPEND and
+SUBTRACT to list configs (a topic's `cleanup.policy`), as Kafka (`broker.config_ops`).
 """
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
 from kio.schema.incremental_alter_configs import v0
 from kio.schema.incremental_alter_configs import v1
 
+from broker.config_ops import TOPIC_LIST_CONFIGS
+from broker.config_ops import InvalidOperation
+from broker.config_ops import resolve
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.config_changes import ACL_CHECKS
+from broker.handlers.config_changes import TOPIC
 from broker.handlers.config_changes import Result
 from broker.handlers.config_changes import alter_configs
+from broker.handlers.config_changes import current_configs
 from broker.registry import handler
 
-SET, DELETE = 0, 1
 Request = v0.IncrementalAlterConfigsRequest | v1.IncrementalAlterConfigsRequest
 Resource = v0.request.AlterConfigsResource | v1.request.AlterConfigsResource
 
 
-def _changes(resource: Resource) -> dict[str, str | None] | Result:
-    changes: dict[str, str | None] = {}
-    for c in resource.configs:
-        if c.config_operation not in (SET, DELETE):
-            return ErrorCode.invalid_config, f"{c.name}: only SET and DELETE apply here"
-        changes[c.name] = c.value if c.config_operation == SET else None
-    return changes
-
-
 def _alter(ctx: RequestContext, resource: Resource, validate_only: bool) -> Result:
-    changes = _changes(resource)
-    if isinstance(changes, tuple):
-        return changes
-    return alter_configs(
-        ctx, resource.resource_type, resource.resource_name, changes, validate_only
-    )
+    kind, name = resource.resource_type, resource.resource_name
+    ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
+    lists = TOPIC_LIST_CONFIGS if kind == TOPIC else {}
+    try:
+        changes = resolve(ops, current_configs(ctx, kind, name), lists)
+    except InvalidOperation as e:
+        return e.error_code, str(e)
+    return alter_configs(ctx, kind, name, changes, validate_only)
 
 
 async def handle(ctx: RequestContext, request: Request) -> v1.IncrementalAlterConfigsResponse:

@@ -1,6 +1,9 @@
-"""ListOffsets (2): earliest (-2), latest (-1), or the first offset at or after a timestamp."""
+"""ListOffsets (2): earliest (-2), latest (-1), the record with the largest timestamp (-3), or
+the first offset at or after a timestamp."""
 
 from __future__ import annotations
+
+import asyncio
 
 from kio.schema.errors import ErrorCode
 from kio.schema.list_offsets import v1
@@ -37,7 +40,7 @@ Request = (
 )
 
 
-def _lookup(
+async def _lookup(
     ctx: RequestContext, topic: str, partition: int, timestamp: int
 ) -> tuple[ErrorCode, int, int]:
     if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
@@ -49,15 +52,16 @@ def _lookup(
         return ErrorCode.none, -1, plog.log_end_offset
     if timestamp == EARLIEST:
         return ErrorCode.none, -1, plog.log_start_offset
-    if timestamp < 0 and timestamp != MAX_TIMESTAMP:
-        return (
-            ErrorCode.none,
-            -1,
-            plog.log_end_offset,
-        )  # -4 and below: newer specials, answer latest
-    found = plog.offset_for_timestamp(2**63 - 1 if timestamp == MAX_TIMESTAMP else timestamp)
-    if found is None:
-        return ErrorCode.none, -1, -1 if timestamp != MAX_TIMESTAMP else plog.log_end_offset
+    if timestamp == MAX_TIMESTAMP:
+        for _ in plog.learn_data_max():  # done already, unless an older segment needs a walk
+            await asyncio.sleep(0)  # between slices of it: the loop is never held long
+        found = plog.offset_for_max_timestamp()
+    elif timestamp < 0:
+        return ErrorCode.none, -1, plog.log_end_offset  # -4 and below: newer specials, latest
+    else:
+        found = plog.offset_for_timestamp(timestamp)
+    if found is None:  # no such record (an empty log, for MAX_TIMESTAMP): Kafka's -1, -1
+        return ErrorCode.none, -1, -1
     offset, ts = found
     return ErrorCode.none, ts, offset
 
@@ -67,7 +71,7 @@ async def handle(ctx: RequestContext, request: Request) -> v8.ListOffsetsRespons
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
-            code, ts, offset = _lookup(ctx, topic.name, p.partition_index, p.timestamp)
+            code, ts, offset = await _lookup(ctx, topic.name, p.partition_index, p.timestamp)
             partitions.append(
                 v8.response.ListOffsetsPartitionResponse(
                     partition_index=p.partition_index,

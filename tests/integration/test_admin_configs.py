@@ -123,8 +123,11 @@ async def test_dynamic_broker_bounds_persist_and_do_not_revalidate_groups(
 async def test_broker_config_errors(server: Server) -> None:
     async with Admin(_bootstrap(server)) as admin:
         alter = admin.incremental_alter_configs
+        # Not dynamic: Kafka's INVALID_REQUEST ("Cannot update these configs dynamically").
+        assert await _error(alter(BROKER, "1", {"listeners": "x"})) == ErrorCode.invalid_request
+        assert await _error(alter(BROKER, "", {"log.dirs": "/x"})) == ErrorCode.invalid_request
         codes = [
-            await _error(alter(BROKER, "1", {"log.retention.ms": "1000"})),  # not dynamic
+            await _error(alter(BROKER, "1", {"log.retention.ms": "-2"})),  # below -1
             await _error(alter(BROKER, "1", {"no.such.config": "1"})),
             await _error(alter(BROKER, "1", {"group.share.max.delivery.count.limit": "x"})),
             # The default (5) would lie outside the new bounds.
@@ -137,3 +140,47 @@ async def test_broker_config_errors(server: Server) -> None:
         assert (await admin.describe_configs(BROKER, "1"))[
             "group.share.max.delivery.count.limit"
         ] == "10"
+
+
+async def test_log_configs_set_on_the_cluster_default_reach_every_log(tmp_path: Path) -> None:
+    """The cluster default "" (which librdkafka cannot name): described back as
+    DYNAMIC_DEFAULT_BROKER_CONFIG, followed at once by a topic without its own value, and still
+    in force after a restart; a topic with its own value keeps it."""
+    srv = make_server(tmp_path / "data")
+    await srv.start()
+    try:
+        async with Admin(_bootstrap(srv)) as admin:
+            await admin.create_topic("plain", 1)
+            await admin.create_topic("own", 1)
+            await admin.incremental_alter_configs(TOPIC, "own", {"segment.bytes": "4096"})
+            await admin.incremental_alter_configs(
+                BROKER, "", {"log.segment.bytes": "2048", "log.flush.interval.messages": "1"}
+            )
+            broker = {e.name: e for e in await admin.describe_config_entries(BROKER, "")}
+            plain = {e.name: e for e in await admin.describe_config_entries(TOPIC, "plain")}
+            own = {e.name: e for e in await admin.describe_config_entries(TOPIC, "own")}
+        logs = srv.services.logs
+        live = [logs.log(t, 0).config for t in ("plain", "own")]  # type: ignore[union-attr]
+    finally:
+        await srv.stop()
+    srv = make_server(tmp_path / "data")
+    await srv.start()
+    restarted = [srv.services.logs.log(t, 0).config for t in ("plain", "own")]  # type: ignore[union-attr]
+    await srv.stop()
+    assert (broker["log.segment.bytes"].value, broker["log.segment.bytes"].source) == (
+        "2048",
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+    )
+    assert not broker["log.segment.bytes"].read_only
+    assert (plain["segment.bytes"].value, plain["segment.bytes"].source) == (
+        "2048",
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+    )
+    assert (own["segment.bytes"].value, own["segment.bytes"].source) == (
+        "4096",
+        ConfigSource.DYNAMIC_TOPIC_CONFIG,
+    )
+    assert plain["flush.messages"].value == own["flush.messages"].value == "1"
+    for configs in (live, restarted):
+        assert [c.segment_bytes for c in configs] == [2048, 4096]
+        assert [c.flush_messages for c in configs] == [1, 1]

@@ -260,7 +260,7 @@ def test_configs(broker: BrokerProcess) -> None:
         ("configs", "describe", "--entity-type", "brokers", "--entity-name", "1", "--all",
          "--json"),
         ("configs", "alter", "--entity-type", "brokers", "--entity-name", "1",
-         "--add-config", "log.retention.ms=5"),
+         "--add-config", "log.dirs=/elsewhere"),
         ("configs", "alter", "--entity-type", "groups", "--entity-name", "g",
          "--add-config", "share.delivery.count.limit=99"),
         ("configs", "alter", "--entity-type", "groups", "--entity-name", "g",
@@ -272,8 +272,8 @@ def test_configs(broker: BrokerProcess) -> None:
     assert by_name["group.share.heartbeat.interval.ms"]["source"] == "STATIC_BROKER_CONFIG"
     assert by_name["log.dirs"]["read_only"] is True
     assert not by_name["group.share.max.size"]["read_only"]
-    assert not_dynamic[0] == 1 and not_dynamic[2].startswith("shoal: INVALID_CONFIG")
-    assert "not a dynamic" in not_dynamic[2]
+    assert not_dynamic[0] == 1 and not_dynamic[2].startswith("shoal: INVALID_REQUEST")
+    assert "Cannot update these configs dynamically: Set(log.dirs)" in not_dynamic[2]
     assert too_big[0] == 1 and "above the broker maximum" in too_big[2]
     assert bad[0] == 2 and "name=value" in bad[2]
     ok("configs", "alter", "--entity-type", "topics", "--entity-name", "acks",
@@ -295,19 +295,31 @@ def test_configs(broker: BrokerProcess) -> None:
 def test_dynamic_broker_config_survives_a_restart(tmp_path: Path) -> None:
     with BrokerProcess(tmp_path / "data") as proc:
         b = proc.bootstrap
-        bound = "group.share.max.record.lock.duration.ms=50000"
+        ok("topics", "create", "--topic", "t", bootstrap=b)
+        bound = "group.share.max.record.lock.duration.ms=50000,log.retention.bytes=1000000"
         out = ok("configs", "alter", "--entity-type", "brokers", "--entity-default",
                  "--add-config", bound, bootstrap=b)  # fmt: skip
         assert out.strip() == "Completed updating config for the default broker."
         assert proc.stop() == 0
         proc.start()
-        (entry,) = ok_json("configs", "describe", "--entity-type", "brokers", bootstrap=b)
-        assert entry == {
-            "name": "group.share.max.record.lock.duration.ms",
-            "value": "50000",
-            "source": "DYNAMIC_DEFAULT_BROKER_CONFIG",
-            "read_only": False,
-        }
+        entries = ok_json("configs", "describe", "--entity-type", "brokers", bootstrap=b)
+        assert entries == [
+            {
+                "name": "group.share.max.record.lock.duration.ms",
+                "value": "50000",
+                "source": "DYNAMIC_DEFAULT_BROKER_CONFIG",
+                "read_only": False,
+            },
+            {
+                "name": "log.retention.bytes",
+                "value": "1000000",
+                "source": "DYNAMIC_DEFAULT_BROKER_CONFIG",
+                "read_only": False,
+            },
+        ]
+        # The topic follows the broker's default but has nothing set on itself.
+        assert ok_json("configs", "describe", "--entity-type", "topics", "--entity-name", "t",
+                       bootstrap=b) == []  # fmt: skip
         # Enforced from the start: a group config above the new bound is refused.
         code, _, err = shoal("configs", "alter", "--entity-type", "groups", "--entity-name",
                              "g", "--add-config", "share.record.lock.duration.ms=55000",

@@ -10,6 +10,7 @@ from structlog.testing import capture_logs
 
 from broker.config import DEFAULTS
 from broker.config import BrokerConfig
+from broker.config import log_config
 from broker.dynamic_config import FILE_NAME
 from broker.dynamic_config import DynamicBrokerConfigs
 from broker.dynamic_config import InvalidBrokerConfig
@@ -107,7 +108,9 @@ def test_a_dynamic_change_replaces_the_settings_and_survives_a_restart(tmp_path:
 def test_dynamic_changes_are_checked_like_the_file(tmp_path: Path) -> None:
     dynamic = _dynamic(tmp_path)
     for change in (
-        {"log.retention.ms": "5"},
+        {"listeners": "PLAINTEXT://:1"},
+        {"log.retention.ms": "-2"},
+        {"log.segment.bytes": "13"},
         {"no.such.config": "1"},
         {"group.share.max.delivery.count.limit": "x"},
         {"group.share.max.delivery.count.limit": "3"},  # the default 5 would lie above it
@@ -115,7 +118,9 @@ def test_dynamic_changes_are_checked_like_the_file(tmp_path: Path) -> None:
         with pytest.raises(InvalidBrokerConfig):
             dynamic.alter(change)
     dynamic.alter({"group.share.max.delivery.count.limit": "8"}, validate_only=True)
+    dynamic.alter({"log.retention.ms": "1000"}, validate_only=True)
     assert dynamic.current.group_share_max_delivery_count_limit == 10
+    assert dynamic.current.log_retention_ms == 7 * 24 * 3600 * 1000
     assert not (tmp_path / FILE_NAME).exists()
 
 
@@ -145,3 +150,16 @@ def test_stored_values_that_no_longer_fit_are_ignored(tmp_path: Path) -> None:
         "group.share.max.record.lock.duration.ms",
         "log.dirs",
     ]
+
+
+def test_a_dynamic_log_config_wins_over_the_file_and_reaches_listeners(tmp_path: Path) -> None:
+    dynamic = _dynamic(tmp_path, **{"log.retention.ms": 5000})
+    seen: list[BrokerConfig] = []
+    dynamic.on_change(seen.append)
+    dynamic.alter({"log.retention.ms": "-1", "log.segment.bytes": "2048"})
+    assert [(c.log_retention_ms, c.log_segment_bytes) for c in seen] == [(-1, 2048)]
+    again = _dynamic(tmp_path, **{"log.retention.ms": 5000})
+    logs = log_config(again.current)
+    assert (logs.retention_ms, logs.segment_bytes) == (-1, 2048)
+    again.alter({"log.retention.ms": None})
+    assert again.current.log_retention_ms == 5000  # back to the file's value
