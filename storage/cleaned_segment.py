@@ -18,6 +18,7 @@ from typing import Protocol
 
 from storage.file_handles import HANDLES
 from storage.fsutil import fsync_dir
+from storage.segment import DATA_MAX_SUFFIX
 from storage.segment import FileSegment
 from storage.segment import MemorySegment
 from storage.segment import Segment
@@ -130,6 +131,9 @@ class FileCopy:
         writer.close()
         _write_durably(self._path(".index", CLEANED), writer.offset_index.to_bytes())
         _write_durably(self._path(".timeindex", CLEANED), writer.time_index.to_bytes())
+        # The original's saved data maximum may name a record this copy removed; without it
+        # the copy's maximum is learnt from its own headers when first asked.
+        self._path(DATA_MAX_SUFFIX).unlink(missing_ok=True)
         for suffix in (".index", ".timeindex", ".log"):  # the log last: the commit point
             os.replace(self._path(suffix, CLEANED), self._path(suffix, SWAP))
         fsync_dir(self.directory)
@@ -150,6 +154,9 @@ class FileCopy:
         segment.max_timestamp = writer.max_timestamp
         segment.max_timestamp_offset = writer.max_timestamp_offset
         segment.offset_index, segment.time_index = writer.offset_index, writer.time_index
+        segment.max_data_timestamp = writer.max_data_timestamp
+        segment.max_data_offset = writer.max_data_offset
+        segment.data_max_known = True  # tracked batch by batch as the copy was written
         segment.damage.mark_verified(0, segment.size)  # CRCs were checked as it was written
         return segment
 

@@ -45,6 +45,12 @@ _DATA_MAX = struct.Struct(">qqq")
 WALK_SLICE_BATCHES = 4096
 
 
+def _holds_data(header: BatchHeader) -> bool:
+    """A batch of data records: not a control batch (share state), not an empty batch (the
+    cleaner's record of removed offsets, which keeps the original batch's timestamps)."""
+    return not header.is_control and header.record_count > 0
+
+
 def segment_stem(base_offset: int) -> str:
     return f"{base_offset:020d}"
 
@@ -199,7 +205,7 @@ class Segment(ABC):
         if header.max_timestamp > self.max_timestamp:
             self.max_timestamp = header.max_timestamp
             self.max_timestamp_offset = relative
-        if not header.is_control and header.max_timestamp > self.max_data_timestamp:
+        if _holds_data(header) and header.max_timestamp > self.max_data_timestamp:
             self.max_data_timestamp = header.max_timestamp
             self.max_data_offset = base_offset
         if self.bytes_since_index > self.index_interval_bytes:
@@ -238,11 +244,11 @@ class Segment(ABC):
         if self.max_timestamp >= 0:  # known from the indexes (else nothing was tracked)
             with contextlib.suppress(CorruptRecords):  # a damaged batch: walk instead
                 found = self.locate(self.base_offset + self.max_timestamp_offset)
-        if found is not None and not found[1].is_control:
+        if found is not None and _holds_data(found[1]):
             self.note_data_max(found[1].max_timestamp, found[1].base_offset)
         else:
             for n, (_, header) in enumerate(self.iter_headers(), 1):
-                if not header.is_control:
+                if _holds_data(header):
                     self.note_data_max(header.max_timestamp, header.base_offset)
                 if n % WALK_SLICE_BATCHES == 0:
                     yield

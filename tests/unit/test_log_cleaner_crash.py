@@ -178,3 +178,28 @@ def test_reads_see_the_old_segment_until_the_swap_and_the_copy_after(tmp_path: P
     _swap(result)
     assert records(log) == [r for r in ALL if r[0] >= 20]
     assert _offsets(log) == list(range(24))
+
+
+def test_a_cleaned_segment_answers_max_timestamp_from_what_survived(tmp_path: Path) -> None:
+    """The largest data timestamp of a segment may belong to a record the cleaner removes.
+    The copy carries its own maximum; the original's saved one (written at seal because a
+    share-state control batch held the segment's largest timestamp) does not outlive it."""
+    from protocol.record_batch import build_control_batch
+    from storage.segment import DATA_MAX_SUFFIX
+
+    log = SegmentLog.open(tmp_path, CONFIG)
+    log.append(build_batch([(b"k1", b"old")], timestamp_ms=9000), now_ms=1)  # the maximum
+    log.append(build_batch([(b"k2", b"v")], timestamp_ms=10), now_ms=1)
+    log.append_control(build_control_batch(0, -1, -1, 99_999, [(b"\0\0\0\5", b"")]), now_ms=1)
+    log.roll()
+    log.append(build_batch([(b"k1", b"new")], timestamp_ms=20), now_ms=1)  # offset 3
+    log.roll()
+    assert log.offset_for_max_timestamp() == (0, 9000)
+    assert list(tmp_path.glob(f"*{DATA_MAX_SUFFIX}"))  # saved at seal: a control batch is last
+    job = plan_cleaning(log, 10**6, None, 0)
+    assert job is not None
+    assert _swap(run_cleaning(job)) == 1
+    assert log.offset_for_max_timestamp() == (3, 20)
+    assert not list(tmp_path.glob(f"*{DATA_MAX_SUFFIX}"))
+    log.close()
+    assert SegmentLog.open(tmp_path, CONFIG).offset_for_max_timestamp() == (3, 20)
