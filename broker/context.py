@@ -18,11 +18,13 @@ from protocol.messages import RequestHeader
 if TYPE_CHECKING:
     from broker.dynamic_config import DynamicBrokerConfigs
     from broker.registry import Registry
+    from broker.sasl.session import SaslSession
     from broker.share.share_fetch_service import ShareFetchService
     from broker.share.share_partition_manager import SharePartitionManager
     from coordinator.group_configs import GroupConfigs
     from coordinator.share_group import ShareGroupCoordinator
     from storage.log_manager import LogManager
+    from storage.scram_credentials import ScramCredentialStore
 
 
 @dataclass
@@ -41,6 +43,9 @@ class BrokerServices:
     share_partitions: SharePartitionManager
     share_fetch: ShareFetchService
     dynamic_configs: DynamicBrokerConfigs
+    credentials: ScramCredentialStore
+    # Listener name -> the (host, port) Metadata gives its clients; filled in when bound.
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
     notifier: Notifier = field(default_factory=Notifier)
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
     clock: Clock = field(default_factory=WallClock)
@@ -60,7 +65,15 @@ class RequestContext:
     header: RequestHeader
     peer: str
     principal: str = ANONYMOUS  # set by authentication (broker.principal)
+    listener: str = ""  # the name of the listener the client connected to
+    sasl: SaslSession | None = None  # the connection's SASL state, on a SASL listener
 
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    @property
+    def endpoint(self) -> tuple[str, int]:
+        """The advertised (host, port) of the listener this request came in on."""
+        s = self.services
+        return s.endpoints.get(self.listener, (s.host, s.port))

@@ -26,6 +26,7 @@ from client.cluster import schema
 from client.errors import KafkaError
 from client.errors import error_for
 from client.errors import raise_for
+from client.security import Security
 from protocol import api_keys
 from protocol.messages import build
 
@@ -80,8 +81,10 @@ _SPECS = {"earliest": EARLIEST, "latest": LATEST, "max_timestamp": MAX_TIMESTAMP
 
 
 class Admin:
-    def __init__(self, bootstrap: str, *, client_id: str = "shoal-admin") -> None:
-        self.cluster = Cluster(bootstrap, client_id=client_id)
+    def __init__(
+        self, bootstrap: str, *, client_id: str = "shoal-admin", security: Security | None = None
+    ) -> None:
+        self.cluster = Cluster(bootstrap, client_id=client_id, security=security)
 
     async def __aenter__(self) -> Admin:
         await self.cluster.bootstrap()

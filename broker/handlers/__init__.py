@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from broker.handlers import alter_configs
 from broker.handlers import alter_share_group_offsets
+from broker.handlers import alter_user_scram_credentials
 from broker.handlers import api_versions
 from broker.handlers import create_partitions
 from broker.handlers import create_topics
@@ -13,6 +14,7 @@ from broker.handlers import delete_topics
 from broker.handlers import describe_cluster
 from broker.handlers import describe_configs
 from broker.handlers import describe_share_group_offsets
+from broker.handlers import describe_user_scram_credentials
 from broker.handlers import fetch
 from broker.handlers import find_coordinator
 from broker.handlers import incremental_alter_configs
@@ -22,6 +24,8 @@ from broker.handlers import list_offsets
 from broker.handlers import metadata
 from broker.handlers import offset_fetch
 from broker.handlers import produce
+from broker.handlers import sasl_authenticate
+from broker.handlers import sasl_handshake
 from broker.handlers import share_acknowledge
 from broker.handlers import share_fetch
 from broker.handlers import share_group_describe
@@ -54,6 +58,10 @@ HANDLERS: tuple[Handler, ...] = (
     describe_share_group_offsets.HANDLER,
     alter_share_group_offsets.HANDLER,
     delete_share_group_offsets.HANDLER,
+    sasl_handshake.HANDLER,
+    sasl_authenticate.HANDLER,
+    describe_user_scram_credentials.HANDLER,
+    alter_user_scram_credentials.HANDLER,
 )
 
 

@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 
 from broker.config import DEFAULTS
+from broker.config import SENSITIVE
 from broker.context import RequestContext
 from broker.dynamic_config import DYNAMIC
 from broker.handlers.common import NO_THROTTLE
@@ -107,10 +108,10 @@ def _result(ctx: RequestContext, resource: Resource) -> v4.response.DescribeConf
     configs = tuple(
         v4.response.DescribeConfigsResourceResult(
             name=name,
-            value=value,
+            value=None if name in SENSITIVE else value,
             read_only=read_only,
             config_source=i8(source),
-            is_sensitive=False,
+            is_sensitive=name in SENSITIVE,
             synonyms=(),
             documentation=None,
         )
