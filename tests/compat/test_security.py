@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError
@@ -242,3 +244,40 @@ def test_kcat_over_sasl_ssl(secured: Secured) -> None:
     )
     values = [json.loads(line)["payload"] for line in out.stdout.decode().splitlines()]
     assert values == [f"kcat-{i}" for i in range(5)]
+
+
+def _shoal(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_shoal_users_online_with_a_command_config(secured: Secured, tmp_path: Path) -> None:
+    """`shoal users` against the running broker over SASL_SSL, settings as Kafka's tools read
+    them (a Java client's sasl.jaas.config and a PEM truststore)."""
+    props = tmp_path / "client.properties"
+    props.write_text(
+        "security.protocol=SASL_SSL\n"
+        "sasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="alice" password="{PASSWORD}";\n'
+        f"ssl.truststore.location={secured.tls.ca}\n"
+    )
+    target = ["--bootstrap-server", f"127.0.0.1:{secured.ports['SASL_SSL']}",
+              "--command-config", str(props)]  # fmt: skip
+    added = _shoal("users", "add", "carol", "--password", "carol-pw", *target)
+    assert added.returncode == 0, added.stderr
+    described = _shoal("users", "describe", "carol", "--json", *target)
+    assert described.returncode == 0, described.stderr
+    assert json.loads(described.stdout) == {"carol": {"SCRAM-SHA-512": 4096}}
+    carol = {
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "carol",
+        "sasl.password": "carol-pw",
+    }
+    AdminClient(secured.client("SASL_SSL", **carol)).list_topics(timeout=30)
+
+    props.write_text(props.read_text().replace(PASSWORD, "wrong"))
+    refused = _shoal("users", "describe", *target)
+    assert refused.returncode == 1
+    assert "SASL_AUTHENTICATION_FAILED" in refused.stderr

@@ -1,0 +1,143 @@
+"""Several listeners in one broker, over real sockets with Shoal's own client.
+
+Metadata answers with the listener the client came in on (its advertised address when one is
+set); ssl.client.auth=required turns away a TLS client without a certificate; a SASL listener
+serves nothing before authentication; users are managed online and log in at once.
+"""
+
+from __future__ import annotations
+
+import ssl
+import urllib.request
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v12 import MetadataRequest
+
+from broker.server import Server
+from client.admin import Admin
+from client.connection import Connection
+from client.connection import ConnectionClosed
+from client.security import AuthenticationError
+from client.security import Security
+from client.users import delete_user
+from client.users import describe_users
+from client.users import upsert_user
+from storage.scram_credentials import SCRAM_SHA_512
+from storage.scram_credentials import ScramCredential
+from storage.scram_credentials import ScramCredentialStore
+from tests.brokers import free_port
+from tests.brokers import make_server
+from tests.tls_files import TlsFiles
+from tests.tls_files import make_tls_files
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass(frozen=True, slots=True)
+class Secured:
+    server: Server
+    tls: TlsFiles
+
+    def security(self, protocol: str, *, cert: bool = True, **fields: str) -> Security:
+        """Settings for a listener; a client certificate unless `cert=False` (ssl.client.auth
+        is required, and applies to SASL_SSL too, as in Kafka)."""
+        values = {"ca_file": str(self.tls.ca), **fields}
+        if cert:
+            values.update(cert_file=str(self.tls.client_cert), key_file=str(self.tls.client_key))
+        if protocol.startswith("SASL"):
+            values = {"username": "admin", "password": "admin-pw", **values}
+        return Security(protocol=protocol, **values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def secured(tmp_path: Path) -> AsyncIterator[Secured]:
+    tls = make_tls_files(tmp_path / "tls")
+    store = ScramCredentialStore.in_data_dir(tmp_path / "data")
+    store.upsert("admin", "SCRAM-SHA-512", ScramCredential.from_password(SCRAM_SHA_512, "admin-pw"))
+    store.save()
+    sasl_port = free_port()
+    server = make_server(
+        tmp_path / "data",
+        **{
+            "listeners": f"PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_SSL://0.0.0.0:{sasl_port}",
+            # A name, not the address bound: Metadata must give this one to SASL_SSL clients.
+            "advertised.listeners": f"SASL_SSL://localhost:{sasl_port}",
+            "ssl.keystore.location": str(tls.keystore),
+            "ssl.truststore.location": str(tls.ca),
+            "ssl.client.auth": "required",
+            "metrics.port": 0,
+            "metrics.bind.address": "127.0.0.2",
+        },
+    )
+    await server.start()
+    yield Secured(server, tls)
+    await server.stop()
+
+
+METADATA = MetadataRequest(
+    topics=(), allow_auto_topic_creation=False, include_topic_authorized_operations=False
+)
+
+
+async def _brokers(port: int, security: Security | None) -> list[tuple[str, int]]:
+    conn = await Connection.open("127.0.0.1", port, security=security)
+    try:
+        resp = await conn.request(METADATA)
+    finally:
+        await conn.close()
+    return [(b.host, int(b.port)) for b in resp.brokers]
+
+
+async def test_metadata_answers_with_the_listener_the_client_came_in_on(secured: Secured) -> None:
+    ports = secured.server.ports
+    assert await _brokers(ports["PLAINTEXT"], None) == [("127.0.0.1", ports["PLAINTEXT"])]
+    assert await _brokers(ports["SSL"], secured.security("SSL")) == [("127.0.0.1", ports["SSL"])]
+    sasl = ports["SASL_SSL"]
+    assert await _brokers(sasl, secured.security("SASL_SSL")) == [("localhost", sasl)]
+
+
+async def test_required_client_auth_turns_away_a_client_without_a_certificate(
+    secured: Secured,
+) -> None:
+    with pytest.raises((ConnectionError, ssl.SSLError)):
+        await _brokers(secured.server.ports["SSL"], secured.security("SSL", cert=False))
+
+
+async def test_a_sasl_listener_closes_on_a_request_before_authentication(
+    secured: Secured,
+) -> None:
+    tls_only = secured.security("SSL")  # TLS, but no SASL handshake
+    conn = await Connection.open("127.0.0.1", secured.server.ports["SASL_SSL"], security=tls_only)
+    with pytest.raises(ConnectionClosed):
+        await conn.request(METADATA)
+    await conn.close()
+
+
+async def test_users_are_managed_online_and_log_in_at_once(secured: Secured) -> None:
+    port = secured.server.ports["SASL_SSL"]
+    async with Admin(f"127.0.0.1:{port}", security=secured.security("SASL_SSL")) as admin:
+        await upsert_user(admin.cluster, "bob", "SCRAM-SHA-512", "bob-pw", 8192)
+        assert await describe_users(admin.cluster, ["bob"]) == {"bob": {"SCRAM-SHA-512": 8192}}
+        bob = secured.security("SASL_SSL", username="bob", password="bob-pw")
+        await (await Connection.open("127.0.0.1", port, security=bob)).close()
+        await delete_user(admin.cluster, "bob", "SCRAM-SHA-512")
+        missing = (await describe_users(admin.cluster, ["bob"]))["bob"]
+        assert not isinstance(missing, dict)
+        assert missing.error_code == ErrorCode.resource_not_found
+    with pytest.raises(AuthenticationError):
+        await Connection.open("127.0.0.1", port, security=bob)
+    # Written through to the file the broker reads at its next start.
+    again = ScramCredentialStore.in_data_dir(secured.server.config.data_dir)
+    assert again.users() == ["admin"]
+
+
+async def test_metrics_listen_on_their_own_address(secured: Secured) -> None:
+    port = secured.server.metrics_port
+    with urllib.request.urlopen(f"http://127.0.0.2:{port}/metrics", timeout=10) as r:
+        assert r.status == 200
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10)
