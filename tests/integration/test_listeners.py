@@ -7,7 +7,9 @@ serves nothing before authentication; users are managed online and log in at onc
 
 from __future__ import annotations
 
+import asyncio
 import ssl
+import time
 import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -35,6 +37,8 @@ from tests.tls_files import TlsFiles
 from tests.tls_files import make_tls_files
 
 pytestmark = pytest.mark.integration
+
+FAILED_LOGIN_DELAY_MS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +75,7 @@ async def secured(tmp_path: Path) -> AsyncIterator[Secured]:
             "ssl.client.auth": "required",
             "metrics.port": 0,
             "metrics.bind.address": "127.0.0.2",
+            "connection.failed.authentication.delay.ms": FAILED_LOGIN_DELAY_MS,
         },
     )
     await server.start()
@@ -141,3 +146,21 @@ async def test_metrics_listen_on_their_own_address(secured: Secured) -> None:
         assert r.status == 200
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10)
+
+
+async def test_a_failed_login_waits_without_stalling_other_clients(secured: Secured) -> None:
+    """connection.failed.authentication.delay.ms is an await, not a sleep on the loop: a
+    PLAINTEXT client is answered at once, again and again, while a wrong password waits."""
+    ports = secured.server.ports
+    wrong = secured.security("SASL_SSL", password="wrong")
+    started = time.monotonic()
+    login = asyncio.create_task(Connection.open("127.0.0.1", ports["SASL_SSL"], security=wrong))
+    others: list[float] = []
+    while not login.done():
+        t = time.monotonic()
+        await _brokers(ports["PLAINTEXT"], None)
+        others.append(time.monotonic() - t)
+    with pytest.raises(AuthenticationError, match="Invalid user credentials"):
+        await login
+    assert time.monotonic() - started >= FAILED_LOGIN_DELAY_MS / 1000
+    assert len(others) >= 3 and max(others) < FAILED_LOGIN_DELAY_MS / 2000
