@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from dataclasses import field
 from typing import TYPE_CHECKING
@@ -44,6 +45,8 @@ class BrokerServices:
     share_fetch: ShareFetchService
     dynamic_configs: DynamicBrokerConfigs
     credentials: ScramCredentialStore
+    # One credential change at a time: each is applied, written, or rolled back whole.
+    credentials_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # Listener name -> the (host, port) Metadata gives its clients; filled in when bound.
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
     notifier: Notifier = field(default_factory=Notifier)

@@ -78,21 +78,23 @@ async def handle(
 ) -> v0.AlterUserScramCredentialsResponse:
     store = ctx.services.credentials
     changes: list[Change] = [*request.deletions, *request.upsertions]
-    refused = _check_all(store, changes)
-    before = store.export()
-    for change in changes:
-        if change.name not in refused:
-            _apply(store, change)
-    accepted = {c.name for c in changes} - set(refused)
-    if accepted:
-        try:
-            await asyncio.get_running_loop().run_in_executor(None, store.write, store.snapshot())
-        except OSError as e:
-            store.restore(before)
-            log.error("credentials not written", error=str(e))
-            refused.update({n: (ErrorCode.kafka_storage_error, str(e)) for n in accepted})
-        else:
-            log.info("credentials changed", users=sorted(accepted), principal=ctx.principal)
+    async with ctx.services.credentials_lock:
+        refused = _check_all(store, changes)
+        before = store.export()
+        for change in changes:
+            if change.name not in refused:
+                _apply(store, change)
+        accepted = {c.name for c in changes} - set(refused)
+        if accepted:
+            try:
+                loop = asyncio.get_running_loop()
+                await loop.run_in_executor(None, store.write, store.snapshot())
+            except OSError as e:
+                store.restore(before)
+                log.error("credentials not written", error=str(e))
+                refused.update({n: (ErrorCode.kafka_storage_error, str(e)) for n in accepted})
+            else:
+                log.info("credentials changed", users=sorted(accepted), principal=ctx.principal)
     results = tuple(
         v0.response.AlterUserScramCredentialsResult(
             user=name,

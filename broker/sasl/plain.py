@@ -11,9 +11,13 @@ import asyncio
 
 from broker.sasl.errors import AuthenticationFailed
 from broker.sasl.scram import INVALID_CREDENTIALS
+from storage.scram_credentials import DEFAULT_ITERATIONS
 from storage.scram_credentials import SCRAM_SHA_256
 from storage.scram_credentials import SCRAM_SHA_512
+from storage.scram_credentials import ScramCredential
 from storage.scram_credentials import ScramCredentialStore
+
+_UNKNOWN_USER = ScramCredential(bytes(32), DEFAULT_ITERATIONS, bytes(64), bytes(64))
 
 
 class PlainServer:
@@ -30,15 +34,22 @@ class PlainServer:
             raise AuthenticationFailed("Invalid PLAIN message") from None
         if not user or (authzid and authzid != user):
             raise AuthenticationFailed(INVALID_CREDENTIALS)
-        for mechanism in (SCRAM_SHA_512, SCRAM_SHA_256):
-            credential = self._credentials.get(user, mechanism.name)
-            if credential is not None:
-                ok = await asyncio.get_running_loop().run_in_executor(
-                    None, credential.matches_password, mechanism, password
-                )
-                if not ok:
-                    break
-                self.user = user
-                self.complete = True
-                return b""
-        raise AuthenticationFailed(INVALID_CREDENTIALS)
+        found = next(
+            (
+                (m, c)
+                for m in (SCRAM_SHA_512, SCRAM_SHA_256)
+                if (c := self._credentials.get(user, m.name)) is not None
+            ),
+            None,
+        )
+        # An unknown user costs the same pbkdf2 as a known one: the time to refuse must not
+        # tell which user names exist.
+        mechanism, credential = found or (SCRAM_SHA_512, _UNKNOWN_USER)
+        ok = await asyncio.get_running_loop().run_in_executor(
+            None, credential.matches_password, mechanism, password
+        )
+        if not ok or found is None:
+            raise AuthenticationFailed(INVALID_CREDENTIALS)
+        self.user = user
+        self.complete = True
+        return b""

@@ -23,6 +23,7 @@ from broker.server import Server
 from client.admin import Admin
 from client.connection import Connection
 from client.connection import ConnectionClosed
+from client.errors import KafkaError
 from client.security import AuthenticationError
 from client.security import Security
 from client.users import delete_user
@@ -164,3 +165,19 @@ async def test_a_failed_login_waits_without_stalling_other_clients(secured: Secu
         await login
     assert time.monotonic() - started >= FAILED_LOGIN_DELAY_MS / 1000
     assert len(others) >= 3 and max(others) < FAILED_LOGIN_DELAY_MS / 2000
+
+
+async def test_a_credential_change_that_cannot_be_written_is_not_made(secured: Secured) -> None:
+    """The file cannot be replaced (its temporary name is taken by a directory): the client
+    gets KAFKA_STORAGE_ERROR and the broker's memory stays what the file holds."""
+    blocker = secured.server.config.data_dir / "scram-credentials.json.tmp"
+    blocker.mkdir()
+    port = secured.server.ports["PLAINTEXT"]
+    async with Admin(f"127.0.0.1:{port}") as admin:
+        with pytest.raises(KafkaError) as refused:
+            await upsert_user(admin.cluster, "bob", "SCRAM-SHA-256", "bob-pw")
+        assert refused.value.error_code == ErrorCode.kafka_storage_error
+        assert set(await describe_users(admin.cluster)) == {"admin"}
+        blocker.rmdir()
+        await upsert_user(admin.cluster, "bob", "SCRAM-SHA-256", "bob-pw")
+        assert set(await describe_users(admin.cluster)) == {"admin", "bob"}
