@@ -73,6 +73,8 @@ class BrokerConfig:
     # Kafka's default is GSSAPI, which Shoal lacks; PLAIN (a password on the wire) is opt-in.
     sasl_enabled_mechanisms: str = "SCRAM-SHA-256,SCRAM-SHA-512"
     connection_failed_authentication_delay_ms: int = _int(100, 0)
+    # The largest frame a SASL listener reads before the client has logged in (Kafka's).
+    sasl_server_max_receive_size: int = _int(524_288, 1)
     log_dirs: str = "./data"
     socket_request_max_bytes: int = _int(100 * 1024 * 1024, 1)
     queued_max_requests: int = _int(500, 1)

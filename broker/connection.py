@@ -99,6 +99,10 @@ class KafkaConnection(asyncio.Protocol):
         if self._listener is not None and self._listener.sasl:
             config = self._services.config
             self._sasl = SaslSession(config.sasl_mechanisms, self._services.credentials)
+            # Until the client logs in, a large frame is no more than a way to use up memory.
+            self._decoder.max_frame_bytes = min(
+                config.sasl_server_max_receive_size, config.socket_request_max_bytes
+            )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._connections.discard(self)
@@ -286,6 +290,8 @@ class KafkaConnection(asyncio.Protocol):
         if self._sasl is not None and self._sasl.state is SaslState.FAILED:
             self.close()  # after the failure is written, as Kafka does
             return
+        if self._sasl is not None and self._sasl.authenticated:
+            self._decoder.max_frame_bytes = self._services.config.socket_request_max_bytes
         self._pump()
 
     def _update_reading(self) -> None:

@@ -181,3 +181,21 @@ async def test_a_credential_change_that_cannot_be_written_is_not_made(secured: S
         blocker.rmdir()
         await upsert_user(admin.cluster, "bob", "SCRAM-SHA-256", "bob-pw")
         assert set(await describe_users(admin.cluster)) == {"admin", "bob"}
+
+
+async def test_a_large_frame_before_login_closes_the_connection(secured: Secured) -> None:
+    """sasl.server.max.receive.size (512 KiB) bounds what an anonymous client can make the
+    broker buffer; after login, socket.request.max.bytes applies again."""
+    port = secured.server.ports["SASL_SSL"]
+    context = secured.security("SSL").ssl_context()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+    writer.write((1024 * 1024).to_bytes(4, "big") + bytes(1024))
+    await writer.drain()
+    assert await asyncio.wait_for(reader.read(), 30) == b""  # closed, nothing answered
+    writer.close()
+    admin = secured.security("SASL_SSL")
+    async with Admin(f"127.0.0.1:{port}", security=admin) as client:
+        # A CreateTopics request over 512 KiB (many configs) is read once logged in.
+        configs = {f"x.{i}": "v" * 1000 for i in range(600)}
+        with pytest.raises(KafkaError):  # refused for its unknown configs, not by size
+            await client.create_topic("big", 1, configs)
