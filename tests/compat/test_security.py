@@ -277,6 +277,12 @@ def test_shoal_users_online_with_a_command_config(secured: Secured, tmp_path: Pa
     }
     AdminClient(secured.client("SASL_SSL", **carol)).list_topics(timeout=30)
 
+    # Every tool takes the same settings (here topics, over the same listener).
+    created = _shoal("topics", "create", "--topic", "via-cli", *target)
+    assert created.returncode == 0, created.stderr
+    listed = _shoal("topics", "list", *target)
+    assert "via-cli" in listed.stdout.split()
+
     props.write_text(props.read_text().replace(PASSWORD, "wrong"))
     refused = _shoal("users", "describe", *target)
     assert refused.returncode == 1
