@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12 import MetadataRequest
+from kio.schema.sasl_handshake.v0 import SaslHandshakeRequest as SaslHandshakeV0
 
 from broker.server import Server
 from client.admin import Admin
@@ -25,10 +26,15 @@ from client.connection import Connection
 from client.connection import ConnectionClosed
 from client.errors import KafkaError
 from client.security import AuthenticationError
+from client.security import ScramClient
 from client.security import Security
 from client.users import delete_user
 from client.users import describe_users
 from client.users import upsert_user
+from protocol.api_keys import SASL_HANDSHAKE
+from protocol.framing import frame
+from protocol.messages import decode_response
+from protocol.messages import encode_request
 from storage.scram_credentials import SCRAM_SHA_512
 from storage.scram_credentials import ScramCredential
 from storage.scram_credentials import ScramCredentialStore
@@ -199,3 +205,49 @@ async def test_a_large_frame_before_login_closes_the_connection(secured: Secured
         configs = {f"x.{i}": "v" * 1000 for i in range(600)}
         with pytest.raises(KafkaError):  # refused for its unknown configs, not by size
             await client.create_topic("big", 1, configs)
+
+
+class _RawSocket:
+    """Bare frames over TLS: what a client does after a v0 SaslHandshake."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    async def send(self, payload: bytes) -> None:
+        self.writer.write(frame(payload))
+        await self.writer.drain()
+
+    async def receive(self) -> bytes:
+        size = int.from_bytes(await self.reader.readexactly(4), "big")
+        return await self.reader.readexactly(size)
+
+
+async def _raw_login(secured: Secured, password: str) -> tuple[_RawSocket, ScramClient]:
+    port = secured.server.ports["SASL_SSL"]
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", port, ssl=secured.security("SSL").ssl_context()
+    )
+    raw = _RawSocket(reader, writer)
+    await raw.send(encode_request(SaslHandshakeV0(mechanism="SCRAM-SHA-512"), 1, "old"))
+    _, shake = decode_response(SASL_HANDSHAKE, 0, await raw.receive())
+    assert shake.error_code == ErrorCode.none
+    client = ScramClient("sha512", "admin", password)
+    await raw.send(client.step(b""))  # client-first, bare
+    await raw.send(client.step(await raw.receive()))  # client-final, bare
+    return raw, client
+
+
+async def test_a_v0_handshake_is_followed_by_bare_tokens(secured: Secured) -> None:
+    raw, client = await _raw_login(secured, "admin-pw")
+    client.step(await raw.receive())  # server-final, bare: checks the broker's signature
+    assert client.done
+    await raw.send(encode_request(METADATA, 2, "old"))
+    _, metadata = decode_response(METADATA.__api_key__, METADATA.__version__, await raw.receive())
+    assert len(metadata.brokers) == 1
+    raw.writer.close()
+
+
+async def test_a_v0_login_with_a_wrong_password_is_closed_unanswered(secured: Secured) -> None:
+    raw, _ = await _raw_login(secured, "wrong")
+    assert await asyncio.wait_for(raw.reader.read(), 30) == b""
+    raw.writer.close()
