@@ -26,8 +26,8 @@ class SaslState(enum.Enum):
 
 
 class IllegalSaslState(Exception):
-    """A SASL request out of order (a second handshake, tokens before a handshake); the
-    session is then failed, so the connection closes."""
+    """A SASL request out of order (a second handshake, tokens before a handshake); before
+    login the session is then failed, so the connection closes."""
 
 
 class SaslSession:
@@ -46,6 +46,13 @@ class SaslSession:
     def authenticated(self) -> bool:
         return self.state is SaslState.COMPLETE
 
+    def _out_of_order(self) -> None:
+        """Before login, a SASL request out of order ends the connection (Kafka's authenticator
+        closes it); after login it is only refused (Kafka's request handler answers
+        ILLEGAL_SASL_STATE), and the connection stays logged in."""
+        if self.state is not SaslState.COMPLETE:
+            self.state = SaslState.FAILED
+
     @property
     def expects_raw_token(self) -> bool:
         return self.raw_tokens and self.state is SaslState.AUTHENTICATE
@@ -56,7 +63,7 @@ class SaslSession:
         :raises IllegalSaslState: not the first handshake of this connection.
         """
         if self.state is not SaslState.HANDSHAKE:
-            self.state = SaslState.FAILED
+            self._out_of_order()
             raise IllegalSaslState(f"SaslHandshake in state {self.state.value}")
         if mechanism not in self.enabled:
             return False
@@ -77,7 +84,7 @@ class SaslSession:
         """
         server = self._server
         if self.state is not SaslState.AUTHENTICATE or server is None:
-            self.state = SaslState.FAILED
+            self._out_of_order()
             raise IllegalSaslState(f"SaslAuthenticate in state {self.state.value}")
         try:
             if isinstance(server, PlainServer):
