@@ -28,13 +28,16 @@ from typing import Any
 from broker.authorizer import KAFKA_AUTHORIZER
 from broker.authorizer import KNOWN_AUTHORIZERS
 from broker.authorizer import SHOAL_AUTHORIZER
+from broker.listeners import Listener
+from broker.listeners import parse_address
+from broker.listeners import parse_listeners
+from broker.listeners import parse_protocol_map
 from coordinator.group_configs import DEFS
 from storage.config import LogConfig
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
 _WEEK_MS = 7 * 24 * 3600 * 1000
-_CHOICES = {"group.share.auto.offset.reset": ("latest", "earliest")}
 # Topic config -> the broker config that is its default (Kafka's ServerTopicConfigSynonyms).
 LOG_CONFIG_SYNONYMS: Mapping[str, str] = {
     "segment.bytes": "log.segment.bytes",
@@ -45,6 +48,15 @@ LOG_CONFIG_SYNONYMS: Mapping[str, str] = {
     "flush.messages": "log.flush.interval.messages",
     "flush.ms": "log.flush.interval.ms",
 }
+_CHOICES = {
+    "group.share.auto.offset.reset": ("latest", "earliest"),
+    "ssl.client.auth": ("none", "requested", "required"),
+    "ssl.keystore.type": ("PEM",),
+    "ssl.truststore.type": ("PEM",),
+}
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# Shown by DescribeConfigs as null, as Kafka shows its PASSWORD-typed configs.
+SENSITIVE = frozenset({"ssl.key.password"})
 
 
 def _int(default: int, low: int | None = None, high: int | None = None) -> Any:
@@ -64,6 +76,20 @@ class BrokerConfig:
     node_id: int = _int(1, 0)
     listeners: str = "PLAINTEXT://127.0.0.1:9092"
     advertised_listeners: str = ""
+    listener_security_protocol_map: str = ""  # over Kafka's default: each protocol to itself
+    # TLS, from PEM files as Kafka 2.7+ reads them: the keystore holds the private key and the
+    # certificate chain; the truststore, the CAs that client certificates must chain to.
+    ssl_keystore_type: str = "PEM"
+    ssl_keystore_location: str = ""
+    ssl_key_password: str = ""
+    ssl_truststore_type: str = "PEM"
+    ssl_truststore_location: str = ""
+    ssl_client_auth: str = "none"
+    # Kafka's default is GSSAPI, which Shoal lacks; PLAIN (a password on the wire) is opt-in.
+    sasl_enabled_mechanisms: str = "SCRAM-SHA-256,SCRAM-SHA-512"
+    connection_failed_authentication_delay_ms: int = _int(100, 0)
+    # The largest frame a SASL listener reads before the client has logged in (Kafka's).
+    sasl_server_max_receive_size: int = _int(524_288, 1)
     log_dirs: str = "./data"
     socket_request_max_bytes: int = _int(100 * 1024 * 1024, 1)
     queued_max_requests: int = _int(500, 1)
@@ -86,6 +112,7 @@ class BrokerConfig:
     log_flush_interval_messages: int = _int(_INT64_MAX, 1)
     log_flush_interval_ms: int = _int(1000, 1)
     metrics_port: int = _int(9308, -1, 65535)  # -1: no metrics endpoint
+    metrics_bind_address: str = ""  # empty: the first listener's host
     shutdown_timeout_ms: int = _int(5000, 0)
     group_share_max_share_sessions: int = _int(2000, 1)
     # Kafka's name; empty means no persister (share state is not durable; for benchmarks).
@@ -139,9 +166,7 @@ class BrokerConfig:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}")
         if not self.log_dirs:
             raise ValueError("log.dirs is empty")
-        parse_listener(self.listeners.split(",")[0])
-        if self.advertised_listeners:
-            parse_listener(self.advertised_listeners.split(",")[0])
+        check_listeners(self)
         check_bounds(self)
         if self.authorizer_class_name and self.authorizer_class_name not in KNOWN_AUTHORIZERS:
             raise ValueError(
@@ -198,13 +223,34 @@ class BrokerConfig:
     @property
     def listener(self) -> tuple[str, int]:
         """Host and port of the first listener."""
-        return parse_listener(self.listeners.split(",")[0])
+        first = self.listener_list[0]
+        return first.host, first.port
+
+    @property
+    def listener_list(self) -> list[Listener]:
+        return parse_listeners(
+            self.listeners, parse_protocol_map(self.listener_security_protocol_map)
+        )
+
+    @property
+    def advertised_list(self) -> list[Listener]:
+        protocol_map = parse_protocol_map(self.listener_security_protocol_map)
+        return (
+            parse_listeners(self.advertised_listeners, protocol_map)
+            if self.advertised_listeners
+            else []
+        )
+
+    @property
+    def sasl_mechanisms(self) -> tuple[str, ...]:
+        return tuple(m.strip() for m in self.sasl_enabled_mechanisms.split(",") if m.strip())
 
     @property
     def advertised(self) -> tuple[str, int]:
-        """What Metadata tells clients; a wildcard listener advertises this host's name."""
+        """What Metadata tells clients of the first listener; a wildcard listener advertises
+        this host's name."""
         adv = self.advertised_listeners
-        host, port = parse_listener(adv.split(",")[0]) if adv else self.listener
+        host, port = parse_address(adv.split(",")[0]) if adv else self.listener
         if host in ("0.0.0.0", "::"):
             host = socket.getfqdn()
         return host, port
@@ -237,6 +283,22 @@ def log_config(config: BrokerConfig) -> LogConfig:
     """The broker-level defaults of the topics' log settings (a topic's own configs win)."""
     synonyms = {topic: str(config.by_name(name)) for topic, name in LOG_CONFIG_SYNONYMS.items()}
     return LogConfig().with_overrides(synonyms)
+
+
+def check_listeners(config: BrokerConfig) -> None:
+    """:raises ValueError: a bad listener, a TLS listener without a keystore, client
+    authentication without a truststore, an unknown SASL mechanism."""
+    listeners = config.listener_list
+    config.advertised_list  # noqa: B018  # parsed for its errors
+    if any(lst.tls for lst in listeners) and not config.ssl_keystore_location:
+        raise ValueError("an SSL or SASL_SSL listener needs ssl.keystore.location")
+    if config.ssl_client_auth != "none" and not config.ssl_truststore_location:
+        raise ValueError(f"ssl.client.auth={config.ssl_client_auth} needs ssl.truststore.location")
+    unknown = set(config.sasl_mechanisms) - set(SASL_MECHANISMS)
+    if unknown:
+        raise ValueError(f"sasl.enabled.mechanisms: {', '.join(sorted(unknown))} not supported")
+    if any(lst.sasl for lst in listeners) and not config.sasl_mechanisms:
+        raise ValueError("a SASL listener needs sasl.enabled.mechanisms")
 
 
 def check_bounds(config: BrokerConfig) -> None:
@@ -291,12 +353,3 @@ def _coerce(name: str, value: Any, kind: type) -> Any:
         return kind(value)
     except ValueError as e:
         raise ValueError(f"{name}: {e}") from None
-
-
-def parse_listener(listener: str) -> tuple[str, int]:
-    """`PLAINTEXT://host:port` -> (host, port); an empty host means all interfaces."""
-    _, _, address = listener.strip().rpartition("://")
-    host, _, port = address.rpartition(":")
-    if not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"listener {listener!r} has no port (0 to 65535)")
-    return host.strip("[]") or "0.0.0.0", int(port)

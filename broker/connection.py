@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Coroutine
 from typing import Any
 
 import structlog
@@ -22,11 +23,21 @@ from broker.authorization import AclCache
 from broker.context import BrokerServices
 from broker.context import RequestContext
 from broker.handlers.api_versions import unsupported_version_response
+from broker.listeners import Listener
+from broker.principal import ANONYMOUS
 from broker.registry import Handler
+from broker.sasl.errors import AuthenticationFailed
+from broker.sasl.session import IllegalSaslState
+from broker.sasl.session import SaslSession
+from broker.sasl.session import SaslState
+from broker.tls import peer_principal
 from protocol.api_keys import API_VERSIONS
+from protocol.api_keys import SASL_AUTHENTICATE
+from protocol.api_keys import SASL_HANDSHAKE
 from protocol.framing import FrameDecoder
 from protocol.framing import FrameError
 from protocol.framing import frame
+from protocol.messages import RequestHeader
 from protocol.messages import UndecodableRequest
 from protocol.messages import UnknownApi
 from protocol.messages import decode_request
@@ -41,15 +52,27 @@ MAX_IN_FLIGHT = 64
 # Decoding costs ~35 ms per MiB of acknowledgement ranges: a larger frame is decoded in a
 # thread (kio's reader lets the loop run meanwhile), so it never stalls other clients.
 DECODE_ON_LOOP_MAX_BYTES = 256 * 1024
+# What a SASL listener serves before authentication completes; anything else closes the
+# connection, as Kafka's SaslServerAuthenticator does.
+BEFORE_AUTHENTICATION = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, services: BrokerServices, connections: set[KafkaConnection]) -> None:
+    def __init__(
+        self,
+        services: BrokerServices,
+        connections: set[KafkaConnection],
+        listener: Listener | None = None,
+    ) -> None:
+        """`listener`: the one accepted on (None: a plaintext one, as in unit tests)."""
         # Shared server state.
         self._services = services
         self._connections = connections
+        self._listener = listener
         # Per-connection state.
         self._transport: asyncio.Transport | None = None
+        self._principal = ANONYMOUS  # a client certificate's subject, or SASL's user
+        self._sasl: SaslSession | None = None
         self._decoder = FrameDecoder(services.config.socket_request_max_bytes)
         self._peer = "?"
         # Authorization decisions for this connection's principal (None: no authorizer).
@@ -71,6 +94,18 @@ class KafkaConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self._connections.add(self)
+        if self._listener is not None and self._listener.tls:  # handshake done by now
+            principal = peer_principal(transport.get_extra_info("ssl_object"))
+            if principal is not None:
+                self._principal = principal
+                log.info("tls client certificate", peer=self._peer, principal=principal)
+        if self._listener is not None and self._listener.sasl:
+            config = self._services.config
+            self._sasl = SaslSession(config.sasl_mechanisms, self._services.credentials)
+            # Until the client logs in, a large frame is no more than a way to use up memory.
+            self._decoder.max_frame_bytes = min(
+                config.sasl_server_max_receive_size, config.socket_request_max_bytes
+            )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._connections.discard(self)
@@ -112,10 +147,17 @@ class KafkaConnection(asyncio.Protocol):
 
     def _dispatch(self, payload: bytes) -> None:
         self._services.metrics.bytes_in.inc(len(payload) + 4)
+        if self._sasl is not None and self._sasl.expects_raw_token:
+            self._start(self._raw_token(self._take_seq(), self._sasl, payload))
+            return
         try:
             key, version, correlation_id = peek_header(payload)
         except UndecodableRequest as e:
             self.abort(str(e))
+            return
+        sasl = self._sasl
+        if sasl is not None and not sasl.authenticated and key not in BEFORE_AUTHENTICATION:
+            self.abort(f"api key {key} before SASL authentication completed")
             return
         handler = self._services.registry.get(key)
         if handler is None or not handler.supports(version):
@@ -129,14 +171,43 @@ class KafkaConnection(asyncio.Protocol):
             except (UndecodableRequest, UnknownApi) as e:
                 self.abort(f"undecodable request: {e}")
                 return
-            ctx = RequestContext(
-                self._services, request.header, self._peer, acl_cache=self._acl_cache
-            )
-            coro = self._run(self._take_seq(), ctx, handler, request.body)
+            coro = self._run(self._take_seq(), self._context(request.header), handler, request.body)
+        self._start(coro)
+
+    def _start(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         self._update_reading()
+
+    async def _raw_token(self, seq: int, sasl: SaslSession, token: bytes) -> None:
+        """A token after a v0 SaslHandshake: answered by a bare frame; a failure closes the
+        connection with no answer (v0 has no field for an error), after the same delay."""
+        try:
+            answer: bytes | None = frame(await sasl.authenticate(token))
+        except (AuthenticationFailed, IllegalSaslState) as e:
+            log.warning("authentication failed", peer=self._peer, mechanism=sasl.mechanism,
+                        reason=str(e))  # fmt: skip
+            delay_ms = self._services.config.connection_failed_authentication_delay_ms
+            await asyncio.sleep(delay_ms / 1000)
+            answer = None
+        if sasl.authenticated:
+            log.info("authenticated", peer=self._peer, principal=sasl.principal,
+                     mechanism=sasl.mechanism)  # fmt: skip
+        self._complete(seq, answer)
+
+    def _context(self, header: RequestHeader) -> RequestContext:
+        sasl = self._sasl
+        principal = sasl.principal if sasl is not None and sasl.principal else self._principal
+        return RequestContext(
+            self._services,
+            header,
+            self._peer,
+            principal=principal,
+            listener=self._listener.name if self._listener else "",
+            sasl=sasl,
+            acl_cache=self._acl_cache,
+        )
 
     def _refuse_version(self, key: int, version: int, correlation_id: int) -> None:
         """UNSUPPORTED_VERSION where a response can be encoded, else close (as Kafka does)."""
@@ -172,8 +243,7 @@ class KafkaConnection(asyncio.Protocol):
         except (UndecodableRequest, UnknownApi) as e:
             self.abort(f"undecodable request: {e}")
             return
-        ctx = RequestContext(self._services, request.header, self._peer, acl_cache=self._acl_cache)
-        await self._run(seq, ctx, handler, request.body)
+        await self._run(seq, self._context(request.header), handler, request.body)
 
     async def _run(
         self, seq: int, ctx: RequestContext, handler: Handler, body: RequestPayload
@@ -221,6 +291,11 @@ class KafkaConnection(asyncio.Protocol):
             self._next_to_write += 1
             if data is not None and transport is not None and not self._closing:
                 transport.write(data)
+        if self._sasl is not None and self._sasl.state is SaslState.FAILED:
+            self.close()  # after the failure is written, as Kafka does
+            return
+        if self._sasl is not None and self._sasl.authenticated:
+            self._decoder.max_frame_bytes = self._services.config.socket_request_max_bytes
         self._pump()
 
     def _update_reading(self) -> None:

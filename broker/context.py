@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from dataclasses import field
 from typing import TYPE_CHECKING
@@ -21,11 +22,13 @@ if TYPE_CHECKING:
     from broker.dynamic_config import DynamicBrokerConfigs
     from broker.record_deletion import RecordDeletion
     from broker.registry import Registry
+    from broker.sasl.session import SaslSession
     from broker.share.share_fetch_service import ShareFetchService
     from broker.share.share_partition_manager import SharePartitionManager
     from coordinator.group_configs import GroupConfigs
     from coordinator.share_group import ShareGroupCoordinator
     from storage.log_manager import LogManager
+    from storage.scram_credentials import ScramCredentialStore
 
 
 @dataclass
@@ -45,6 +48,11 @@ class BrokerServices:
     share_fetch: ShareFetchService
     dynamic_configs: DynamicBrokerConfigs
     record_deletion: RecordDeletion
+    credentials: ScramCredentialStore
+    # One credential change at a time: each is applied, written, or rolled back whole.
+    credentials_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Listener name -> the (host, port) Metadata gives its clients; filled in when bound.
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
     notifier: Notifier = field(default_factory=Notifier)
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
     clock: Clock = field(default_factory=WallClock)
@@ -73,6 +81,15 @@ class RequestContext:
         """The client's address without its port, as ACL hosts name it."""
         return self.peer.rpartition(":")[0] or self.peer
 
+    listener: str = ""  # the name of the listener the client connected to
+    sasl: SaslSession | None = None  # the connection's SASL state, on a SASL listener
+
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    @property
+    def endpoint(self) -> tuple[str, int]:
+        """The advertised (host, port) of the listener this request came in on."""
+        s = self.services
+        return s.endpoints.get(self.listener, (s.host, s.port))

@@ -12,11 +12,15 @@ import asyncio
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
 from broker import logs
 from broker.loops import loop_factory
+
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,10 +40,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
     """Command-line options as config overrides (they win over the file and the environment)."""
     overrides: dict[str, object] = {}
-    if args.host is not None or args.port is not None:
-        host = args.host or "127.0.0.1"
-        port = args.port if args.port is not None else 9092
-        overrides["listeners"] = f"PLAINTEXT://{host}:{port}"
     if args.data_dir is not None:
         overrides["log.dirs"] = str(args.data_dir)
     if args.metrics_port is not None:
@@ -47,15 +47,35 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
     return overrides
 
 
+def first_listener_at(listeners: str, host: str, port: int) -> str:
+    """`--host/--port` move the first listener (PLAINTEXT by default) and keep its name; the
+    other listeners (`SASL_SSL://...` from the config file) stay as configured."""
+    first, *rest = [item.strip() for item in listeners.split(",") if item.strip()]
+    name, sep, _ = first.partition("://")
+    return ",".join([f"{name if sep else 'PLAINTEXT'}://{host}:{port}", *rest])
+
+
+def _load(args: argparse.Namespace) -> BrokerConfig:
+    """:raises OSError, ValueError: an unreadable file, a bad value."""
+    from broker.config import BrokerConfig
+
+    config = BrokerConfig.load(file=args.config, overrides=_overrides(args))
+    if args.host is not None or args.port is not None:
+        host = args.host or "127.0.0.1"
+        port = args.port if args.port is not None else 9092
+        listeners = first_listener_at(config.listeners, host, port)
+        config = config.replace({"listeners": listeners})
+    return config
+
+
 def serve(args: argparse.Namespace) -> int:
     """Run the broker in the foreground until SIGTERM or SIGINT; the exit code."""
     # Imported here, not at the top: every `shoal` command builds this module's parser, and
     # only `serve` should pay for loading the broker (config pulls in storage, coordinator).
-    from broker.config import BrokerConfig
     from broker.server import Server
 
     try:
-        config = BrokerConfig.load(file=args.config, overrides=_overrides(args))
+        config = _load(args)
     except (OSError, ValueError) as e:
         print(f"shoal: bad configuration: {e}", file=sys.stderr)
         return 2

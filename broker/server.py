@@ -28,6 +28,7 @@ from broker.connection import KafkaConnection
 from broker.context import BrokerServices
 from broker.dynamic_config import DynamicBrokerConfigs
 from broker.handlers import build_registry
+from broker.listeners import advertised_endpoint
 from broker.log_cleaning import LogCleaner
 from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
@@ -37,11 +38,13 @@ from broker.share.share_fetch_service import ShareFetchService
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
+from broker.tls import server_context
 from coordinator.group_configs import GroupConfigs
 from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
 from storage.acl_store import AclStore
 from storage.log_manager import LogManager
+from storage.scram_credentials import ScramCredentialStore
 from storage.segment import PendingSync
 from storage.segment import sync_all
 from storage.share_state_store import SHARE_STATE_DIR
@@ -147,6 +150,7 @@ class Server:
                 write_snapshots=self._snapshots,
                 min_retained_offset=earliest_share_offset,
             ),
+            credentials=ScramCredentialStore.in_data_dir(data_dir),
             notifier=notifier,
             metrics=metrics,
             registry=build_registry(),
@@ -167,7 +171,7 @@ class Server:
         self._watch(metrics)
         self._cleaner = LogCleaner(logs, metrics, self.services.now_ms)
         self._connections: set[KafkaConnection] = set()
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         self._duties: set[asyncio.Task[None]] = set()
         # Periodic fsyncs run here, one flush at a time, never on the event loop.
         self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-flush")
@@ -175,7 +179,8 @@ class Server:
         # way before it writes the rest itself (two writers of one file collide on its .tmp).
         self._snapshotter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-snapshot")
         self._flushing: asyncio.Future[list[tuple[PendingSync, OSError]]] | None = None
-        self.port = 0
+        self.port = 0  # the first listener's
+        self.ports: dict[str, int] = {}  # listener name -> bound port
         self.metrics_port = -1
 
     @property
@@ -195,16 +200,32 @@ class Server:
             damaged_records=s.logs.damaged_records,
         )
 
+    async def _listen(self) -> None:
+        """One server per listener; TLS ones get the keystore's context (read once, here)."""
+        config, loop = self.config, asyncio.get_running_loop()
+        tls = server_context(config) if any(lst.tls for lst in config.listener_list) else None
+        for listener in config.listener_list:
+            server = await loop.create_server(
+                lambda listener=listener: KafkaConnection(
+                    self.services, self._connections, listener
+                ),
+                listener.host,
+                listener.port,
+                reuse_address=True,
+                ssl=tls if listener.tls else None,
+            )
+            self._servers.append(server)
+            port = server.sockets[0].getsockname()[1]
+            self.ports[listener.name] = port
+            self.services.endpoints[listener.name] = advertised_endpoint(
+                listener, port, config.advertised_list
+            )
+            log.info("listening", listener=listener.name, host=listener.host, port=port)
+
     async def start(self) -> None:
-        host, port = self.config.listener
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: KafkaConnection(self.services, self._connections),
-            host,
-            port,
-            reuse_address=True,
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
+        host, _ = self.config.listener
+        await self._listen()
+        self.port = next(iter(self.ports.values()))
         if self.services.port == 0:  # listening on an ephemeral port: advertise the real one
             self.services.port = self.port
         self._every(lambda: self.config.log_flush_interval_ms, self._flush)  # dynamic
@@ -215,12 +236,13 @@ class Server:
         self._every(MEMBER_CHECK_MS, self._expire_members)
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
         if self.config.metrics_port >= 0:
-            self.metrics_port = self.services.metrics.serve(host, self.config.metrics_port)
-            log.info("metrics", host=host, port=self.metrics_port)
+            metrics_host = self.config.metrics_bind_address or host
+            self.metrics_port = self.services.metrics.serve(metrics_host, self.config.metrics_port)
+            log.info("metrics", host=metrics_host, port=self.metrics_port)
         # Everything loaded so far lives as long as the broker: a full garbage collection need
         # not scan it again each time (a big request's objects trigger one, on the loop).
         gc.freeze()
-        log.info("listening", host=host, port=self.port, data_dir=str(self.config.data_dir))
+        log.info("started", port=self.port, data_dir=str(self.config.data_dir))
 
     def _every(
         self, interval_ms: int | Callable[[], int], duty: Callable[[], Awaitable[None] | None]
@@ -294,8 +316,8 @@ class Server:
 
     async def stop(self) -> None:
         log.info("shutting down", connections=len(self._connections))
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for conn in list(self._connections):
             conn.stop_reading()
         deadline = self.config.shutdown_timeout_ms / 1000
@@ -312,8 +334,8 @@ class Server:
             await asyncio.gather(self._flushing, return_exceptions=True)
         self._flusher.shutdown(wait=True)
         self._cleaner.shutdown()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
         self._snapshotter.shutdown(wait=True)
         if self._share_state is not None:
             self._share_state.flush_snapshots()

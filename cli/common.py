@@ -13,9 +13,12 @@ import sys
 from collections.abc import Awaitable
 from collections.abc import Callable
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from client.errors import KafkaError
+from client.security import AuthenticationError
+from client.security import Security
 
 OK, KAFKA_ERROR, USAGE, UNREACHABLE = 0, 1, 2, 3
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -39,6 +42,12 @@ def add_common(parser: argparse.ArgumentParser, *, json_output: bool = True) -> 
         help=f"the broker to connect to (default {DEFAULT_BOOTSTRAP})",
     )
     parser.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="client properties for a secured listener (security.protocol, sasl.*, ssl.*)",
+    )
+    parser.add_argument(
         "--command-timeout",
         type=float,
         default=30.0,
@@ -47,6 +56,31 @@ def add_common(parser: argparse.ArgumentParser, *, json_output: bool = True) -> 
     )
     if json_output:
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def security(args: argparse.Namespace) -> Security | None:
+    """TLS and SASL settings from `--command-config`, as Kafka's tools read them.
+
+    :raises UsageError: the file cannot be read or names an unsupported setting.
+    """
+    path: Path | None = getattr(args, "command_config", None)
+    if path is None:
+        return None
+    try:
+        return Security.from_properties(parse_properties(path.read_text()))
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--command-config {path}: {e}") from None
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """`name=value` lines; `#` and `!` start comments (Java's properties, simply)."""
+    props: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line and line[0] not in "#!":
+            name, _, value = line.partition("=")
+            props[name.strip()] = value.strip()
+    return props
 
 
 def run(command: Command, args: argparse.Namespace) -> int:
@@ -64,6 +98,8 @@ def run(command: Command, args: argparse.Namespace) -> int:
         return fail(str(e), KAFKA_ERROR)
     except UsageError as e:
         return fail(str(e), USAGE)
+    except AuthenticationError as e:
+        return fail(f"SASL_AUTHENTICATION_FAILED: {e}", KAFKA_ERROR)
     except (OSError, TimeoutError) as e:
         reason = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
         return fail(f"cannot reach the broker at {args.bootstrap_server}: {reason}", UNREACHABLE)

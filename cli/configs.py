@@ -18,6 +18,7 @@ from cli.common import parse_key_values
 from cli.common import print_json
 from cli.common import print_table
 from cli.common import run
+from cli.common import security
 from cli.common import split_commas
 from client.admin import Admin
 from client.admin import ConfigResourceType
@@ -54,7 +55,7 @@ def _entity(args: argparse.Namespace) -> tuple[ConfigResourceType, str]:
 
 async def _describe(args: argparse.Namespace) -> int:
     kind, name = _entity(args)
-    async with Admin(args.bootstrap_server) as admin:
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
         entries = await admin.describe_config_entries(kind, name)
     shown = [e for e in entries if args.all or e.source in OVERRIDES[kind]]
     if args.json:
@@ -86,7 +87,7 @@ async def _alter(args: argparse.Namespace) -> int:
         changes.update(dict.fromkeys(split_commas(text)))
     if not changes:
         raise UsageError("nothing to alter: give --add-config and/or --delete-config")
-    async with Admin(args.bootstrap_server) as admin:
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
         await admin.incremental_alter_configs(kind, name, changes)
     label = f"{args.entity_type[:-1]} {name!r}" if name else "the default broker"
     if args.json:

@@ -15,6 +15,7 @@ from typing import Any
 from cli.common import OK
 from cli.common import add_common
 from cli.common import run
+from cli.common import security
 from client.records import ConsumerRecord
 from client.share_acks import AcknowledgeType
 from client.share_consumer import ShareConsumer
@@ -50,7 +51,7 @@ async def _consume(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     received = 0
     async with ShareConsumer(
-        args.bootstrap_server, args.group, acknowledgement_mode="explicit"
+        args.bootstrap_server, args.group, acknowledgement_mode="explicit", security=security(args)
     ) as consumer:
         consumer.subscribe(args.topic)
         idle_until = loop.time() + args.timeout

@@ -3,9 +3,9 @@
 `shoal serve --host H --port P --data-dir D --metrics-port M [--config FILE]` is relied on by
 outside tooling: keep that command line stable (its options live in `broker.main`).
 
-The tools (`topics`, `share-groups`, `configs`, `acls`, `produce`, `consume`, `share-state`)
-live in `cli/`, one module per command group. Exit codes: 0 ok, 1 a Kafka error reported by
-the broker (or an unknown name), 2 usage, 3 the broker cannot be reached.
+The tools (`topics`, `share-groups`, `configs`, `acls`, `users`, `produce`, `consume`,
+`share-state`) live in `cli/`, one module per command group. Exit codes: 0 ok, 1 a Kafka error
+reported by the broker (or an unknown name), 2 usage, 3 the broker cannot be reached.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from cli import serve
 from cli import share_groups
 from cli import share_state
 from cli import topics
+from cli import users
 
-COMMANDS = (serve, topics, share_groups, configs, acls, produce, consume, share_state)
+COMMANDS = (serve, topics, share_groups, configs, acls, users, produce, consume, share_state)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -10,6 +10,7 @@ from cli.common import OK
 from cli.common import add_common
 from cli.common import print_json
 from cli.common import run
+from cli.common import security
 from client.producer import Producer
 
 
@@ -17,7 +18,7 @@ async def _produce(args: argparse.Namespace) -> int:
     values = args.value if args.value else [line.rstrip("\n") for line in sys.stdin]
     key = args.key.encode() if args.key is not None else None
     sent = []
-    async with Producer(args.bootstrap_server, linger_ms=5) as producer:
+    async with Producer(args.bootstrap_server, linger_ms=5, security=security(args)) as producer:
         for value in values:
             partition, offset = await producer.send(
                 args.topic, value.encode(), key=key, partition=args.partition

@@ -21,6 +21,7 @@ from cli.common import fail
 from cli.common import print_json
 from cli.common import print_table
 from cli.common import run
+from cli.common import security
 from client.admin import Admin
 from client.admin import SharePartitionOffsets
 
@@ -28,7 +29,7 @@ TopicPartition = tuple[str, int]
 
 
 async def _list(args: argparse.Namespace) -> int:
-    async with Admin(args.bootstrap_server) as admin:
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
         groups = await admin.list_groups(types=["share"], states=args.state or None)
     if args.json:
         print_json([{"group": g.group_id, "state": g.state} for g in groups])
@@ -50,7 +51,7 @@ def _offset_rows(group: str, offsets: dict[TopicPartition, SharePartitionOffsets
 
 async def _describe(args: argparse.Namespace) -> int:
     group = args.group
-    async with Admin(args.bootstrap_server) as admin:
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
         desc = (await admin.describe_share_groups([group]))[group]
         offsets = await admin.describe_share_group_offsets(group)
     if args.json:
@@ -154,7 +155,7 @@ async def _new_offset(admin: Admin, args: argparse.Namespace, tp: TopicPartition
 async def _reset(args: argparse.Namespace) -> int:
     if args.dry_run and args.execute:
         raise UsageError("--dry-run and --execute exclude each other")
-    async with Admin(args.bootstrap_server) as admin:
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
         plan = {tp: await _new_offset(admin, args, tp) for tp in await _targets(admin, args)}
         if args.execute:
             await admin.alter_share_group_offsets(args.group, plan)
@@ -178,7 +179,7 @@ async def _reset(args: argparse.Namespace) -> int:
 
 
 async def _delete_offsets(args: argparse.Namespace) -> int:
-    async with Admin(args.bootstrap_server) as admin:
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
         await admin.delete_share_group_offsets(args.group, args.topic)
     if args.json:
         print_json({"group": args.group, "topics": args.topic})
@@ -190,7 +191,7 @@ async def _delete_offsets(args: argparse.Namespace) -> int:
 
 
 async def _delete(args: argparse.Namespace) -> int:
-    async with Admin(args.bootstrap_server) as admin:
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
         results = await admin.delete_groups(args.group)
     failed = {g: e for g, e in results.items() if e is not None}
     if args.json:

@@ -16,6 +16,7 @@ from cli.common import parse_key_values
 from cli.common import print_json
 from cli.common import print_table
 from cli.common import run
+from cli.common import security
 from client.admin import Admin
 from client.admin import ConfigResourceType
 from client.admin import ConfigSource
@@ -27,7 +28,7 @@ async def _create(args: argparse.Namespace) -> int:
         configs.update(parse_key_values(text))
     # Without --partitions the broker's num.partitions decides (-1, as kafka-topics.sh sends).
     partitions = -1 if args.partitions is None else args.partitions
-    async with Admin(args.bootstrap_server) as admin:
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
         topic_id = await admin.create_topic(
             args.topic, partitions, configs, replication_factor=args.replication_factor
         )
@@ -41,7 +42,7 @@ async def _create(args: argparse.Namespace) -> int:
 
 
 async def _list(args: argparse.Namespace) -> int:
-    async with Admin(args.bootstrap_server) as admin:
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
         names = sorted(await admin.list_topics())
     if args.json:
         print_json(names)
@@ -52,7 +53,7 @@ async def _list(args: argparse.Namespace) -> int:
 
 
 async def _describe(args: argparse.Namespace) -> int:
-    async with Admin(args.bootstrap_server) as admin:
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
         topics = await admin.list_topics()
         if args.topic is not None and args.topic not in topics:
             raise NotFound(f"UNKNOWN_TOPIC_OR_PARTITION: no topic {args.topic!r}")
@@ -93,7 +94,7 @@ async def _describe(args: argparse.Namespace) -> int:
 
 
 async def _delete(args: argparse.Namespace) -> int:
-    async with Admin(args.bootstrap_server) as admin:
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
         await admin.delete_topic(args.topic)
     if args.json:
         print_json({"topic": args.topic, "deleted": True})

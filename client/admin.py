@@ -28,6 +28,7 @@ from client.errors import KafkaError
 from client.errors import TopicError
 from client.errors import error_for
 from client.errors import raise_for
+from client.security import Security
 from protocol import api_keys
 from protocol.acl import AclBinding
 from protocol.acl import AclBindingFilter
@@ -85,8 +86,10 @@ _SPECS = {"earliest": EARLIEST, "latest": LATEST, "max_timestamp": MAX_TIMESTAMP
 
 
 class Admin:
-    def __init__(self, bootstrap: str, *, client_id: str = "shoal-admin") -> None:
-        self.cluster = Cluster(bootstrap, client_id=client_id)
+    def __init__(
+        self, bootstrap: str, *, client_id: str = "shoal-admin", security: Security | None = None
+    ) -> None:
+        self.cluster = Cluster(bootstrap, client_id=client_id, security=security)
 
     async def __aenter__(self) -> Admin:
         await self.cluster.bootstrap()

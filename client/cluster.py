@@ -23,6 +23,7 @@ from client.errors import KafkaError
 from client.errors import TopicError
 from client.errors import UnsupportedVersionError
 from client.errors import error_for
+from client.security import Security
 from protocol import api_keys
 from protocol.messages import build
 
@@ -97,8 +98,9 @@ class TopicInfo:
 class Cluster:
     """Cluster view and connection pool shared by the producer, admin and share consumer."""
 
-    def __init__(self, bootstrap: str, *, client_id: str) -> None:
+    def __init__(self, bootstrap: str, *, client_id: str, security: Security | None = None) -> None:
         self.client_id = client_id
+        self.security = security  # TLS and SASL for every connection (None: PLAINTEXT)
         self._bootstrap = parse_bootstrap(bootstrap)
         self._nodes: dict[int, BrokerNode] = {}
         self._api_versions: dict[int, tuple[int, int]] = {}
@@ -174,7 +176,7 @@ class Cluster:
             conn = self._conns.get(key)
             if conn is None or conn.closed:
                 host, port = self._address(node_id)
-                conn = await Connection.open(host, port, self.client_id)
+                conn = await Connection.open(host, port, self.client_id, self.security)
                 self._conns[key] = conn
             return conn
 

@@ -12,8 +12,13 @@ from collections import deque
 from typing import Any
 from typing import TypeVar
 
+from kio.schema.errors import ErrorCode
+from kio.schema.sasl_authenticate import v1 as sasl_authenticate
+from kio.schema.sasl_handshake import v1 as sasl_handshake
 from kio.static.protocol import RequestPayload
 
+from client.security import AuthenticationError
+from client.security import Security
 from protocol.framing import SIZE
 from protocol.framing import frame
 from protocol.messages import decode_response
@@ -39,9 +44,45 @@ class Connection:
         self._closed = False
 
     @classmethod
-    async def open(cls, host: str, port: int, client_id: str = "shoal-client") -> Connection:
-        reader, writer = await asyncio.open_connection(host, port)
-        return cls(reader, writer, client_id)
+    async def open(
+        cls,
+        host: str,
+        port: int,
+        client_id: str = "shoal-client",
+        security: Security | None = None,
+    ) -> Connection:
+        """:raises AuthenticationError: SASL credentials refused (the connection is closed)."""
+        context = security.ssl_context() if security else None
+        reader, writer = await asyncio.open_connection(
+            host, port, ssl=context, server_hostname=host if context else None
+        )
+        conn = cls(reader, writer, client_id)
+        if security is not None and security.sasl:
+            try:
+                await conn._authenticate(security)
+            except BaseException:
+                await conn.close()
+                raise
+        return conn
+
+    async def _authenticate(self, security: Security) -> None:
+        """SaslHandshake v1, then SaslAuthenticate until the mechanism is done."""
+        shake = await self.request(
+            sasl_handshake.SaslHandshakeRequest(mechanism=security.mechanism)
+        )
+        if shake.error_code != ErrorCode.none:
+            raise AuthenticationError(
+                f"{security.mechanism} refused; the broker offers {', '.join(shake.mechanisms)}"
+            )
+        client, challenge = security.sasl_client(), b""
+        while not client.done:
+            token = client.step(challenge)
+            if client.done and not token:
+                break
+            answer = await self.request(sasl_authenticate.SaslAuthenticateRequest(auth_bytes=token))
+            if answer.error_code != ErrorCode.none:
+                raise AuthenticationError(answer.error_message or "authentication failed")
+            challenge = answer.auth_bytes
 
     async def request(self, body: RequestPayload, *, expect_response: bool = True) -> Any:
         """Send a request and wait for its response (None when the broker sends none)."""

@@ -27,6 +27,7 @@ from client.errors import KafkaError
 from client.errors import error_for
 from client.records import Record
 from client.records import encode_batch
+from client.security import Security
 from protocol.messages import build
 
 _M32 = 0xFFFFFFFF
@@ -83,10 +84,11 @@ class Producer:
         max_batch_records: int = 10_000,
         timeout_ms: int = 30_000,
         client_id: str = "shoal-producer",
+        security: Security | None = None,
     ) -> None:
         if acks not in (-1, 0, 1):
             raise ValueError("acks must be -1, 0 or 1")
-        self.cluster = Cluster(bootstrap, client_id=client_id)
+        self.cluster = Cluster(bootstrap, client_id=client_id, security=security)
         self._acks = acks
         self._linger_s = linger_ms / 1000
         self._max_batch = max_batch_records

@@ -30,6 +30,7 @@ from client.errors import error_for
 from client.records import AcquiredRange
 from client.records import ConsumerRecord
 from client.records import decode_acquired
+from client.security import Security
 from client.share_acks import AcknowledgeType
 from client.share_membership import ShareMembership
 from client.share_session import CLOSE_EPOCH
@@ -69,10 +70,11 @@ class ShareConsumer:
         max_records: int = 500,
         client_id: str = "shoal-share-consumer",
         on_acknowledgement: AckCallback | None = None,
+        security: Security | None = None,
     ) -> None:
         if acknowledgement_mode not in ("implicit", "explicit"):
             raise ValueError("acknowledgement_mode must be 'implicit' or 'explicit'")
-        self.cluster = Cluster(bootstrap, client_id=client_id)
+        self.cluster = Cluster(bootstrap, client_id=client_id, security=security)
         self.group_id = group_id
         self.acknowledgement_mode = acknowledgement_mode
         self.max_records = max_records

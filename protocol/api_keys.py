@@ -10,6 +10,7 @@ from typing import Final
 
 from kio.schema.alter_configs.v0 import AlterConfigsRequest
 from kio.schema.alter_share_group_offsets.v0 import AlterShareGroupOffsetsRequest
+from kio.schema.alter_user_scram_credentials.v0 import AlterUserScramCredentialsRequest
 from kio.schema.api_versions.v0 import ApiVersionsRequest
 from kio.schema.create_acls.v1 import CreateAclsRequest
 from kio.schema.create_partitions.v0 import CreatePartitionsRequest
@@ -23,6 +24,7 @@ from kio.schema.describe_acls.v1 import DescribeAclsRequest
 from kio.schema.describe_cluster.v0 import DescribeClusterRequest
 from kio.schema.describe_configs.v1 import DescribeConfigsRequest
 from kio.schema.describe_share_group_offsets.v0 import DescribeShareGroupOffsetsRequest
+from kio.schema.describe_user_scram_credentials.v0 import DescribeUserScramCredentialsRequest
 from kio.schema.fetch.v4 import FetchRequest
 from kio.schema.find_coordinator.v0 import FindCoordinatorRequest
 from kio.schema.incremental_alter_configs.v0 import IncrementalAlterConfigsRequest
@@ -32,6 +34,8 @@ from kio.schema.list_offsets.v1 import ListOffsetsRequest
 from kio.schema.metadata.v0 import MetadataRequest
 from kio.schema.offset_fetch.v1 import OffsetFetchRequest
 from kio.schema.produce.v3 import ProduceRequest
+from kio.schema.sasl_authenticate.v0 import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1 import SaslHandshakeRequest
 from kio.schema.share_acknowledge.v1 import ShareAcknowledgeRequest
 from kio.schema.share_fetch.v1 import ShareFetchRequest
 from kio.schema.share_group_describe.v1 import ShareGroupDescribeRequest
@@ -44,6 +48,7 @@ METADATA: Final = int(MetadataRequest.__api_key__)
 OFFSET_FETCH: Final = int(OffsetFetchRequest.__api_key__)
 FIND_COORDINATOR: Final = int(FindCoordinatorRequest.__api_key__)
 LIST_GROUPS: Final = int(ListGroupsRequest.__api_key__)
+SASL_HANDSHAKE: Final = int(SaslHandshakeRequest.__api_key__)
 API_VERSIONS: Final = int(ApiVersionsRequest.__api_key__)
 CREATE_TOPICS: Final = int(CreateTopicsRequest.__api_key__)
 DELETE_TOPICS: Final = int(DeleteTopicsRequest.__api_key__)
@@ -56,8 +61,11 @@ CREATE_ACLS: Final = int(CreateAclsRequest.__api_key__)
 DELETE_ACLS: Final = int(DeleteAclsRequest.__api_key__)
 DELETE_GROUPS: Final = int(DeleteGroupsRequest.__api_key__)
 ALTER_CONFIGS: Final = int(AlterConfigsRequest.__api_key__)
+SASL_AUTHENTICATE: Final = int(SaslAuthenticateRequest.__api_key__)
 INCREMENTAL_ALTER_CONFIGS: Final = int(IncrementalAlterConfigsRequest.__api_key__)
 DESCRIBE_CLUSTER: Final = int(DescribeClusterRequest.__api_key__)
+DESCRIBE_USER_SCRAM_CREDENTIALS: Final = int(DescribeUserScramCredentialsRequest.__api_key__)
+ALTER_USER_SCRAM_CREDENTIALS: Final = int(AlterUserScramCredentialsRequest.__api_key__)
 SHARE_GROUP_HEARTBEAT: Final = int(ShareGroupHeartbeatRequest.__api_key__)
 SHARE_GROUP_DESCRIBE: Final = int(ShareGroupDescribeRequest.__api_key__)
 SHARE_FETCH: Final = int(ShareFetchRequest.__api_key__)

@@ -29,6 +29,15 @@ class FrameDecoder:
     def buffered(self) -> int:
         return len(self._buffer)
 
+    @property
+    def max_frame_bytes(self) -> int:
+        return self._max
+
+    @max_frame_bytes.setter
+    def max_frame_bytes(self, value: int) -> None:
+        """A new limit for the frames still to come (raised once a client has logged in)."""
+        self._max = value
+
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         """Add bytes read from the peer; return every frame they complete, in order.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from broker.handlers import alter_configs
 from broker.handlers import alter_share_group_offsets
+from broker.handlers import alter_user_scram_credentials
 from broker.handlers import api_versions
 from broker.handlers import create_acls
 from broker.handlers import create_partitions
@@ -17,6 +18,7 @@ from broker.handlers import describe_acls
 from broker.handlers import describe_cluster
 from broker.handlers import describe_configs
 from broker.handlers import describe_share_group_offsets
+from broker.handlers import describe_user_scram_credentials
 from broker.handlers import fetch
 from broker.handlers import find_coordinator
 from broker.handlers import incremental_alter_configs
@@ -26,6 +28,8 @@ from broker.handlers import list_offsets
 from broker.handlers import metadata
 from broker.handlers import offset_fetch
 from broker.handlers import produce
+from broker.handlers import sasl_authenticate
+from broker.handlers import sasl_handshake
 from broker.handlers import share_acknowledge
 from broker.handlers import share_fetch
 from broker.handlers import share_group_describe
@@ -62,6 +66,10 @@ HANDLERS: tuple[Handler, ...] = (
     describe_acls.HANDLER,
     create_acls.HANDLER,
     delete_acls.HANDLER,
+    sasl_handshake.HANDLER,
+    sasl_authenticate.HANDLER,
+    describe_user_scram_credentials.HANDLER,
+    alter_user_scram_credentials.HANDLER,
 )
 
 

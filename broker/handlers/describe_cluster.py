@@ -34,7 +34,7 @@ async def handle(
             cluster_authorized_operations=NOT_REQUESTED,
         )
     broker = v1.response.DescribeClusterBroker(
-        broker_id=BrokerId(s.node_id), host=s.host, port=i32(s.port)
+        broker_id=BrokerId(s.node_id), host=ctx.endpoint[0], port=i32(ctx.endpoint[1])
     )
     return v1.DescribeClusterResponse(
         throttle_time=NO_THROTTLE,

@@ -18,6 +18,7 @@ from kio.static.primitive import i8
 from broker.authorization import config_refusal
 from broker.config import DEFAULTS
 from broker.config import LOG_CONFIG_SYNONYMS
+from broker.config import SENSITIVE
 from broker.context import RequestContext
 from broker.dynamic_config import DYNAMIC
 from broker.handlers.common import NO_THROTTLE
@@ -127,10 +128,10 @@ def _result(ctx: RequestContext, resource: Resource) -> v4.response.DescribeConf
     configs = tuple(
         v4.response.DescribeConfigsResourceResult(
             name=name,
-            value=value,
+            value=None if name in SENSITIVE else value,
             read_only=read_only,
             config_source=i8(source),
-            is_sensitive=False,
+            is_sensitive=name in SENSITIVE,
             synonyms=(),
             documentation=None,
         )

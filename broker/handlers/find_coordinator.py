@@ -72,7 +72,7 @@ def _where(ctx: RequestContext, key_type: int, key: str) -> _Where:
             check_ids(key)
         except CoordinatorError as e:
             return _Where(BrokerId(-1), "", i32(-1), e.error_code, str(e))
-    return _Where(BrokerId(s.node_id), s.host, i32(s.port), ErrorCode.none, None)
+    return _Where(BrokerId(s.node_id), ctx.endpoint[0], i32(ctx.endpoint[1]), ErrorCode.none, None)
 
 
 def _coordinator(ctx: RequestContext, key_type: int, key: str) -> v6.response.Coordinator:

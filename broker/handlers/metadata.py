@@ -159,9 +159,10 @@ def _answer_v12(
 ) -> v12.MetadataResponse:
     s, r = ctx.services, v12.response
     node = BrokerId(s.node_id)
+    host, port = ctx.endpoint  # of the listener the client connected to
     return v12.MetadataResponse(
         throttle_time=NO_THROTTLE,
-        brokers=(r.MetadataResponseBroker(node_id=node, host=s.host, port=i32(s.port)),),
+        brokers=(r.MetadataResponseBroker(node_id=node, host=host, port=i32(port)),),
         cluster_id=s.cluster_id,
         controller_id=node,
         topics=tuple(
@@ -182,9 +183,10 @@ def _answer_v10(
 ) -> v10.MetadataResponse:
     s, r = ctx.services, v10.response
     node = BrokerId(s.node_id)
+    host, port = ctx.endpoint  # of the listener the client connected to
     return v10.MetadataResponse(
         throttle_time=NO_THROTTLE,
-        brokers=(r.MetadataResponseBroker(node_id=node, host=s.host, port=i32(s.port)),),
+        brokers=(r.MetadataResponseBroker(node_id=node, host=host, port=i32(port)),),
         cluster_id=s.cluster_id,
         controller_id=node,
         topics=tuple(

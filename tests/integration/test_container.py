@@ -6,6 +6,7 @@ The Dockerfile is a thin shell: its CMD is `shoal serve ...` and its HEALTHCHECK
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -15,8 +16,11 @@ from pathlib import Path
 import pytest
 
 from cli.main import parser
+from client.connection import Connection
+from client.security import Security
 from tests.brokers import BrokerProcess
 from tests.brokers import free_port
+from tests.tls_files import make_tls_files
 
 pytestmark = pytest.mark.integration
 DOCKERFILE = Path(__file__).parents[2] / "docker" / "Dockerfile"
@@ -48,3 +52,40 @@ def test_the_healthcheck_passes_on_a_live_broker_and_fails_on_a_dead_port(
     dead = [sys.executable, "-m", "broker.healthcheck", "127.0.0.1", str(free_port())]
     result = subprocess.run(dead, capture_output=True, text=True, timeout=20)
     assert result.returncode == 1 and "unhealthy" in result.stderr
+
+
+SASL_SSL_COMPOSE = DOCKERFILE.parent / "compose.sasl-ssl.yaml"
+
+
+def test_the_compose_sasl_ssl_set_up_serves_scram_over_tls(tmp_path: Path) -> None:
+    """The override's environment and command, run as they are (certificates and ports
+    swapped for the test's): a SCRAM-SHA-512 client gets in over TLS, on the advertised name."""
+    text = SASL_SSL_COMPOSE.read_text()
+    env = dict(re.findall(r'^\s+(SHOAL_[A-Z_]+): "([^"]*)"$', text, re.MULTILINE))
+    match = re.search(r"command: (\[.*?\])", text, re.DOTALL)
+    assert match is not None
+    command = json.loads(match.group(1))
+    tls = make_tls_files(tmp_path / "secure")
+    plain, sasl = free_port(), free_port()
+    env = {
+        k: v.replace("/etc/shoal/secure/server.pem", str(tls.keystore))
+        .replace("/etc/shoal/secure/ca.pem", str(tls.ca))
+        .replace("9093", str(sasl))
+        for k, v in env.items()
+    }
+    data = tmp_path / "data"
+    add = [sys.executable, "-m", "cli", "users", "add", "admin", "--password", "pw",
+           "--data-dir", str(data)]  # fmt: skip
+    subprocess.run(add, check=True, capture_output=True, timeout=60)
+    args = parser().parse_args(command[1:])
+    assert (args.host, args.port) == ("127.0.0.1", 9092)
+    broker = BrokerProcess(data, port=plain, env=env)
+    with broker:
+        security = Security(protocol="SASL_SSL", username="admin", password="pw",
+                            ca_file=str(tls.ca))  # fmt: skip
+
+        async def login() -> None:
+            conn = await Connection.open("localhost", sasl, security=security)
+            await conn.close()
+
+        asyncio.run(login())

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from kio.schema.alter_share_group_offsets import v0 as alter_offsets
+from kio.schema.alter_user_scram_credentials import v0 as alter_scram
 from kio.schema.create_acls import v3 as create_acls
 from kio.schema.create_partitions import v3 as create_partitions
 from kio.schema.create_topics import v7 as create_topics
@@ -25,6 +26,7 @@ from kio.schema.describe_acls import v3 as describe_acls
 from kio.schema.describe_cluster import v1 as describe_cluster
 from kio.schema.describe_configs import v4 as describe_configs
 from kio.schema.describe_share_group_offsets import v1 as describe_offsets
+from kio.schema.describe_user_scram_credentials import v0 as describe_scram
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch import v12 as fetch
 from kio.schema.find_coordinator import v4 as find_coordinator
@@ -384,6 +386,22 @@ async def test_delete_records_needs_delete_on_the_topic(server: Server) -> None:
     await grant(s, acl(RT.TOPIC, TOPIC, Op.DELETE))
     allowed = (await call(s, ALICE, request)).topics[0].partitions[0]
     assert (allowed.error_code, allowed.low_watermark, plog.log_start_offset) == (0, 3, 3)
+
+
+async def test_scram_credential_apis_need_describe_and_alter_on_the_cluster(
+    server: Server,
+) -> None:
+    s = server.services
+    delete = alter_scram.request.ScramCredentialDeletion(name="carol", mechanism=i8(2))
+    alter = alter_scram.AlterUserScramCredentialsRequest(deletions=(delete,), upsertions=())
+    describe = describe_scram.DescribeUserScramCredentialsRequest(users=None)
+    assert (await call(s, ALICE, describe)).error_code == ErrorCode.cluster_authorization_failed
+    denied = (await call(s, ALICE, alter)).results[0]
+    assert denied.error_code == ErrorCode.cluster_authorization_failed
+    await grant(s, acl(RT.CLUSTER, "kafka-cluster", Op.ALTER))  # implies DESCRIBE
+    assert (await call(s, ALICE, describe)).error_code == ErrorCode.none
+    allowed = (await call(s, ALICE, alter)).results[0]
+    assert allowed.error_code == ErrorCode.resource_not_found  # no such user: checked, not denied
 
 
 async def test_configs_need_describe_configs_and_alter_configs(server: Server) -> None:

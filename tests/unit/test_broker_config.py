@@ -14,6 +14,7 @@ from broker.config import log_config
 from broker.dynamic_config import FILE_NAME
 from broker.dynamic_config import DynamicBrokerConfigs
 from broker.dynamic_config import InvalidBrokerConfig
+from broker.main import first_listener_at
 from broker.server import Server
 from coordinator.group_configs import BROKER_DEFAULTS
 
@@ -24,6 +25,32 @@ def test_kafka_names_map_to_typed_attributes() -> None:
     assert config.auto_create_topics_enable is True
     assert config.group_share_record_lock_duration_ms == 30_000
     assert config.values["log.dirs"] == "./data"
+
+
+def test_named_listeners_and_their_security_protocols() -> None:
+    config = BrokerConfig.load(
+        environ={},
+        overrides={
+            "listeners": "PLAINTEXT://127.0.0.1:9092,INTERNAL://:9093,SASL_PLAINTEXT://h:9094",
+            "listener.security.protocol.map": "INTERNAL:SASL_PLAINTEXT",
+            "advertised.listeners": "INTERNAL://broker.internal:19093",
+        },
+    )
+    assert [(x.name, x.security_protocol, x.host, x.port) for x in config.listener_list] == [
+        ("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9092),
+        ("INTERNAL", "SASL_PLAINTEXT", "0.0.0.0", 9093),
+        ("SASL_PLAINTEXT", "SASL_PLAINTEXT", "h", 9094),
+    ]
+    assert [(a.name, a.host, a.port) for a in config.advertised_list] == [
+        ("INTERNAL", "broker.internal", 19093)
+    ]
+
+
+def test_the_command_line_moves_only_the_first_listener() -> None:
+    listeners = "PLAINTEXT://127.0.0.1:9092,SASL_SSL://0.0.0.0:9093"
+    assert first_listener_at(listeners, "0.0.0.0", 19092) == (
+        "PLAINTEXT://0.0.0.0:19092,SASL_SSL://0.0.0.0:9093"
+    )
 
 
 def test_the_group_share_defaults_agree_with_the_coordinator() -> None:
@@ -55,6 +82,14 @@ def test_file_then_environment_then_command_line(tmp_path: Path) -> None:
         ("listeners", "PLAINTEXT://nowhere", "no port"),
         ("listeners", "PLAINTEXT://127.0.0.1:65536", "no port"),
         ("advertised.listeners", "PLAINTEXT://host", "no port"),
+        ("listeners", "SASL_SSL://127.0.0.1:9093", "needs ssl.keystore.location"),
+        ("listeners", "INTERNAL://127.0.0.1:9093", "not in listener.security.protocol.map"),
+        ("listeners", "SSL://:1,SSL://:2", "named twice"),
+        ("listener.security.protocol.map", "INTERNAL:TLS", "bad entry"),
+        ("sasl.enabled.mechanisms", "GSSAPI", "GSSAPI not supported"),
+        ("ssl.client.auth", "required", "needs ssl.truststore.location"),
+        ("ssl.client.auth", "sometimes", "none, requested, required"),
+        ("ssl.keystore.type", "JKS", "PEM"),
         ("group.share.record.lock.duration.ms", "500", "must lie within"),
         ("group.share.max.delivery.count.limit", "3", "must lie within"),
     ],

@@ -1,0 +1,126 @@
+"""AlterUserScramCredentials (51): add, replace or delete users' SCRAM credentials.
+
+The client salts the password itself (it sends salt, iterations and SaltedPassword); the
+broker keeps only the stored key and server key derived from them. Each user's changes are
+checked first and applied all or none, as Kafka does; the credential file is then rewritten
+atomically in a thread. If it cannot be written, memory goes back to what the file holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Mapping
+from collections.abc import Sequence
+
+import structlog
+from kio.schema.alter_user_scram_credentials import v0
+from kio.schema.errors import ErrorCode
+
+from broker.authorization import authorize_cluster
+from broker.context import RequestContext
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
+from storage.scram_credentials import BY_KAFKA_TYPE
+from storage.scram_credentials import InvalidCredential
+from storage.scram_credentials import ScramCredential
+from storage.scram_credentials import ScramCredentialStore
+from storage.scram_credentials import check_upsert
+
+log = structlog.get_logger("shoal.credentials")
+
+Change = v0.request.ScramCredentialDeletion | v0.request.ScramCredentialUpsertion
+Refusal = tuple[ErrorCode, str]
+
+
+def _refusal(store: ScramCredentialStore, change: Change, repeated: bool) -> Refusal | None:
+    mechanism = BY_KAFKA_TYPE.get(int(change.mechanism))
+    if mechanism is None:
+        return ErrorCode.unsupported_sasl_mechanism, f"unknown SCRAM mechanism {change.mechanism}"
+    if repeated:
+        return ErrorCode.duplicate_resource, "a user's mechanism is changed more than once"
+    if isinstance(change, v0.request.ScramCredentialDeletion):
+        if store.get(change.name, mechanism.name) is None:
+            return ErrorCode.resource_not_found, "no such credential to delete"
+        return None
+    try:
+        check_upsert(change.name, mechanism.name, int(change.iterations))
+    except InvalidCredential as e:
+        return ErrorCode.unacceptable_credential, str(e)
+    if not change.salt or not change.salted_password:
+        return ErrorCode.unacceptable_credential, "empty salt or salted password"
+    return None
+
+
+def _apply(store: ScramCredentialStore, change: Change) -> None:
+    mechanism = BY_KAFKA_TYPE[int(change.mechanism)]
+    if isinstance(change, v0.request.ScramCredentialDeletion):
+        store.delete(change.name, mechanism.name)
+        return
+    credential = ScramCredential.from_salted_password(
+        mechanism, change.salt, change.salted_password, int(change.iterations)
+    )
+    store.upsert(change.name, mechanism.name, credential)
+
+
+def _check_all(store: ScramCredentialStore, changes: Sequence[Change]) -> dict[str, Refusal]:
+    """The first refusal of each user that has one."""
+    counts = Counter((c.name, int(c.mechanism)) for c in changes)
+    refused: dict[str, Refusal] = {}
+    for change in changes:
+        if change.name not in refused:
+            why = _refusal(store, change, counts[(change.name, int(change.mechanism))] > 1)
+            if why is not None:
+                refused[change.name] = why
+    return refused
+
+
+async def handle(
+    ctx: RequestContext, request: v0.AlterUserScramCredentialsRequest
+) -> v0.AlterUserScramCredentialsResponse:
+    store = ctx.services.credentials
+    changes: list[Change] = [*request.deletions, *request.upsertions]
+    if not authorize_cluster(ctx, AclOperation.ALTER):
+        denied = (ErrorCode.cluster_authorization_failed, "ALTER on the cluster is denied")
+        return _response({c.name: denied for c in changes}, changes)
+    async with ctx.services.credentials_lock:
+        refused = _check_all(store, changes)
+        before = store.export()
+        for change in changes:
+            if change.name not in refused:
+                _apply(store, change)
+        accepted = {c.name for c in changes} - set(refused)
+        if accepted:
+            try:
+                loop = asyncio.get_running_loop()
+                await loop.run_in_executor(None, store.write, store.snapshot())
+            except OSError as e:
+                store.restore(before)
+                log.error("credentials not written", error=str(e))
+                refused.update({n: (ErrorCode.kafka_storage_error, str(e)) for n in accepted})
+            else:
+                log.info("credentials changed", users=sorted(accepted), principal=ctx.principal)
+    return _response(refused, changes)
+
+
+def _response(
+    refused: Mapping[str, Refusal], changes: Sequence[Change]
+) -> v0.AlterUserScramCredentialsResponse:
+    results = tuple(
+        v0.response.AlterUserScramCredentialsResult(
+            user=name,
+            error_code=refused[name][0] if name in refused else ErrorCode.none,
+            error_message=refused[name][1] if name in refused else None,
+        )
+        for name in dict.fromkeys(c.name for c in changes)
+    )
+    return v0.AlterUserScramCredentialsResponse(throttle_time=NO_THROTTLE, results=results)
+
+
+HANDLER = handler(
+    handle,
+    v0.AlterUserScramCredentialsRequest,
+    acl=((AclOperation.ALTER, ResourceType.CLUSTER),),
+)

@@ -1,0 +1,71 @@
+"""DescribeUserScramCredentials (50): which SCRAM mechanisms (and iterations) users have.
+
+Never a salt or key. No user list means every user; a named user without credentials gets
+RESOURCE_NOT_FOUND, a user named twice DUPLICATE_RESOURCE, as Kafka answers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kio.schema.describe_user_scram_credentials import v0
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i8
+from kio.static.primitive import i32
+
+from broker.authorization import authorize_cluster
+from broker.context import RequestContext
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
+from storage.scram_credentials import MECHANISMS
+from storage.scram_credentials import ScramCredentialStore
+
+r = v0.response
+
+
+def _result(
+    store: ScramCredentialStore, user: str, repeated: bool
+) -> r.DescribeUserScramCredentialsResult:
+    by_mechanism = store.mechanisms(user)
+    if repeated:
+        code, message = ErrorCode.duplicate_resource, f"user {user!r} is named more than once"
+    elif not by_mechanism:
+        code, message = ErrorCode.resource_not_found, "no credentials for this user"
+    else:
+        code, message = ErrorCode.none, None
+    infos = tuple(
+        r.CredentialInfo(mechanism=i8(MECHANISMS[m].kafka_type), iterations=i32(c.iterations))
+        for m, c in sorted(by_mechanism.items())
+        if code is ErrorCode.none
+    )
+    return r.DescribeUserScramCredentialsResult(
+        user=user, error_code=code, error_message=message, credential_infos=infos
+    )
+
+
+async def handle(
+    ctx: RequestContext, request: v0.DescribeUserScramCredentialsRequest
+) -> v0.DescribeUserScramCredentialsResponse:
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return v0.DescribeUserScramCredentialsResponse(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            results=(),
+        )
+    store = ctx.services.credentials
+    names = store.users() if not request.users else [u.name for u in request.users]
+    counts = Counter(names)
+    results = tuple(_result(store, name, counts[name] > 1) for name in dict.fromkeys(names))
+    return v0.DescribeUserScramCredentialsResponse(
+        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None, results=results
+    )
+
+
+HANDLER = handler(
+    handle,
+    v0.DescribeUserScramCredentialsRequest,
+    acl=((AclOperation.DESCRIBE, ResourceType.CLUSTER),),
+)

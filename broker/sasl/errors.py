@@ -1,0 +1,8 @@
+"""The one way a SASL exchange fails."""
+
+from __future__ import annotations
+
+
+class AuthenticationFailed(Exception):
+    """Bad credentials or a malformed token. The message goes to the client and the log, so
+    it names no secret, and does not say whether the user exists."""

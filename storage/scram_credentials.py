@@ -1,0 +1,184 @@
+"""SCRAM credentials, as RFC 5802/7677 store them, in one file in the data dir.
+
+A user's password is never kept: per mechanism the file holds the salt, the iteration count,
+StoredKey = H(HMAC(SaltedPassword, "Client Key")) and ServerKey = HMAC(SaltedPassword,
+"Server Key"). That is enough to check a SCRAM proof, and (by salting again) a PLAIN password,
+so one user database serves both. The file is replaced atomically on every change.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from storage.fsutil import atomic_write
+
+CREDENTIALS_FILE = "scram-credentials.json"
+DEFAULT_ITERATIONS = 4096  # Kafka's default, and RFC 7677's minimum
+MAX_ITERATIONS = 16384  # Kafka refuses more (ScramMechanism.maxIterations)
+SALT_BYTES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Mechanism:
+    name: str  # the SASL name
+    kafka_type: int  # ScramMechanism's id in DescribeUserScramCredentials / Alter...
+    hash_name: str  # hashlib's name
+
+    def digest(self, data: bytes) -> bytes:
+        return hashlib.new(self.hash_name, data).digest()
+
+    def hmac(self, key: bytes, data: bytes) -> bytes:
+        return hmac.digest(key, data, self.hash_name)
+
+    def salted_password(self, password: str, salt: bytes, iterations: int) -> bytes:
+        return hashlib.pbkdf2_hmac(self.hash_name, password.encode(), salt, iterations)
+
+
+SCRAM_SHA_256 = Mechanism("SCRAM-SHA-256", 1, "sha256")
+SCRAM_SHA_512 = Mechanism("SCRAM-SHA-512", 2, "sha512")
+MECHANISMS: dict[str, Mechanism] = {m.name: m for m in (SCRAM_SHA_256, SCRAM_SHA_512)}
+BY_KAFKA_TYPE: dict[int, Mechanism] = {m.kafka_type: m for m in MECHANISMS.values()}
+
+
+@dataclass(frozen=True, slots=True)
+class ScramCredential:
+    salt: bytes
+    iterations: int
+    stored_key: bytes
+    server_key: bytes
+
+    @classmethod
+    def from_salted_password(
+        cls, mechanism: Mechanism, salt: bytes, salted_password: bytes, iterations: int
+    ) -> ScramCredential:
+        client_key = mechanism.hmac(salted_password, b"Client Key")
+        return cls(
+            salt=salt,
+            iterations=iterations,
+            stored_key=mechanism.digest(client_key),
+            server_key=mechanism.hmac(salted_password, b"Server Key"),
+        )
+
+    @classmethod
+    def from_password(
+        cls, mechanism: Mechanism, password: str, iterations: int = DEFAULT_ITERATIONS
+    ) -> ScramCredential:
+        """Salts and hashes `password` (pbkdf2: milliseconds of CPU; not for the event loop)."""
+        salt = secrets.token_bytes(SALT_BYTES)
+        salted = mechanism.salted_password(password, salt, iterations)
+        return cls.from_salted_password(mechanism, salt, salted, iterations)
+
+    def matches_password(self, mechanism: Mechanism, password: str) -> bool:
+        """A PLAIN login: salt the password again and compare in constant time (pbkdf2 too)."""
+        salted = mechanism.salted_password(password, self.salt, self.iterations)
+        candidate = ScramCredential.from_salted_password(
+            mechanism, self.salt, salted, self.iterations
+        )
+        return hmac.compare_digest(candidate.stored_key, self.stored_key)
+
+    def to_json(self) -> dict[str, object]:
+        b64 = base64.b64encode
+        return {
+            "salt": b64(self.salt).decode(),
+            "iterations": self.iterations,
+            "stored_key": b64(self.stored_key).decode(),
+            "server_key": b64(self.server_key).decode(),
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, object]) -> ScramCredential:
+        def b(key: str) -> bytes:
+            return base64.b64decode(str(raw[key]))
+
+        iterations = raw["iterations"]
+        if not isinstance(iterations, int):
+            raise ValueError("iterations is not an integer")
+        return cls(b("salt"), iterations, b("stored_key"), b("server_key"))
+
+
+class InvalidCredential(ValueError):
+    """A user name, mechanism or iteration count that Kafka would refuse."""
+
+
+def check_upsert(user: str, mechanism: str, iterations: int) -> Mechanism:
+    """:raises InvalidCredential: an empty user, an unknown mechanism, too few/many iterations."""
+    if not user:
+        raise InvalidCredential("the user name is empty")
+    m = MECHANISMS.get(mechanism)
+    if m is None:
+        raise InvalidCredential(f"unknown SCRAM mechanism {mechanism!r}")
+    if not DEFAULT_ITERATIONS <= iterations <= MAX_ITERATIONS:
+        raise InvalidCredential(
+            f"iterations must lie within {DEFAULT_ITERATIONS} and {MAX_ITERATIONS}"
+        )
+    return m
+
+
+class ScramCredentialStore:
+    """Every user's credentials by mechanism; in memory, written through to one file."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._users: dict[str, dict[str, ScramCredential]] = {}
+        if path.exists():
+            raw = json.loads(path.read_text())
+            for name, by_mechanism in raw.get("users", {}).items():
+                self._users[name] = {
+                    m: ScramCredential.from_json(c) for m, c in by_mechanism.items()
+                }
+
+    @classmethod
+    def in_data_dir(cls, data_dir: Path) -> ScramCredentialStore:
+        return cls(data_dir / CREDENTIALS_FILE)
+
+    def get(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self._users.get(user, {}).get(mechanism)
+
+    def mechanisms(self, user: str) -> dict[str, ScramCredential]:
+        return dict(self._users.get(user, {}))
+
+    def users(self) -> list[str]:
+        return sorted(self._users)
+
+    def upsert(self, user: str, mechanism: str, credential: ScramCredential) -> None:
+        """In memory only: `save()` makes it durable."""
+        self._users.setdefault(user, {})[mechanism] = credential
+
+    def delete(self, user: str, mechanism: str) -> bool:
+        by_mechanism = self._users.get(user, {})
+        if by_mechanism.pop(mechanism, None) is None:
+            return False
+        if not by_mechanism:
+            del self._users[user]
+        return True
+
+    def export(self) -> dict[str, dict[str, ScramCredential]]:
+        """A copy of every credential, to `restore` if a change cannot be written."""
+        return {name: dict(by_m) for name, by_m in self._users.items()}
+
+    def restore(self, users: dict[str, dict[str, ScramCredential]]) -> None:
+        self._users = users
+
+    def snapshot(self) -> bytes:
+        """The file's next content (taken on the loop, written by `write` anywhere)."""
+        users = {
+            name: {m: c.to_json() for m, c in sorted(by_m.items())}
+            for name, by_m in sorted(self._users.items())
+        }
+        return json.dumps({"version": 1, "users": users}, indent=2).encode()
+
+    def write(self, data: bytes) -> None:
+        """Atomically replace the file (fsyncs: run it off the event loop)."""
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(self._path, data)
+        os.chmod(self._path, 0o600)
+
+    def save(self) -> None:
+        self.write(self.snapshot())
