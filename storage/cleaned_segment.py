@@ -18,6 +18,7 @@ from typing import Protocol
 
 from storage.file_handles import HANDLES
 from storage.fsutil import fsync_dir
+from storage.fsutil import write_synced
 from storage.segment import DATA_MAX_SUFFIX
 from storage.segment import FileSegment
 from storage.segment import MemorySegment
@@ -97,17 +98,6 @@ class _WriteOnlySegment(Segment):
             self.fd = -1
 
 
-def _write_durably(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class FileCopy:
     def __init__(self, original: FileSegment) -> None:
         self.directory = original.directory
@@ -129,8 +119,8 @@ class FileCopy:
         writer = self._writer
         writer.seal()  # the last time-index entry, and an fsync of the log
         writer.close()
-        _write_durably(self._path(".index", CLEANED), writer.offset_index.to_bytes())
-        _write_durably(self._path(".timeindex", CLEANED), writer.time_index.to_bytes())
+        write_synced(self._path(".index", CLEANED), writer.offset_index.to_bytes())
+        write_synced(self._path(".timeindex", CLEANED), writer.time_index.to_bytes())
         # The original's saved data maximum may name a record this copy removed; without it
         # the copy's maximum is learnt from its own headers when first asked.
         self._path(DATA_MAX_SUFFIX).unlink(missing_ok=True)

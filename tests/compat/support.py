@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from collections.abc import Iterable
@@ -132,3 +134,22 @@ def read_partition(bootstrap: str, topic: str, partition: int = 0) -> list[bytes
         values.extend(m.value() for m in batch if m.error() is None)
     c.close()
     return values
+
+
+def start_share_worker(
+    bootstrap: str, group: str, topic: str, out: Path
+) -> subprocess.Popen[bytes]:
+    """`tests.compat.share_worker` in a child process (so a kill test can kill the broker
+    under it), writing one line per delivery and confirmed acknowledgement to `out`."""
+    cmd = [sys.executable, "-m", "tests.compat.share_worker", bootstrap, group, topic, str(out)]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def share_worker_rows(out: Path) -> list[tuple[str, int, int]]:
+    """The worker's (kind, partition, offset) lines; a line cut by a kill is left out."""
+    rows = []
+    for line in out.read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 3:
+            rows.append((parts[0], int(parts[1]), int(parts[2])))
+    return rows

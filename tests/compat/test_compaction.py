@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -31,7 +29,9 @@ from confluent_kafka.admin import NewTopic
 from tests.compat.support import QUIET
 from tests.compat.support import admin
 from tests.compat.support import set_group_configs
+from tests.compat.support import share_worker_rows
 from tests.compat.support import start_broker
+from tests.compat.support import start_share_worker
 
 pytestmark = pytest.mark.compat
 
@@ -154,20 +154,6 @@ def test_consumer_reads_the_latest_value_of_each_key_after_cleaning(tmp_path: Pa
 TOPIC, GROUP, PARTITIONS, KEYS, ROUNDS, KILLS = "compact-crash", "compact-group", 2, 300, 6, 3
 
 
-def _worker(bootstrap: str, out: Path) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "tests.compat.share_worker", bootstrap, GROUP, TOPIC, str(out)]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def _rows(out: Path) -> list[tuple[str, int, int]]:
-    rows = []
-    for line in out.read_text().splitlines():
-        parts = line.split()
-        if len(parts) >= 3:  # a line cut by the kill has fewer fields
-            rows.append((parts[0], int(parts[1]), int(parts[2])))
-    return rows
-
-
 def _produce_rounds(bootstrap: str) -> int:
     producer = _producer(bootstrap)
     produced = 0
@@ -227,7 +213,7 @@ def test_share_group_on_a_compacted_topic_under_the_cleaner_across_kill_9(tmp_pa
         out.touch()
         before = _cleaning_passes(broker.log_path)
         produced += _produce_rounds(broker.bootstrap)  # new versions of every key each cycle
-        worker = _worker(broker.bootstrap, out)
+        worker = start_share_worker(broker.bootstrap, GROUP, TOPIC, out)
         try:
             if cycle < KILLS:
                 writer = _Writer(broker.bootstrap)
@@ -242,7 +228,12 @@ def test_share_group_on_a_compacted_topic_under_the_cleaner_across_kill_9(tmp_pa
                 time.sleep(3)
                 deadline = time.monotonic() + 60
                 while time.monotonic() < deadline:
-                    confirmed = {(p, o) for c in [*cycles, _rows(out)] for k, p, o in c if k == "C"}
+                    confirmed = {
+                        (p, o)
+                        for c in [*cycles, share_worker_rows(out)]
+                        for k, p, o in c
+                        if k == "C"
+                    }
                     if _survivors(broker.bootstrap) <= confirmed:
                         break
                     time.sleep(1)
@@ -250,7 +241,7 @@ def test_share_group_on_a_compacted_topic_under_the_cleaner_across_kill_9(tmp_pa
             worker.kill()
             worker.wait()
         passes.append(_cleaning_passes(broker.log_path) - before)
-        cycles.append(_rows(out))
+        cycles.append(share_worker_rows(out))
         if cycle < KILLS:
             broker = start_broker(data, BROKER)
     survivors = _survivors(broker.bootstrap)

@@ -9,8 +9,6 @@ were delivered but not confirmed are delivered again.
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,26 +17,14 @@ from confluent_kafka import Producer
 
 from tests.compat.support import create_topic
 from tests.compat.support import set_group_configs
+from tests.compat.support import share_worker_rows
 from tests.compat.support import start_broker
+from tests.compat.support import start_share_worker
 
 pytestmark = pytest.mark.compat
 
 TOPIC, GROUP, RECORDS, PARTITIONS, KILLS = "crash", "crash-group", 15_000, 2, 4
 CONFIG = {"log.flush.interval.ms": 1000}  # the default policy: fsync on an interval
-
-
-def _worker(bootstrap: str, out: Path) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "tests.compat.share_worker", bootstrap, GROUP, TOPIC, str(out)]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def _read(out: Path) -> list[tuple[str, int, int]]:
-    rows = []
-    for line in out.read_text().splitlines():
-        parts = line.split()
-        if len(parts) >= 3:  # a line cut by the kill has fewer fields
-            rows.append((parts[0], int(parts[1]), int(parts[2])))
-    return rows
 
 
 def test_kill_9_at_random_moments_loses_no_confirmed_acknowledgement(tmp_path: Path) -> None:
@@ -62,7 +48,7 @@ def test_kill_9_at_random_moments_loses_no_confirmed_acknowledgement(tmp_path: P
     for cycle in range(KILLS + 1):
         out = tmp_path / f"cycle-{cycle}.txt"
         out.touch()
-        worker = _worker(broker.bootstrap, out)
+        worker = start_share_worker(broker.bootstrap, GROUP, TOPIC, out)
         try:
             if cycle < KILLS:
                 time.sleep(rng.uniform(1.5, 3.0))
@@ -71,14 +57,19 @@ def test_kill_9_at_random_moments_loses_no_confirmed_acknowledgement(tmp_path: P
             else:  # the last cycle drains whatever is left
                 deadline = time.monotonic() + 60
                 while time.monotonic() < deadline:
-                    confirmed = {(p, o) for c in [*cycles, _read(out)] for k, p, o in c if k == "C"}
+                    confirmed = {
+                        (p, o)
+                        for c in [*cycles, share_worker_rows(out)]
+                        for k, p, o in c
+                        if k == "C"
+                    }
                     if len(confirmed) >= RECORDS:
                         break
                     time.sleep(0.5)
         finally:
             worker.kill()
             worker.wait()
-        cycles.append(_read(out))
+        cycles.append(share_worker_rows(out))
         if cycle < KILLS:
             broker = start_broker(data, CONFIG)
     broker.stop()
