@@ -22,6 +22,7 @@ from confluent_kafka.admin import ResourceType
 from bench import compaction_phase  # noqa: F401 - registers the "compaction" phase
 from bench import durable_phase  # noqa: F401 - registers the "durable" phase
 from bench import report
+from bench import security
 from bench import spark_phase  # noqa: F401 - registers the "spark" phase
 from bench import workers
 from bench.broker import BrokerProcess
@@ -65,6 +66,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run with the ACL authorizer on and allow-all ACLs (User:* ALL on every resource)",
     )
+    p.add_argument(
+        "--security",
+        choices=("plaintext", "sasl_ssl"),
+        default="plaintext",
+        help="the listener the clients use: PLAINTEXT, or SASL_SSL with SCRAM-SHA-512",
+    )
     p.add_argument("--keep", action="store_true", help="keep the broker's data directory")
     return p
 
@@ -104,7 +111,7 @@ def _run(broker: BrokerProcess, args: argparse.Namespace, names: list[str]) -> l
     """
     bench = Bench(
         broker=broker,
-        admin=AdminClient({"bootstrap.servers": broker.bootstrap}),
+        admin=AdminClient({"bootstrap.servers": broker.bootstrap, **security.client_settings()}),
         records=args.records,
         share_records=args.share_records,
         partitions=args.partitions,
@@ -168,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["SHOAL_BENCH_PROFILE_CLOCK"] = args.profile_clock
 
     tmp = Path(tempfile.mkdtemp(prefix="shoal-bench-"))
-    env = AUTHORIZER_ENV if args.authorizer else None
+    env = dict(AUTHORIZER_ENV) if args.authorizer else {}
+    if args.security == "sasl_ssl":
+        env.update(security.sasl_ssl(tmp / "tls", tmp / "data"))
     broker = BrokerProcess(tmp / "data", log_level="warning", profile_dir=args.profile, env=env)
     began = time.monotonic()
     try:

@@ -21,6 +21,8 @@ from confluent_kafka import Producer
 from confluent_kafka import ShareConsumer
 from confluent_kafka import TopicPartition
 
+from bench.security import client_settings
+
 # librdkafka settings for the produce phase; printed with the results.
 PRODUCER_SETTINGS: dict[str, Any] = {
     "acks": "all",
@@ -62,6 +64,7 @@ def produce_worker(
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
+            **client_settings(),
             **PRODUCER_SETTINGS,
             "delivery.report.only.error": True,
             "on_delivery": on_delivery,
@@ -92,6 +95,7 @@ def fetch_worker(
 ) -> None:
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": f"bench-fetch-{os.getpid()}"}
+        | client_settings()
         | CONSUMER_SETTINGS
     )
     consumer.list_topics(topic, timeout=10)
@@ -126,7 +130,9 @@ def share_worker(
 ) -> None:
     """One share consumer in implicit mode: report every poll's offsets until told to stop,
     then accept the last poll's records with commit_sync and report when that returned."""
-    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **SHARE_SETTINGS})
+    consumer = ShareConsumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, **client_settings(), **SHARE_SETTINGS}
+    )
     acks = {"ok": 0, "failed": 0}
 
     def on_ack(offsets: dict[Any, set[int]], exc: Exception | None) -> None:

@@ -22,6 +22,7 @@ from cli.common import add_common
 from cli.common import print_json
 from cli.common import print_table
 from cli.common import run
+from cli.common import security
 from client.admin import Admin
 from protocol.acl import CLUSTER_NAME
 from protocol.acl import AccessControlEntry
@@ -131,7 +132,7 @@ def _print(bindings: list[AclBinding], as_json: bool) -> None:
 async def _acls(args: argparse.Namespace) -> int:
     if sum((args.add, args.remove, args.list)) != 1:
         raise UsageError("give exactly one of --add, --remove, --list")
-    async with Admin(args.bootstrap_server) as admin:
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
         if args.add:
             bindings = _bindings(args)
             await admin.create_acls(bindings)

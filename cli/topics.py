@@ -130,7 +130,7 @@ def _delete_records_targets(args: argparse.Namespace) -> dict[tuple[str, int], i
 
 async def _delete_records(args: argparse.Namespace) -> int:
     targets = _delete_records_targets(args)
-    async with Admin(args.bootstrap_server) as admin:
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
         low = await admin.delete_records(targets)
     rows = sorted(low.items())
     if args.json:

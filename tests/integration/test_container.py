@@ -14,9 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from cli.main import parser
-from client.connection import Connection
+from client.admin import Admin
+from client.errors import KafkaError
 from client.security import Security
 from tests.brokers import BrokerProcess
 from tests.brokers import free_port
@@ -57,9 +59,10 @@ def test_the_healthcheck_passes_on_a_live_broker_and_fails_on_a_dead_port(
 SASL_SSL_COMPOSE = DOCKERFILE.parent / "compose.sasl-ssl.yaml"
 
 
-def test_the_compose_sasl_ssl_set_up_serves_scram_over_tls(tmp_path: Path) -> None:
+def test_the_compose_sasl_ssl_set_up_serves_scram_over_tls_with_acls(tmp_path: Path) -> None:
     """The override's environment and command, run as they are (certificates and ports
-    swapped for the test's): a SCRAM-SHA-512 client gets in over TLS, on the advertised name."""
+    swapped for the test's): a SCRAM-SHA-512 client gets in over TLS, on the advertised name;
+    admin, the super user, may create a topic, and alice, without ACLs, may not."""
     text = SASL_SSL_COMPOSE.read_text()
     env = dict(re.findall(r'^\s+(SHOAL_[A-Z_]+): "([^"]*)"$', text, re.MULTILINE))
     match = re.search(r"command: (\[.*?\])", text, re.DOTALL)
@@ -74,18 +77,25 @@ def test_the_compose_sasl_ssl_set_up_serves_scram_over_tls(tmp_path: Path) -> No
         for k, v in env.items()
     }
     data = tmp_path / "data"
-    add = [sys.executable, "-m", "cli", "users", "add", "admin", "--password", "pw",
-           "--data-dir", str(data)]  # fmt: skip
-    subprocess.run(add, check=True, capture_output=True, timeout=60)
+    for user in ("admin", "alice"):
+        add = [sys.executable, "-m", "cli", "users", "add", user, "--password", "pw",
+               "--data-dir", str(data)]  # fmt: skip
+        subprocess.run(add, check=True, capture_output=True, timeout=60)
     args = parser().parse_args(command[1:])
     assert (args.host, args.port) == ("127.0.0.1", 9092)
     broker = BrokerProcess(data, port=plain, env=env)
-    with broker:
-        security = Security(protocol="SASL_SSL", username="admin", password="pw",
+
+    async def create_topic_as(user: str, topic: str) -> ErrorCode:
+        security = Security(protocol="SASL_SSL", username=user, password="pw",
                             ca_file=str(tls.ca))  # fmt: skip
+        async with Admin(f"localhost:{sasl}", security=security) as admin:
+            try:
+                await admin.create_topic(topic)
+            except KafkaError as e:
+                return e.error_code
+        return ErrorCode.none
 
-        async def login() -> None:
-            conn = await Connection.open("localhost", sasl, security=security)
-            await conn.close()
-
-        asyncio.run(login())
+    with broker:
+        assert asyncio.run(create_topic_as("admin", "by-admin")) == ErrorCode.none
+        refused = asyncio.run(create_topic_as("alice", "by-alice"))
+    assert refused == ErrorCode.topic_authorization_failed
