@@ -33,8 +33,10 @@ Rules: a record is removed when a later record of its key exists, or when it is 
 (null value) whose batch is older than ``delete.retention.ms``. Records without a key (written
 before the topic became compacted) are kept. Control batches (share state) at or after the
 Earliest Share Offset are kept whole; those wholly below it are removed; with no ESO known for
-the partition every control batch is kept. Batches the cleaner cannot read (snappy, lz4, zstd,
-or records that do not parse) are kept whole and counted: nothing is dropped unread. A CRC
+the partition every control batch is kept. Batches of every codec are read (gzip, snappy, lz4,
+zstd: `protocol.codecs`), and a surviving run is re-encoded with its batch's own codec. Batches
+the cleaner cannot read (records that do not decompress or parse) are kept whole and counted:
+nothing is dropped unread. A CRC
 that fails aborts the pass for that log, which stays as it was.
 """
 
