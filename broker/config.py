@@ -109,6 +109,9 @@ class BrokerConfig:
     # The log cleaner (compacted topics); Kafka's names and defaults.
     log_cleaner_enable: bool = True
     log_cleaner_backoff_ms: int = _int(15_000, 1)
+    # Bounds the cleaner's key map (storage.offset_map); Kafka requires more than 1 MiB per
+    # cleaner thread, and Shoal has one.
+    log_cleaner_dedupe_buffer_size: int = _int(128 * 1024 * 1024, 1024 * 1024 + 1)
     log_flush_interval_messages: int = _int(_INT64_MAX, 1)
     log_flush_interval_ms: int = _int(1000, 1)
     metrics_port: int = _int(9308, -1, 65535)  # -1: no metrics endpoint
