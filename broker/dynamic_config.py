@@ -75,6 +75,11 @@ def parse(name: str, value: str) -> Any:
         except ValueError:
             raise InvalidBrokerConfig(f"{name} must be an integer, not {value!r}") from None
         return number  # its range is BrokerConfig's, checked when the change is applied
+    if kind is float:
+        try:
+            return float(value)
+        except ValueError:
+            raise InvalidBrokerConfig(f"{name} must be a number, not {value!r}") from None
     if name in _CHOICES and value not in _CHOICES[name]:
         raise InvalidBrokerConfig(f"{name} must be one of {', '.join(_CHOICES[name])}")
     return value

@@ -26,6 +26,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AlterConfigOpType
 from confluent_kafka.admin import ConfigEntry
 from confluent_kafka.admin import ConfigResource
+from confluent_kafka.admin import ConfigSource
 from confluent_kafka.admin import NewTopic
 
 from protocol.record_batch import iter_batch_headers
@@ -155,6 +156,58 @@ def test_consumer_reads_the_latest_value_of_each_key_after_cleaning(tmp_path: Pa
     }
     offsets = [m.offset() for m in got]
     assert offsets == sorted(offsets) and offsets[-1] == keys * versions
+
+
+def test_a_topic_without_its_own_policy_follows_log_cleanup_policy_compact(
+    tmp_path: Path,
+) -> None:
+    """The broker defaults of the cleaner's topic configs (Kafka's log.cleanup.policy,
+    log.cleaner.min.cleanable.ratio, ...): a topic auto-created by a Producer, with no config
+    of its own, is compacted: a null key is refused and the cleaner keeps the latest values."""
+    keys, versions = 20, 10
+    broker_config = {
+        **BROKER,
+        "log.cleanup.policy": "compact",
+        "log.cleaner.min.cleanable.ratio": "0.01",
+        "log.cleaner.min.compaction.lag.ms": "0",
+        "log.segment.bytes": "4096",
+        "log.roll.ms": "1000",
+    }
+    broker = start_broker(tmp_path / "data", broker_config)
+    try:
+        results: list[KafkaError | None] = []
+        producer = _producer(broker.bootstrap)
+        producer.produce("auto", key=b"k0", value=b"first", on_delivery=lambda e, m: None)
+        assert producer.flush(10) == 0  # the topic is auto-created, with no configs of its own
+        producer.produce("auto", value=b"no key", on_delivery=lambda e, m: results.append(e))
+        assert producer.flush(10) == 0
+        for v in range(versions):
+            for k in range(keys):
+                producer.produce("auto", key=b"k%d" % k, value=b"k%d=%d" % (k, v))
+            producer.flush(10)
+        time.sleep(1.2)  # past log.roll.ms: the next append rolls, sealing everything above
+        producer.produce("auto", key=b"end", value=b"end")
+        assert producer.flush(10) == 0
+        resource = ConfigResource("topic", "auto")
+        client = admin(broker.bootstrap)  # the futures fail if their client is destroyed first
+        described = client.describe_configs([resource])[resource].result(10)
+        deadline = time.monotonic() + 30
+        while True:
+            got = _read_all(broker.bootstrap, "auto")
+            if len(got) == keys + 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    finally:
+        broker.stop()
+    assert results[0] is not None and results[0].code() == KafkaError.INVALID_RECORD
+    policy = described["cleanup.policy"]
+    assert (policy.value, policy.source) == ("compact", ConfigSource.STATIC_BROKER_CONFIG.value)
+    assert described["min.cleanable.dirty.ratio"].value == "0.01"
+    assert len(got) == keys + 1, f"{len(got)} records read"
+    assert {m.key(): m.value() for m in got} == {
+        **{b"k%d" % k: b"k%d=%d" % (k, versions - 1) for k in range(keys)},
+        b"end": b"end",
+    }
 
 
 CODECS = ("gzip", "snappy", "lz4", "zstd")
