@@ -11,6 +11,11 @@ produce and fetch of every other topic never decompress.
 - lz4 (3): the LZ4 *frame* format. Written with independent 64 KiB blocks and no content
   checksum, as Kafka's KafkaLZ4BlockOutputStream (its reader cannot follow linked blocks).
 - zstd (4): a standard zstd frame.
+
+Decompression is bounded: a batch whose records section would grow past
+`MAX_DECOMPRESSED_BYTES` is refused as invalid, so a small batch built to expand without end
+(a "decompression bomb") cannot exhaust the broker's memory. Kafka's batches are at most
+``message.max.bytes`` (1 MiB by default) compressed; 64 MiB leaves real data ample room.
 """
 
 from __future__ import annotations
@@ -30,12 +35,38 @@ XERIAL_HEADER = XERIAL_MAGIC + _XERIAL_VERSIONS.pack(1, 1)  # version 1, compati
 XERIAL_BLOCK_BYTES = 32 * 1024  # snappy-java's default block size, which Kafka keeps
 _INT32 = struct.Struct(">i")
 GZIP_LEVEL = 6  # zlib's default, as Java's GZIPOutputStream
+MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
+_FIRST_GUESS = 8  # times the compressed size: the output buffer tried first
+_OVERFLOW = "failed to write whole buffer"  # cramjam's words for an output buffer too small
 
 
-def _xerial_blocks(data: Buffer) -> list[bytes]:
+class TooLarge(InvalidRecordBatch):
+    def __init__(self) -> None:
+        super().__init__("compression", f"decompresses to more than {MAX_DECOMPRESSED_BYTES} bytes")
+
+
+def _bounded(decompress_into: Callable[[Buffer, bytearray], int], data: Buffer) -> bytearray:
+    """Decompress into a buffer that grows (4x a time) up to `MAX_DECOMPRESSED_BYTES`."""
+    size = min(max(_FIRST_GUESS * len(data), 64 * 1024), MAX_DECOMPRESSED_BYTES)
+    while True:
+        out = bytearray(size)
+        try:
+            written = decompress_into(data, out)
+        except cramjam.DecompressionError as e:
+            if _OVERFLOW not in str(e):
+                raise
+            if size >= MAX_DECOMPRESSED_BYTES:
+                raise TooLarge() from None
+            size = min(size * 4, MAX_DECOMPRESSED_BYTES)
+            continue
+        del out[written:]
+        return out
+
+
+def _xerial_blocks(data: Buffer) -> list[memoryview]:
     """The raw snappy blocks of an xerial-framed stream (headers may repeat)."""
     view = memoryview(data)
-    blocks: list[bytes] = []
+    blocks: list[memoryview] = []
     pos = len(XERIAL_HEADER)
     while pos < len(view):
         if view[pos : pos + len(XERIAL_MAGIC)] == XERIAL_MAGIC:
@@ -47,15 +78,18 @@ def _xerial_blocks(data: Buffer) -> list[bytes]:
         pos += _INT32.size
         if length < 0 or pos + length > len(view):
             raise InvalidRecordBatch("compression", f"snappy: block of {length} bytes")
-        blocks.append(bytes(cramjam.snappy.decompress_raw(view[pos : pos + length])))
+        blocks.append(view[pos : pos + length])
         pos += length
     return blocks
 
 
 def _snappy_decompress(data: Buffer) -> bytes:
-    if bytes(data[: len(XERIAL_MAGIC)]) == XERIAL_MAGIC and len(data) >= len(XERIAL_HEADER):
-        return b"".join(_xerial_blocks(data))
-    return bytes(cramjam.snappy.decompress_raw(data))
+    xerial = bytes(data[: len(XERIAL_MAGIC)]) == XERIAL_MAGIC and len(data) >= len(XERIAL_HEADER)
+    blocks = _xerial_blocks(data) if xerial else [memoryview(data)]
+    # A raw block starts with its decompressed length: the bound is checked before any work.
+    if sum(cramjam.snappy.decompress_raw_len(b) for b in blocks) > MAX_DECOMPRESSED_BYTES:
+        raise TooLarge()
+    return b"".join(bytes(cramjam.snappy.decompress_raw(b)) for b in blocks)
 
 
 def _snappy_compress(data: bytes) -> bytes:
@@ -79,11 +113,11 @@ def _zstd_compress(data: bytes) -> bytes:
     return bytes(compressor.finish())
 
 
-_DECOMPRESS: dict[int, Callable[[Buffer], bytes]] = {
-    Compression.GZIP: lambda data: bytes(cramjam.gzip.decompress(data)),
+_DECOMPRESS: dict[int, Callable[[Buffer], Buffer]] = {
+    Compression.GZIP: lambda data: _bounded(cramjam.gzip.decompress_into, data),
     Compression.SNAPPY: _snappy_decompress,
-    Compression.LZ4: lambda data: bytes(cramjam.lz4.decompress(data)),
-    Compression.ZSTD: lambda data: bytes(cramjam.zstd.decompress(data)),
+    Compression.LZ4: lambda data: _bounded(cramjam.lz4.decompress_into, data),
+    Compression.ZSTD: lambda data: _bounded(cramjam.zstd.decompress_into, data),
 }
 _COMPRESS: dict[int, Callable[[bytes], bytes]] = {
     Compression.GZIP: lambda data: bytes(cramjam.gzip.compress(data, level=GZIP_LEVEL)),
@@ -93,10 +127,11 @@ _COMPRESS: dict[int, Callable[[bytes], bytes]] = {
 }
 
 
-def decompress(codec: int, data: Buffer) -> bytes:
+def decompress(codec: int, data: Buffer) -> Buffer:
     """The records section of a batch compressed with `codec` (1-4), decompressed.
 
-    :raises InvalidRecordBatch: an unknown codec, or data that does not decompress.
+    :raises InvalidRecordBatch: an unknown codec, data that does not decompress, or data that
+        would decompress to more than `MAX_DECOMPRESSED_BYTES`.
     """
     if codec not in _DECOMPRESS:
         raise InvalidRecordBatch("compression", f"codec {codec}")

@@ -68,7 +68,7 @@ def _read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
             raise InvalidRecordBatch("length", "varint longer than 10 bytes")
 
 
-def _payload(batch: Buffer, header: BatchHeader) -> bytes | memoryview:
+def _payload(batch: Buffer, header: BatchHeader) -> Buffer:
     body = memoryview(batch)[BATCH_HEADER_SIZE : header.size]
     if header.compression == Compression.NONE:
         return body

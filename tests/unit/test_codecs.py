@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from protocol import codecs
 from protocol.codecs import XERIAL_BLOCK_BYTES
 from protocol.codecs import XERIAL_HEADER
 from protocol.codecs import compress
@@ -137,3 +138,28 @@ def test_unknown_codec_is_refused() -> None:
         decompress(5, b"x")
     with pytest.raises(InvalidRecordBatch):
         compress(5, b"x")
+
+
+@pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.name.lower())
+def test_highly_compressed_data_grows_its_buffer_until_it_fits(codec: Compression) -> None:
+    data = bytes(5 * 1024 * 1024)  # zeros: thousands of times smaller compressed
+    packed = compress(codec, data)
+    assert len(packed) * 8 < len(data)
+    assert decompress(codec, packed) == data
+
+
+@pytest.mark.parametrize(
+    ("codec", "framing"),
+    [*((c, "kafka") for c in CODECS), (Compression.SNAPPY, "raw")],
+    ids=lambda v: v.name.lower() if isinstance(v, Compression) else v,
+)
+def test_a_decompression_bomb_is_an_invalid_batch_not_an_exhausted_broker(
+    codec: Compression, framing: str
+) -> None:
+    """A batch of a few KiB that would expand past MAX_DECOMPRESSED_BYTES is refused."""
+    data = bytes(codecs.MAX_DECOMPRESSED_BYTES + 1)
+    packed = bytes(cramjam.snappy.compress_raw(data)) if framing == "raw" else compress(codec, data)
+    assert len(packed) < codecs.MAX_DECOMPRESSED_BYTES // 20
+    with pytest.raises(InvalidRecordBatch, match="more than"):
+        decompress(codec, packed)
+    assert decompress(codec, compress(codec, data[1:])) == data[1:]  # at the bound: fine
