@@ -16,6 +16,7 @@ at runtime (`broker.dynamic_config`): a change makes a new `BrokerConfig` with
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import socket
 import typing
@@ -34,10 +35,13 @@ from broker.listeners import parse_listeners
 from broker.listeners import parse_protocol_map
 from coordinator.group_configs import DEFS
 from storage.config import LogConfig
+from storage.config import check_topic_config_values
+from storage.errors import InvalidConfig
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
-_WEEK_MS = 7 * 24 * 3600 * 1000
+_DAY_MS = 24 * 3600 * 1000
+_WEEK_MS = 7 * _DAY_MS
 # Topic config -> the broker config that is its default (Kafka's ServerTopicConfigSynonyms).
 LOG_CONFIG_SYNONYMS: Mapping[str, str] = {
     "segment.bytes": "log.segment.bytes",
@@ -47,6 +51,10 @@ LOG_CONFIG_SYNONYMS: Mapping[str, str] = {
     "index.interval.bytes": "log.index.interval.bytes",
     "flush.messages": "log.flush.interval.messages",
     "flush.ms": "log.flush.interval.ms",
+    "cleanup.policy": "log.cleanup.policy",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
 }
 _CHOICES = {
     "group.share.auto.offset.reset": ("latest", "earliest"),
@@ -62,6 +70,11 @@ SENSITIVE = frozenset({"ssl.key.password"})
 def _int(default: int, low: int | None = None, high: int | None = None) -> Any:
     """An int setting; `low`/`high` are checked when the settings are made."""
     return field(default=default, metadata={"low": low, "high": high})
+
+
+def _ratio(default: float) -> Any:
+    """A float setting between 0 and 1."""
+    return field(default=default, metadata={"low": 0.0, "high": 1.0})
 
 
 def _share(default: int) -> Any:
@@ -106,9 +119,18 @@ class BrokerConfig:
     log_retention_bytes: int = _int(-1, -1)  # -1: no size limit
     log_retention_check_interval_ms: int = _int(300_000, 1)
     log_index_interval_bytes: int = _int(4096, 0)
-    # The log cleaner (compacted topics); Kafka's names and defaults.
+    # The log cleaner (compacted topics); Kafka's names and defaults. The first four are the
+    # broker defaults of cleanup.policy, delete.retention.ms, min.cleanable.dirty.ratio and
+    # min.compaction.lag.ms (LOG_CONFIG_SYNONYMS).
+    log_cleanup_policy: str = "delete"  # "compact", "delete" or both, comma-separated
+    log_cleaner_delete_retention_ms: int = _int(_DAY_MS, 0)
+    log_cleaner_min_cleanable_ratio: float = _ratio(0.5)
+    log_cleaner_min_compaction_lag_ms: int = _int(0, 0)
     log_cleaner_enable: bool = True
     log_cleaner_backoff_ms: int = _int(15_000, 1)
+    # Bounds the cleaner's key map (storage.offset_map); Kafka requires more than 1 MiB per
+    # cleaner thread, and Shoal has one.
+    log_cleaner_dedupe_buffer_size: int = _int(128 * 1024 * 1024, 1024 * 1024 + 1)
     log_flush_interval_messages: int = _int(_INT64_MAX, 1)
     log_flush_interval_ms: int = _int(1000, 1)
     metrics_port: int = _int(9308, -1, 65535)  # -1: no metrics endpoint
@@ -166,6 +188,7 @@ class BrokerConfig:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}")
         if not self.log_dirs:
             raise ValueError("log.dirs is empty")
+        check_log_defaults(self)
         check_listeners(self)
         check_bounds(self)
         if self.authorizer_class_name and self.authorizer_class_name not in KNOWN_AUTHORIZERS:
@@ -267,7 +290,7 @@ def _kafka_name(f: dataclasses.Field[Any]) -> str:
 _TYPES: dict[str, type] = {
     name: hint
     for name, hint in typing.get_type_hints(BrokerConfig).items()
-    if hint in (int, str, bool)
+    if hint in (int, str, bool, float)
 }
 # Kafka name -> field, for every setting (not `unknown`).
 _SETTINGS: dict[str, dataclasses.Field[Any]] = {
@@ -283,6 +306,17 @@ def log_config(config: BrokerConfig) -> LogConfig:
     """The broker-level defaults of the topics' log settings (a topic's own configs win)."""
     synonyms = {topic: str(config.by_name(name)) for topic, name in LOG_CONFIG_SYNONYMS.items()}
     return LogConfig().with_overrides(synonyms)
+
+
+def check_log_defaults(config: BrokerConfig) -> None:
+    """:raises ValueError: `log.cleanup.policy` is not a list of compact and delete, or the
+    cleanable ratio is not a number."""
+    if not math.isfinite(config.log_cleaner_min_cleanable_ratio):
+        raise ValueError("log.cleaner.min.cleanable.ratio must be between 0 and 1")
+    try:
+        check_topic_config_values({"cleanup.policy": config.log_cleanup_policy})
+    except InvalidConfig as e:
+        raise ValueError(str(e).replace("cleanup.policy", "log.cleanup.policy")) from None
 
 
 def check_listeners(config: BrokerConfig) -> None:
@@ -347,8 +381,8 @@ def _coerce(name: str, value: Any, kind: type) -> Any:
         if value.lower() not in ("true", "false"):
             raise ValueError(f"{name}: expected true or false, got {value!r}")
         return value.lower() == "true"
-    if kind is int and isinstance(value, bool):
-        raise ValueError(f"{name}: expected an integer, got {value!r}")
+    if kind in (int, float) and isinstance(value, bool):
+        raise ValueError(f"{name}: expected a number, got {value!r}")
     try:
         return kind(value)
     except ValueError as e:

@@ -7,7 +7,9 @@ Kafka lets an operator change some broker configs without a restart (`kafka-conf
   they are used;
 - the cluster-wide log configs that are the broker-level defaults of topic configs
   (`log.retention.ms`, `log.segment.bytes`, ...: `LOG_CONFIG_SYNONYMS`). Every existing log
-  follows a change at once, under its topic's own overrides, as Kafka's DynamicLogConfig.
+  follows a change at once, under its topic's own overrides, as Kafka's DynamicLogConfig;
+- the log cleaner's `log.cleaner.dedupe.buffer.size`, read at each pass (as Kafka's
+  LogCleaner reconfigures).
 
 Changes are stored in `<data dir>/dynamic-broker-configs.json` and win over the properties
 file, the environment and the command line, as Kafka's dynamic configs win over
@@ -45,7 +47,10 @@ from storage.fsutil import atomic_write
 log = structlog.get_logger("shoal.config")
 
 FILE_NAME = "dynamic-broker-configs.json"
-DYNAMIC: frozenset[str] = frozenset(BROKER_DEFAULTS) | frozenset(LOG_CONFIG_SYNONYMS.values())
+CLEANER_CONFIGS = frozenset({"log.cleaner.dedupe.buffer.size"})
+DYNAMIC: frozenset[str] = (
+    frozenset(BROKER_DEFAULTS) | frozenset(LOG_CONFIG_SYNONYMS.values()) | CLEANER_CONFIGS
+)
 _CHOICES = {"group.share.auto.offset.reset": ("latest", "earliest")}
 
 
@@ -70,6 +75,11 @@ def parse(name: str, value: str) -> Any:
         except ValueError:
             raise InvalidBrokerConfig(f"{name} must be an integer, not {value!r}") from None
         return number  # its range is BrokerConfig's, checked when the change is applied
+    if kind is float:
+        try:
+            return float(value)
+        except ValueError:
+            raise InvalidBrokerConfig(f"{name} must be a number, not {value!r}") from None
     if name in _CHOICES and value not in _CHOICES[name]:
         raise InvalidBrokerConfig(f"{name} must be one of {', '.join(_CHOICES[name])}")
     return value

@@ -3,7 +3,9 @@
 Planning and swapping run on the event loop and look at headers only; building the key map
 and writing cleaned copies run in the cleaner's own thread (`storage.cleaner`). Where the next
 pass's dirty part starts is kept in memory: after a restart the first pass treats the whole
-log as dirty, which costs one extra pass and loses nothing.
+log as dirty, which costs one extra pass and loses nothing. Each pass's key map is bounded by
+``log.cleaner.dedupe.buffer.size`` (read afresh: it is dynamic, as in Kafka); a pass that
+fills it stops there, and the next one goes on from that offset.
 """
 
 from __future__ import annotations
@@ -27,13 +29,21 @@ from storage.cleaner import release_replaced
 from storage.cleaner import run_cleaning
 from storage.cleaner import swap_one
 from storage.log_manager import LogManager
+from storage.offset_map import entries_for
 
 log: structlog.typing.FilteringBoundLogger = structlog.get_logger("shoal.cleaner")
 
 
 class LogCleaner:
-    def __init__(self, logs: LogManager, metrics: BrokerMetrics, now_ms: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        logs: LogManager,
+        metrics: BrokerMetrics,
+        now_ms: Callable[[], int],
+        dedupe_buffer_bytes: Callable[[], int],
+    ) -> None:
         self._logs = logs
+        self._dedupe_buffer_bytes = dedupe_buffer_bytes
         self._metrics = metrics
         self._now_ms = now_ms
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-cleaner")
@@ -42,10 +52,12 @@ class LogCleaner:
     async def run(self, eso: Mapping[tuple[str, int], int]) -> int:
         """One pass over every partition worth cleaning; how many were cleaned."""
         cleaned = 0
+        entries = entries_for(self._dedupe_buffer_bytes())
         for tp, plog in self._logs.partition_logs():
             if not isinstance(plog, SegmentedLog):
                 continue
-            job = plan_cleaning(plog, self._now_ms(), eso.get(tp), self._clean_to.get(tp, 0))
+            first_dirty = self._clean_to.get(tp, 0)
+            job = plan_cleaning(plog, self._now_ms(), eso.get(tp), first_dirty, entries)
             if job is not None and await self._clean(tp, job):
                 cleaned += 1
         return cleaned
@@ -66,7 +78,7 @@ class LogCleaner:
                       error=str(e))  # fmt: skip
             self._clean_to[tp] = job.end_offset  # tried again once more of the log is dirty
             return False
-        self._clean_to[tp] = job.end_offset
+        self._clean_to[tp] = result.end_offset
         self._report(tp, result, len(swapped), time.monotonic() - started)
         return True
 
@@ -79,7 +91,7 @@ class LogCleaner:
             "log cleaned", topic=tp[0], partition=tp[1], segments=len(result.job.segments),
             rewritten=swapped, records_removed=stats.records_removed, bytes_read=stats.bytes_read,
             bytes_written=stats.bytes_written, unreadable_batches=stats.unreadable_batches,
-            eso=result.job.eso, seconds=round(secs, 3),
+            eso=result.job.eso, cleaned_to=result.end_offset, seconds=round(secs, 3),
         )  # fmt: skip
 
     def shutdown(self) -> None:

@@ -169,7 +169,9 @@ class Server:
                 ),
             )
         self._watch(metrics)
-        self._cleaner = LogCleaner(logs, metrics, self.services.now_ms)
+        self._cleaner = LogCleaner(
+            logs, metrics, self.services.now_ms, lambda: self.config.log_cleaner_dedupe_buffer_size
+        )
         self._connections: set[KafkaConnection] = set()
         self._servers: list[asyncio.Server] = []
         self._duties: set[asyncio.Task[None]] = set()

@@ -5,19 +5,20 @@ Every other path stays header-only (`protocol.record_batch`). A record is::
     length varint | attributes int8 | timestampDelta varint | offsetDelta varint |
     key (varint length, -1 = null) | value (varint length, -1 = null) | headers
 
-Codecs: none and gzip (the standard library's). snappy, lz4 and zstd batches are refused
-with `UnsupportedCodec` rather than guessed at: a caller keeps such a batch whole.
+Every codec Kafka defines is read and written (`protocol.codecs`): the cleaner re-encodes a
+surviving run with its batch's own codec.
 """
 
 from __future__ import annotations
 
-import gzip
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import crc32c
 
+from protocol.codecs import compress
+from protocol.codecs import decompress
 from protocol.record_batch import ATTRIBUTES_POS
 from protocol.record_batch import BATCH_HEADER_SIZE
 from protocol.record_batch import COMPRESSION_MASK
@@ -32,14 +33,6 @@ from protocol.record_batch import parse_header
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _UINT32 = struct.Struct(">I")
-
-
-class UnsupportedCodec(InvalidRecordBatch):
-    """A codec whose records Shoal cannot read (snappy, lz4, zstd)."""
-
-    def __init__(self, codec: int) -> None:
-        super().__init__("compression", f"records of codec {codec} cannot be read")
-        self.codec = codec
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,17 +68,11 @@ def _read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
             raise InvalidRecordBatch("length", "varint longer than 10 bytes")
 
 
-def _payload(batch: Buffer, header: BatchHeader) -> bytes | memoryview:
+def _payload(batch: Buffer, header: BatchHeader) -> Buffer:
     body = memoryview(batch)[BATCH_HEADER_SIZE : header.size]
-    codec = header.compression
-    if codec == Compression.NONE:
+    if header.compression == Compression.NONE:
         return body
-    if codec == Compression.GZIP:
-        try:
-            return gzip.decompress(body)
-        except (OSError, EOFError) as e:
-            raise InvalidRecordBatch("compression", f"gzip: {e}") from e
-    raise UnsupportedCodec(codec)
+    return decompress(header.compression, body)
 
 
 def _parse_record(data: Buffer, pos: int) -> tuple[Record, int]:
@@ -107,8 +94,7 @@ def _parse_record(data: Buffer, pos: int) -> tuple[Record, int]:
 def decode_records(batch: Buffer) -> tuple[BatchHeader, list[Record]]:
     """The header and every record of one stored batch (decompressed).
 
-    :raises UnsupportedCodec: snappy, lz4 or zstd.
-    :raises InvalidRecordBatch: records that do not parse.
+    :raises InvalidRecordBatch: records that do not decompress or parse.
     """
     header = parse_header(batch)
     data = _payload(batch, header)
@@ -160,14 +146,12 @@ class StoredBatch:
 
 
 def build_stored_batch(fields: StoredBatch, records: bytes) -> bytes:
-    """Encode a batch of already-encoded `records` (compressed with the batch's codec, which
-    must be none or gzip) with a fresh CRC32C. `record_count` 0 makes an empty batch: a
-    header alone that says the offsets it covers hold nothing."""
+    """Encode a batch of already-encoded `records` (compressed with the batch's codec) with a
+    fresh CRC32C. `record_count` 0 makes an empty batch: a header alone that says the offsets
+    it covers hold nothing."""
     codec = fields.attributes & COMPRESSION_MASK
-    if codec == Compression.GZIP and fields.record_count:
-        records = gzip.compress(records, compresslevel=6, mtime=0)
-    elif codec != Compression.NONE and fields.record_count:
-        raise UnsupportedCodec(codec)
+    if codec != Compression.NONE and fields.record_count:
+        records = compress(codec, records)
     attributes = fields.attributes if fields.record_count else fields.attributes & ~COMPRESSION_MASK
     header = bytearray(
         _HEADER.pack(

@@ -7,9 +7,11 @@ One pass over a compacted log (``cleanup.policy`` holds ``compact``):
    dirty part (segments written since the last pass) is at least ``min.cleanable.dirty.ratio``
    of them. The active segment is never cleaned.
 2. `run_cleaning` (a thread: sealed segments are immutable): an `OffsetMap` of key -> latest
-   offset over the dirty segments, then a cleaned copy of every planned segment
+   offset over the dirty records, then a cleaned copy of every planned segment
    (`storage.cleaned_segment`), committed as ``.swap`` files. A segment that loses nothing is
-   not rewritten.
+   not rewritten. The map holds at most ``log.cleaner.dedupe.buffer.size`` worth of keys (as
+   Kafka): when it fills, the pass cleans only up to the first record it could not map
+   (`CleaningResult.end_offset`) and the next pass goes on from there.
 3. `swap_one` per segment (event loop, three renames; the broker yields between segments):
    each copy replaces its segment if that segment is still in the log. Reads before the swap
    see the old segment, after it the new one; both hold every surviving record at its offset.
@@ -33,8 +35,10 @@ Rules: a record is removed when a later record of its key exists, or when it is 
 (null value) whose batch is older than ``delete.retention.ms``. Records without a key (written
 before the topic became compacted) are kept. Control batches (share state) at or after the
 Earliest Share Offset are kept whole; those wholly below it are removed; with no ESO known for
-the partition every control batch is kept. Batches the cleaner cannot read (snappy, lz4, zstd,
-or records that do not parse) are kept whole and counted: nothing is dropped unread. A CRC
+the partition every control batch is kept. Batches of every codec are read (gzip, snappy, lz4,
+zstd: `protocol.codecs`), and a surviving run is re-encoded with its batch's own codec. Batches
+the cleaner cannot read (records that do not decompress or parse) are kept whole and counted:
+nothing is dropped unread. A CRC
 that fails aborts the pass for that log, which stays as it was.
 """
 
@@ -61,6 +65,7 @@ from protocol.records import encode_run
 from storage.base_log import SegmentedLog
 from storage.cleaned_segment import CleanedCopy
 from storage.config import LogConfig
+from storage.offset_map import DEFAULT_MAP_ENTRIES
 from storage.offset_map import OffsetMap
 from storage.segment import FileSegment
 from storage.segment import Segment
@@ -83,10 +88,12 @@ class CleaningJob:
     eso: int | None  # control batches from here on are kept
     now_ms: int
     config: LogConfig
+    first_dirty: int = 0  # records below it were mapped by an earlier pass
+    map_entries: int = DEFAULT_MAP_ENTRIES  # the offset map's bound
 
     @property
     def end_offset(self) -> int:
-        """Where the next pass's dirty part starts."""
+        """Where the next pass's dirty part starts if the map holds every dirty key."""
         return self.segments[-1].next_offset
 
 
@@ -102,14 +109,21 @@ class CleaningStats:
 @dataclass(slots=True)
 class CleaningResult:
     job: CleaningJob
+    end_offset: int  # where the next pass's dirty part starts: the first record not mapped
     copies: list[tuple[Segment, CleanedCopy]] = field(default_factory=list)
     stats: CleaningStats = field(default_factory=CleaningStats)
 
 
 def plan_cleaning(
-    log: SegmentedLog, now_ms: int, eso: int | None, first_dirty: int
+    log: SegmentedLog,
+    now_ms: int,
+    eso: int | None,
+    first_dirty: int,
+    map_entries: int = DEFAULT_MAP_ENTRIES,
 ) -> CleaningJob | None:
-    """The next pass over `log`, or None when it is not compacted or not dirty enough."""
+    """The next pass over `log`, or None when it is not compacted or not dirty enough.
+
+    `first_dirty` is where the last pass stopped; `map_entries` bounds the pass's offset map."""
     config = log.config
     if not config.compact:
         return None
@@ -126,7 +140,9 @@ def plan_cleaning(
     dirty = sum(s.size for s in segments[dirty_from:])
     if total == 0 or dirty / total < config.min_cleanable_dirty_ratio:
         return None
-    return CleaningJob(log, tuple(segments), dirty_from, eso, now_ms, config)
+    return CleaningJob(
+        log, tuple(segments), dirty_from, eso, now_ms, config, first_dirty, map_entries
+    )
 
 
 def _reader(segment: Segment) -> tuple[int | None, Iterator[tuple[BatchHeader, bytes]]]:
@@ -160,25 +176,38 @@ def _checked(header: BatchHeader, batch: bytes, crc: _Crc) -> tuple[BatchHeader,
     return header, batch
 
 
-def _build_map(job: CleaningJob, stats: CleaningStats) -> OffsetMap:
-    offsets = OffsetMap()
+def _build_map(job: CleaningJob, offsets: OffsetMap) -> int:
+    """Map the dirty records from ``job.first_dirty`` on until `offsets` is full; returns the
+    first offset not mapped (the job's end when every dirty key fitted)."""
     for segment in job.segments[job.dirty_from :]:
-        fd, batches = _reader(segment)
-        try:
-            for header, batch in batches:
-                if header.is_control or header.record_count == 0:
+        stopped = _map_segment(segment, job.first_dirty, offsets)
+        if stopped is not None:
+            return stopped
+    return job.end_offset
+
+
+def _map_segment(segment: Segment, first_dirty: int, offsets: OffsetMap) -> int | None:
+    """Map one segment's keyed records at or above `first_dirty`; the offset of the first one
+    the full map refused, or None when all fitted."""
+    fd, batches = _reader(segment)
+    try:
+        for header, batch in batches:
+            if header.is_control or header.record_count == 0 or header.last_offset < first_dirty:
+                continue
+            try:
+                _, records = decode_records(batch)
+            except InvalidRecordBatch:
+                continue  # counted when the segment is cleaned
+            for r in records:
+                offset = header.base_offset + r.offset_delta
+                if r.key is None or offset < first_dirty:
                     continue
-                try:
-                    _, records = decode_records(batch)
-                except InvalidRecordBatch:
-                    continue  # counted when the segment is cleaned
-                for r in records:
-                    if r.key is not None:
-                        offsets.put(r.key, header.base_offset + r.offset_delta)
-        finally:
-            if fd is not None:
-                os.close(fd)
-    return offsets
+                if not offsets.put(r.key, offset):
+                    return offset
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return None
 
 
 class _CopyWriter:
@@ -219,11 +248,14 @@ class _CopyWriter:
         self.segment.append(batch, [(0, header)])
 
 
-def _retained(r: Record, header: BatchHeader, offsets: OffsetMap, job: CleaningJob) -> bool:
-    if r.key is None:
+def _retained(
+    r: Record, header: BatchHeader, offsets: OffsetMap, job: CleaningJob, end: int
+) -> bool:
+    offset = header.base_offset + r.offset_delta
+    if r.key is None or offset >= end:  # beyond the map: a later pass decides
         return True
     latest = offsets.latest(r.key)
-    if latest is not None and header.base_offset + r.offset_delta < latest:
+    if latest is not None and offset < latest:
         return False
     expired = job.now_ms - header.max_timestamp > job.config.delete_retention_ms
     return not (r.value_is_null and expired)
@@ -258,7 +290,12 @@ def _run_batch(header: BatchHeader, run: list[Record]) -> bytes:
 
 
 def _clean_batch(
-    header: BatchHeader, batch: bytes, out: _CopyWriter, offsets: OffsetMap, job: CleaningJob
+    header: BatchHeader,
+    batch: bytes,
+    out: _CopyWriter,
+    offsets: OffsetMap,
+    job: CleaningJob,
+    end: int,
 ) -> bool:
     """Write what survives of one data batch; False if it could not be read (kept whole)."""
     try:
@@ -266,7 +303,7 @@ def _clean_batch(
     except InvalidRecordBatch:
         out.keep(batch)
         return False
-    keep = [_retained(r, header, offsets, job) for r in records]
+    keep = [_retained(r, header, offsets, job, end) for r in records]
     if all(keep):
         out.keep(batch)
         return True
@@ -281,7 +318,11 @@ def _clean_batch(
 
 
 def _clean_segment(
-    segment: Segment, copy: CleanedCopy, offsets: OffsetMap, job: CleaningJob, stats: CleaningStats
+    segment: Segment,
+    copy: CleanedCopy,
+    offsets: OffsetMap,
+    job: CleaningJob,
+    result: CleaningResult,
 ) -> int:
     """Write the cleaned copy of `segment`; returns how many records it lost."""
     out = _CopyWriter(copy)
@@ -298,8 +339,8 @@ def _clean_segment(
                     )  # fmt: skip
                 else:
                     out.keep(batch)
-            elif not _clean_batch(header, batch, out, offsets, job):
-                stats.unreadable_batches += 1
+            elif not _clean_batch(header, batch, out, offsets, job, result.end_offset):
+                result.stats.unreadable_batches += 1
         out.close()
     finally:
         if fd is not None:
@@ -316,15 +357,16 @@ def run_cleaning(job: CleaningJob) -> CleaningResult:
     :raises SegmentDamaged: a batch failed its CRC; nothing was committed.
     :raises OSError: a read or write failed; nothing was committed.
     """
-    result = CleaningResult(job)
+    offsets = OffsetMap(job.map_entries)
+    result = CleaningResult(job, _build_map(job, offsets))
     stats = result.stats
     try:
-        offsets = _build_map(job, stats)
-        for segment in job.segments:
+        # Segments wholly beyond what the map reached wait for the next pass.
+        for segment in (s for s in job.segments if s.base_offset < result.end_offset):
             copy = job.log.cleaning_copy(segment)
             result.copies.append((segment, copy))
             stats.bytes_read += segment.size
-            removed = _clean_segment(segment, copy, offsets, job, stats)
+            removed = _clean_segment(segment, copy, offsets, job, result)
             if removed == 0 and copy.segment.size == segment.size:
                 copy.discard()
                 result.copies.pop()

@@ -49,12 +49,6 @@ class InvalidRecord(StorageError):
     error_code = ErrorCode.invalid_record
 
 
-class UnsupportedCompressionType(StorageError):
-    """Records Shoal must read but whose codec it cannot (snappy, lz4, zstd)."""
-
-    error_code = ErrorCode.unsupported_compression_type
-
-
 class KafkaStorageError(StorageError):
     """A disk write failed (ENOSPC, EIO): the log is as it was before the write."""
 

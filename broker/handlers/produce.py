@@ -29,7 +29,6 @@ from protocol.acl import ResourceType
 from protocol.record_batch import InvalidRecordBatch
 from storage.errors import InvalidRecord
 from storage.errors import StorageError
-from storage.errors import UnsupportedCompressionType
 
 log: structlog.typing.FilteringBoundLogger = structlog.get_logger("shoal.produce")
 
@@ -63,7 +62,7 @@ def _append(
     except InvalidRecordBatch as e:
         log.info("rejected batch", topic=topic, partition=index, reason=str(e))
         return ErrorCode.corrupt_message, -1, -1, str(e)
-    except (InvalidRecord, UnsupportedCompressionType) as e:
+    except InvalidRecord as e:
         log.info("rejected records", topic=topic, partition=index, reason=str(e))
         return e.error_code, -1, -1, str(e)
     except StorageError as e:

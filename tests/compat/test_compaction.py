@@ -24,8 +24,10 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AlterConfigOpType
 from confluent_kafka.admin import ConfigEntry
 from confluent_kafka.admin import ConfigResource
+from confluent_kafka.admin import ConfigSource
 from confluent_kafka.admin import NewTopic
 
+from protocol.record_batch import iter_batch_headers
 from tests.compat.support import QUIET
 from tests.compat.support import admin
 from tests.compat.support import set_group_configs
@@ -68,6 +70,11 @@ def _read_all(bootstrap: str, topic: str, partition: int = 0) -> list[Message]:
         out.extend(m for m in batch if m.error() is None)
     c.close()
     return out
+
+
+def _cleaning_reports(log_path: Path) -> list[dict[str, object]]:
+    lines = log_path.read_text(errors="replace").splitlines()
+    return [json.loads(line) for line in lines if '"log cleaned"' in line]
 
 
 def _cleaning_passes(log_path: Path) -> int:
@@ -149,6 +156,134 @@ def test_consumer_reads_the_latest_value_of_each_key_after_cleaning(tmp_path: Pa
     }
     offsets = [m.offset() for m in got]
     assert offsets == sorted(offsets) and offsets[-1] == keys * versions
+
+
+def test_a_topic_without_its_own_policy_follows_log_cleanup_policy_compact(
+    tmp_path: Path,
+) -> None:
+    """The broker defaults of the cleaner's topic configs (Kafka's log.cleanup.policy,
+    log.cleaner.min.cleanable.ratio, ...): a topic auto-created by a Producer, with no config
+    of its own, is compacted: a null key is refused and the cleaner keeps the latest values."""
+    keys, versions = 20, 10
+    broker_config = {
+        **BROKER,
+        "log.cleanup.policy": "compact",
+        "log.cleaner.min.cleanable.ratio": "0.01",
+        "log.cleaner.min.compaction.lag.ms": "0",
+        "log.segment.bytes": "4096",
+        "log.roll.ms": "1000",
+    }
+    broker = start_broker(tmp_path / "data", broker_config)
+    try:
+        results: list[KafkaError | None] = []
+        producer = _producer(broker.bootstrap)
+        producer.produce("auto", key=b"k0", value=b"first", on_delivery=lambda e, m: None)
+        assert producer.flush(10) == 0  # the topic is auto-created, with no configs of its own
+        producer.produce("auto", value=b"no key", on_delivery=lambda e, m: results.append(e))
+        assert producer.flush(10) == 0
+        for v in range(versions):
+            for k in range(keys):
+                producer.produce("auto", key=b"k%d" % k, value=b"k%d=%d" % (k, v))
+            producer.flush(10)
+        time.sleep(1.2)  # past log.roll.ms: the next append rolls, sealing everything above
+        producer.produce("auto", key=b"end", value=b"end")
+        assert producer.flush(10) == 0
+        resource = ConfigResource("topic", "auto")
+        client = admin(broker.bootstrap)  # the futures fail if their client is destroyed first
+        described = client.describe_configs([resource])[resource].result(10)
+        deadline = time.monotonic() + 30
+        while True:
+            got = _read_all(broker.bootstrap, "auto")
+            if len(got) == keys + 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    finally:
+        broker.stop()
+    assert results[0] is not None and results[0].code() == KafkaError.INVALID_RECORD
+    policy = described["cleanup.policy"]
+    assert (policy.value, policy.source) == ("compact", ConfigSource.STATIC_BROKER_CONFIG.value)
+    assert described["min.cleanable.dirty.ratio"].value == "0.01"
+    assert len(got) == keys + 1, f"{len(got)} records read"
+    assert {m.key(): m.value() for m in got} == {
+        **{b"k%d" % k: b"k%d=%d" % (k, versions - 1) for k in range(keys)},
+        b"end": b"end",
+    }
+
+
+CODECS = ("gzip", "snappy", "lz4", "zstd")
+
+
+def _stored_codecs(data: Path, topic: str) -> set[int]:
+    """The codecs of the data batches in a partition's segment files, from their headers."""
+    codecs = set()
+    for path in sorted((data / f"{topic}-0").glob("*.log")):
+        for _, header in iter_batch_headers(path.read_bytes()):
+            if header.record_count and not header.is_control:
+                codecs.add(header.compression)
+    return codecs
+
+
+def _value(codec: str, key: int, version: int) -> bytes:
+    return b"%s k%d=%d " % (codec.encode(), key, version) * 8  # repeats: it compresses
+
+
+def _latest(key: int, keys: int, versions: int) -> int:
+    return versions - 1 if key < keys // 2 else versions - 2
+
+
+def test_every_codec_librdkafka_uses_is_compacted_and_read_back(tmp_path: Path) -> None:
+    """A Producer with compression.type gzip, snappy (raw, as librdkafka sends it), lz4 and
+    zstd writes to compacted topics; the cleaner keeps the latest value of each key, and a
+    Consumer reads those back. The last round updates half the keys, so the round before loses
+    half its batch: the surviving run is re-encoded with the batch's codec (snappy in xerial
+    framing) and librdkafka must read it."""
+    keys, versions = 30, 8
+    data = tmp_path / "data"
+    broker = start_broker(data, BROKER)
+    got: dict[str, list[Message]] = {}
+    errors: list[KafkaError] = []
+    try:
+        for codec in CODECS:
+            topic = f"codec-{codec}"
+            _create(broker.bootstrap, topic)
+            producer = Producer(
+                {"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 5,
+                 "compression.type": codec, **QUIET}
+            )  # fmt: skip
+            for v in range(versions):
+                for k in range(keys if v < versions - 1 else keys // 2):
+                    producer.produce(
+                        topic, key=b"k%d" % k, value=_value(codec, k, v),
+                        on_delivery=lambda e, m: errors.append(e) if e else None,
+                    )  # fmt: skip
+                producer.flush(10)
+            time.sleep(1.2)  # past segment.ms: the next append rolls, sealing the rest
+            producer.produce(topic, key=b"end", value=b"end")
+            assert producer.flush(10) == 0
+            assert errors == [], f"{codec}: {errors[:3]}"
+        deadline = time.monotonic() + 40
+        for codec in CODECS:
+            while True:
+                got[codec] = _read_all(broker.bootstrap, f"codec-{codec}")
+                if len(got[codec]) == keys + 1 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+        passes = _cleaning_reports(broker.log_path)
+    finally:
+        broker.stop()
+    # Every topic was cleaned, and the cleaner read every batch it met.
+    assert {p["topic"] for p in passes} == {f"codec-{c}" for c in CODECS}, passes
+    assert all(p["unreadable_batches"] == 0 for p in passes), passes
+    for number, codec in enumerate(CODECS, start=1):
+        values = {m.key(): m.value() for m in got[codec]}
+        assert len(got[codec]) == keys + 1, f"{codec}: {len(got[codec])} records read"
+        assert values == {
+            **{b"k%d" % k: _value(codec, k, _latest(k, keys, versions)) for k in range(keys)},
+            b"end": b"end",
+        }
+        # librdkafka sends a batch uncompressed when compressing would not shrink it ("end").
+        stored = _stored_codecs(data, f"codec-{codec}")
+        assert number in stored and stored <= {0, number}, (codec, stored)
 
 
 TOPIC, GROUP, PARTITIONS, KEYS, ROUNDS, KILLS = "compact-crash", "compact-group", 2, 300, 6, 3

@@ -198,3 +198,69 @@ def test_a_dynamic_log_config_wins_over_the_file_and_reaches_listeners(tmp_path:
     assert (logs.retention_ms, logs.segment_bytes) == (-1, 2048)
     again.alter({"log.retention.ms": None})
     assert again.current.log_retention_ms == 5000  # back to the file's value
+
+
+def test_the_cleaners_topic_configs_default_to_kafkas_broker_configs() -> None:
+    """log.cleanup.policy, log.cleaner.delete.retention.ms, log.cleaner.min.cleanable.ratio
+    and log.cleaner.min.compaction.lag.ms: Kafka's defaults, and a topic's defaults follow them."""
+    defaults = log_config(BrokerConfig.load(environ={}))
+    assert (
+        defaults.cleanup_policy,
+        defaults.delete_retention_ms,
+        defaults.min_cleanable_dirty_ratio,
+        defaults.min_compaction_lag_ms,
+    ) == ("delete", 86_400_000, 0.5, 0)
+    config = BrokerConfig.load(
+        environ={"SHOAL_LOG_CLEANER_MIN_CLEANABLE_RATIO": "0.25"},
+        overrides={
+            "log.cleanup.policy": "compact,delete",
+            "log.cleaner.delete.retention.ms": "1000",
+            "log.cleaner.min.compaction.lag.ms": "60000",
+        },
+    )
+    logs = log_config(config)
+    assert logs.compact and logs.delete
+    assert (logs.delete_retention_ms, logs.min_cleanable_dirty_ratio) == (1000, 0.25)
+    assert logs.min_compaction_lag_ms == 60_000
+    assert logs.with_overrides({"cleanup.policy": "delete"}).cleanup_policy == "delete"
+    assert config.log_cleaner_dedupe_buffer_size == 128 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("log.cleanup.policy", "compress"),
+        ("log.cleanup.policy", ""),
+        ("log.cleaner.min.cleanable.ratio", "1.5"),
+        ("log.cleaner.min.cleanable.ratio", "nan"),
+        ("log.cleaner.min.cleanable.ratio", "half"),
+        ("log.cleaner.delete.retention.ms", "-1"),
+        ("log.cleaner.min.compaction.lag.ms", "-5"),
+        ("log.cleaner.dedupe.buffer.size", str(1024 * 1024)),  # Kafka: more than 1 MiB
+    ],
+)
+def test_bad_cleaner_defaults_stop_the_broker_and_are_refused_dynamically(
+    tmp_path: Path, name: str, value: str
+) -> None:
+    with pytest.raises(ValueError, match=name.replace(".", r"\.")):
+        BrokerConfig.load(environ={}, overrides={name: value})
+    with pytest.raises(InvalidBrokerConfig):
+        _dynamic(tmp_path).alter({name: value})
+
+
+def test_cleaner_defaults_are_dynamic_as_in_kafka(tmp_path: Path) -> None:
+    dynamic = _dynamic(tmp_path)
+    seen: list[BrokerConfig] = []
+    dynamic.on_change(seen.append)
+    dynamic.alter(
+        {
+            "log.cleanup.policy": "compact",
+            "log.cleaner.min.cleanable.ratio": "0.1",
+            "log.cleaner.dedupe.buffer.size": str(64 * 1024 * 1024),
+        }
+    )
+    logs = log_config(seen[-1])
+    assert logs.compact and logs.min_cleanable_dirty_ratio == 0.1
+    again = _dynamic(tmp_path)  # stored, and still in force after a restart
+    assert again.current.log_cleanup_policy == "compact"
+    assert again.current.log_cleaner_dedupe_buffer_size == 64 * 1024 * 1024

@@ -13,6 +13,7 @@ from broker.share.share_partition_manager import SharePartitionManager
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import GroupConfigs
 from protocol.record_batch import Compression
+from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import build_batch
 from protocol.record_batch import build_control_batch
 from protocol.record_batch import control_record_key
@@ -29,7 +30,6 @@ from storage.cleaner import run_cleaning
 from storage.cleaner import swap_in
 from storage.config import LogConfig
 from storage.errors import InvalidRecord
-from storage.errors import UnsupportedCompressionType
 from storage.memory_log import MemoryLog
 from storage.memory_log import MemoryLogs
 
@@ -201,30 +201,36 @@ def test_null_key_refused_on_compacted_topics_only() -> None:
     put(MemoryLog(), [(None, b"v")])
 
 
-def test_gzip_batches_are_cleaned_and_stay_gzip() -> None:
+@pytest.mark.parametrize(
+    "codec",
+    [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD],
+    ids=lambda c: c.name.lower(),
+)
+def test_compressed_batches_are_cleaned_and_keep_their_codec(codec: Compression) -> None:
     log = MemoryLog(COMPACT)
     recs = [(b"k%d" % (i % 3), b"value-%d" % i) for i in range(9)]
     plain = build_batch(recs, timestamp_ms=1000)
     _, decoded = decode_records(plain)
     fields = StoredBatch(
-        base_offset=0, last_offset=8, attributes=Compression.GZIP, base_timestamp=1000,
+        base_offset=0, last_offset=8, attributes=codec, base_timestamp=1000,
         max_timestamp=1000, producer_id=-1, producer_epoch=-1, base_sequence=-1, record_count=9,
     )  # fmt: skip
-    log.append(build_stored_batch(fields, encode_run(decoded, 0)), now_ms=1000)
+    log.append(build_stored_batch(fields, encode_run(decoded, 0)), now_ms=1000)  # keys read
     log.roll()
-    clean(log)
+    result = clean(log)
     assert records(log) == [(6, b"k0", b"value-6"), (7, b"k1", b"value-7"), (8, b"k2", b"value-8")]
+    assert result.stats.unreadable_batches == 0
     data = log.read(6, 1 << 20)
-    assert [h.compression for _, h in iter_batch_headers(data)] == [Compression.GZIP]
+    assert [h.compression for _, h in iter_batch_headers(data)] == [codec]
 
 
-def test_unreadable_codec_is_kept_whole_never_dropped() -> None:
+def test_unreadable_batch_is_kept_whole_never_dropped() -> None:
     log = MemoryLog(dataclasses.replace(COMPACT, cleanup_policy="delete"))
-    fake = _snappy_batch()
+    fake = _corrupt_snappy_batch()
     log.append(fake, now_ms=1000)
     put(log, [(b"k", b"v2")])
-    log.config = COMPACT  # the topic became compacted after the snappy batch was written
-    with pytest.raises(UnsupportedCompressionType):
+    log.config = COMPACT  # the topic became compacted after the bad batch was written
+    with pytest.raises(InvalidRecordBatch):  # CORRUPT_MESSAGE at produce
         log.append(fake, now_ms=1000)
     log.roll()
     result = clean(log)
@@ -235,8 +241,8 @@ def test_unreadable_codec_is_kept_whole_never_dropped() -> None:
     ]
 
 
-def _snappy_batch() -> bytes:
-    """A batch flagged snappy (its payload is not real snappy: nobody may read it)."""
+def _corrupt_snappy_batch() -> bytes:
+    """A batch flagged snappy whose payload is not snappy: nobody can read it."""
     import struct
 
     import crc32c
