@@ -114,6 +114,8 @@ class BrokerConfig:
     metrics_port: int = _int(9308, -1, 65535)  # -1: no metrics endpoint
     metrics_bind_address: str = ""  # empty: the first listener's host
     shutdown_timeout_ms: int = _int(5000, 0)
+    # The longest metadata string an OffsetCommit may carry (Kafka's name and default).
+    offset_metadata_max_bytes: int = _int(4096, 0)
     group_share_max_share_sessions: int = _int(2000, 1)
     # Kafka's name; empty means no persister (share state is not durable; for benchmarks).
     group_share_persister_class_name: str = "SHARE_CHECKPOINT"

@@ -40,6 +40,7 @@ from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
 from broker.tls import server_context
 from coordinator.group_configs import GroupConfigs
+from coordinator.offset_store import OffsetStore
 from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
 from storage.acl_store import AclStore
@@ -151,6 +152,7 @@ class Server:
                 min_retained_offset=earliest_share_offset,
             ),
             credentials=ScramCredentialStore.in_data_dir(data_dir),
+            offsets=OffsetStore.open(logs, clock.now_ms),
             notifier=notifier,
             metrics=metrics,
             registry=build_registry(),
