@@ -15,6 +15,7 @@ Kafka's "simple" consumers (member "" and generation -1) and the admin client do
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from typing import Protocol
 import structlog
 from kio.schema.errors import ErrorCode
 
+from coordinator.share_group_admin import GroupListing
 from protocol.consumer_offsets import InvalidOffsetRecord
 from protocol.consumer_offsets import OffsetKey
 from protocol.consumer_offsets import OffsetValue
@@ -158,6 +160,21 @@ class OffsetStore:
 
     def has_group(self, group_id: str) -> bool:
         return group_id in self._groups
+
+    def empty_group_listings(
+        self, others: Collection[str], states: Collection[str] = (), types: Collection[str] = ()
+    ) -> list[GroupListing]:
+        """Groups that are only committed offsets (none of `others`, the groups some
+        coordinator knows): Kafka's Empty consumer groups, as ListGroups lists them."""
+        if types and "consumer" not in {t.lower() for t in types}:
+            return []
+        if states and "empty" not in {s.lower() for s in states}:
+            return []
+        return [
+            GroupListing(g, "Empty", group_type="consumer", protocol_type="consumer")
+            for g in sorted(self._groups)
+            if g not in others
+        ]
 
     def fetch(self, group_id: str, topic: str, partition: int) -> OffsetValue | None:
         return self._groups.get(group_id, {}).get((topic, partition))
