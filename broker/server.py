@@ -27,6 +27,7 @@ from broker.config import log_config
 from broker.connection import KafkaConnection
 from broker.context import BrokerServices
 from broker.dynamic_config import DynamicBrokerConfigs
+from broker.group_lag import GroupLagCollector
 from broker.handlers import build_registry
 from broker.listeners import advertised_endpoint
 from broker.log_cleaning import LogCleaner
@@ -201,6 +202,12 @@ class Server:
             share_partitions=lambda: len(partitions()),
             damaged_records=s.logs.damaged_records,
         )
+
+        def log_end(topic: str, partition: int) -> int | None:
+            plog = s.logs.log(topic, partition)
+            return plog.log_end_offset if plog is not None else None
+
+        metrics.registry.register(GroupLagCollector(s.offsets.committed_snapshot, log_end))
 
     async def _listen(self) -> None:
         """One server per listener; TLS ones get the keystore's context (read once, here)."""

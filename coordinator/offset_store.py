@@ -182,6 +182,15 @@ class OffsetStore:
     def group_offsets(self, group_id: str) -> dict[TopicPartition, OffsetValue]:
         return dict(self._groups.get(group_id, {}))
 
+    def committed_snapshot(self) -> list[tuple[str, str, int, int]]:
+        """(group, topic, partition, offset) of every commit, copied whole (`list` of a
+        dict's items holds the GIL): safe to call from the metrics thread."""
+        return [
+            (group, topic, partition, value.offset)
+            for group, offsets in list(self._groups.items())
+            for (topic, partition), value in list(offsets.items())
+        ]
+
     def all_offsets(self) -> Iterable[tuple[str, TopicPartition, OffsetValue]]:
         for group_id, offsets in self._groups.items():
             for tp, value in offsets.items():
