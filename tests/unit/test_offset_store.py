@@ -20,10 +20,15 @@ from storage.cleaner import run_cleaning
 from storage.cleaner import swap_in
 from storage.config import LogConfig
 from storage.errors import InvalidTopic
+from storage.errors import KafkaStorageError
 from storage.log_manager import LogManager
 from storage.segment_log import SegmentLog
 from storage.topics import CONSUMER_OFFSETS
 from tests.unit.test_log_cleaner import records
+from tests.unit.test_storage_write_failure import FillingDisk
+from tests.unit.test_storage_write_failure import disk
+
+__all__ = ["disk"]  # the fixture, shared
 
 
 def now() -> int:
@@ -170,4 +175,21 @@ def test_validators_decide_for_their_groups_and_simple_commits_pass(tmp_path: Pa
     assert store.check_commit("live", "m", 2, None) == ErrorCode.illegal_generation
     assert store.check_commit("live", "x", 3, None) == ErrorCode.unknown_member_id
     assert store.check_commit("live", "", -1, None) == ErrorCode.unknown_member_id
+    logs.close()
+
+
+def test_a_commit_the_disk_refuses_changes_nothing(tmp_path: Path, disk: FillingDisk) -> None:
+    logs, store = open_store(tmp_path)
+    store.commit("g", {("t", 0): OffsetValue(1)})
+    disk.full = True
+    with pytest.raises(KafkaStorageError):
+        store.commit("g", {("t", 0): OffsetValue(2), ("t", 1): OffsetValue(2)})
+    with pytest.raises(KafkaStorageError):
+        store.delete_group("g")
+    assert store.group_offsets("g") == {("t", 0): OffsetValue(1)}  # memory as it was
+    disk.full = False
+    store.commit("g", {("t", 1): OffsetValue(3)})
+    logs.close()
+    logs, again = open_store(tmp_path)
+    assert again.group_offsets("g") == {("t", 0): OffsetValue(1), ("t", 1): OffsetValue(3)}
     logs.close()
