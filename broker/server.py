@@ -45,6 +45,7 @@ from coordinator.offset_store import OffsetStore
 from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
 from storage.acl_store import AclStore
+from storage.errors import StorageError
 from storage.log_manager import LogManager
 from storage.scram_credentials import ScramCredentialStore
 from storage.segment import PendingSync
@@ -241,6 +242,7 @@ class Server:
         self._every(self.config.log_retention_check_interval_ms, self._retention)
         if self.config.log_cleaner_enable:
             self._every(self.config.log_cleaner_backoff_ms, self._clean)
+        self._every(self.config.offsets_retention_check_interval_ms, self._expire_offsets)
         self._every(LOCK_TIMER_TICK_MS, self._expire_locks)
         self._every(MEMBER_CHECK_MS, self._expire_members)
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
@@ -292,14 +294,26 @@ class Server:
         s, now = self.services, self.services.now_ms()
         s.share_fetch.expire(s.coordinator.expire(now), now)
 
+    def _expire_offsets(self) -> None:
+        """`offsets.retention.minutes` (read afresh: it may be changed while running)."""
+        retention_ms = self.config.offsets_retention_minutes * 60_000
+        try:
+            expired = self.services.offsets.expire(self.services.now_ms(), retention_ms)
+        except StorageError as e:  # tried again at the next check
+            log.warning("expired committed offsets not deleted", error=str(e))
+            return
+        if expired:
+            log.info("committed offsets expired", offsets=expired)
+
     def _expire_locks(self) -> None:
         self.services.share_partitions.expire_locks(self.services.now_ms())
 
     def run_timers(self) -> None:
-        """Run the time-driven share duties now (lock expiry, session timeouts, leave grace),
-        as their ticks would: a test calls this when it moves its clock forward."""
+        """Run the time-driven duties now (lock expiry, session timeouts, leave grace, offsets
+        retention), as their ticks would: a test calls this when it moves its clock forward."""
         self._expire_locks()
         self._expire_members()
+        self._expire_offsets()
 
     def _retention(self) -> None:
         eso = self._share_state.earliest_share_offsets() if self._share_state else {}

@@ -57,7 +57,13 @@ class CommitValidator(Protocol):
         ...
 
 
-class SubscriptionGuard(Protocol):
+class GroupMembership(Protocol):
+    """What a group coordinator tells the store about the groups it runs."""
+
+    def has_group(self, group_id: str) -> bool:
+        """Whether the coordinator knows the group (its offsets do not expire here)."""
+        ...
+
     def is_subscribed(self, group_id: str, topic: str) -> bool:
         """Whether a live member of the group subscribes to `topic` (OffsetDelete refuses)."""
         ...
@@ -69,12 +75,12 @@ class OffsetStore:
         log: PartitionLog,
         now_ms: Callable[[], int],
         validators: Sequence[CommitValidator] = (),
-        guards: Sequence[SubscriptionGuard] = (),
+        coordinators: Sequence[GroupMembership] = (),
     ) -> None:
         self._log = log
         self._now_ms = now_ms
         self.validators = list(validators)
-        self.guards = list(guards)
+        self.coordinators = list(coordinators)
         self._groups: dict[str, dict[TopicPartition, OffsetValue]] = {}
         self._recover()
 
@@ -199,7 +205,7 @@ class OffsetStore:
     # --- deletes ----------------------------------------------------------------------
 
     def is_subscribed(self, group_id: str, topic: str) -> bool:
-        return any(g.is_subscribed(group_id, topic) for g in self.guards)
+        return any(c.is_subscribed(group_id, topic) for c in self.coordinators)
 
     def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
         """Tombstones for the group's committed partitions among `partitions`.
@@ -215,6 +221,23 @@ class OffsetStore:
         :raises storage.errors.StorageError: not written; nothing changed.
         """
         self.delete_offsets(group_id, list(self._groups.get(group_id, {})))
+
+    def expire(self, now_ms: int, retention_ms: int) -> int:
+        """`offsets.retention.minutes`: tombstones for offsets committed `retention_ms` ago or
+        more, in groups no coordinator knows (Kafka's rule for groups without members: each
+        offset expires on its own commit timestamp). How many expired.
+
+        :raises storage.errors.StorageError: not written; nothing changed.
+        """
+        doomed: dict[OffsetKey, OffsetValue | None] = {
+            OffsetKey(group_id, t, p): None
+            for group_id, offsets in self._groups.items()
+            if not any(c.has_group(group_id) for c in self.coordinators)
+            for (t, p), value in offsets.items()
+            if value.commit_timestamp_ms + retention_ms <= now_ms
+        }
+        self._write(doomed)
+        return len(doomed)
 
     def delete_topic(self, topic: str) -> None:
         """Every group's offsets of a deleted topic.

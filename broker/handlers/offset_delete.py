@@ -3,7 +3,7 @@
 As Kafka: DELETE on the group (else GROUP_AUTHORIZATION_FAILED), a group with no committed
 offsets is GROUP_ID_NOT_FOUND; per partition READ on the topic, an unknown topic
 UNKNOWN_TOPIC_OR_PARTITION, and a topic a live member subscribes to (the group coordinators'
-`SubscriptionGuard`) GROUP_SUBSCRIBED_TO_TOPIC. The rest is deleted in one append.
+`GroupMembership.is_subscribed`) GROUP_SUBSCRIBED_TO_TOPIC. The rest is deleted in one append.
 """
 
 from __future__ import annotations

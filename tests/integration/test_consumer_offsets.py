@@ -21,10 +21,14 @@ from broker.server import Server
 from client import Admin
 from client import Producer
 from client.errors import KafkaError
+from coordinator.offset_store import OffsetStore
+from storage.log_manager import LogManager
 from storage.topics import CONSUMER_OFFSETS
+from tests.clock import ManualClock
 
 pytestmark = pytest.mark.integration
 K = TypeVar("K")
+WEEK_MS = 7 * 24 * 3600 * 1000  # offsets.retention.minutes' default
 
 
 @pytest.fixture
@@ -157,3 +161,22 @@ async def test_lag_per_group_is_a_metric(broker: Server) -> None:
     assert 'kafka_consumergroup_lag_sum{consumergroup="slow"} 5.0' in text
     assert 'kafka_consumergroup_lag_sum{consumergroup="fast"} 0.0' in text
     assert "shoal_consumergroup_lag_groups_omitted 0.0" in text
+
+
+async def test_offsets_expire_after_offsets_retention_minutes(
+    broker: Server, clock: ManualClock
+) -> None:
+    async with Admin(f"127.0.0.1:{broker.port}") as admin:
+        await admin.create_topic("r", 2)
+        await admin.alter_consumer_group_offsets("idle", {("r", 0): 1})
+        clock.advance(WEEK_MS - 60_000)
+        await admin.alter_consumer_group_offsets("idle", {("r", 1): 2})  # a newer commit
+        assert sorted(await admin.list_consumer_group_offsets("idle")) == [("r", 0), ("r", 1)]
+        clock.advance(60_000)  # the first commit is a week old: it expires on its own
+        assert sorted(await admin.list_consumer_group_offsets("idle")) == [("r", 1)]
+        clock.advance(WEEK_MS)
+        assert await admin.list_groups() == []
+    broker.services.logs.close()  # the expiry is durable: tombstones in the log
+    reopened = LogManager(broker.config.data_dir)
+    assert OffsetStore.open(reopened, clock.now_ms).groups() == set()
+    reopened.close()
