@@ -20,8 +20,10 @@ from kio.static.primitive import i64
 from broker.server import Server
 from client import Admin
 from client import Producer
+from client.cluster import schema
 from client.errors import KafkaError
 from coordinator.offset_store import OffsetStore
+from protocol.messages import build
 from storage.log_manager import LogManager
 from storage.topics import CONSUMER_OFFSETS
 from tests.clock import ManualClock
@@ -180,3 +182,40 @@ async def test_offsets_expire_after_offsets_retention_minutes(
     reopened = LogManager(broker.config.data_dir)
     assert OffsetStore.open(reopened, clock.now_ms).groups() == set()
     reopened.close()
+
+
+async def test_every_version_commits_and_fetches(broker: Server) -> None:
+    """OffsetCommit v2-v9 and OffsetFetch v1-v9 (what librdkafka, aiokafka and kafka-python
+    send), each answered in its own layout."""
+    async with Admin(f"127.0.0.1:{broker.port}") as admin:
+        await admin.create_topic("v", 1)
+        for version in range(2, 10):
+            m = schema("offset_commit", version)
+            part = build(m.OffsetCommitRequestPartition, partition_index=0,
+                         committed_offset=version, committed_metadata=f"v{version}")  # fmt: skip
+            topic = build(m.OffsetCommitRequestTopic, name="v", partitions=(part,))
+            resp = await admin.cluster.request(
+                build(
+                    m.OffsetCommitRequest,
+                    group_id="g",
+                    generation_id_or_member_epoch=-1,
+                    member_id="",
+                    topics=(topic,),
+                )
+            )
+            assert resp.topics[0].partitions[0].error_code == ErrorCode.none, version
+        for version in range(1, 10):
+            m = schema("offset_fetch", version)
+            asked = {"name": "v", "partition_indexes": (0,)}
+            if version >= 8:
+                group = build(m.OffsetFetchRequestGroup, group_id="g",
+                              topics=(build(m.OffsetFetchRequestTopics, **asked),))  # fmt: skip
+                resp = await admin.cluster.request(build(m.OffsetFetchRequest, groups=(group,)))
+                (partition,) = resp.groups[0].topics[0].partitions
+            else:
+                topics = (build(m.OffsetFetchRequestTopic, **asked),)
+                resp = await admin.cluster.request(
+                    build(m.OffsetFetchRequest, group_id="g", topics=topics)
+                )
+                (partition,) = resp.topics[0].partitions
+            assert (partition.committed_offset, partition.metadata) == (9, "v9"), version
