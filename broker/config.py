@@ -136,6 +136,11 @@ class BrokerConfig:
     metrics_port: int = _int(9308, -1, 65535)  # -1: no metrics endpoint
     metrics_bind_address: str = ""  # empty: the first listener's host
     shutdown_timeout_ms: int = _int(5000, 0)
+    # The longest metadata string an OffsetCommit may carry (Kafka's name and default).
+    offset_metadata_max_bytes: int = _int(4096, 0)
+    # Committed offsets of groups without members expire this long after their commit.
+    offsets_retention_minutes: int = _int(7 * 24 * 60, 1)
+    offsets_retention_check_interval_ms: int = _int(600_000, 1)
     group_share_max_share_sessions: int = _int(2000, 1)
     # Kafka's name; empty means no persister (share state is not durable; for benchmarks).
     group_share_persister_class_name: str = "SHARE_CHECKPOINT"

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from broker.share.share_fetch_service import ShareFetchService
     from broker.share.share_partition_manager import SharePartitionManager
     from coordinator.group_configs import GroupConfigs
+    from coordinator.offset_store import OffsetStore
     from coordinator.share_group import ShareGroupCoordinator
     from storage.log_manager import LogManager
     from storage.scram_credentials import ScramCredentialStore
@@ -49,6 +50,7 @@ class BrokerServices:
     dynamic_configs: DynamicBrokerConfigs
     record_deletion: RecordDeletion
     credentials: ScramCredentialStore
+    offsets: OffsetStore  # consumer groups' committed offsets
     # One credential change at a time: each is applied, written, or rolled back whole.
     credentials_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # Listener name -> the (host, port) Metadata gives its clients; filled in when bound.

@@ -27,6 +27,7 @@ from broker.config import log_config
 from broker.connection import KafkaConnection
 from broker.context import BrokerServices
 from broker.dynamic_config import DynamicBrokerConfigs
+from broker.group_lag import GroupLagCollector
 from broker.handlers import build_registry
 from broker.listeners import advertised_endpoint
 from broker.log_cleaning import LogCleaner
@@ -40,9 +41,11 @@ from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
 from broker.tls import server_context
 from coordinator.group_configs import GroupConfigs
+from coordinator.offset_store import OffsetStore
 from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
 from storage.acl_store import AclStore
+from storage.errors import StorageError
 from storage.log_manager import LogManager
 from storage.scram_credentials import ScramCredentialStore
 from storage.segment import PendingSync
@@ -151,6 +154,7 @@ class Server:
                 min_retained_offset=earliest_share_offset,
             ),
             credentials=ScramCredentialStore.in_data_dir(data_dir),
+            offsets=OffsetStore.open(logs, clock.now_ms),
             notifier=notifier,
             metrics=metrics,
             registry=build_registry(),
@@ -202,6 +206,12 @@ class Server:
             damaged_records=s.logs.damaged_records,
         )
 
+        def log_end(topic: str, partition: int) -> int | None:
+            plog = s.logs.log(topic, partition)
+            return plog.log_end_offset if plog is not None else None
+
+        metrics.registry.register(GroupLagCollector(s.offsets.committed_snapshot, log_end))
+
     async def _listen(self) -> None:
         """One server per listener; TLS ones get the keystore's context (read once, here)."""
         config, loop = self.config, asyncio.get_running_loop()
@@ -234,6 +244,7 @@ class Server:
         self._every(self.config.log_retention_check_interval_ms, self._retention)
         if self.config.log_cleaner_enable:
             self._every(self.config.log_cleaner_backoff_ms, self._clean)
+        self._every(self.config.offsets_retention_check_interval_ms, self._expire_offsets)
         self._every(LOCK_TIMER_TICK_MS, self._expire_locks)
         self._every(MEMBER_CHECK_MS, self._expire_members)
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
@@ -285,14 +296,26 @@ class Server:
         s, now = self.services, self.services.now_ms()
         s.share_fetch.expire(s.coordinator.expire(now), now)
 
+    def _expire_offsets(self) -> None:
+        """`offsets.retention.minutes` (read afresh: it may be changed while running)."""
+        retention_ms = self.config.offsets_retention_minutes * 60_000
+        try:
+            expired = self.services.offsets.expire(self.services.now_ms(), retention_ms)
+        except StorageError as e:  # tried again at the next check
+            log.warning("expired committed offsets not deleted", error=str(e))
+            return
+        if expired:
+            log.info("committed offsets expired", offsets=expired)
+
     def _expire_locks(self) -> None:
         self.services.share_partitions.expire_locks(self.services.now_ms())
 
     def run_timers(self) -> None:
-        """Run the time-driven share duties now (lock expiry, session timeouts, leave grace),
-        as their ticks would: a test calls this when it moves its clock forward."""
+        """Run the time-driven duties now (lock expiry, session timeouts, leave grace, offsets
+        retention), as their ticks would: a test calls this when it moves its clock forward."""
         self._expire_locks()
         self._expire_members()
+        self._expire_offsets()
 
     def _retention(self) -> None:
         eso = self._share_state.earliest_share_offsets() if self._share_state else {}

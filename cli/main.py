@@ -15,6 +15,7 @@ import argparse
 from cli import acls
 from cli import configs
 from cli import consume
+from cli import consumer_groups
 from cli import produce
 from cli import serve
 from cli import share_groups
@@ -22,7 +23,18 @@ from cli import share_state
 from cli import topics
 from cli import users
 
-COMMANDS = (serve, topics, share_groups, configs, acls, users, produce, consume, share_state)
+COMMANDS = (
+    serve,
+    topics,
+    share_groups,
+    consumer_groups,
+    configs,
+    acls,
+    users,
+    produce,
+    consume,
+    share_state,
+)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -8,7 +8,6 @@ group to be empty (the broker answers NON_EMPTY_GROUP otherwise).
 from __future__ import annotations
 
 import argparse
-import datetime
 from dataclasses import asdict
 from typing import Any
 
@@ -22,6 +21,8 @@ from cli.common import print_json
 from cli.common import print_table
 from cli.common import run
 from cli.common import security
+from cli.offset_specs import parse_datetime_ms
+from cli.offset_specs import topic_partitions
 from client.admin import Admin
 from client.admin import SharePartitionOffsets
 
@@ -96,33 +97,6 @@ def _blank_between(show_all: bool) -> None:
         print()
 
 
-def _parse_datetime(text: str) -> int:
-    """Milliseconds since the epoch: an ISO 8601 date-time (local time unless it says), or ms."""
-    if text.isdigit():
-        return int(text)
-    try:
-        when = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        raise UsageError(
-            f"--to-datetime {text!r}: expected YYYY-MM-DDTHH:MM:SS[.sss][+HH:MM]"
-        ) from None
-    if when.tzinfo is None:
-        when = when.astimezone()
-    return int(when.timestamp() * 1000)
-
-
-def _topic_partitions(spec: str, partitions: int) -> list[int]:
-    """`topic` or `topic:0,2` (as kafka-share-groups.sh takes them)."""
-    _, sep, wanted = spec.partition(":")
-    if not sep:
-        return list(range(partitions))
-    try:
-        chosen = [int(p) for p in wanted.split(",") if p.strip()]
-    except ValueError:
-        raise UsageError(f"--topic {spec!r}: partitions must be numbers") from None
-    return chosen
-
-
 async def _targets(admin: Admin, args: argparse.Namespace) -> list[TopicPartition]:
     if args.all_topics:
         started = await admin.describe_share_group_offsets(args.group)
@@ -135,7 +109,7 @@ async def _targets(admin: Admin, args: argparse.Namespace) -> list[TopicPartitio
         name = spec.partition(":")[0]
         if name not in topics:
             raise NotFound(f"UNKNOWN_TOPIC_OR_PARTITION: no topic {name!r}")
-        out.extend((name, p) for p in _topic_partitions(spec, topics[name].partition_count))
+        out.extend((name, p) for p in topic_partitions(spec, topics[name].partition_count))
     return out
 
 
@@ -147,7 +121,7 @@ async def _new_offset(admin: Admin, args: argparse.Namespace, tp: TopicPartition
     if args.to_latest:
         return latest
     if args.to_datetime is not None:
-        found = await admin.list_offsets(tp[0], tp[1], _parse_datetime(args.to_datetime))
+        found = await admin.list_offsets(tp[0], tp[1], parse_datetime_ms(args.to_datetime))
         return latest if found < 0 else found
     return min(max(int(args.to_offset), earliest), latest)
 

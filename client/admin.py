@@ -16,6 +16,7 @@ from typing import Literal
 from kio.schema.errors import ErrorCode
 
 from client import acls
+from client import group_offsets
 from client.cluster import API_CREATE_TOPICS
 from client.cluster import API_DELETE_TOPICS
 from client.cluster import API_DESCRIBE_CONFIGS
@@ -28,6 +29,7 @@ from client.errors import KafkaError
 from client.errors import TopicError
 from client.errors import error_for
 from client.errors import raise_for
+from client.group_offsets import CommittedOffset
 from client.security import Security
 from protocol import api_keys
 from protocol.acl import AclBinding
@@ -412,6 +414,29 @@ class Admin:
             else error_for(r.error_code, f"group {r.group_id}")
             for r in resp.results
         }
+
+    # -- consumer groups' committed offsets (client/group_offsets.py) ----------------------------
+
+    async def list_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], CommittedOffset]:
+        """Committed offsets (-1: none) of the partitions; None: all the group committed."""
+        node = await self._coordinator(group_id)
+        return await group_offsets.list_offsets(self.cluster, node, group_id, partitions)
+
+    async def alter_consumer_group_offsets(
+        self, group_id: str, offsets: Mapping[tuple[str, int], int]
+    ) -> dict[tuple[str, int], KafkaError | None]:
+        """Commit offsets for a group without members; each partition's error, or None."""
+        node = await self._coordinator(group_id)
+        return await group_offsets.alter_offsets(self.cluster, node, group_id, offsets)
+
+    async def delete_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], KafkaError | None]:
+        """:raises KafkaError: GROUP_ID_NOT_FOUND; else each partition's error, or None."""
+        node = await self._coordinator(group_id)
+        return await group_offsets.delete_offsets(self.cluster, node, group_id, partitions)
 
     async def describe_share_group_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None

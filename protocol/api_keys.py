@@ -32,6 +32,8 @@ from kio.schema.init_producer_id.v0 import InitProducerIdRequest
 from kio.schema.list_groups.v0 import ListGroupsRequest
 from kio.schema.list_offsets.v1 import ListOffsetsRequest
 from kio.schema.metadata.v0 import MetadataRequest
+from kio.schema.offset_commit.v2 import OffsetCommitRequest
+from kio.schema.offset_delete.v0 import OffsetDeleteRequest
 from kio.schema.offset_fetch.v1 import OffsetFetchRequest
 from kio.schema.produce.v3 import ProduceRequest
 from kio.schema.sasl_authenticate.v0 import SaslAuthenticateRequest
@@ -45,6 +47,7 @@ PRODUCE: Final = int(ProduceRequest.__api_key__)
 FETCH: Final = int(FetchRequest.__api_key__)
 LIST_OFFSETS: Final = int(ListOffsetsRequest.__api_key__)
 METADATA: Final = int(MetadataRequest.__api_key__)
+OFFSET_COMMIT: Final = int(OffsetCommitRequest.__api_key__)
 OFFSET_FETCH: Final = int(OffsetFetchRequest.__api_key__)
 FIND_COORDINATOR: Final = int(FindCoordinatorRequest.__api_key__)
 LIST_GROUPS: Final = int(ListGroupsRequest.__api_key__)
@@ -60,6 +63,7 @@ DESCRIBE_ACLS: Final = int(DescribeAclsRequest.__api_key__)
 CREATE_ACLS: Final = int(CreateAclsRequest.__api_key__)
 DELETE_ACLS: Final = int(DeleteAclsRequest.__api_key__)
 DELETE_GROUPS: Final = int(DeleteGroupsRequest.__api_key__)
+OFFSET_DELETE: Final = int(OffsetDeleteRequest.__api_key__)
 ALTER_CONFIGS: Final = int(AlterConfigsRequest.__api_key__)
 SASL_AUTHENTICATE: Final = int(SaslAuthenticateRequest.__api_key__)
 INCREMENTAL_ALTER_CONFIGS: Final = int(IncrementalAlterConfigsRequest.__api_key__)

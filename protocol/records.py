@@ -109,6 +109,23 @@ def decode_records(batch: Buffer) -> tuple[BatchHeader, list[Record]]:
     return header, records
 
 
+def record_value(record: Record) -> bytes | None:
+    """A decoded record's value (None: a tombstone), read from its stored tail.
+
+    :raises InvalidRecordBatch: a tail that does not parse.
+    """
+    if record.value_is_null:
+        return None
+    try:
+        key_len, pos = _read_varint(record.tail, 0)
+        value_len, pos = _read_varint(record.tail, pos + max(key_len, 0))
+    except IndexError as e:
+        raise InvalidRecordBatch("truncated", "record value runs past the record") from e
+    if pos + value_len > len(record.tail):
+        raise InvalidRecordBatch("truncated", "record value runs past the record")
+    return record.tail[pos : pos + value_len]
+
+
 def has_null_key(batch: Buffer) -> bool:
     """Whether any record of the batch has a null key (compacted topics refuse those)."""
     return any(r.key is None for r in decode_records(batch)[1])

@@ -27,6 +27,7 @@ from storage.memory_log import MemoryLog
 from storage.rebuild import rebuild_topics
 from storage.segment import PendingSync
 from storage.segment_log import SegmentLog
+from storage.topics import INTERNAL_LOGS
 from storage.topics import TopicInfo
 from storage.topics import collision_key
 from storage.topics import load_topics
@@ -63,6 +64,8 @@ class LogManager:
         self._topics: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        # The broker's own logs (`internal_log`): maintained like the others, never topics.
+        self._internal: dict[str, tuple[PartitionLog, dict[str, str]]] = {}
         if memory:
             self.data_dir = None
             return
@@ -247,39 +250,64 @@ class LogManager:
     def log(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
 
+    # --- internal logs ----------------------------------------------------------------
+
+    def internal_log(self, name: str, configs: Mapping[str, str]) -> PartitionLog:
+        """The broker's own one-partition log `name` (one of `INTERNAL_LOGS`), opened (and
+        recovered) on first use in `<data dir>/<name>-0`, under `configs` over the broker's
+        defaults. Flushed, cleaned and closed with the topics' logs; not a topic: Metadata,
+        CreateTopics and DeleteTopics never see it, and no topic may take its name."""
+        if name not in INTERNAL_LOGS:
+            raise ValueError(f"{name!r} is not an internal log")
+        known = self._internal.get(name)
+        if known is not None:
+            return known[0]
+        config = self.config.with_overrides(configs)
+        log: PartitionLog
+        if self.data_dir is None:
+            log = MemoryLog(config)
+        else:
+            log = SegmentLog.open(self.data_dir / f"{name}-0", config)
+        self._internal[name] = (log, dict(configs))
+        return log
+
+    def _all_logs(self) -> list[PartitionLog]:
+        return [*self._logs.values(), *(log for log, _ in self._internal.values())]
+
     # --- maintenance ------------------------------------------------------------------
 
     def partition_logs(self) -> list[tuple[tuple[str, int], PartitionLog]]:
-        """Every open partition log with its (topic, partition)."""
-        return list(self._logs.items())
+        """Every open partition log with its (topic, partition), the internal ones last."""
+        internal = [((name, 0), log) for name, (log, _) in self._internal.items()]
+        return [*self._logs.items(), *internal]
 
     def damaged_records(self) -> int:
         """Offsets lost to damaged batches found so far, over every partition."""
         return sum(
             d.records
-            for log in self._logs.values()
+            for log in self._all_logs()
             if isinstance(log, SegmentedLog)
             for d in log.damaged_ranges()
         )
 
     def flush_all(self) -> None:
-        for log in self._logs.values():
+        for log in self._all_logs():
             log.flush()
 
     def start_flush(self) -> list[PendingSync]:
         """Every dirty segment's fsync, its dirty flag already cleared: run them with
         `sync_all` in a thread, so a slow disk never holds the event loop."""
-        return [p for log in self._logs.values() for p in log.start_flush()]
+        return [p for log in self._all_logs() for p in log.start_flush()]
 
     def apply_retention(
         self, now_ms: int, min_retained_offsets: Mapping[tuple[str, int], int] | None = None
     ) -> int:
         """Retention on every partition; ``min_retained_offsets`` protects share state."""
         keep = min_retained_offsets or {}
-        return sum(log.apply_retention(now_ms, keep.get(tp)) for tp, log in self._logs.items())
+        return sum(log.apply_retention(now_ms, keep.get(tp)) for tp, log in self.partition_logs())
 
     def close(self) -> None:
-        for log in self._logs.values():
+        for log in self._all_logs():
             log.close()
 
     def reconfigure(self, config: LogConfig) -> None:
@@ -290,6 +318,9 @@ class LogManager:
         for (name, _), log in self._logs.items():
             if isinstance(log, SegmentedLog):
                 log.config = by_topic[name]
+        for log, configs in self._internal.values():
+            if isinstance(log, SegmentedLog):
+                log.config = config.with_overrides(configs)
 
     def alter_topic_configs(self, name: str, changes: Mapping[str, str | None]) -> TopicInfo:
         """Set (None: remove) topic configs; the partitions' logs use the new values at once.

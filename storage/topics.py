@@ -20,6 +20,10 @@ from storage.errors import InvalidTopic
 from storage.fsutil import atomic_write
 
 MAX_NAME_LENGTH = 249
+# Logs the broker keeps for itself in the data dir, beside the topics' partitions: no user
+# topic may take (or collide with) their names, so they never show up as topics.
+CONSUMER_OFFSETS = "__consumer_offsets"
+INTERNAL_LOGS = frozenset({CONSUMER_OFFSETS})
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 
 
@@ -41,6 +45,8 @@ def validate_topic_name(name: str) -> None:
         raise InvalidTopic(f"topic name longer than {MAX_NAME_LENGTH} characters")
     if not _LEGAL.fullmatch(name):
         raise InvalidTopic(f"topic name {name!r} has characters outside [a-zA-Z0-9._-]")
+    if collision_key(name) in {collision_key(n) for n in INTERNAL_LOGS}:
+        raise InvalidTopic(f"topic name {name!r} is reserved for the broker's internal use")
 
 
 def collision_key(name: str) -> str:

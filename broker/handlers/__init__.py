@@ -26,6 +26,8 @@ from broker.handlers import init_producer_id
 from broker.handlers import list_groups
 from broker.handlers import list_offsets
 from broker.handlers import metadata
+from broker.handlers import offset_commit
+from broker.handlers import offset_delete
 from broker.handlers import offset_fetch
 from broker.handlers import produce
 from broker.handlers import sasl_authenticate
@@ -42,7 +44,9 @@ HANDLERS: tuple[Handler, ...] = (
     fetch.HANDLER,
     list_offsets.HANDLER,
     metadata.HANDLER,
+    offset_commit.HANDLER,
     offset_fetch.HANDLER,
+    offset_delete.HANDLER,
     find_coordinator.HANDLER,
     init_producer_id.HANDLER,
     api_versions.HANDLER,

@@ -1,8 +1,9 @@
-"""DeleteGroups (42): empty share groups only.
+"""DeleteGroups (42): empty share groups, and consumer groups that are only committed offsets.
 
-Deleting a group drops its share-partition state (see `share_group_offsets`), its group
-configs and its share snapshot files. A group with members gets NON_EMPTY_GROUP, an unknown
-one GROUP_ID_NOT_FOUND, as Kafka answers.
+Deleting a share group drops its share-partition state (see `share_group_offsets`), its group
+configs and its share snapshot files. A consumer group without members (Kafka's "Empty"
+group: committed offsets alone) is deleted by tombstones for all its offsets. A group with
+members gets NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND, as Kafka answers.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
     s = ctx.services
     if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed
+    if group_id not in s.coordinator.groups and s.offsets.has_group(group_id):
+        try:
+            s.offsets.delete_group(group_id)
+        except StorageError as e:
+            return e.error_code
+        return ErrorCode.none
     try:
         group_admin(s.coordinator, s.share_partitions).delete_group(group_id)
     except CoordinatorError as e:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import structlog
 from kio.schema.delete_topics import v1
 from kio.schema.delete_topics import v2
 from kio.schema.delete_topics import v3
@@ -19,7 +20,10 @@ from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+from storage.errors import StorageError
 from storage.topics import TopicInfo
+
+log = structlog.get_logger("shoal.topics")
 
 Request = (
     v1.DeleteTopicsRequest
@@ -51,6 +55,11 @@ def _delete(
         return ErrorCode.topic_authorization_failed, None
     logs.delete_topic(info.name)
     ctx.services.share_partitions.forget_topic(info.name, info.topic_id)
+    try:
+        ctx.services.offsets.delete_topic(info.name)
+    except StorageError as e:  # the topic is gone; its offsets stay until deleted by hand
+        log.error("committed offsets of a deleted topic not deleted", topic=info.name,
+                  error=str(e))  # fmt: skip
     return ErrorCode.none, info
 
 

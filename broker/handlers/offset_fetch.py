@@ -1,15 +1,15 @@
-"""OffsetFetch (9): until Shoal has consumer groups, every partition has no committed offset.
+"""OffsetFetch (9): a consumer group's committed offsets, from memory (`OffsetStore`).
 
-A librdkafka `Consumer` with a `group.id` that calls `assign()` without offsets asks for its
-committed offsets, and crashed (exit 139) when the broker did not serve OffsetFetch. Answering
--1 ("no committed offset") for every partition lets it start from `auto.offset.reset`, as a
-new group does in Kafka. A request for all of a group's topics (null topics) lists none.
-v1-7 name one group (v7's classes); v8+ carry a list of groups (v9's classes).
+A partition without a committed offset answers -1, so a consumer starts from
+`auto.offset.reset`, as a new group does in Kafka. Null topics ask for every partition the
+group has committed. v1-7 name one group (v7's classes); v8+ carry a list of groups (v9's
+classes); v9's member id and epoch (KIP-848 consumers) are not checked yet.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
@@ -22,6 +22,7 @@ from kio.schema.offset_fetch import v6
 from kio.schema.offset_fetch import v7
 from kio.schema.offset_fetch import v8
 from kio.schema.offset_fetch import v9
+from kio.schema.types import GroupId
 from kio.schema.types import TopicName
 from kio.static.primitive import i32
 from kio.static.primitive import i64
@@ -39,7 +40,10 @@ OneGroup = (
     | v7.OffsetFetchRequest
 )  # fmt: skip
 Request = OneGroup | v8.OffsetFetchRequest | v9.OffsetFetchRequest
-NO_OFFSET = i64(-1)
+NO_OFFSET = -1
+
+
+Asked = list[tuple[str, list[int]]]
 
 
 class Topic(Protocol):
@@ -47,6 +51,17 @@ class Topic(Protocol):
     def name(self) -> str: ...
     @property
     def partition_indexes(self) -> Sequence[int]: ...
+
+
+class Partition(NamedTuple):
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    error_code: ErrorCode
+
+
+Answer = list[tuple[str, list[Partition]]]
 
 
 def _topic_code(ctx: RequestContext, topic: str) -> ErrorCode:
@@ -59,76 +74,102 @@ def _group_allowed(ctx: RequestContext, group_id: str) -> bool:
     return authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
 
 
+def _asked(ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None) -> Asked:
+    """(topic, partitions) to answer: those asked for, or (null topics) every committed
+    partition of the group on a topic the principal may describe, as Kafka filters them."""
+    if topics is not None:
+        return [(t.name, list(t.partition_indexes)) for t in topics]
+    committed: dict[str, list[int]] = {}
+    for topic, partition in sorted(ctx.services.offsets.group_offsets(group_id)):
+        committed.setdefault(topic, []).append(partition)
+    return [(t, ps) for t, ps in committed.items() if _topic_code(ctx, t) is ErrorCode.none]
+
+
+def _answer(ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None) -> Answer:
+    """Each asked topic's partitions with their committed offsets (-1: none). No offset is
+    ever pending (there are no transactional commits), so `require_stable` changes nothing."""
+    store = ctx.services.offsets
+    answer: Answer = []
+    for topic, partitions in _asked(ctx, group_id, topics):
+        code = _topic_code(ctx, topic)
+        rows = []
+        for p in partitions:
+            value = store.fetch(group_id, topic, p) if code is ErrorCode.none else None
+            if value is None:
+                rows.append(Partition(p, NO_OFFSET, -1, "", code))
+            else:
+                rows.append(Partition(p, value.offset, value.leader_epoch, value.metadata, code))
+        answer.append((topic, rows))
+    return answer
+
+
 def _one_group(
-    ctx: RequestContext, topics: Sequence[Topic] | None
+    ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None
 ) -> tuple[v7.response.OffsetFetchResponseTopic, ...]:
     r = v7.response
     return tuple(
         r.OffsetFetchResponseTopic(
-            name=TopicName(t.name),
+            name=TopicName(topic),
             partitions=tuple(
                 r.OffsetFetchResponsePartition(
-                    partition_index=i32(p),
-                    committed_offset=NO_OFFSET,
-                    metadata=None,
-                    error_code=_topic_code(ctx, t.name),
+                    partition_index=i32(p.partition),
+                    committed_offset=i64(p.offset),
+                    committed_leader_epoch=i32(p.leader_epoch),
+                    metadata=p.metadata,
+                    error_code=p.error_code,
                 )
-                for p in t.partition_indexes
+                for p in rows
             ),
         )
-        for t in topics or ()
+        for topic, rows in _answer(ctx, group_id, topics)
     )
 
 
-def _groups(
-    ctx: RequestContext, request: v8.OffsetFetchRequest | v9.OffsetFetchRequest
-) -> v9.OffsetFetchResponse:
+def _group(
+    ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None
+) -> v9.response.OffsetFetchResponseGroup:
     r = v9.response
-    groups = []
-    for g in request.groups:
-        if not _group_allowed(ctx, g.group_id):
-            groups.append(
-                r.OffsetFetchResponseGroup(
-                    group_id=g.group_id, topics=(), error_code=ErrorCode.group_authorization_failed
-                )
-            )
-            continue
-        topics: Sequence[Topic] = g.topics or ()
-        groups.append(
-            r.OffsetFetchResponseGroup(
-                group_id=g.group_id,
-                topics=tuple(
-                    r.OffsetFetchResponseTopics(
-                        name=TopicName(t.name),
-                        partitions=tuple(
-                            r.OffsetFetchResponsePartitions(
-                                partition_index=i32(p),
-                                committed_offset=NO_OFFSET,
-                                metadata=None,
-                                error_code=_topic_code(ctx, t.name),
-                            )
-                            for p in t.partition_indexes
-                        ),
+    if not _group_allowed(ctx, group_id):
+        return r.OffsetFetchResponseGroup(
+            group_id=GroupId(group_id), topics=(), error_code=ErrorCode.group_authorization_failed
+        )
+    return r.OffsetFetchResponseGroup(
+        group_id=GroupId(group_id),
+        topics=tuple(
+            r.OffsetFetchResponseTopics(
+                name=TopicName(topic),
+                partitions=tuple(
+                    r.OffsetFetchResponsePartitions(
+                        partition_index=i32(p.partition),
+                        committed_offset=i64(p.offset),
+                        committed_leader_epoch=i32(p.leader_epoch),
+                        metadata=p.metadata,
+                        error_code=p.error_code,
                     )
-                    for t in topics
+                    for p in rows
                 ),
             )
-        )
-    return v9.OffsetFetchResponse(throttle_time=NO_THROTTLE, groups=tuple(groups))
+            for topic, rows in _answer(ctx, group_id, topics)
+        ),
+        error_code=ErrorCode.none,
+    )
 
 
 async def handle(
     ctx: RequestContext, request: Request
 ) -> v7.OffsetFetchResponse | v9.OffsetFetchResponse:
     if isinstance(request, (v8.OffsetFetchRequest, v9.OffsetFetchRequest)):
-        return _groups(ctx, request)
+        groups = tuple(_group(ctx, g.group_id, g.topics) for g in request.groups)
+        return v9.OffsetFetchResponse(throttle_time=NO_THROTTLE, groups=groups)
     if not _group_allowed(ctx, request.group_id):
         return v7.OffsetFetchResponse(
             throttle_time=NO_THROTTLE, topics=(), error_code=ErrorCode.group_authorization_failed
         )
     topics: Sequence[Topic] | None = request.topics
     return v7.OffsetFetchResponse(
-        throttle_time=NO_THROTTLE, topics=_one_group(ctx, topics), error_code=ErrorCode.none
+        throttle_time=NO_THROTTLE,
+        topics=_one_group(ctx, request.group_id, topics),
+        error_code=ErrorCode.none,
     )
 
 

@@ -1,0 +1,117 @@
+"""OffsetCommit (8): a consumer group's committed offsets, durable before the answer.
+
+v2-v9 (librdkafka 2.16 sends v9 when offered; kio has no v0/v1). The group's coordinator, if
+any, judges member and generation (`OffsetStore.check_commit`); a simple consumer (member ""
+and generation -1) and the admin client commit freely. Every accepted partition of a request
+is written in one batch to `__consumer_offsets`, and the answer waits for that append.
+v2-v4's retention time is ignored, as Kafka 3+ does: offsets retention is the broker's.
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+from kio.schema.offset_commit import v2
+from kio.schema.offset_commit import v3
+from kio.schema.offset_commit import v4
+from kio.schema.offset_commit import v5
+from kio.schema.offset_commit import v6
+from kio.schema.offset_commit import v7
+from kio.schema.offset_commit import v8
+from kio.schema.offset_commit import v9
+from kio.schema.types import TopicName
+from kio.static.primitive import i32
+
+from broker.authorization import authorize
+from broker.context import RequestContext
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
+from protocol.consumer_offsets import OffsetValue
+from storage.errors import StorageError
+
+Request = (
+    v2.OffsetCommitRequest | v3.OffsetCommitRequest | v4.OffsetCommitRequest
+    | v5.OffsetCommitRequest | v6.OffsetCommitRequest | v7.OffsetCommitRequest
+    | v8.OffsetCommitRequest | v9.OffsetCommitRequest
+)  # fmt: skip
+Response = v2.OffsetCommitResponse | v9.OffsetCommitResponse
+Codes = dict[tuple[str, int], ErrorCode]
+
+
+def _group_code(ctx: RequestContext, request: Request) -> ErrorCode:
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return ErrorCode.group_authorization_failed
+    return ctx.services.offsets.check_commit(
+        request.group_id,
+        request.member_id,
+        request.generation_id_or_member_epoch,
+        getattr(request, "group_instance_id", None),
+    )
+
+
+def _partition_code(ctx: RequestContext, topic: str, partition: int, metadata: str) -> ErrorCode:
+    info = ctx.services.logs.topic(topic)
+    if info is None or not 0 <= partition < info.partitions:
+        return ErrorCode.unknown_topic_or_partition
+    if len(metadata.encode()) > ctx.services.config.offset_metadata_max_bytes:
+        return ErrorCode.offset_metadata_too_large
+    return ErrorCode.none
+
+
+def _commit(ctx: RequestContext, request: Request) -> Codes:
+    """Each partition's answer; the accepted ones are written together."""
+    codes: Codes = {}
+    accepted: dict[tuple[str, int], OffsetValue] = {}
+    group_code = _group_code(ctx, request)
+    now = ctx.services.now_ms()
+    for topic in request.topics:
+        readable = authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic.name)
+        for p in topic.partitions:
+            tp = (str(topic.name), int(p.partition_index))
+            metadata = p.committed_metadata or ""
+            code = group_code
+            if code is ErrorCode.none:
+                code = ErrorCode.none if readable else ErrorCode.topic_authorization_failed
+            if code is ErrorCode.none:
+                code = _partition_code(ctx, tp[0], tp[1], metadata)
+            codes[tp] = code
+            if code is ErrorCode.none:
+                epoch = int(getattr(p, "committed_leader_epoch", -1))
+                accepted[tp] = OffsetValue(int(p.committed_offset), epoch, metadata, now)
+    try:
+        ctx.services.offsets.commit(request.group_id, accepted)
+    except StorageError as e:
+        codes.update(dict.fromkeys(accepted, e.error_code))
+    return codes
+
+
+async def handle(ctx: RequestContext, request: Request) -> Response:
+    codes = _commit(ctx, request)
+    r = v9.response
+    topics = tuple(
+        r.OffsetCommitResponseTopic(
+            name=TopicName(t.name),
+            partitions=tuple(
+                r.OffsetCommitResponsePartition(
+                    partition_index=i32(p.partition_index),
+                    error_code=codes[(str(t.name), int(p.partition_index))],
+                )
+                for p in t.partitions
+            ),
+        )
+        for t in request.topics
+    )
+    if isinstance(request, v2.OffsetCommitRequest):
+        return v2.OffsetCommitResponse(topics=topics)  # type: ignore[arg-type]  # same layout
+    return v9.OffsetCommitResponse(throttle_time=NO_THROTTLE, topics=topics)
+
+
+HANDLER = handler(
+    handle,
+    v2.OffsetCommitRequest, v3.OffsetCommitRequest, v4.OffsetCommitRequest,
+    v5.OffsetCommitRequest, v6.OffsetCommitRequest, v7.OffsetCommitRequest,
+    v8.OffsetCommitRequest, v9.OffsetCommitRequest,
+    responses=(v2.OffsetCommitResponse, v9.OffsetCommitResponse),
+    acl=((AclOperation.READ, ResourceType.GROUP), (AclOperation.READ, ResourceType.TOPIC)),
+)  # fmt: skip

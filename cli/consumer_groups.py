@@ -1,0 +1,239 @@
+"""`shoal consumer-groups`: consumer groups' committed offsets, like kafka-consumer-groups.sh.
+
+One action per run: `--list`, `--describe --group G` (committed offset, log end and lag per
+partition), `--reset-offsets` (a dry run unless `--execute`, as in Kafka's tool),
+`--delete --group G` and `--delete-offsets --group G --topic T`. Members and their
+assignment come with consumer groups' coordinator; a group here is its committed offsets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from cli.common import KAFKA_ERROR
+from cli.common import OK
+from cli.common import NotFound
+from cli.common import UsageError
+from cli.common import add_common
+from cli.common import fail
+from cli.common import print_json
+from cli.common import print_table
+from cli.common import run
+from cli.common import security
+from cli.offset_specs import parse_datetime_ms
+from cli.offset_specs import parse_duration_ms
+from cli.offset_specs import topic_partitions
+from client.admin import Admin
+
+TopicPartition = tuple[str, int]
+
+
+async def _list(args: argparse.Namespace) -> int:
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
+        groups = await admin.list_groups(types=["consumer"])
+    if args.json:
+        print_json([{"group": g.group_id, "state": g.state} for g in groups])
+    else:
+        for g in groups:
+            print(g.group_id)
+    return OK
+
+
+async def _describe(args: argparse.Namespace) -> int:
+    group = _one_group(args)
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
+        committed = await admin.list_consumer_group_offsets(group)
+        if not committed:
+            raise NotFound(f"GROUP_ID_NOT_FOUND: consumer group {group!r} does not exist")
+        ends = {tp: await admin.list_offsets(tp[0], tp[1], "latest") for tp in committed}
+    rows = [
+        {"topic": t, "partition": p, "current_offset": c.offset, "log_end_offset": ends[(t, p)],
+         "lag": max(ends[(t, p)] - c.offset, 0) if c.offset >= 0 else None}
+        for (t, p), c in sorted(committed.items())
+    ]  # fmt: skip
+    if args.json:
+        print_json({"group": group, "partitions": rows})
+        return OK
+    print(f"Consumer group '{group}' has no active members.\n")
+    print_table(
+        ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+         "CONSUMER-ID", "HOST", "CLIENT-ID"],
+        [[group, r["topic"], r["partition"], r["current_offset"], r["log_end_offset"], r["lag"],
+          None, None, None] for r in rows],
+    )  # fmt: skip
+    return OK
+
+
+def _one_group(args: argparse.Namespace) -> str:
+    if not args.group or len(args.group) != 1:
+        raise UsageError(f"--{args.action} needs exactly one --group")
+    return str(args.group[0])
+
+
+async def _targets(admin: Admin, args: argparse.Namespace, group: str) -> list[TopicPartition]:
+    if args.all_topics:
+        committed = await admin.list_consumer_group_offsets(group)
+        if not committed:
+            raise UsageError(f"group {group} has no committed offsets: name them with --topic")
+        return sorted(committed)
+    if not args.topic:
+        raise UsageError("--reset-offsets needs --topic or --all-topics")
+    out: list[TopicPartition] = []
+    topics = await admin.list_topics()
+    for spec in args.topic:
+        name = spec.partition(":")[0]
+        if name not in topics:
+            raise NotFound(f"UNKNOWN_TOPIC_OR_PARTITION: no topic {name!r}")
+        out.extend((name, p) for p in topic_partitions(spec, topics[name].partition_count))
+    return out
+
+
+async def _by_time(admin: Admin, tp: TopicPartition, timestamp_ms: int, latest: int) -> int:
+    found = await admin.list_offsets(tp[0], tp[1], timestamp_ms)
+    return latest if found < 0 else found
+
+
+async def _new_offset(
+    admin: Admin, args: argparse.Namespace, tp: TopicPartition, current: int | None
+) -> int:
+    earliest = await admin.list_offsets(tp[0], tp[1], "earliest")
+    latest = await admin.list_offsets(tp[0], tp[1], "latest")
+    if args.to_earliest:
+        return earliest
+    if args.to_latest:
+        return latest
+    if args.to_datetime is not None:
+        return await _by_time(admin, tp, parse_datetime_ms(args.to_datetime), latest)
+    if args.by_duration is not None:
+        since = int(time.time() * 1000) - parse_duration_ms(args.by_duration)
+        return await _by_time(admin, tp, since, latest)
+    if args.shift_by is not None:
+        if current is None:
+            raise NotFound(f"{tp[0]}-{tp[1]} has no committed offset to shift")
+        wanted = current + int(args.shift_by)
+    else:
+        wanted = int(args.to_offset)
+    return min(max(wanted, earliest), latest)  # out of range: the nearest end, as Kafka
+
+
+async def _reset(args: argparse.Namespace) -> int:
+    group = _one_group(args)
+    if args.dry_run and args.execute:
+        raise UsageError("--dry-run and --execute exclude each other")
+    if not any(getattr(args, k) is not None and getattr(args, k) is not False for k in _TO):
+        raise UsageError("--reset-offsets needs one of --" + ", --".join(_TO).replace("_", "-"))
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
+        current = {
+            tp: c.offset for tp, c in (await admin.list_consumer_group_offsets(group)).items()
+        }
+        plan = {
+            tp: await _new_offset(admin, args, tp, current.get(tp))
+            for tp in await _targets(admin, args, group)
+        }
+        errors = await admin.alter_consumer_group_offsets(group, plan) if args.execute else {}
+    failed = {tp: e for tp, e in errors.items() if e is not None}
+    if args.json:
+        print_json(
+            {
+                "group": group,
+                "executed": bool(args.execute),
+                "partitions": [
+                    {"topic": t, "partition": p, "new_offset": o}
+                    for (t, p), o in sorted(plan.items())
+                ],
+            }
+        )
+    else:
+        print_table(
+            ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
+            [[group, t, p, o] for (t, p), o in sorted(plan.items())],
+        )
+        print("\nExecuted: the offsets above are committed." if args.execute else
+              "\nDry run: nothing changed (add --execute to commit these offsets).")  # fmt: skip
+    for (t, p), e in failed.items():
+        fail(f"{e.error_code.name.upper()}: {t}-{p} not reset", KAFKA_ERROR)
+    return KAFKA_ERROR if failed else OK
+
+
+async def _delete_offsets(args: argparse.Namespace) -> int:
+    group = _one_group(args)
+    if not args.topic:
+        raise UsageError("--delete-offsets needs --topic")
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
+        committed = await admin.list_consumer_group_offsets(group)
+        wanted = []
+        for spec in args.topic:
+            name, sep, _ = spec.partition(":")
+            known = sorted(p for t, p in committed if t == name)
+            wanted += [(name, p) for p in (topic_partitions(spec, 0) if sep else known)]
+        results = await admin.delete_consumer_group_offsets(group, wanted)
+    rows = [[t, p, "Successful" if e is None else e.error_code.name.upper()]
+            for (t, p), e in sorted(results.items())]  # fmt: skip
+    if args.json:
+        print_json([{"topic": t, "partition": p, "status": s} for t, p, s in rows])
+    else:
+        print_table(["TOPIC", "PARTITION", "STATUS"], rows)
+    return KAFKA_ERROR if any(e is not None for e in results.values()) else OK
+
+
+async def _delete(args: argparse.Namespace) -> int:
+    if not args.group:
+        raise UsageError("--delete needs --group")
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
+        results = await admin.delete_groups(args.group)
+    if args.json:
+        print_json(
+            {g: "ok" if e is None else e.error_code.name.upper() for g, e in results.items()}
+        )
+    else:
+        deleted = [g for g, e in results.items() if e is None]
+        if deleted:
+            names = ", ".join(f"'{g}'" for g in deleted)
+            print(f"Deletion of requested consumer groups ({names}) was successful.")
+    failed = {g: e for g, e in results.items() if e is not None}
+    for g, e in failed.items():
+        fail(f"{e.error_code.name.upper()}: cannot delete consumer group {g}", KAFKA_ERROR)
+    return KAFKA_ERROR if failed else OK
+
+
+_ACTIONS = {
+    "list": _list, "describe": _describe, "reset-offsets": _reset,
+    "delete": _delete, "delete-offsets": _delete_offsets,
+}  # fmt: skip
+_TO = ("to_earliest", "to_latest", "to_datetime", "by_duration", "to_offset", "shift_by")
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    return run(_ACTIONS[args.action], args)
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "consumer-groups", help="list, describe, reset and delete consumer groups' offsets"
+    )
+    add_common(p)
+    action = p.add_mutually_exclusive_group(required=True)
+    for name, what in (
+        ("list", "list consumer groups"),
+        ("describe", "committed offsets, log end and lag of a group"),
+        ("reset-offsets", "set a group's offsets (dry run unless --execute)"),
+        ("delete", "delete groups (their committed offsets)"),
+        ("delete-offsets", "delete a group's offsets of some topics"),
+    ):
+        action.add_argument(f"--{name}", dest="action", action="store_const", const=name,
+                            help=what)  # fmt: skip
+    p.add_argument("--group", action="append", help="the group (repeatable with --delete)")
+    p.add_argument("--topic", action="append", metavar="TOPIC[:P,P]", help="repeatable")
+    p.add_argument("--all-topics", action="store_true", help="every topic the group committed")
+    to = p.add_mutually_exclusive_group()
+    to.add_argument("--to-earliest", action="store_true")
+    to.add_argument("--to-latest", action="store_true")
+    to.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:MM:SS.sss")
+    to.add_argument("--by-duration", metavar="PnDTnHnMnS", help="this long before now")
+    to.add_argument("--to-offset", type=int, metavar="OFFSET")
+    to.add_argument("--shift-by", type=int, metavar="N", help="the committed offset + N")
+    p.add_argument("--dry-run", action="store_true", help="only show the new offsets (default)")
+    p.add_argument("--execute", action="store_true", help="commit the new offsets")
+    p.set_defaults(func=_dispatch)
