@@ -119,7 +119,7 @@ class ClassicGroup:
         """A joining member fits: same protocol type, one protocol shared with all members."""
         if not self.members:
             return bool(protocol_type) and bool(names)
-        if protocol_type != self.protocol_type:
+        if any(m.protocol_type != protocol_type for m in self.members.values()):
             return False
         return any(all(n in m.protocol_names() for m in self.members.values()) for n in names)
 
@@ -315,7 +315,6 @@ class ClassicGroupCoordinator:
         replies = []
         for m in group.members.values():
             m.awaiting_join = False
-            m.awaiting_sync = True
             m.assignment = b""
             m.deadline_ms = now_ms + m.session_timeout_ms
             replies.append(_join_reply(group, m.member_id, self._join_result(group, m.member_id)))

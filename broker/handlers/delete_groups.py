@@ -1,8 +1,9 @@
-"""DeleteGroups (42): empty share groups only.
+"""DeleteGroups (42): empty share groups and empty classic consumer groups.
 
-Deleting a group drops its share-partition state (see `share_group_offsets`), its group
+Deleting a share group drops its share-partition state (see `share_group_offsets`), its group
 configs and its share snapshot files. A group with members gets NON_EMPTY_GROUP, an unknown
-one GROUP_ID_NOT_FOUND, as Kafka answers.
+one GROUP_ID_NOT_FOUND, as Kafka answers. A classic group is forgotten by its coordinator
+(its committed offsets are the offset store's, joined in at the merge).
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
     s = ctx.services
     if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed
+    classic = s.classic_groups.coordinator
+    if classic.has_group(group_id):
+        try:
+            classic.delete_group(group_id)
+        except CoordinatorError as e:
+            return e.error_code
+        return ErrorCode.none
     try:
         group_admin(s.coordinator, s.share_partitions).delete_group(group_id)
     except CoordinatorError as e:

@@ -1,7 +1,8 @@
 """DescribeGroups (15): classic consumer groups, with their members.
 
-As Kafka: an unknown group is described as Dead with no error; a share group's id gets
-GROUP_ID_NOT_FOUND ("not a classic group"). Members' metadata and assignments, and the
+As Kafka 4 answers: from v6 an unknown group gets GROUP_ID_NOT_FOUND ("Group g not found.")
+and a share group's id the same code ("Group g is not a classic group."); older versions
+describe both as Dead with no error. Members' metadata and assignments, and the
 protocol, are filled in only while the group is Stable.
 """
 
@@ -41,6 +42,7 @@ Request = (
 )
 r = v6.response
 GROUP = ResourceType.GROUP
+ERRORS_FOR_OTHER_GROUPS = 6  # the first version that reports an unknown or non-classic id
 
 
 def _empty(group_id: GroupId, code: ErrorCode, message: str | None) -> r.DescribedGroup:
@@ -76,10 +78,10 @@ def _described(ctx: RequestContext, group_id: GroupId, with_ops: bool) -> r.Desc
         return _empty(group_id, ErrorCode.group_authorization_failed, "no DESCRIBE on group")
     group = ctx.services.classic_groups.coordinator.groups.get(group_id)
     if group is None:
-        if is_share_group(ctx, group_id):
-            message = f"group {group_id} is not a classic group"
-            return _empty(group_id, ErrorCode.group_id_not_found, message)
-        return _empty(group_id, ErrorCode.none, None)
+        if ctx.version < ERRORS_FOR_OTHER_GROUPS:
+            return _empty(group_id, ErrorCode.none, None)
+        kind = "is not a classic group" if is_share_group(ctx, group_id) else "not found"
+        return _empty(group_id, ErrorCode.group_id_not_found, f"Group {group_id} {kind}.")
     ops = authorized_operations(ctx, GROUP, group_id, GROUP_OPERATIONS) if with_ops else None
     return r.DescribedGroup(
         error_code=ErrorCode.none,

@@ -1,7 +1,10 @@
-"""ListGroups (16): share groups, with the states (v4+) and types (v5+) filters.
+"""ListGroups (16): share groups and classic consumer groups, with the states (v4+) and types
+(v5+) filters (KIP-848).
 
-Shoal serves share groups only: a share group lists with type and protocol type "share" and
-state Stable (members) or Empty. A types filter without "share" lists nothing.
+A share group lists with type and protocol type "share" and state Stable (members) or Empty;
+a classic group with type "classic", its members' protocol type ("consumer" for consumers)
+and its state (Empty, PreparingRebalance, CompletingRebalance, Stable). Filters match
+case-insensitively; "consumer" names KIP-848 groups, which Shoal does not serve yet.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
 DESCRIBE = AclOperation.DESCRIBE
+CLASSIC = "classic"  # KIP-848's group type of a JoinGroup/SyncGroup group
 
 Request = (
     v0.ListGroupsRequest
@@ -36,6 +40,24 @@ Request = (
 )
 
 
+def _classic(
+    ctx: RequestContext, states: tuple[str, ...], types: tuple[str, ...]
+) -> list[v5.response.ListedGroup]:
+    if types and CLASSIC not in {t.lower() for t in types}:
+        return []
+    wanted = {s.lower() for s in states}
+    return [
+        v5.response.ListedGroup(
+            group_id=GroupId(g.group_id),
+            protocol_type=g.protocol_type or "",
+            group_state=g.state.value,
+            group_type=CLASSIC,
+        )
+        for g in ctx.services.classic_groups.coordinator
+        if not wanted or g.state.value.lower() in wanted
+    ]
+
+
 async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse:
     states: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
@@ -45,7 +67,7 @@ async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse
         types = request.types_filter
     # DESCRIBE on the cluster lists every group; else only those it may DESCRIBE (KIP-231).
     everything = authorize_cluster(ctx, DESCRIBE)
-    groups = tuple(
+    listed = [
         v5.response.ListedGroup(
             group_id=GroupId(g.group_id),
             protocol_type=g.protocol_type,
@@ -55,6 +77,10 @@ async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse
         for g in group_admin(ctx.services.coordinator, ctx.services.share_partitions).list_groups(
             states=states, types=types
         )
+    ] + _classic(ctx, states, types)
+    groups = tuple(
+        g
+        for g in sorted(listed, key=lambda g: g.group_id)
         if everything or authorize(ctx, DESCRIBE, ResourceType.GROUP, g.group_id)
     )
     return v5.ListGroupsResponse(
