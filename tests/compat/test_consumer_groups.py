@@ -8,20 +8,30 @@ session timeout. Nothing is committed here (the committed-offsets branch brings 
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import ConsumerGroupState
+from confluent_kafka import ConsumerGroupType
+from confluent_kafka import KafkaError
+from confluent_kafka import KafkaException
 from confluent_kafka import Producer
 
+from client.admin import Admin
 from tests.brokers import BrokerProcess
 from tests.compat.support import admin
 from tests.compat.support import create_topic
+from tests.compat.support import error_code
+from tests.compat.support import poll_until
+from tests.compat.support import set_group_configs
+from tests.compat.support import share_consumer
 from tests.compat.support import start_broker
 
 pytestmark = pytest.mark.compat
@@ -97,7 +107,7 @@ def _read_once(members: list[Member], values: list[str]) -> bool:
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> BrokerProcess:
+def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     proc = start_broker(tmp_path / "data", BROKER_CONFIG)
     yield proc
     proc.stop()
@@ -157,3 +167,67 @@ def test_a_killed_member_is_removed_after_its_session_timeout(
         for m in members:
             if m.proc.poll() is None:
                 m.kill()
+
+
+def test_a_share_group_and_a_consumer_group_each_read_everything(
+    broker: BrokerProcess, tmp_path: Path
+) -> None:
+    create_topic(broker.bootstrap, "events", 2)
+    set_group_configs(broker.bootstrap, "workers", {"share.auto.offset.reset": "earliest"})
+    values = {f"event-{i}" for i in range(40)}
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "log_level": 0})
+    for i, value in enumerate(sorted(values)):
+        producer.produce("events", value=value.encode(), partition=i % 2)
+    assert producer.flush(10) == 0
+    auditor = Member(broker.bootstrap, "auditors", "events", tmp_path / "auditor.log")
+    worker = share_consumer(broker.bootstrap, "workers")
+    worker.subscribe(["events"])
+    shared: list[str] = []
+    try:
+        poll_until(
+            [worker],
+            lambda: set(shared) >= values and set(auditor.records()) >= values,
+            lambda _c, records: shared.extend(m.value().decode() for m in records),
+            timeout=60,
+        )
+        assert Counter(shared) == Counter(values)  # implicit mode: each accepted once
+        assert Counter(auditor.records()) == Counter(values)
+        client = admin(broker.bootstrap)  # librdkafka lists classic and consumer groups only
+        listed = client.list_consumer_groups().result(10).valid
+        assert [(g.group_id, g.type) for g in listed] == [("auditors", ConsumerGroupType.CLASSIC)]
+        assert asyncio.run(_kinds(broker.bootstrap)) == {
+            ("auditors", "classic", "consumer"),
+            ("workers", "share", "share"),
+        }
+    finally:
+        worker.close()
+        if auditor.proc.poll() is None:
+            auditor.kill()
+
+
+async def _kinds(bootstrap: str) -> set[tuple[str, str, str]]:
+    """(group, type, protocol type) of every group, by our client's ListGroups v5."""
+    async with Admin(bootstrap) as client:
+        return {(g.group_id, g.group_type, g.protocol_type) for g in await client.list_groups()}
+
+
+def test_a_consumer_group_is_listed_and_deleted_only_once_empty(
+    broker: BrokerProcess, tmp_path: Path
+) -> None:
+    (member,) = _start(broker, tmp_path, "ledger", 1)
+    client = admin(broker.bootstrap)
+    try:
+        _wait("the member holding all six partitions", lambda: _partitioned([member]))
+        listed = client.list_consumer_groups(states={ConsumerGroupState.STABLE}).result(10)
+        assert [g.group_id for g in listed.valid] == ["ledger-group"]
+        with pytest.raises(KafkaException) as refused:
+            client.delete_consumer_groups(["ledger-group"])["ledger-group"].result(10)
+        assert error_code(refused.value) == KafkaError.NON_EMPTY_GROUP
+        member.close()  # LeaveGroup: the group is Empty at once
+        listed = client.list_consumer_groups(states={ConsumerGroupState.EMPTY}).result(10)
+        assert [g.group_id for g in listed.valid] == ["ledger-group"]
+        client.delete_consumer_groups(["ledger-group"])["ledger-group"].result(10)
+        assert client.list_consumer_groups().result(10).valid == []
+    finally:
+        if member.proc.poll() is None:
+            member.kill()
