@@ -154,9 +154,9 @@ class ClassicGroupCoordinator:
             raise CoordinatorError(
                 ErrorCode.inconsistent_group_protocol, "no protocol in common with the group"
             )
-        self.groups[req.group_id] = group
-        if req.member_id:
+        if req.member_id:  # an unknown member of an unknown group makes no group
             return req.member_id, self._join_known(group, req, now_ms)
+        self.groups[req.group_id] = group
         return self._join_new(group, req, now_ms, limits)
 
     def _join_new(
@@ -456,6 +456,9 @@ class ClassicGroupCoordinator:
         replies: list[Reply] = []
         for group in list(self.groups.values()):
             replies += self._tick_group(group, now_ms)
+            if group.generation_id == 0 and not group.members and not group.pending:
+                # Never formed (only ids handed out that nobody used): nothing to keep.
+                del self.groups[group.group_id]
         return replies
 
     def _tick_group(self, group: ClassicGroup, now_ms: int) -> list[Reply]:

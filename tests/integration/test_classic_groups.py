@@ -22,6 +22,7 @@ from kio.schema.sync_group.v0 import request as sync_v0
 from kio.schema.sync_group.v5 import request as sync_v5
 from kio.static.protocol import RequestPayload
 
+from broker.metrics import COORDINATOR
 from broker.server import Server
 from protocol.framing import SIZE
 from protocol.framing import frame
@@ -121,6 +122,10 @@ async def test_an_old_client_joins_syncs_heartbeats_and_leaves(broker: Server) -
     assert left.error_code is ErrorCode.none
     described = await conn.call(build(describe_v5.DescribeGroupsRequest, groups=(GROUP,)))
     assert described.groups[0].group_state == "Empty"
+    sample = broker.services.metrics.registry.get_sample_value
+    assert sample(f"{COORDINATOR}_classicgroupcount", {"state": "Empty"}) == 1
+    assert sample(f"{COORDINATOR}_classicgroupcount", {"state": "Stable"}) == 0
+    assert sample(f"{COORDINATOR}_classicgrouprebalance_total") == 2  # joined, then emptied
     conn.close()
 
 

@@ -208,3 +208,15 @@ def test_delete_only_an_empty_group() -> None:
     c.leave(GROUP, [(a, None), (b, None)], 0)
     c.delete_group(GROUP)
     assert not c.has_group(GROUP)
+
+
+def test_ids_handed_out_and_never_used_leave_no_group_behind() -> None:
+    c = make()
+    with pytest.raises(CoordinatorError) as e:
+        c.join(join_request("made-up"), 0)  # an unknown member of an unknown group
+    assert e.value.error_code is ErrorCode.unknown_member_id
+    assert not c.has_group(GROUP)
+    c.join(join_request(), 0)  # MEMBER_ID_REQUIRED, and nobody comes back
+    assert c.has_group(GROUP)
+    c.tick(SESSION_MS)
+    assert not c.has_group(GROUP)
