@@ -169,6 +169,11 @@ class BrokerConfig:
     # whose cache is group.share.max.share.sessions). Accepted so Kafka configs load unchanged.
     group_share_max_groups: int = _share(10)
     group_share_max_size: int = _share(200)
+    # Classic consumer groups (JoinGroup/SyncGroup), Kafka's names and defaults.
+    group_min_session_timeout_ms: int = _int(6_000, 1)
+    group_max_session_timeout_ms: int = _int(1_800_000, 1)
+    group_max_size: int = _int(2**31 - 1, 1)
+    group_initial_rebalance_delay_ms: int = _int(3_000, 0)
     # Authorization: empty means none (everything allowed); Kafka's StandardAuthorizer name
     # selects Shoal's own (broker.authorizer). super.users: `User:a;User:b`.
     authorizer_class_name: str = ""

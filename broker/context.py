@@ -19,6 +19,7 @@ from protocol.messages import RequestHeader
 if TYPE_CHECKING:
     from broker.acl_manager import AclManager
     from broker.authorization import AclCache
+    from broker.classic_groups import ClassicGroupService
     from broker.dynamic_config import DynamicBrokerConfigs
     from broker.record_deletion import RecordDeletion
     from broker.registry import Registry
@@ -45,6 +46,7 @@ class BrokerServices:
     port: int
     group_configs: GroupConfigs
     coordinator: ShareGroupCoordinator
+    classic_groups: ClassicGroupService  # classic consumer groups (JoinGroup, SyncGroup...)
     share_partitions: SharePartitionManager
     share_fetch: ShareFetchService
     dynamic_configs: DynamicBrokerConfigs

@@ -11,6 +11,7 @@ ack types, never member ids, offsets or groups.
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Iterator
 from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry
@@ -18,11 +19,16 @@ from prometheus_client import Counter
 from prometheus_client import Gauge
 from prometheus_client import Histogram
 from prometheus_client import start_http_server
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from broker.share.record_state import AcknowledgeType
 
 ACK_TYPE_NAMES = {1: "Accept", 2: "Release", 3: "Reject", 4: "Renew"}
 SHARE = "kafka_server_sharegroupmetrics"
+COORDINATOR = "kafka_server_groupcoordinatormetrics"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
@@ -172,6 +178,12 @@ class BrokerMetrics:
         ):
             Gauge(name, doc, registry=self.registry).set_function(fn)
 
+    def classic_groups(
+        self, counts: Callable[[], Mapping[str, int]], rebalances: Callable[[], int]
+    ) -> None:
+        """Classic consumer groups by state, and completed rebalances, read at scrape time."""
+        self.registry.register(_ClassicGroupCollector(counts, rebalances))
+
     def serve(self, host: str, port: int) -> int:
         """Start the scrape endpoint in a daemon thread; the port it listens on."""
         server, _ = start_http_server(port, addr=host, registry=self.registry)
@@ -183,3 +195,27 @@ class BrokerMetrics:
         if server is not None:
             server.shutdown()
             server.server_close()
+
+
+class _ClassicGroupCollector(Collector):
+    """KIP-848's classic-group-count (by state) and classic-group-rebalance-count."""
+
+    def __init__(
+        self, counts: Callable[[], Mapping[str, int]], rebalances: Callable[[], int]
+    ) -> None:
+        self._counts = counts
+        self._rebalances = rebalances
+
+    def collect(self) -> Iterator[Metric]:
+        by_state = GaugeMetricFamily(
+            f"{COORDINATOR}_classicgroupcount", "Classic consumer groups, by state.",
+            labels=["state"],
+        )  # fmt: skip
+        for state, n in sorted(self._counts().items()):
+            by_state.add_metric([state], n)
+        yield by_state
+        yield CounterMetricFamily(
+            f"{COORDINATOR}_classicgrouprebalance",
+            "Completed rebalances of classic consumer groups.",
+            value=self._rebalances(),
+        )

@@ -20,6 +20,7 @@ import structlog
 from broker.acl_manager import AclManager
 from broker.authorizer import AuthorizerSettings
 from broker.authorizer import parse_super_users
+from broker.classic_groups import ClassicGroupService
 from broker.clock import Clock
 from broker.clock import WallClock
 from broker.config import BrokerConfig
@@ -40,6 +41,8 @@ from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
 from broker.tls import server_context
+from coordinator.classic_group import ClassicGroupCoordinator
+from coordinator.classic_group import ClassicLimits
 from coordinator.group_configs import GroupConfigs
 from coordinator.offset_store import OffsetStore
 from coordinator.share_group import CoordinatorLimits
@@ -56,6 +59,7 @@ log = structlog.get_logger("shoal.server")
 
 LOCK_TIMER_TICK_MS = 50  # acquisition locks expire at most this late
 MEMBER_CHECK_MS = 250
+CLASSIC_GROUP_TICK_MS = 100  # joins end, and sessions expire, at most this late
 SNAPSHOT_INTERVAL_MS = 1000  # share snapshot files catch up with their newest checkpoint
 
 
@@ -134,10 +138,23 @@ class Server:
             return share_state.earliest_share_offset(topic, partition) if share_state else None
 
         clock = clock or WallClock()
+
+        def classic_limits() -> ClassicLimits:
+            c = dynamic.current
+            return ClassicLimits(
+                min_session_timeout_ms=c.group_min_session_timeout_ms,
+                max_session_timeout_ms=c.group_max_session_timeout_ms,
+                max_size=c.group_max_size,
+                initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
+            )
+
         self.services = BrokerServices(
             logs=logs,
             group_configs=group_configs,
             coordinator=coordinator,
+            classic_groups=ClassicGroupService(
+                ClassicGroupCoordinator(classic_limits), clock.now_ms
+            ),
             share_partitions=share_partitions,
             share_fetch=ShareFetchService(
                 ShareSessionCache(config.group_share_max_share_sessions),
@@ -165,6 +182,10 @@ class Server:
             port=port,
             clock=clock,
         )
+        # Committed offsets follow the group coordinators' verdicts (generation, membership).
+        classic_coordinator = self.services.classic_groups.coordinator
+        self.services.offsets.validators.append(classic_coordinator)
+        self.services.offsets.coordinators.append(classic_coordinator)
         if config.authorizer_class_name:
             self.services.acls = AclManager(
                 AclStore(data_dir),
@@ -204,6 +225,11 @@ class Server:
             members=lambda: sum(len(g.members) for g in s.coordinator.groups.values()),
             share_partitions=lambda: len(partitions()),
             damaged_records=s.logs.damaged_records,
+        )
+        classic = s.classic_groups.coordinator
+        metrics.classic_groups(
+            lambda: {state.value: n for state, n in classic.counts_by_state().items()},
+            lambda: classic.rebalances,
         )
 
         def log_end(topic: str, partition: int) -> int | None:
@@ -247,6 +273,7 @@ class Server:
         self._every(self.config.offsets_retention_check_interval_ms, self._expire_offsets)
         self._every(LOCK_TIMER_TICK_MS, self._expire_locks)
         self._every(MEMBER_CHECK_MS, self._expire_members)
+        self._every(CLASSIC_GROUP_TICK_MS, self.services.classic_groups.tick)
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
         if self.config.metrics_port >= 0:
             metrics_host = self.config.metrics_bind_address or host
@@ -316,6 +343,7 @@ class Server:
         self._expire_locks()
         self._expire_members()
         self._expire_offsets()
+        self.services.classic_groups.tick()
 
     def _retention(self) -> None:
         eso = self._share_state.earliest_share_offsets() if self._share_state else {}

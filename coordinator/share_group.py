@@ -248,6 +248,9 @@ class ShareGroupCoordinator:
             raise CoordinatorError(ErrorCode.non_empty_group, f"share group {group_id} has members")
         del self.groups[group_id]
 
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self.groups
+
     def is_member(self, group_id: str, member_id: str) -> bool:
         group = self.groups.get(group_id)
         return group is not None and member_id in group.members

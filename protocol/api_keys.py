@@ -23,12 +23,16 @@ from kio.schema.delete_topics.v1 import DeleteTopicsRequest
 from kio.schema.describe_acls.v1 import DescribeAclsRequest
 from kio.schema.describe_cluster.v0 import DescribeClusterRequest
 from kio.schema.describe_configs.v1 import DescribeConfigsRequest
+from kio.schema.describe_groups.v0 import DescribeGroupsRequest
 from kio.schema.describe_share_group_offsets.v0 import DescribeShareGroupOffsetsRequest
 from kio.schema.describe_user_scram_credentials.v0 import DescribeUserScramCredentialsRequest
 from kio.schema.fetch.v4 import FetchRequest
 from kio.schema.find_coordinator.v0 import FindCoordinatorRequest
+from kio.schema.heartbeat.v0 import HeartbeatRequest
 from kio.schema.incremental_alter_configs.v0 import IncrementalAlterConfigsRequest
 from kio.schema.init_producer_id.v0 import InitProducerIdRequest
+from kio.schema.join_group.v0 import JoinGroupRequest
+from kio.schema.leave_group.v0 import LeaveGroupRequest
 from kio.schema.list_groups.v0 import ListGroupsRequest
 from kio.schema.list_offsets.v1 import ListOffsetsRequest
 from kio.schema.metadata.v0 import MetadataRequest
@@ -42,6 +46,7 @@ from kio.schema.share_acknowledge.v1 import ShareAcknowledgeRequest
 from kio.schema.share_fetch.v1 import ShareFetchRequest
 from kio.schema.share_group_describe.v1 import ShareGroupDescribeRequest
 from kio.schema.share_group_heartbeat.v1 import ShareGroupHeartbeatRequest
+from kio.schema.sync_group.v0 import SyncGroupRequest
 
 PRODUCE: Final = int(ProduceRequest.__api_key__)
 FETCH: Final = int(FetchRequest.__api_key__)
@@ -50,6 +55,11 @@ METADATA: Final = int(MetadataRequest.__api_key__)
 OFFSET_COMMIT: Final = int(OffsetCommitRequest.__api_key__)
 OFFSET_FETCH: Final = int(OffsetFetchRequest.__api_key__)
 FIND_COORDINATOR: Final = int(FindCoordinatorRequest.__api_key__)
+JOIN_GROUP: Final = int(JoinGroupRequest.__api_key__)
+HEARTBEAT: Final = int(HeartbeatRequest.__api_key__)
+LEAVE_GROUP: Final = int(LeaveGroupRequest.__api_key__)
+SYNC_GROUP: Final = int(SyncGroupRequest.__api_key__)
+DESCRIBE_GROUPS: Final = int(DescribeGroupsRequest.__api_key__)
 LIST_GROUPS: Final = int(ListGroupsRequest.__api_key__)
 SASL_HANDSHAKE: Final = int(SaslHandshakeRequest.__api_key__)
 API_VERSIONS: Final = int(ApiVersionsRequest.__api_key__)

@@ -17,12 +17,16 @@ from broker.handlers import delete_topics
 from broker.handlers import describe_acls
 from broker.handlers import describe_cluster
 from broker.handlers import describe_configs
+from broker.handlers import describe_groups
 from broker.handlers import describe_share_group_offsets
 from broker.handlers import describe_user_scram_credentials
 from broker.handlers import fetch
 from broker.handlers import find_coordinator
+from broker.handlers import heartbeat
 from broker.handlers import incremental_alter_configs
 from broker.handlers import init_producer_id
+from broker.handlers import join_group
+from broker.handlers import leave_group
 from broker.handlers import list_groups
 from broker.handlers import list_offsets
 from broker.handlers import metadata
@@ -36,6 +40,7 @@ from broker.handlers import share_acknowledge
 from broker.handlers import share_fetch
 from broker.handlers import share_group_describe
 from broker.handlers import share_group_heartbeat
+from broker.handlers import sync_group
 from broker.registry import Handler
 from broker.registry import Registry
 
@@ -48,6 +53,11 @@ HANDLERS: tuple[Handler, ...] = (
     offset_fetch.HANDLER,
     offset_delete.HANDLER,
     find_coordinator.HANDLER,
+    join_group.HANDLER,
+    heartbeat.HANDLER,
+    leave_group.HANDLER,
+    sync_group.HANDLER,
+    describe_groups.HANDLER,
     init_producer_id.HANDLER,
     api_versions.HANDLER,
     create_topics.HANDLER,

@@ -1,9 +1,11 @@
-"""DeleteGroups (42): empty share groups, and consumer groups that are only committed offsets.
+"""DeleteGroups (42): empty share groups, empty classic consumer groups, and consumer groups
+that are only committed offsets.
 
 Deleting a share group drops its share-partition state (see `share_group_offsets`), its group
-configs and its share snapshot files. A consumer group without members (Kafka's "Empty"
-group: committed offsets alone) is deleted by tombstones for all its offsets. A group with
-members gets NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND, as Kafka answers.
+configs and its share snapshot files. A classic group is forgotten by its coordinator and its
+committed offsets are deleted by tombstones, as are those of a group that is only committed
+offsets (Kafka's "Empty" group). A group with members gets NON_EMPTY_GROUP, an unknown one
+GROUP_ID_NOT_FOUND, as Kafka answers.
 """
 
 from __future__ import annotations
@@ -31,12 +33,15 @@ def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
     s = ctx.services
     if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed
-    if group_id not in s.coordinator.groups and s.offsets.has_group(group_id):
+    classic = s.classic_groups.coordinator
+    if classic.has_group(group_id):
         try:
-            s.offsets.delete_group(group_id)
-        except StorageError as e:
+            classic.delete_group(group_id)
+        except CoordinatorError as e:
             return e.error_code
-        return ErrorCode.none
+        return _delete_offsets(ctx, group_id)
+    if group_id not in s.coordinator.groups and s.offsets.has_group(group_id):
+        return _delete_offsets(ctx, group_id)
     try:
         group_admin(s.coordinator, s.share_partitions).delete_group(group_id)
     except CoordinatorError as e:
@@ -46,6 +51,17 @@ def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
         ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms).delete_group(group_id)
     except StorageError as e:
         return e.error_code  # a tombstone was not written: deleting again finishes the job
+    return ErrorCode.none
+
+
+def _delete_offsets(ctx: RequestContext, group_id: str) -> ErrorCode:
+    """Tombstones for the group's committed offsets (none: nothing to write)."""
+    offsets = ctx.services.offsets
+    if offsets.has_group(group_id):
+        try:
+            offsets.delete_group(group_id)
+        except StorageError as e:
+            return e.error_code  # deleting again finishes the job
     return ErrorCode.none
 
 

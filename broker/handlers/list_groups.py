@@ -1,8 +1,11 @@
-"""ListGroups (16): share groups, with the states (v4+) and types (v5+) filters.
+"""ListGroups (16): share groups and classic consumer groups, with the states (v4+) and types
+(v5+) filters (KIP-848).
 
-A share group lists with type and protocol type "share" and state Stable (members) or Empty.
-A consumer group that is only committed offsets lists as Kafka's: type and protocol type
-"consumer", state Empty.
+A share group lists with type and protocol type "share" and state Stable (members) or Empty;
+a classic group with type "classic", its members' protocol type ("consumer" for consumers)
+and its state (Empty, PreparingRebalance, CompletingRebalance, Stable). A consumer group that
+is only committed offsets lists with type and protocol type "consumer", state Empty. Filters
+match case-insensitively.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
 DESCRIBE = AclOperation.DESCRIBE
+CLASSIC = "classic"  # KIP-848's group type of a JoinGroup/SyncGroup group
 
 Request = (
     v0.ListGroupsRequest
@@ -35,6 +39,24 @@ Request = (
     | v4.ListGroupsRequest
     | v5.ListGroupsRequest
 )
+
+
+def _classic(
+    ctx: RequestContext, states: tuple[str, ...], types: tuple[str, ...]
+) -> list[v5.response.ListedGroup]:
+    if types and CLASSIC not in {t.lower() for t in types}:
+        return []
+    wanted = {s.lower() for s in states}
+    return [
+        v5.response.ListedGroup(
+            group_id=GroupId(g.group_id),
+            protocol_type=g.protocol_type or "",
+            group_state=g.state.value,
+            group_type=CLASSIC,
+        )
+        for g in ctx.services.classic_groups.coordinator
+        if not wanted or g.state.value.lower() in wanted
+    ]
 
 
 async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse:
@@ -48,16 +70,19 @@ async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse
     everything = authorize_cluster(ctx, DESCRIBE)
     s = ctx.services
     share = group_admin(s.coordinator, s.share_partitions).list_groups(states=states, types=types)
-    listed = share + s.offsets.empty_group_listings(
-        {g.group_id for g in share} | set(s.coordinator.groups), states, types
-    )
-    groups = tuple(
+    classic = _classic(ctx, states, types)
+    known = {g.group_id for g in share} | set(s.coordinator.groups) | {g.group_id for g in classic}
+    listed = [
         v5.response.ListedGroup(
             group_id=GroupId(g.group_id),
             protocol_type=g.protocol_type,
             group_state=g.state,
             group_type=g.group_type,
         )
+        for g in share + s.offsets.empty_group_listings(known, states, types)
+    ] + classic
+    groups = tuple(
+        g
         for g in sorted(listed, key=lambda g: g.group_id)
         if everything or authorize(ctx, DESCRIBE, ResourceType.GROUP, g.group_id)
     )

@@ -58,6 +58,10 @@ async def handle(ctx: RequestContext, request: v1.ShareGroupHeartbeatRequest) ->
     now = s.now_ms()
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _error(request, ErrorCode.group_authorization_failed, "no READ on the group")
+    if s.classic_groups.coordinator.has_group(request.group_id):
+        # One kind per group id; Kafka answers this for a classic group's id.
+        message = f"Group {request.group_id} is not a share group."
+        return _error(request, ErrorCode.group_id_not_found, message)
     denied = _unreadable(ctx, request.subscribed_topic_names)
     if denied:
         return _error(request, ErrorCode.topic_authorization_failed, f"no DESCRIBE on {denied}")

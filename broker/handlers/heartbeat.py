@@ -1,0 +1,51 @@
+"""Heartbeat (12): a classic member stays alive; REBALANCE_IN_PROGRESS tells it to rejoin."""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+from kio.schema.heartbeat import v0
+from kio.schema.heartbeat import v1
+from kio.schema.heartbeat import v2
+from kio.schema.heartbeat import v3
+from kio.schema.heartbeat import v4
+
+from broker.authorization import authorize
+from broker.context import RequestContext
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
+
+Request = (
+    v0.HeartbeatRequest
+    | v1.HeartbeatRequest
+    | v2.HeartbeatRequest
+    | v3.HeartbeatRequest
+    | v4.HeartbeatRequest
+)
+
+
+async def handle(ctx: RequestContext, request: Request) -> v4.HeartbeatResponse:
+    s = ctx.services
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        code = ErrorCode.group_authorization_failed
+    else:
+        code = s.classic_groups.coordinator.heartbeat(
+            request.group_id,
+            request.member_id,
+            request.generation_id,
+            getattr(request, "group_instance_id", None),
+            s.now_ms(),
+        )
+    return v4.HeartbeatResponse(throttle_time=NO_THROTTLE, error_code=code)
+
+
+HANDLER = handler(
+    handle,
+    v0.HeartbeatRequest,
+    v1.HeartbeatRequest,
+    v2.HeartbeatRequest,
+    v3.HeartbeatRequest,
+    v4.HeartbeatRequest,
+    acl=((AclOperation.READ, ResourceType.GROUP),),
+)

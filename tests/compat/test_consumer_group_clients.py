@@ -1,0 +1,97 @@
+"""Other clients' consumer groups: aiokafka and kafka-python join (JoinGroup/SyncGroup with
+their own versions and assignors) and consume every record of a topic."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaConsumer
+from confluent_kafka import Producer
+from kafka import KafkaConsumer
+
+from tests.brokers import BrokerProcess
+from tests.compat.support import admin
+from tests.compat.support import create_topic
+from tests.compat.support import start_broker
+
+pytestmark = pytest.mark.compat
+
+PARTITIONS = 3
+VALUES = [f"record-{i}" for i in range(30)]
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    proc = start_broker(tmp_path / "data", {"group.initial.rebalance.delay.ms": 100})
+    yield proc
+    proc.stop()
+
+
+def _produce(bootstrap: str, topic: str) -> None:
+    create_topic(bootstrap, topic, PARTITIONS)
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0})
+    for i, value in enumerate(VALUES):
+        producer.produce(topic, value=value.encode(), partition=i % PARTITIONS)
+    assert producer.flush(10) == 0
+
+
+def _members(bootstrap: str, group: str) -> int:
+    client = admin(bootstrap)
+    return len(client.describe_consumer_groups([group])[group].result(10).members)
+
+
+def test_aiokafka_consumer_with_a_group_id_joins_and_consumes(broker: BrokerProcess) -> None:
+    _produce(broker.bootstrap, "aio")
+
+    async def consume() -> tuple[list[str], set[int]]:
+        consumer = AIOKafkaConsumer(
+            "aio",
+            bootstrap_servers=broker.bootstrap,
+            group_id="aio-group",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
+        await consumer.start()
+        got: list[str] = []
+        try:
+            async with asyncio.timeout(60):
+                while len(got) < len(VALUES):
+                    batches = await consumer.getmany(timeout_ms=500)
+                    got += [r.value.decode() for rs in batches.values() for r in rs]
+            assigned = {tp.partition for tp in consumer.assignment()}
+            assert _members(broker.bootstrap, "aio-group") == 1
+        finally:
+            await consumer.stop()
+        return got, assigned
+
+    # Bounded as a whole: without consumer groups aiokafka retries JoinGroup for ever, and
+    # its stop() waits for that loop.
+    got, assigned = asyncio.run(asyncio.wait_for(consume(), 90))
+    assert sorted(got) == sorted(VALUES)
+    assert assigned == set(range(PARTITIONS))
+
+
+def test_kafka_python_consumer_with_a_group_id_joins_and_consumes(broker: BrokerProcess) -> None:
+    _produce(broker.bootstrap, "kp")
+    consumer = KafkaConsumer(
+        "kp",
+        bootstrap_servers=broker.bootstrap,
+        group_id="kp-group",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    got: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(got) < len(VALUES) and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                got += [r.value.decode() for r in records]
+        assert {tp.partition for tp in consumer.assignment()} == set(range(PARTITIONS))
+        assert _members(broker.bootstrap, "kp-group") == 1
+    finally:
+        consumer.close()
+    assert sorted(got) == sorted(VALUES)
