@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from broker.sasl.session import SaslSession
     from broker.share.share_fetch_service import ShareFetchService
     from broker.share.share_partition_manager import SharePartitionManager
+    from coordinator.consumer_group import ConsumerGroupCoordinator
     from coordinator.group_configs import GroupConfigs
     from coordinator.share_group import ShareGroupCoordinator
     from storage.log_manager import LogManager
@@ -44,6 +45,7 @@ class BrokerServices:
     port: int
     group_configs: GroupConfigs
     coordinator: ShareGroupCoordinator
+    consumer_groups: ConsumerGroupCoordinator  # KIP-848 consumer groups
     share_partitions: SharePartitionManager
     share_fetch: ShareFetchService
     dynamic_configs: DynamicBrokerConfigs

@@ -39,6 +39,9 @@ from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
 from broker.tls import server_context
+from coordinator.consumer_assignors import parse_assignors
+from coordinator.consumer_group import ConsumerGroupCoordinator
+from coordinator.consumer_group import ConsumerLimits
 from coordinator.group_configs import GroupConfigs
 from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
@@ -98,6 +101,15 @@ class Server:
             topic = logs.topic(name)
             return (topic.topic_id, topic.partitions) if topic else None
 
+        def consumer_limits(group_id: str) -> ConsumerLimits:
+            c = dynamic.current
+            return ConsumerLimits(
+                session_timeout_ms=c.group_consumer_session_timeout_ms,
+                heartbeat_interval_ms=c.group_consumer_heartbeat_interval_ms,
+                max_size=c.group_consumer_max_size,
+                assignors=parse_assignors(c.group_consumer_assignors),
+            )
+
         notifier = Notifier()
         metrics = BrokerMetrics()
         durable = bool(config.group_share_persister_class_name)
@@ -113,6 +125,12 @@ class Server:
             else None
         )
         coordinator = ShareGroupCoordinator(limits, topic_lookup)
+        consumer_groups = ConsumerGroupCoordinator(
+            consumer_limits,
+            topic_lookup,
+            topic_names=lambda: [t.name for t in logs.topics()],
+            other_kind=lambda group_id: group_id in coordinator.groups,
+        )
         share_partitions = SharePartitionManager(
             logs,
             group_configs,
@@ -135,6 +153,7 @@ class Server:
             logs=logs,
             group_configs=group_configs,
             coordinator=coordinator,
+            consumer_groups=consumer_groups,
             share_partitions=share_partitions,
             share_fetch=ShareFetchService(
                 ShareSessionCache(config.group_share_max_share_sessions),
@@ -279,9 +298,10 @@ class Server:
             log.error("log flush failed", error=str(error))
 
     def _expire_members(self) -> None:
-        """The coordinator's session timeout and the leave grace period."""
+        """The coordinators' session (and rebalance) timeouts and the leave grace period."""
         s, now = self.services, self.services.now_ms()
         s.share_fetch.expire(s.coordinator.expire(now), now)
+        s.consumer_groups.expire(now)
 
     def _expire_locks(self) -> None:
         self.services.share_partitions.expire_locks(self.services.now_ms())

@@ -1,7 +1,7 @@
 """ListGroups (16): share groups, with the states (v4+) and types (v5+) filters.
 
-Shoal serves share groups only: a share group lists with type and protocol type "share" and
-state Stable (members) or Empty. A types filter without "share" lists nothing.
+A share group lists with type and protocol type "share" and state Stable (members) or Empty;
+a KIP-848 consumer group with type and protocol type "consumer" and its state.
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse
         types = request.types_filter
     # DESCRIBE on the cluster lists every group; else only those it may DESCRIBE (KIP-231).
     everything = authorize_cluster(ctx, DESCRIBE)
+    s = ctx.services
+    listed = group_admin(s.coordinator, s.share_partitions).list_groups(states, types)
+    listed += s.consumer_groups.list_groups(states, types)
     groups = tuple(
         v5.response.ListedGroup(
             group_id=GroupId(g.group_id),
@@ -52,9 +55,7 @@ async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse
             group_state=g.state,
             group_type=g.group_type,
         )
-        for g in group_admin(ctx.services.coordinator, ctx.services.share_partitions).list_groups(
-            states=states, types=types
-        )
+        for g in listed
         if everything or authorize(ctx, DESCRIBE, ResourceType.GROUP, g.group_id)
     )
     return v5.ListGroupsResponse(
