@@ -7,7 +7,6 @@ group moves members towards the target one released partition at a time.
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Callable
 from collections.abc import Mapping
@@ -37,29 +36,38 @@ def uniform(
     partitions: Mapping[uuid.UUID, int],
     previous: Mapping[str, Assignment],
 ) -> dict[str, Assignment]:
-    """Balanced and sticky: a member keeps what it had up to its fair share; the rest goes to
-    the subscribed member holding the fewest partitions (ties by member id)."""
+    """Balanced and sticky: a member keeps what it had up to its fair share (one more for as
+    many members as the division leaves over); the rest goes to the subscribed member holding
+    the fewest partitions (ties by member id)."""
     members = sorted(subscriptions)
     subscribed = {m: {t for t in subscriptions[m] if partitions.get(t, 0) > 0} for m in members}
     every = sorted((t, p) for t in set().union(*subscribed.values()) for p in range(partitions[t]))
-    quota = math.ceil(len(every) / len(members)) if members else 0
-    owned: dict[str, list[TopicPartition]] = {m: [] for m in members}
-    taken: set[TopicPartition] = set()
-    for m in members:  # stickiness first
-        for topic_id, parts in sorted(previous.get(m, {}).items()):
-            if topic_id not in subscribed[m]:
-                continue
-            for p in parts:
-                if p < partitions[topic_id] and len(owned[m]) < quota:
-                    owned[m].append((topic_id, p))
-                    taken.add((topic_id, p))
+    base, extra = divmod(len(every), len(members)) if members else (0, 0)
+    kept = {m: _still_valid(previous.get(m, {}), subscribed[m], partitions) for m in members}
+    owned: dict[str, list[TopicPartition]] = {m: kept[m][:base] for m in members}
+    for m in members:  # the left-over slots go to members that had one more
+        if extra > 0 and len(kept[m]) > base:
+            owned[m].append(kept[m][base])
+            extra -= 1
+    taken = {tp for tps in owned.values() for tp in tps}
     for tp in every:
-        if tp in taken:
-            continue
-        candidates = [m for m in members if tp[0] in subscribed[m]]
-        chosen = min(candidates, key=lambda m: (len(owned[m]), m))
-        owned[chosen].append(tp)
+        if tp not in taken:
+            candidates = [m for m in members if tp[0] in subscribed[m]]
+            owned[min(candidates, key=lambda m: (len(owned[m]), m))].append(tp)
     return _grouped(owned)
+
+
+def _still_valid(
+    assignment: Assignment, subscribed: set[uuid.UUID], partitions: Mapping[uuid.UUID, int]
+) -> list[TopicPartition]:
+    """The previously assigned partitions a member may keep: still subscribed and existing."""
+    return [
+        (t, p)
+        for t, parts in sorted(assignment.items())
+        if t in subscribed
+        for p in parts
+        if p < partitions[t]
+    ]
 
 
 def range_(
