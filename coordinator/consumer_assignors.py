@@ -8,6 +8,7 @@ group moves members towards the target one released partition at a time.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -41,7 +42,11 @@ def uniform(
     the fewest partitions (ties by member id)."""
     members = sorted(subscriptions)
     subscribed = {m: {t for t in subscriptions[m] if partitions.get(t, 0) > 0} for m in members}
-    every = sorted((t, p) for t in set().union(*subscribed.values()) for p in range(partitions[t]))
+    # The most constrained topics (fewest subscribers) are dealt first, to keep the balance.
+    takers = Counter(t for ts in subscribed.values() for t in ts)
+    every = sorted(
+        ((t, p) for t in takers for p in range(partitions[t])), key=lambda tp: (takers[tp[0]], tp)
+    )
     base, extra = divmod(len(every), len(members)) if members else (0, 0)
     kept = {m: _still_valid(previous.get(m, {}), subscribed[m], partitions) for m in members}
     owned: dict[str, list[TopicPartition]] = {m: kept[m][:base] for m in members}
