@@ -15,8 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka import ConsumerGroupState
+from confluent_kafka import ConsumerGroupType
 from confluent_kafka import Producer
 
+from tests.compat.support import admin
 from tests.compat.support import create_topic
 from tests.compat.support import start_broker
 
@@ -126,6 +129,12 @@ def test_members_share_partitions_hand_them_over_and_expire(tmp_path: Path) -> N
         workers[1].kill()
         workers[1].wait(10)
         owned = _wait_for([set(), set(), set(range(PARTITIONS))], [outs[0], outs[0], outs[2]])
+        client = admin(broker.bootstrap)  # ConsumerGroupDescribe, as librdkafka's admin sends it
+        described = client.describe_consumer_groups([GROUP])[GROUP].result(10)
+        assert described.state == ConsumerGroupState.STABLE
+        assert described.type == ConsumerGroupType.CONSUMER
+        (member,) = described.members
+        assert {tp.partition for tp in member.assignment.topic_partitions} == set(range(6))
         sent = _produce(broker.bootstrap, "third", 30)
         got = _read(outs[2:], sent, "third")
         assert sorted(got[0]) == sorted(sent)
