@@ -107,12 +107,13 @@ class ConsumerGroup:
             return "Reconciling"
         return "Stable"
 
-    def owner_of(self, tp: TopicPartition) -> str | None:
-        """The member holding `tp`, assigned or not yet revoked (at most one: the invariant)."""
+    def held(self, exclude: str = "") -> set[TopicPartition]:
+        """Every partition some member (but `exclude`) holds, assigned or pending revocation."""
+        out: set[TopicPartition] = set()
         for m in self.members.values():
-            if tp in m.assigned or tp in m.pending_revocation:
-                return m.member_id
-        return None
+            if m.member_id != exclude:
+                out |= m.assigned | m.pending_revocation
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,8 +399,10 @@ class ConsumerGroupCoordinator:
             member.state = MemberState.UNREVOKED_PARTITIONS
             member.revoke_deadline_ms = now_ms + member.rebalance_timeout_ms
             return
-        free = {tp for tp in target - member.assigned if group.owner_of(tp) is None}
-        member.assigned |= free
+        wanted = target - member.assigned
+        if wanted:  # one pass over the others, not one per partition (large groups)
+            held = group.held(exclude=member.member_id)
+            member.assigned |= wanted - held
         if member.member_epoch != group.assignment_epoch:
             member.previous_epoch, member.member_epoch = member.member_epoch, group.assignment_epoch
         member.state = (
