@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -191,3 +192,15 @@ def test_consumer_group_configs_are_bounded_as_kafka_does() -> None:
             group_consumer_session_timeout_ms=5000,
             group_consumer_heartbeat_interval_ms=5000,
         )
+
+
+def test_a_backtracking_regex_does_not_stall_the_heartbeat() -> None:
+    """RE2 matches in linear time; Python's re takes seconds on this (2^26 paths)."""
+    slow_name = "a" * 26 + "!"
+    c = ConsumerGroupCoordinator(
+        lambda _: ConsumerLimits(), {slow_name: (A, 1)}.get, topic_names=lambda: [slow_name]
+    )
+    started = time.monotonic()
+    r = c.heartbeat("g", "m1", ConsumerHeartbeat(0, regex="(a+)+"), 0)
+    assert time.monotonic() - started < 1.0
+    assert r.assignment == {}
