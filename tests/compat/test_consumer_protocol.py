@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer
 from confluent_kafka import ConsumerGroupState
 from confluent_kafka import ConsumerGroupType
 from confluent_kafka import Producer
@@ -143,4 +144,39 @@ def test_members_share_partitions_hand_them_over_and_expire(tmp_path: Path) -> N
             if w.poll() is None:
                 w.kill()
                 w.wait(10)
+        broker.stop()
+
+
+def test_a_regex_subscription_reads_the_matching_topics(tmp_path: Path) -> None:
+    """librdkafka sends a `^` subscription as SubscribedTopicRegex (v1); Kafka matches it
+    against topic names whole, with RE2."""
+    broker = start_broker(tmp_path / "data")
+    try:
+        for topic in ("audit-a", "audit-b", "payments"):
+            create_topic(broker.bootstrap, topic, 1)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "log_level": 0})
+        for topic in ("audit-a", "audit-b", "payments"):
+            producer.produce(topic, value=topic.encode(), partition=0)
+        assert producer.flush(10) == 0
+        consumer = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": "by-regex",
+                "group.protocol": "consumer",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "log_level": 0,
+            }
+        )
+        consumer.subscribe(["^audit-.*"])
+        topics: set[str] = set()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(topics) < 2:
+            m = consumer.poll(0.5)
+            if m is not None and m.error() is None:
+                topics.add(m.topic())
+        assert sorted(topics) == ["audit-a", "audit-b"]
+        assert sorted(tp.topic for tp in consumer.assignment()) == ["audit-a", "audit-b"]
+        consumer.close()
+    finally:
         broker.stop()
