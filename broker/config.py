@@ -33,6 +33,7 @@ from broker.listeners import Listener
 from broker.listeners import parse_address
 from broker.listeners import parse_listeners
 from broker.listeners import parse_protocol_map
+from coordinator.consumer_assignors import parse_assignors
 from coordinator.group_configs import DEFS
 from storage.config import LogConfig
 from storage.config import check_topic_config_values
@@ -174,6 +175,16 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = _int(1_800_000, 1)
     group_max_size: int = _int(2**31 - 1, 1)
     group_initial_rebalance_delay_ms: int = _int(3_000, 0)
+    # KIP-848 consumer groups (group.protocol=consumer): Kafka's names, defaults and bounds.
+    group_consumer_session_timeout_ms: int = _int(45_000, 1)
+    group_consumer_min_session_timeout_ms: int = _int(45_000, 1)
+    group_consumer_max_session_timeout_ms: int = _int(60_000, 1)
+    group_consumer_heartbeat_interval_ms: int = _int(5_000, 1)
+    group_consumer_min_heartbeat_interval_ms: int = _int(5_000, 1)
+    group_consumer_max_heartbeat_interval_ms: int = _int(15_000, 1)
+    group_consumer_max_size: int = _int(_INT32_MAX, 1)
+    # Server-side assignors, the default first; short names or Kafka's class names.
+    group_consumer_assignors: str = "uniform,range"
     # Authorization: empty means none (everything allowed); Kafka's StandardAuthorizer name
     # selects Shoal's own (broker.authorizer). super.users: `User:a;User:b`.
     authorizer_class_name: str = ""
@@ -201,6 +212,7 @@ class BrokerConfig:
         check_log_defaults(self)
         check_listeners(self)
         check_bounds(self)
+        check_consumer_group_bounds(self)
         if self.authorizer_class_name and self.authorizer_class_name not in KNOWN_AUTHORIZERS:
             raise ValueError(
                 f"authorizer.class.name={self.authorizer_class_name}: Shoal provides only "
@@ -360,6 +372,25 @@ def check_bounds(config: BrokerConfig) -> None:
                 f"{d.broker_default}={default} must lie within "
                 f"{d.broker_min}={low} and {d.broker_max}={high}"
             )
+
+
+def check_consumer_group_bounds(config: BrokerConfig) -> None:
+    """:raises ValueError: a `group.consumer.*` default outside its bounds, a heartbeat interval
+    not below the session timeout (as Kafka requires), an unknown assignor."""
+    for name in ("session.timeout.ms", "heartbeat.interval.ms"):
+        low, default, high = (
+            int(config.by_name(f"group.consumer.{bound}{name}")) for bound in ("min.", "", "max.")
+        )
+        if not low <= default <= high:
+            raise ValueError(
+                f"group.consumer.{name}={default} must lie within "
+                f"group.consumer.min.{name}={low} and group.consumer.max.{name}={high}"
+            )
+    if config.group_consumer_heartbeat_interval_ms >= config.group_consumer_session_timeout_ms:
+        raise ValueError(
+            "group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms"
+        )
+    parse_assignors(config.group_consumer_assignors)
 
 
 def parse_properties(text: str) -> dict[str, str]:

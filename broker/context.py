@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from broker.sasl.session import SaslSession
     from broker.share.share_fetch_service import ShareFetchService
     from broker.share.share_partition_manager import SharePartitionManager
+    from coordinator.consumer_group import ConsumerGroupCoordinator
     from coordinator.group_configs import GroupConfigs
     from coordinator.offset_store import OffsetStore
     from coordinator.share_group import ShareGroupCoordinator
@@ -47,6 +48,7 @@ class BrokerServices:
     group_configs: GroupConfigs
     coordinator: ShareGroupCoordinator
     classic_groups: ClassicGroupService  # classic consumer groups (JoinGroup, SyncGroup...)
+    consumer_groups: ConsumerGroupCoordinator  # KIP-848 consumer groups
     share_partitions: SharePartitionManager
     share_fetch: ShareFetchService
     dynamic_configs: DynamicBrokerConfigs

@@ -43,6 +43,9 @@ from broker.share.share_state_persister import ShareStatePersister
 from broker.tls import server_context
 from coordinator.classic_group import ClassicGroupCoordinator
 from coordinator.classic_group import ClassicLimits
+from coordinator.consumer_assignors import parse_assignors
+from coordinator.consumer_group import ConsumerGroupCoordinator
+from coordinator.consumer_group import ConsumerLimits
 from coordinator.group_configs import GroupConfigs
 from coordinator.offset_store import OffsetStore
 from coordinator.share_group import CoordinatorLimits
@@ -105,6 +108,15 @@ class Server:
             topic = logs.topic(name)
             return (topic.topic_id, topic.partitions) if topic else None
 
+        def consumer_limits(group_id: str) -> ConsumerLimits:
+            c = dynamic.current
+            return ConsumerLimits(
+                session_timeout_ms=c.group_consumer_session_timeout_ms,
+                heartbeat_interval_ms=c.group_consumer_heartbeat_interval_ms,
+                max_size=c.group_consumer_max_size,
+                assignors=parse_assignors(c.group_consumer_assignors),
+            )
+
         notifier = Notifier()
         metrics = BrokerMetrics()
         durable = bool(config.group_share_persister_class_name)
@@ -120,6 +132,15 @@ class Server:
             else None
         )
         coordinator = ShareGroupCoordinator(limits, topic_lookup)
+        consumer_groups = ConsumerGroupCoordinator(
+            consumer_limits,
+            topic_lookup,
+            topic_names=lambda: [t.name for t in logs.topics()],
+            other_kind=lambda group_id: (
+                group_id in coordinator.groups
+                or self.services.classic_groups.coordinator.has_group(group_id)
+            ),
+        )
         share_partitions = SharePartitionManager(
             logs,
             group_configs,
@@ -155,6 +176,7 @@ class Server:
             classic_groups=ClassicGroupService(
                 ClassicGroupCoordinator(classic_limits), clock.now_ms
             ),
+            consumer_groups=consumer_groups,
             share_partitions=share_partitions,
             share_fetch=ShareFetchService(
                 ShareSessionCache(config.group_share_max_share_sessions),
@@ -182,10 +204,7 @@ class Server:
             port=port,
             clock=clock,
         )
-        # Committed offsets follow the group coordinators' verdicts (generation, membership).
-        classic_coordinator = self.services.classic_groups.coordinator
-        self.services.offsets.validators.append(classic_coordinator)
-        self.services.offsets.coordinators.append(classic_coordinator)
+        self._join_offsets_to_groups()
         if config.authorizer_class_name:
             self.services.acls = AclManager(
                 AclStore(data_dir),
@@ -237,6 +256,13 @@ class Server:
             return plog.log_end_offset if plog is not None else None
 
         metrics.registry.register(GroupLagCollector(s.offsets.committed_snapshot, log_end))
+
+    def _join_offsets_to_groups(self) -> None:
+        """Committed offsets follow the group coordinators' verdicts (generation, membership)."""
+        s = self.services
+        for group_coordinator in (s.classic_groups.coordinator, s.consumer_groups):
+            s.offsets.validators.append(group_coordinator)
+            s.offsets.coordinators.append(group_coordinator)
 
     async def _listen(self) -> None:
         """One server per listener; TLS ones get the keystore's context (read once, here)."""
@@ -319,9 +345,10 @@ class Server:
             log.error("log flush failed", error=str(error))
 
     def _expire_members(self) -> None:
-        """The coordinator's session timeout and the leave grace period."""
+        """The coordinators' session (and rebalance) timeouts and the leave grace period."""
         s, now = self.services, self.services.now_ms()
         s.share_fetch.expire(s.coordinator.expire(now), now)
+        s.consumer_groups.expire(now)
 
     def _expire_offsets(self) -> None:
         """`offsets.retention.minutes` (read afresh: it may be changed while running)."""

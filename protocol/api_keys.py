@@ -12,6 +12,8 @@ from kio.schema.alter_configs.v0 import AlterConfigsRequest
 from kio.schema.alter_share_group_offsets.v0 import AlterShareGroupOffsetsRequest
 from kio.schema.alter_user_scram_credentials.v0 import AlterUserScramCredentialsRequest
 from kio.schema.api_versions.v0 import ApiVersionsRequest
+from kio.schema.consumer_group_describe.v0 import ConsumerGroupDescribeRequest
+from kio.schema.consumer_group_heartbeat.v0 import ConsumerGroupHeartbeatRequest
 from kio.schema.create_acls.v1 import CreateAclsRequest
 from kio.schema.create_partitions.v0 import CreatePartitionsRequest
 from kio.schema.create_topics.v2 import CreateTopicsRequest
@@ -80,6 +82,8 @@ INCREMENTAL_ALTER_CONFIGS: Final = int(IncrementalAlterConfigsRequest.__api_key_
 DESCRIBE_CLUSTER: Final = int(DescribeClusterRequest.__api_key__)
 DESCRIBE_USER_SCRAM_CREDENTIALS: Final = int(DescribeUserScramCredentialsRequest.__api_key__)
 ALTER_USER_SCRAM_CREDENTIALS: Final = int(AlterUserScramCredentialsRequest.__api_key__)
+CONSUMER_GROUP_HEARTBEAT: Final = int(ConsumerGroupHeartbeatRequest.__api_key__)
+CONSUMER_GROUP_DESCRIBE: Final = int(ConsumerGroupDescribeRequest.__api_key__)
 SHARE_GROUP_HEARTBEAT: Final = int(ShareGroupHeartbeatRequest.__api_key__)
 SHARE_GROUP_DESCRIBE: Final = int(ShareGroupDescribeRequest.__api_key__)
 SHARE_FETCH: Final = int(ShareFetchRequest.__api_key__)

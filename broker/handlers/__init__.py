@@ -6,6 +6,8 @@ from broker.handlers import alter_configs
 from broker.handlers import alter_share_group_offsets
 from broker.handlers import alter_user_scram_credentials
 from broker.handlers import api_versions
+from broker.handlers import consumer_group_describe
+from broker.handlers import consumer_group_heartbeat
 from broker.handlers import create_acls
 from broker.handlers import create_partitions
 from broker.handlers import create_topics
@@ -72,6 +74,8 @@ HANDLERS: tuple[Handler, ...] = (
     share_fetch.HANDLER,
     share_acknowledge.HANDLER,
     share_group_describe.HANDLER,
+    consumer_group_heartbeat.HANDLER,
+    consumer_group_describe.HANDLER,
     list_groups.HANDLER,
     delete_groups.HANDLER,
     describe_share_group_offsets.HANDLER,

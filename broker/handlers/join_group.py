@@ -92,7 +92,9 @@ def _response(ctx: RequestContext, r: JoinResult) -> v9.JoinGroupResponse:
 async def handle(ctx: RequestContext, request: Request) -> v9.JoinGroupResponse:
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(ctx, JoinResult(request.member_id, error=_DENIED))
-    if is_share_group(ctx, request.group_id):
+    if is_share_group(ctx, request.group_id) or ctx.services.consumer_groups.has_group(
+        request.group_id
+    ):  # one kind per group id (no online migration between the protocols yet)
         return _response(ctx, JoinResult(request.member_id, error=_INCONSISTENT))
     result = await ctx.services.classic_groups.join(_join_request(ctx, request))
     return _response(ctx, result)

@@ -2,10 +2,11 @@
 (v5+) filters (KIP-848).
 
 A share group lists with type and protocol type "share" and state Stable (members) or Empty;
-a classic group with type "classic", its members' protocol type ("consumer" for consumers)
-and its state (Empty, PreparingRebalance, CompletingRebalance, Stable). A consumer group that
-is only committed offsets lists with type and protocol type "consumer", state Empty. Filters
-match case-insensitively.
+a KIP-848 consumer group with type and protocol type "consumer" and its state; a classic
+group with type "classic", its members' protocol type ("consumer" for consumers) and its state
+(Empty, PreparingRebalance, CompletingRebalance, Stable). A consumer group that is only
+committed offsets lists with type and protocol type "consumer", state Empty. Filters match
+case-insensitively.
 """
 
 from __future__ import annotations
@@ -69,9 +70,16 @@ async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse
     # DESCRIBE on the cluster lists every group; else only those it may DESCRIBE (KIP-231).
     everything = authorize_cluster(ctx, DESCRIBE)
     s = ctx.services
-    share = group_admin(s.coordinator, s.share_partitions).list_groups(states=states, types=types)
+    coordinated = group_admin(s.coordinator, s.share_partitions).list_groups(
+        states=states, types=types
+    )
+    coordinated += s.consumer_groups.list_groups(states, types)
     classic = _classic(ctx, states, types)
-    known = {g.group_id for g in share} | set(s.coordinator.groups) | {g.group_id for g in classic}
+    known = (
+        {g.group_id for g in coordinated}
+        | set(s.coordinator.groups)
+        | {g.group_id for g in classic}
+    )
     listed = [
         v5.response.ListedGroup(
             group_id=GroupId(g.group_id),
@@ -79,7 +87,7 @@ async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse
             group_state=g.state,
             group_type=g.group_type,
         )
-        for g in share + s.offsets.empty_group_listings(known, states, types)
+        for g in coordinated + s.offsets.empty_group_listings(known, states, types)
     ] + classic
     groups = tuple(
         g

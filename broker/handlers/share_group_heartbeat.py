@@ -65,6 +65,10 @@ async def handle(ctx: RequestContext, request: v1.ShareGroupHeartbeatRequest) ->
     denied = _unreadable(ctx, request.subscribed_topic_names)
     if denied:
         return _error(request, ErrorCode.topic_authorization_failed, f"no DESCRIBE on {denied}")
+    if s.consumer_groups.has_group(request.group_id):  # Kafka's answer for another kind
+        return _error(
+            request, ErrorCode.group_id_not_found, f"{request.group_id} is not a share group"
+        )
     try:
         result, departure = s.coordinator.heartbeat(
             request.group_id,

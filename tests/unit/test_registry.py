@@ -268,6 +268,8 @@ KAFKA_ACL_TABLE: dict[str, set[tuple[AclOperation, AclResourceType]]] = {
     "IncrementalAlterConfigs": {(_O.ALTER_CONFIGS, r) for r in (_R.TOPIC, _R.GROUP, _R.CLUSTER)},
     "CreatePartitions": {(_O.ALTER, _R.TOPIC)},
     "DescribeCluster": {(_O.DESCRIBE, _R.CLUSTER)},
+    "ConsumerGroupHeartbeat": {(_O.READ, _R.GROUP), (_O.DESCRIBE, _R.TOPIC)},
+    "ConsumerGroupDescribe": {(_O.DESCRIBE, _R.GROUP)},
     "ShareGroupHeartbeat": {(_O.READ, _R.GROUP), (_O.DESCRIBE, _R.TOPIC)},
     "ShareGroupDescribe": {(_O.DESCRIBE, _R.GROUP)},
     "ShareFetch": {(_O.READ, _R.GROUP), (_O.READ, _R.TOPIC)},
