@@ -299,7 +299,8 @@ class NewRecord(NamedTuple):
     timestamp_ms: int | None = None  # None: the batch timestamp
 
 
-def _varint(value: int) -> bytes:
+def encode_varint(value: int) -> bytes:
+    """A zigzag varint, as records use."""
     zigzag = (value << 1) ^ (value >> 63)
     out = bytearray()
     while zigzag >= 0x80:
@@ -310,20 +311,20 @@ def _varint(value: int) -> bytes:
 
 
 def _nullable(data: bytes | None) -> bytes:
-    return _varint(-1) if data is None else _varint(len(data)) + data
+    return encode_varint(-1) if data is None else encode_varint(len(data)) + data
 
 
 def _encode_record(record: NewRecord, offset_delta: int, base_timestamp: int) -> bytes:
     timestamp = base_timestamp if record.timestamp_ms is None else record.timestamp_ms
     body = bytearray(b"\x00")  # record attributes: unused
-    body += _varint(timestamp - base_timestamp)
-    body += _varint(offset_delta)
+    body += encode_varint(timestamp - base_timestamp)
+    body += encode_varint(offset_delta)
     body += _nullable(record.key)
     body += _nullable(record.value)
-    body += _varint(len(record.headers))
+    body += encode_varint(len(record.headers))
     for key, value in record.headers:
         body += _nullable(key) + _nullable(value)
-    return _varint(len(body)) + bytes(body)
+    return encode_varint(len(body)) + bytes(body)
 
 
 def build_batch(
@@ -395,7 +396,7 @@ def build_control_batch(
     )
 
 
-def _read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
+def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
     """A zigzag varint (as records use) at `pos`: (value, position after it)."""
     shift = result = 0
     while True:
@@ -424,9 +425,9 @@ def record_timestamps(batch: Buffer) -> Iterator[tuple[int, int]]:
     pos = BATCH_HEADER_SIZE
     try:
         for _ in range(header.record_count):
-            length, body = _read_varint(view, pos)
-            ts_delta, p = _read_varint(view, body + 1)  # after the attributes byte
-            offset_delta, _ = _read_varint(view, p)
+            length, body = read_varint(view, pos)
+            ts_delta, p = read_varint(view, body + 1)  # after the attributes byte
+            offset_delta, _ = read_varint(view, p)
             yield header.base_offset + offset_delta, header.base_timestamp + ts_delta
             pos = body + length
     except IndexError as e:

@@ -29,7 +29,9 @@ from protocol.record_batch import BatchHeader
 from protocol.record_batch import Buffer
 from protocol.record_batch import Compression
 from protocol.record_batch import InvalidRecordBatch
+from protocol.record_batch import encode_varint
 from protocol.record_batch import parse_header
+from protocol.record_batch import read_varint
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _UINT32 = struct.Struct(">I")
@@ -45,29 +47,6 @@ class Record:
     tail: bytes  # key, value and headers as stored: re-encoded unchanged
 
 
-def _varint(value: int) -> bytes:
-    zigzag = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while zigzag >= 0x80:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
-
-
-def _read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise InvalidRecordBatch("length", "varint longer than 10 bytes")
-
-
 def _payload(batch: Buffer, header: BatchHeader) -> Buffer:
     body = memoryview(batch)[BATCH_HEADER_SIZE : header.size]
     if header.compression == Compression.NONE:
@@ -76,17 +55,17 @@ def _payload(batch: Buffer, header: BatchHeader) -> Buffer:
 
 
 def _parse_record(data: Buffer, pos: int) -> tuple[Record, int]:
-    length, body = _read_varint(data, pos)
+    length, body = read_varint(data, pos)
     end = body + length
     if length < 1 or end > len(data):
         raise InvalidRecordBatch("length", f"record of {length} bytes at {pos}")
     attributes = data[body]
-    ts_delta, p = _read_varint(data, body + 1)
-    offset_delta, tail = _read_varint(data, p)
-    key_len, p = _read_varint(data, tail)
+    ts_delta, p = read_varint(data, body + 1)
+    offset_delta, tail = read_varint(data, p)
+    key_len, p = read_varint(data, tail)
     key = bytes(data[p : p + key_len]) if key_len >= 0 else None
     p += max(key_len, 0)
-    value_len, _ = _read_varint(data, p)
+    value_len, _ = read_varint(data, p)
     record = Record(attributes, ts_delta, offset_delta, key, value_len < 0, bytes(data[tail:end]))
     return record, end
 
@@ -117,8 +96,8 @@ def record_value(record: Record) -> bytes | None:
     if record.value_is_null:
         return None
     try:
-        key_len, pos = _read_varint(record.tail, 0)
-        value_len, pos = _read_varint(record.tail, pos + max(key_len, 0))
+        key_len, pos = read_varint(record.tail, 0)
+        value_len, pos = read_varint(record.tail, pos + max(key_len, 0))
     except IndexError as e:
         raise InvalidRecordBatch("truncated", "record value runs past the record") from e
     if pos + value_len > len(record.tail):
@@ -137,11 +116,11 @@ def encode_run(records: Sequence[Record], first_delta: int) -> bytes:
     for r in records:
         body = (
             bytes((r.attributes,))
-            + _varint(r.timestamp_delta)
-            + _varint(r.offset_delta - first_delta)
+            + encode_varint(r.timestamp_delta)
+            + encode_varint(r.offset_delta - first_delta)
             + r.tail
         )
-        out += _varint(len(body))
+        out += encode_varint(len(body))
         out += body
     return bytes(out)
 

@@ -18,8 +18,8 @@ from protocol.record_batch import build_batch
 from protocol.record_batch import build_control_batch
 from protocol.record_batch import control_record_key
 from protocol.record_batch import iter_batch_headers
+from protocol.record_batch import read_varint
 from protocol.records import StoredBatch
-from protocol.records import _read_varint
 from protocol.records import build_stored_batch
 from protocol.records import decode_records
 from protocol.records import encode_run
@@ -66,9 +66,9 @@ def records(log: SegmentedLog) -> list[tuple[int, bytes | None, bytes | None]]:
 
 
 def _value(tail: bytes, key: bytes | None) -> bytes | None:
-    _, p = _read_varint(tail, 0)
+    _, p = read_varint(tail, 0)
     p += len(key) if key is not None else 0
-    n, p = _read_varint(tail, p)
+    n, p = read_varint(tail, p)
     return None if n < 0 else tail[p : p + n]
 
 
