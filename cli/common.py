@@ -34,9 +34,19 @@ class NotFound(Exception):
     """A name given on the command line does not exist; exit code 1."""
 
 
+def bootstrap_servers(text: str) -> str:
+    """`HOST:PORT[,HOST:PORT]`, checked when parsed so a typo is a usage error, not a trace."""
+    for server in text.split(","):
+        host, sep, port = server.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {server.strip()!r}")
+    return text
+
+
 def add_common(parser: argparse.ArgumentParser, *, json_output: bool = True) -> None:
     parser.add_argument(
         "--bootstrap-server",
+        type=bootstrap_servers,
         default=DEFAULT_BOOTSTRAP,
         metavar="HOST:PORT",
         help=f"the broker to connect to (default {DEFAULT_BOOTSTRAP})",
@@ -93,20 +103,25 @@ def run(command: Command, args: argparse.Namespace) -> int:
     try:
         return asyncio.run(bounded())
     except KafkaError as e:
-        return fail(f"{e.error_code.name.upper()}: {e.message}", KAFKA_ERROR)
+        return fail(f"{e.error_code.name.upper()}: {e.message}", KAFKA_ERROR, args)
     except NotFound as e:
-        return fail(str(e), KAFKA_ERROR)
+        return fail(str(e), KAFKA_ERROR, args)
     except UsageError as e:
-        return fail(str(e), USAGE)
+        return fail(str(e), USAGE, args)
     except AuthenticationError as e:
-        return fail(f"SASL_AUTHENTICATION_FAILED: {e}", KAFKA_ERROR)
+        return fail(f"SASL_AUTHENTICATION_FAILED: {e}", KAFKA_ERROR, args)
     except (OSError, TimeoutError) as e:
         reason = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
-        return fail(f"cannot reach the broker at {args.bootstrap_server}: {reason}", UNREACHABLE)
+        message = f"cannot reach the broker at {args.bootstrap_server}: {reason}"
+        return fail(message, UNREACHABLE, args)
 
 
-def fail(message: str, code: int) -> int:
-    print(f"shoal: {message}", file=sys.stderr)
+def fail(message: str, code: int, args: argparse.Namespace | None = None) -> int:
+    """One line on stderr; under `--json` a JSON object, so a script parses errors too."""
+    if args is not None and getattr(args, "json", False):
+        print(json.dumps({"error": message, "exit_code": code}), file=sys.stderr)
+    else:
+        print(f"shoal: {message}", file=sys.stderr)
     return code
 
 

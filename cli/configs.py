@@ -12,6 +12,7 @@ import argparse
 from typing import Any
 
 from cli.common import OK
+from cli.common import NotFound
 from cli.common import UsageError
 from cli.common import add_common
 from cli.common import parse_key_values
@@ -57,7 +58,10 @@ async def _describe(args: argparse.Namespace) -> int:
     kind, name = _entity(args)
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
         entries = await admin.describe_config_entries(kind, name)
-    shown = [e for e in entries if args.all or e.source in OVERRIDES[kind]]
+        shown = [e for e in entries if args.all or e.source in OVERRIDES[kind]]
+        # A group's configs may be set before it exists; with neither, the name is a typo.
+        if kind == ConfigResourceType.GROUP and not shown and not await _group_exists(admin, name):
+            raise NotFound(f"GROUP_ID_NOT_FOUND: no group {name!r} and no configs set for it")
     if args.json:
         print_json(
             [
@@ -76,6 +80,10 @@ async def _describe(args: argparse.Namespace) -> int:
         [[e.name, e.value, e.source.name, str(e.read_only).lower()] for e in shown],
     )
     return OK
+
+
+async def _group_exists(admin: Admin, name: str) -> bool:
+    return name in {g.group_id for g in await admin.list_groups()}
 
 
 async def _alter(args: argparse.Namespace) -> int:

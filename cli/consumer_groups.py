@@ -153,7 +153,7 @@ async def _reset(args: argparse.Namespace) -> int:
         print("\nExecuted: the offsets above are committed." if args.execute else
               "\nDry run: nothing changed (add --execute to commit these offsets).")  # fmt: skip
     for (t, p), e in failed.items():
-        fail(f"{e.error_code.name.upper()}: {t}-{p} not reset", KAFKA_ERROR)
+        fail(f"{e.error_code.name.upper()}: {t}-{p} not reset", KAFKA_ERROR, args)
     return KAFKA_ERROR if failed else OK
 
 
@@ -194,7 +194,7 @@ async def _delete(args: argparse.Namespace) -> int:
             print(f"Deletion of requested consumer groups ({names}) was successful.")
     failed = {g: e for g, e in results.items() if e is not None}
     for g, e in failed.items():
-        fail(f"{e.error_code.name.upper()}: cannot delete consumer group {g}", KAFKA_ERROR)
+        fail(f"{e.error_code.name.upper()}: cannot delete consumer group {g}", KAFKA_ERROR, args)
     return KAFKA_ERROR if failed else OK
 
 

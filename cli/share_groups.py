@@ -24,9 +24,13 @@ from cli.common import security
 from cli.offset_specs import parse_datetime_ms
 from cli.offset_specs import topic_partitions
 from client.admin import Admin
+from client.admin import ShareGroupDescription
 from client.admin import SharePartitionOffsets
+from client.errors import KafkaError
 
 TopicPartition = tuple[str, int]
+EXECUTED = "\nExecuted: the group's start offsets are now the ones above."
+DRY_RUN = "\nDry run: nothing changed. Add --execute to apply these start offsets."
 
 
 async def _list(args: argparse.Namespace) -> int:
@@ -45,29 +49,64 @@ async def _list(args: argparse.Namespace) -> int:
 def _offset_rows(group: str, offsets: dict[TopicPartition, SharePartitionOffsets]) -> list[Any]:
     return [
         [group, tp[0], tp[1], o.start_offset, o.end_offset, o.lag,
-         o.available, o.acquired, o.acknowledged, o.archived]
+         o.available, o.acquired, o.acknowledged, o.archived, o.control]
         for tp, o in sorted(offsets.items())
     ]  # fmt: skip
 
 
 async def _describe(args: argparse.Namespace) -> int:
-    group = args.group
+    """Each group named (or every share group); a missing one is reported, the rest shown."""
+    if args.all_groups == bool(args.group):
+        raise UsageError("give --group (repeatable) or --all-groups")
+    found: list[tuple[ShareGroupDescription, dict[TopicPartition, SharePartitionOffsets]]] = []
+    missing: list[KafkaError] = []
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
-        desc = (await admin.describe_share_groups([group]))[group]
-        offsets = await admin.describe_share_group_offsets(group)
+        if args.all_groups:
+            names = [g.group_id for g in await admin.list_groups(types=["share"])]
+        else:
+            names = list(dict.fromkeys(args.group))
+        for group in names:
+            try:
+                desc = (await admin.describe_share_groups([group]))[group]
+                found.append((desc, await admin.describe_share_group_offsets(group)))
+            except KafkaError as error:
+                missing.append(error)
     if args.json:
-        print_json(
-            {
-                "group": group,
-                "state": desc.state,
-                "group_epoch": desc.group_epoch,
-                "assignment_epoch": desc.assignment_epoch,
-                "assignor": desc.assignor,
-                "members": [asdict(m) for m in desc.members],
-                "partitions": [asdict(o) for _, o in sorted(offsets.items())],
-            }
-        )
-        return OK
+        shown = [_describe_json(d, o) for d, o in found]
+        # One --group keeps the object scripts already read; several (or all) give a list.
+        single = not args.all_groups and len(names) == 1
+        if shown or not single:
+            print_json(shown[0] if single else shown)
+    else:
+        for i, (desc, offsets) in enumerate(found):
+            if i:
+                print()
+            _describe_table(args, desc, offsets)
+    for m in missing:
+        fail(f"{m.error_code.name.upper()}: {m.message}", KAFKA_ERROR, args)
+    return KAFKA_ERROR if missing else OK
+
+
+def _describe_json(
+    desc: ShareGroupDescription, offsets: dict[TopicPartition, SharePartitionOffsets]
+) -> dict[str, Any]:
+    return {
+        "group": desc.group_id,
+        "state": desc.state,
+        "group_epoch": desc.group_epoch,
+        "assignment_epoch": desc.assignment_epoch,
+        "assignor": desc.assignor,
+        "members": [asdict(m) for m in desc.members],
+        "partitions": [asdict(o) for _, o in sorted(offsets.items())],
+    }
+
+
+def _describe_table(
+    args: argparse.Namespace,
+    desc: ShareGroupDescription,
+    offsets: dict[TopicPartition, SharePartitionOffsets],
+) -> None:
+    group = desc.group_id
     show_all = not (args.members or args.offsets or args.state)
     if args.state or show_all:
         print_table(
@@ -86,10 +125,9 @@ async def _describe(args: argparse.Namespace) -> int:
         _blank_between(show_all)
         print_table(
             ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "LAG",
-             "AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED"],
+             "AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED", "CONTROL"],
             _offset_rows(group, offsets),
         )  # fmt: skip
-    return OK
 
 
 def _blank_between(show_all: bool) -> None:
@@ -149,6 +187,7 @@ async def _reset(args: argparse.Namespace) -> int:
             ["GROUP", "TOPIC", "PARTITION", "NEW-START-OFFSET"],
             [[args.group, t, p, o] for (t, p), o in sorted(plan.items())],
         )
+        print(EXECUTED if args.execute else DRY_RUN)
     return OK
 
 
@@ -177,7 +216,7 @@ async def _delete(args: argparse.Namespace) -> int:
             if e is None:
                 print(f"Deleted share group {g}.")
     for g, e in failed.items():
-        fail(f"{e.error_code.name.upper()}: cannot delete share group {g}", KAFKA_ERROR)
+        fail(f"{e.error_code.name.upper()}: cannot delete share group {g}", KAFKA_ERROR, args)
     return KAFKA_ERROR if failed else OK
 
 
@@ -213,7 +252,8 @@ def add_parser(sub: Any) -> None:
 
     describe = actions.add_parser("describe", help="members, assignment, offsets and lag")
     add_common(describe)
-    describe.add_argument("--group", required=True)
+    describe.add_argument("--group", action="append", help="repeatable")
+    describe.add_argument("--all-groups", action="store_true", help="every share group")
     describe.add_argument("--members", action="store_true", help="only the members")
     describe.add_argument("--offsets", action="store_true", help="only the partitions")
     describe.add_argument("--state", action="store_true", help="only the group state")

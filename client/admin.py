@@ -577,6 +577,7 @@ class SharePartitionOffsets:
     acquired: int | None = None
     acknowledged: int | None = None
     archived: int | None = None
+    control: int | None = None  # offsets of share-state and marker records, not user records
 
     @classmethod
     def parse(cls, topic: str, p: Any) -> SharePartitionOffsets:
@@ -595,6 +596,7 @@ class SharePartitionOffsets:
             acquired=extra.get("acquired"),
             acknowledged=extra.get("acknowledged"),
             archived=extra.get("archived"),
+            control=extra.get("control"),
         )
 
 

@@ -47,12 +47,13 @@ class PartitionOffsets:
     acquired: int = 0
     acknowledged: int = 0
     archived: int = 0
+    control: int = 0  # offsets in the window that hold no user record (share state, markers)
 
     def extension(self) -> str:
         """Shoal's extra detail, carried in the (otherwise unused) success error_message."""
         return (
             f"speo={self.end_offset} available={self.available} acquired={self.acquired} "
-            f"acknowledged={self.acknowledged} archived={self.archived}"
+            f"acknowledged={self.acknowledged} archived={self.archived} control={self.control}"
         )
 
 
@@ -101,6 +102,10 @@ class ShareGroupOffsets:
         done = counts[RecordState.ACKNOWLEDGED] + counts[RecordState.ARCHIVED]
         end = plog.log_end_offset
         lag = end - sp.spso - done - self._control_records(topic.name, partition, sp.speo, end)
+        # The window archives control offsets as it passes them; they are not user records,
+        # so they are shown apart rather than as ARCHIVED (nothing was rejected).
+        control = self._control_records(topic.name, partition, sp.spso, sp.speo)
+        archived = counts[RecordState.ARCHIVED]
         return PartitionOffsets(
             sp.spso,
             sp.speo,
@@ -108,7 +113,8 @@ class ShareGroupOffsets:
             counts[RecordState.AVAILABLE],
             counts[RecordState.ACQUIRED],
             counts[RecordState.ACKNOWLEDGED],
-            counts[RecordState.ARCHIVED],
+            max(archived - control, 0),
+            min(control, archived),
         )
 
     def _control_records(self, topic: str, partition: int, start: int, end: int) -> int:
@@ -126,6 +132,8 @@ class ShareGroupOffsets:
             if not spans:
                 break
             for s in spans:
+                if s.base_offset >= end:
+                    break
                 if (s.is_control or not s.has_records) and s.last_offset >= offset:
                     count += min(s.last_offset, end - 1) - max(s.base_offset, offset) + 1
             budget -= spans[-1].position_in_result + spans[-1].size

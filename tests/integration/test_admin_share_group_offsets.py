@@ -44,10 +44,11 @@ async def test_describe_offsets_reports_spso_and_lag(broker: Server) -> None:
             await consumer.commit_sync()
             offsets = (await admin.describe_share_group_offsets(GROUP))[TP]
             # 0-3 accepted (SPSO moved past them), 6 rejected, the rest still acquired. The
-            # share checkpoint written at offset 10 when the group started is archived too:
-            # control records are never delivered, and they are no lag either.
+            # share checkpoint written at offset 10 when the group started is passed too:
+            # control records are never delivered, are no lag, and are no ARCHIVED record.
             assert (offsets.start_offset, offsets.lag) == (4, 5)
-            assert (offsets.end_offset, offsets.acquired, offsets.archived) == (11, 5, 2)
+            assert (offsets.end_offset, offsets.acquired, offsets.archived) == (11, 5, 1)
+            assert offsets.control == 1
         offsets = (await admin.describe_share_group_offsets(GROUP))[TP]
         assert (offsets.start_offset, offsets.lag, offsets.available) == (4, 5, 5)
         await produce(bootstrap, TOPIC, 3, start=10)

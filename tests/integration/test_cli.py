@@ -186,7 +186,7 @@ def test_share_groups_consume_describe_reset_delete(broker: BrokerProcess) -> No
     rows = _table(offsets_table[1])
     assert rows[0][:6] == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "LAG"]
     assert rows[1][:4] == ["g1", "jobs", "0", "3"] and rows[1][5] == "2"
-    assert _table(dry[1]) == [
+    assert _table(dry[1])[:2] == [
         ["GROUP", "TOPIC", "PARTITION", "NEW-START-OFFSET"], ["g1", "jobs", "0", "0"]
     ]  # fmt: skip
     desc = ok_json("share-groups", "describe", "--group", "g1", bootstrap=b)
