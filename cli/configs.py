@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from cli.common import OK
@@ -16,6 +17,7 @@ from cli.common import NotFound
 from cli.common import UsageError
 from cli.common import add_common
 from cli.common import parse_key_values
+from cli.common import parse_properties
 from cli.common import print_json
 from cli.common import print_table
 from cli.common import run
@@ -41,7 +43,22 @@ OVERRIDES = {
 }
 
 
+# kafka-configs.sh's shorthands for --entity-type X --entity-name N.
+SHORTHANDS = {"topic": "topics", "group": "groups", "broker": "brokers"}
+
+
 def _entity(args: argparse.Namespace) -> tuple[ConfigResourceType, str]:
+    given = [(t, getattr(args, s)) for s, t in SHORTHANDS.items() if getattr(args, s) is not None]
+    if args.broker_defaults:
+        given.append(("brokers", None))
+        args.entity_default = True
+    if given:
+        if len(given) > 1 or args.entity_type is not None or args.entity_name is not None:
+            raise UsageError("give one of --topic/--group/--broker/--broker-defaults, "
+                             "or --entity-type with --entity-name")  # fmt: skip
+        args.entity_type, args.entity_name = given[0]
+    if args.entity_type is None:
+        raise UsageError("give --entity-type (or one of --topic/--group/--broker)")
     kind = ENTITY_TYPES[args.entity_type]
     if args.entity_default:
         if kind != ConfigResourceType.BROKER:
@@ -91,10 +108,15 @@ async def _alter(args: argparse.Namespace) -> int:
     changes: dict[str, str | None] = {}
     for text in args.add_config or ():
         changes.update(parse_key_values(text))
+    if args.add_config_file is not None:
+        try:
+            changes.update(parse_properties(args.add_config_file.read_text()))
+        except OSError as e:
+            raise UsageError(f"--add-config-file {args.add_config_file}: {e.strerror}") from None
     for text in args.delete_config or ():
         changes.update(dict.fromkeys(split_commas(text)))
     if not changes:
-        raise UsageError("nothing to alter: give --add-config and/or --delete-config")
+        raise UsageError("nothing to alter: give --add-config(-file) and/or --delete-config")
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
         await admin.incremental_alter_configs(kind, name, changes)
     label = f"{args.entity_type[:-1]} {name!r}" if name else "the default broker"
@@ -107,9 +129,13 @@ async def _alter(args: argparse.Namespace) -> int:
 
 def _entity_options(p: argparse.ArgumentParser) -> None:
     add_common(p)
-    p.add_argument("--entity-type", choices=sorted(ENTITY_TYPES), required=True)
+    p.add_argument("--entity-type", choices=sorted(ENTITY_TYPES))
     p.add_argument("--entity-name", help="topic, group or broker id")
     p.add_argument("--entity-default", action="store_true", help="the cluster-wide broker default")
+    for shorthand, kind in SHORTHANDS.items():
+        p.add_argument(f"--{shorthand}", metavar="NAME", help=f"--entity-type {kind} --entity-name")
+    p.add_argument("--broker-defaults", action="store_true", help="--entity-type brokers "
+                   "--entity-default")  # fmt: skip
 
 
 def add_parser(sub: Any) -> None:
@@ -124,5 +150,6 @@ def add_parser(sub: Any) -> None:
     alter = actions.add_parser("alter", help="set or delete configs of one entity")
     _entity_options(alter)
     alter.add_argument("--add-config", action="append", metavar="K=V[,K=V]")
+    alter.add_argument("--add-config-file", type=Path, metavar="FILE", help="K=V lines to set")
     alter.add_argument("--delete-config", action="append", metavar="K[,K]")
     alter.set_defaults(func=lambda a: run(_alter, a))

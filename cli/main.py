@@ -4,18 +4,21 @@
 outside tooling: keep that command line stable (its options live in `broker.main`).
 
 The tools (`topics`, `share-groups`, `configs`, `acls`, `users`, `produce`, `consume`,
-`share-state`) live in `cli/`, one module per command group. Exit codes: 0 ok, 1 a Kafka error
-reported by the broker (or an unknown name), 2 usage, 3 the broker cannot be reached.
+`share-state`) live in `cli/`, one module per command group; `share-groups`, `topics` and
+`configs` also take Kafka's own command lines (`cli/kafka_style.py`). Exit codes: 0 ok, 1 a
+Kafka error reported by the broker (or an unknown name), 2 usage, 3 the broker unreachable.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from cli import acls
 from cli import configs
 from cli import consume
 from cli import consumer_groups
+from cli import kafka_style
 from cli import produce
 from cli import serve
 from cli import share_groups
@@ -48,6 +51,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    try:
+        line = kafka_style.rewrite(sys.argv[1:] if argv is None else argv)
+    except kafka_style.KafkaStyleError as e:
+        p.error(str(e))
+    args = p.parse_args(line)
     code: int = args.func(args)
     return code

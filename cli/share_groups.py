@@ -34,11 +34,13 @@ DRY_RUN = "\nDry run: nothing changed. Add --execute to apply these start offset
 
 
 async def _list(args: argparse.Namespace) -> int:
+    # `--state` alone shows the state column (as kafka-share-groups.sh); with values, filters.
+    states = [s for v in args.state or () for s in v.split(",") if s]
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
-        groups = await admin.list_groups(types=["share"], states=args.state or None)
+        groups = await admin.list_groups(types=["share"], states=states or None)
     if args.json:
         print_json([{"group": g.group_id, "state": g.state} for g in groups])
-    elif args.state:
+    elif args.state is not None:
         print_table(["GROUP", "STATE"], [[g.group_id, g.state] for g in groups])
     else:
         for g in groups:
@@ -118,9 +120,11 @@ def _describe_table(
         rows = [
             [group, m.member_id, m.client_id, m.client_host, m.member_epoch,
              ",".join(f"{t}:{','.join(map(str, ps))}" for t, ps in sorted(m.assignment.items()))]
+            + ([m.rack_id or "-", ",".join(m.subscribed)] if args.verbose else [])
             for m in desc.members
         ]  # fmt: skip
-        print_table(["GROUP", "MEMBER-ID", "CLIENT-ID", "HOST", "EPOCH", "ASSIGNMENT"], rows)
+        headers = ["GROUP", "MEMBER-ID", "CLIENT-ID", "HOST", "EPOCH", "ASSIGNMENT"]
+        print_table(headers + (["RACK", "SUBSCRIBED"] if args.verbose else []), rows)
     if args.offsets or show_all:
         _blank_between(show_all)
         print_table(
@@ -204,8 +208,11 @@ async def _delete_offsets(args: argparse.Namespace) -> int:
 
 
 async def _delete(args: argparse.Namespace) -> int:
+    if args.all_groups == bool(args.group):
+        raise UsageError("give --group (repeatable) or --all-groups")
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
-        results = await admin.delete_groups(args.group)
+        names = args.group or [g.group_id for g in await admin.list_groups(types=["share"])]
+        results = await admin.delete_groups(names) if names else {}
     failed = {g: e for g, e in results.items() if e is not None}
     if args.json:
         print_json(
@@ -247,7 +254,10 @@ def add_parser(sub: Any) -> None:
 
     listing = actions.add_parser("list", help="list share groups")
     add_common(listing)
-    listing.add_argument("--state", action="append", help="only groups in this state")
+    listing.add_argument(
+        "--state", action="append", nargs="?", const="", metavar="STATE[,STATE]",
+        help="show each group's state; with values, only groups in those states",
+    )  # fmt: skip
     listing.set_defaults(func=lambda a: run(_list, a))
 
     describe = actions.add_parser("describe", help="members, assignment, offsets and lag")
@@ -257,6 +267,7 @@ def add_parser(sub: Any) -> None:
     describe.add_argument("--members", action="store_true", help="only the members")
     describe.add_argument("--offsets", action="store_true", help="only the partitions")
     describe.add_argument("--state", action="store_true", help="only the group state")
+    describe.add_argument("--verbose", action="store_true", help="members' rack and topics")
     describe.set_defaults(func=lambda a: run(_describe, a))
 
     _add_reset(actions)
@@ -271,5 +282,6 @@ def add_parser(sub: Any) -> None:
 
     delete = actions.add_parser("delete", help="delete empty share groups")
     add_common(delete)
-    delete.add_argument("--group", action="append", required=True)
+    delete.add_argument("--group", action="append", help="repeatable")
+    delete.add_argument("--all-groups", action="store_true", help="every (empty) share group")
     delete.set_defaults(func=lambda a: run(_delete, a))

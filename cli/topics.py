@@ -1,10 +1,16 @@
-"""`shoal topics`: create, list, describe and delete topics (like kafka-topics.sh), and delete
-records below an offset (like kafka-delete-records.sh)."""
+"""`shoal topics`: create, alter, list, describe and delete topics (like kafka-topics.sh), and
+delete records below an offset (like kafka-delete-records.sh).
+
+As in kafka-topics.sh, `--topic` is a regular expression (matched against the whole name) for
+list and describe, `--if-not-exists` makes create, and `--if-exists` alter and delete, quiet
+when there is nothing to do.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +23,11 @@ from cli.common import print_json
 from cli.common import print_table
 from cli.common import run
 from cli.common import security
+from cli.common import split_commas
 from client.admin import Admin
 from client.admin import ConfigResourceType
 from client.admin import ConfigSource
+from client.errors import KafkaError
 
 
 async def _create(args: argparse.Namespace) -> int:
@@ -29,6 +37,8 @@ async def _create(args: argparse.Namespace) -> int:
     # Without --partitions the broker's num.partitions decides (-1, as kafka-topics.sh sends).
     partitions = -1 if args.partitions is None else args.partitions
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
+        if args.if_not_exists and args.topic in await admin.list_topics():
+            return OK
         topic_id = await admin.create_topic(
             args.topic, partitions, configs, replication_factor=args.replication_factor
         )
@@ -41,9 +51,20 @@ async def _create(args: argparse.Namespace) -> int:
     return OK
 
 
+def _matching(pattern: str | None, names: Any) -> list[str]:
+    """Names `pattern` matches whole (a plain name matches itself), sorted; all when None."""
+    if pattern is None:
+        return sorted(names)
+    try:
+        regex = re.compile(pattern)
+    except re.error as e:
+        raise UsageError(f"--topic {pattern!r} is not a regular expression: {e}") from None
+    return sorted(n for n in names if regex.fullmatch(n))
+
+
 async def _list(args: argparse.Namespace) -> int:
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
-        names = sorted(await admin.list_topics())
+        names = _matching(args.topic, await admin.list_topics())
     if args.json:
         print_json(names)
     else:
@@ -55,9 +76,9 @@ async def _list(args: argparse.Namespace) -> int:
 async def _describe(args: argparse.Namespace) -> int:
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
         topics = await admin.list_topics()
-        if args.topic is not None and args.topic not in topics:
+        names = _matching(args.topic, topics)
+        if args.topic is not None and not names and not args.if_exists:
             raise NotFound(f"UNKNOWN_TOPIC_OR_PARTITION: no topic {args.topic!r}")
-        names = [args.topic] if args.topic else sorted(topics)
         out: list[dict[str, Any]] = []
         for name in names:
             entries = await admin.describe_config_entries(ConfigResourceType.TOPIC, name)
@@ -93,14 +114,48 @@ async def _describe(args: argparse.Namespace) -> int:
     return OK
 
 
+async def _alter(args: argparse.Namespace) -> int:
+    """More partitions, and topic configs set (--config) or deleted (--delete-config)."""
+    changes: dict[str, str | None] = {}
+    for text in args.config or ():
+        changes.update(parse_key_values(text))
+    for text in args.delete_config or ():
+        changes.update(dict.fromkeys(split_commas(text)))
+    if args.partitions is None and not changes:
+        raise UsageError("nothing to alter: give --partitions, --config or --delete-config")
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
+        if args.topic not in await admin.list_topics():
+            if args.if_exists:
+                return OK
+            raise NotFound(f"UNKNOWN_TOPIC_OR_PARTITION: no topic {args.topic!r}")
+        if args.partitions is not None:
+            await admin.create_partitions(args.topic, args.partitions)
+        if changes:
+            await admin.incremental_alter_configs(ConfigResourceType.TOPIC, args.topic, changes)
+    if args.json:
+        print_json({"topic": args.topic, "partitions": args.partitions, "configs": changes})
+    else:
+        print(f"Altered topic {args.topic}.")
+    return OK
+
+
 async def _delete(args: argparse.Namespace) -> int:
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
-        await admin.delete_topic(args.topic)
+        try:
+            await admin.delete_topic(args.topic)
+        except KafkaError as e:
+            if args.if_exists and _unknown_topic(e):
+                return OK
+            raise
     if args.json:
         print_json({"topic": args.topic, "deleted": True})
     else:
         print(f"Deleted topic {args.topic}.")
     return OK
+
+
+def _unknown_topic(e: KafkaError) -> bool:
+    return e.error_code.name.upper() == "UNKNOWN_TOPIC_OR_PARTITION"
 
 
 def _offsets_json(path: str) -> dict[tuple[str, int], int]:
@@ -143,7 +198,7 @@ async def _delete_records(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("topics", help="create, list, describe and delete topics")
+    p = sub.add_parser("topics", help="create, alter, list, describe and delete topics")
     actions = p.add_subparsers(dest="action", required=True)
 
     create = actions.add_parser("create", help="create a topic")
@@ -156,20 +211,33 @@ def add_parser(sub: Any) -> None:
     create.add_argument(
         "--config", action="append", metavar="K=V[,K=V]", help="topic config(s); repeatable"
     )
+    create.add_argument("--if-not-exists", action="store_true", help="no error if it exists")
     create.set_defaults(func=lambda a: run(_create, a))
+
+    alter = actions.add_parser("alter", help="add partitions to a topic, or change its configs")
+    add_common(alter)
+    alter.add_argument("--topic", required=True)
+    alter.add_argument("--partitions", type=int, help="the new partition count (only grows)")
+    alter.add_argument("--config", action="append", metavar="K=V[,K=V]", help="set configs")
+    alter.add_argument("--delete-config", action="append", metavar="K[,K]", help="drop configs")
+    alter.add_argument("--if-exists", action="store_true", help="no error if it does not exist")
+    alter.set_defaults(func=lambda a: run(_alter, a))
 
     listing = actions.add_parser("list", help="list topic names")
     add_common(listing)
+    listing.add_argument("--topic", metavar="REGEX", help="only the names this matches")
     listing.set_defaults(func=lambda a: run(_list, a))
 
     describe = actions.add_parser("describe", help="partitions and configs of topics")
     add_common(describe)
-    describe.add_argument("--topic", help="one topic (default: all)")
+    describe.add_argument("--topic", metavar="REGEX", help="a name or regex (default: all)")
+    describe.add_argument("--if-exists", action="store_true", help="no error if none matches")
     describe.set_defaults(func=lambda a: run(_describe, a))
 
     delete = actions.add_parser("delete", help="delete a topic")
     add_common(delete)
     delete.add_argument("--topic", required=True)
+    delete.add_argument("--if-exists", action="store_true", help="no error if it does not exist")
     delete.set_defaults(func=lambda a: run(_delete, a))
 
     records = actions.add_parser(

@@ -38,6 +38,7 @@ from protocol.messages import build
 
 _TIMEOUT = datetime.timedelta(seconds=30)
 API_DELETE_RECORDS = api_keys.DELETE_RECORDS
+API_CREATE_PARTITIONS = api_keys.CREATE_PARTITIONS
 API_LIST_GROUPS = api_keys.LIST_GROUPS
 API_DELETE_GROUPS = api_keys.DELETE_GROUPS
 API_SHARE_GROUP_DESCRIBE = api_keys.SHARE_GROUP_DESCRIBE
@@ -153,6 +154,21 @@ class Admin:
         (result,) = resp.responses
         self.cluster.forget(name)
         raise_for(result.error_code, getattr(result, "error_message", None))
+
+    async def create_partitions(self, name: str, count: int) -> None:
+        """Grow topic `name` to `count` partitions in all (Kafka never shrinks one).
+
+        :raises TopicError: INVALID_PARTITIONS, UNKNOWN_TOPIC_OR_PARTITION...
+        """
+        await self.cluster.bootstrap()
+        m = schema("create_partitions", self.cluster.version(API_CREATE_PARTITIONS, 0, 3))
+        topic = build(m.CreatePartitionsTopic, name=name, count=count, assignments=None)
+        resp = await self.cluster.request(
+            build(m.CreatePartitionsRequest, topics=(topic,), timeout=_TIMEOUT, validate_only=False)
+        )
+        (result,) = resp.results
+        self.cluster.forget(name)  # the partition count changed: next lookup refreshes it
+        raise_for(result.error_code, result.error_message)
 
     # -- ACLs (client/acls.py) -------------------------------------------------------------------
 
