@@ -51,6 +51,7 @@ from coordinator.offset_store import OffsetStore
 from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
 from storage.acl_store import AclStore
+from storage.dir_lock import DataDirLock
 from storage.errors import StorageError
 from storage.log_manager import LogManager
 from storage.scram_credentials import ScramCredentialStore
@@ -84,6 +85,8 @@ class Server:
             log.warning("supplied but isn't a known config", names=sorted(config.unknown))
         data_dir = config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
+        # One broker per data dir; offline tools see it held (storage.dir_lock).
+        self._dir_lock = DataDirLock(data_dir)
         # Dynamic broker configs stored in the data dir win over file, environment and flags.
         dynamic = DynamicBrokerConfigs(config)
         host, port = config.advertised
@@ -421,6 +424,7 @@ class Server:
             self._share_state.flush_snapshots()
         self.services.metrics.stop()
         self.services.logs.close()
+        self._dir_lock.release()
         log.info("stopped")
 
     async def serve_forever(self, stop: asyncio.Event) -> None:

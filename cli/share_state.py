@@ -2,9 +2,10 @@
 
 Prints the group's current SHARE_CHECKPOINT and the SHARE_DELTA records chained to it (with
 the offset of each) as JSON, in the field names of seed 000 / KIP-932. It reads the data dir
-through storage's read-only API (`storage.inspect`), with no broker: run it on a stopped
-broker's data dir (or a copy). A log that was not shut down cleanly is recovered as the broker
-would on start (and a warning is printed).
+through storage's read-only API (`storage.inspect`), with no broker, and never changes a file
+of it: run it on a stopped broker's data dir (or a copy). A running broker's data dir is
+refused unless `--force-read-only`; a log that was not shut down cleanly is recovered, in a
+private copy, as the broker would on start (and a warning is printed).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
+
+import structlog
 
 from cli.common import KAFKA_ERROR
 from cli.common import OK
@@ -23,6 +26,7 @@ from protocol.share_state import ShareCheckpoint
 from protocol.share_state import ShareStateRecord
 from storage.errors import UnknownTopicOrPartition
 from storage.inspect import DataDirectory
+from storage.inspect import DataDirectoryInUse
 from storage.inspect import NotADataDirectory
 
 
@@ -57,8 +61,10 @@ def record_json(offset: int, record: ShareStateRecord) -> dict[str, Any]:
 
 def _dump(args: argparse.Namespace) -> int:
     topic, partition, group = args.topic, args.partition, args.group
+    # Recovery's log lines are diagnostics: stdout is the JSON a script reads.
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
     try:
-        data = DataDirectory(args.data_dir)
+        data = DataDirectory(args.data_dir, force_read_only=args.force_read_only)
         if not data.shut_down_cleanly(topic, partition):
             print(
                 f"shoal: warning: {data.partition_dir(topic, partition)} was not shut down "
@@ -66,7 +72,7 @@ def _dump(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         chain = data.share_state_chain(topic, partition, group)
-    except NotADataDirectory as e:
+    except (NotADataDirectory, DataDirectoryInUse) as e:
         return fail(str(e), USAGE)
     except UnknownTopicOrPartition as e:
         return fail(f"UNKNOWN_TOPIC_OR_PARTITION: {e}", KAFKA_ERROR)
@@ -97,4 +103,9 @@ def add_parser(sub: Any) -> None:
     dump.add_argument("partition", type=int)
     dump.add_argument("--group", required=True)
     dump.add_argument("--data-dir", type=Path, default=Path("./data"), help="default ./data")
+    dump.add_argument(
+        "--force-read-only",
+        action="store_true",
+        help="read a running broker's data dir as it is now (may miss its newest writes)",
+    )
     dump.set_defaults(func=_dump)

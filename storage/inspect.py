@@ -1,19 +1,25 @@
-"""Read-only views of a stopped broker's data directory, for offline tools.
+"""Read-only views of a broker's data directory, for offline tools.
 
 `shoal share-state dump` reads through here and nothing else of storage: this module offers
-no way to append, delete or rewrite data. A partition log is opened as the broker opens it, so
-one that was not shut down cleanly is recovered first, exactly as the broker's next start would
-recover it; one that was shut down cleanly is closed again afterwards, putting its
-clean-shutdown marker back so that the next start still skips recovery.
+no way to append, delete or rewrite data, and it never changes a file of the data dir. A
+partition is read from a private copy (in a temporary directory), opened as the broker opens
+a log, so one that was not shut down cleanly is recovered as the broker's next start would,
+in the copy only: an offline tool never repairs (or truncates) the broker's own files.
+
+A data dir that a running broker holds (`storage.dir_lock`) is refused unless the caller
+accepts reading it while it changes (`force_read_only`).
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from protocol.share_state import ShareStateRecord
 from storage.config import LogConfig
+from storage.dir_lock import is_locked
 from storage.errors import UnknownTopicOrPartition
 from storage.log_manager import TOPICS_DIR
 from storage.segment_log import CLEAN_SHUTDOWN
@@ -28,6 +34,10 @@ class NotADataDirectory(Exception):
     """The path holds no Shoal data (no topic metadata directory)."""
 
 
+class DataDirectoryInUse(Exception):
+    """A running broker holds the data dir; reading it could see a half-written tail."""
+
+
 @dataclass(frozen=True, slots=True)
 class ShareStateChain:
     """One share-partition's current SHARE_CHECKPOINT and the SHARE_DELTAs chained to it."""
@@ -39,9 +49,14 @@ class ShareStateChain:
 class DataDirectory:
     """A broker's data directory (`log.dirs`), read offline."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, force_read_only: bool = False) -> None:
         if not (path / TOPICS_DIR).is_dir():
             raise NotADataDirectory(f"{path} is not a Shoal data directory")
+        if not force_read_only and is_locked(path):
+            raise DataDirectoryInUse(
+                f"{path} is in use by a running broker: stop it, read a copy, or pass "
+                "--force-read-only to read it as it is now"
+            )
         self.path = path
         self._topics = {t.name: t for t in load_topics(path / TOPICS_DIR)}  # read once
 
@@ -62,12 +77,13 @@ class DataDirectory:
     def share_state_chain(self, topic: str, partition: int, group_id: str) -> ShareStateChain:
         """The group's durable share state on one partition (no records: the group has none)."""
         log_dir = self.partition_dir(topic, partition)
-        clean = (log_dir / CLEAN_SHUTDOWN).exists()
         config = LogConfig().with_overrides(self._topics[topic].configs)
-        plog = SegmentLog.open(log_dir, config)
-        try:
-            store = ShareStateStore(plog, self.path / SHARE_STATE_DIR / log_dir.name)
-            return ShareStateChain(store.read_snapshot(group_id), store.chain(group_id))
-        finally:
-            if clean:  # put the clean-shutdown marker back: the next start skips recovery again
+        with tempfile.TemporaryDirectory(prefix="shoal-inspect-") as tmp:
+            # Opening a log may rebuild indexes and cut a torn tail: do it to a copy.
+            copy = Path(shutil.copytree(log_dir, Path(tmp) / log_dir.name))
+            plog = SegmentLog.open(copy, config)
+            try:
+                store = ShareStateStore(plog, self.path / SHARE_STATE_DIR / log_dir.name)
+                return ShareStateChain(store.read_snapshot(group_id), store.chain(group_id))
+            finally:
                 plog.close()

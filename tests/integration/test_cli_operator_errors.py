@@ -5,11 +5,14 @@ asked for is shown or reported, errors are one line (a JSON object under `--json
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
 
 from tests.brokers import BrokerProcess
+from tests.brokers import free_port
 from tests.integration.test_cli import _properties
 from tests.integration.test_cli import _table
 from tests.integration.test_cli import ok
@@ -105,3 +108,22 @@ def test_control_records_are_not_counted_as_archived(broker: BrokerProcess) -> N
     out = ok("share-groups", "describe", "--group", "gc", "--offsets", bootstrap=b)
     header, row = _table(out)[:2]
     assert header[-2:] == ["ARCHIVED", "CONTROL"] and row[-2] == "0"
+
+
+def test_a_running_brokers_data_dir_is_not_read_or_shared(broker: BrokerProcess) -> None:
+    """The broker holds its data dir: `share-state dump` refuses it (rc 2, saying how to read
+    it anyway), and a second broker on the same data dir does not start."""
+    b, data = broker.bootstrap, broker.data_dir
+    _started_group(b, "gd", "td", "x\n")
+    dump = ("share-state", "dump", "td", "0", "--group", "gd", "--data-dir", str(data))
+    code, out, err = shoal(*dump)
+    assert code == 2 and out == "" and "--force-read-only" in err, err
+    forced = json.loads(ok(*dump, "--force-read-only", bootstrap=None))
+    assert forced["Records"][0]["Type"] == "SHARE_CHECKPOINT"
+    port = free_port()
+    second = subprocess.run(
+        [sys.executable, "-m", "cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+         "--data-dir", str(data), "--metrics-port", "-1"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert second.returncode == 1 and "in use by a running broker" in second.stderr + second.stdout

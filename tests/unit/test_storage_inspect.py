@@ -9,8 +9,11 @@ import pytest
 from protocol.share_state import ShareCheckpoint
 from protocol.share_state import ShareDelta
 from protocol.share_state import StateBatch
+from storage.dir_lock import DataDirLock
+from storage.dir_lock import DataDirLocked
 from storage.errors import UnknownTopicOrPartition
 from storage.inspect import DataDirectory
+from storage.inspect import DataDirectoryInUse
 from storage.inspect import NotADataDirectory
 from storage.log_manager import LogManager
 from storage.segment_log import CLEAN_SHUTDOWN
@@ -48,7 +51,7 @@ def test_the_chain_of_a_cleanly_stopped_partition_and_the_log_left_clean(tmp_pat
         (delta, "ShareDelta"),
     ]
     assert chain.records[1][1].states == (StateBatch(0, 1, 2, 1),)
-    # Reading put the clean-shutdown marker back: the next broker start skips recovery.
+    # Reading left the clean-shutdown marker: the next broker start skips recovery.
     assert (tmp_path / "jobs-0" / CLEAN_SHUTDOWN).exists()
     assert data.share_state_chain("jobs", 0, "other").records == []
 
@@ -62,3 +65,36 @@ def test_unknown_partitions_and_paths_that_hold_no_data(tmp_path: Path) -> None:
             data.share_state_chain(topic, partition, "g")
     with pytest.raises(NotADataDirectory):
         DataDirectory(tmp_path / "empty")
+
+
+def _files(data: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(data)): (p.stat().st_mtime_ns, p.stat().st_size)
+            for p in sorted(data.rglob("*")) if p.is_file()}  # fmt: skip
+
+
+def test_a_running_brokers_data_dir_is_refused_unless_forced_and_never_changed(
+    tmp_path: Path,
+) -> None:
+    """A broker holding the data dir (its lock, and open logs, so jobs-0 was not shut down
+    cleanly) makes the offline tool refuse; forced, it reads a copy and changes no file, even
+    when the log would need its indexes rebuilt."""
+    checkpoint, _ = _data_dir_with_share_state(tmp_path)
+    lock = DataDirLock(tmp_path)  # what a running broker (broker.server.Server) holds
+    running = LogManager(tmp_path)  # jobs-0 has no clean-shutdown marker now
+    try:
+        for index in (tmp_path / "jobs-0").glob("*.index"):
+            index.unlink()  # opening the log in place would rebuild it
+        before = _files(tmp_path)
+        with pytest.raises(DataDirectoryInUse, match="--force-read-only"):
+            DataDirectory(tmp_path)
+        data = DataDirectory(tmp_path, force_read_only=True)
+        assert not data.shut_down_cleanly("jobs", 0)
+        chain = data.share_state_chain("jobs", 0, "g")
+        assert chain.records[0][0] == checkpoint
+        assert _files(tmp_path) == before
+        with pytest.raises(DataDirLocked):
+            DataDirLock(tmp_path)  # a second broker on the same data dir
+    finally:
+        running.close()
+        lock.release()
+    assert DataDirectory(tmp_path).share_state_chain("jobs", 0, "g").records
