@@ -23,6 +23,8 @@ from bench import compaction_phase  # noqa: F401 - registers the "compaction" ph
 from bench import durable_phase  # noqa: F401 - registers the "durable" phase
 from bench import report
 from bench import security
+from bench import small_phase  # noqa: F401 - registers the "small" and "latency" phases
+from bench import small_workers
 from bench import spark_phase  # noqa: F401 - registers the "spark" phase
 from bench import workers
 from bench.broker import BrokerProcess
@@ -36,6 +38,13 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     p.add_argument("--records", type=int, default=1_000_000, help="produce/fetch records")
     p.add_argument("--share-records", type=int, default=200_000, help="share phase records")
+    p.add_argument("--small-records", type=int, default=50_000, help="small-request phase records")
+    p.add_argument(
+        "--latency-rate", type=int, default=2_000, help="latency phase records/s (fixed rate)"
+    )
+    p.add_argument(
+        "--latency-seconds", type=float, default=10.0, help="latency phase measured seconds"
+    )
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--value-size", type=int, default=100, help="bytes per record value")
     p.add_argument(
@@ -116,6 +125,9 @@ def _run(broker: BrokerProcess, args: argparse.Namespace, names: list[str]) -> l
         share_records=args.share_records,
         partitions=args.partitions,
         value_size=args.value_size,
+        small_records=args.small_records,
+        latency_rate=args.latency_rate,
+        latency_seconds=args.latency_seconds,
     )
     if args.authorizer:
         _allow_all(bench.admin)
@@ -140,6 +152,13 @@ def _print_report(rows: list[Row], args: argparse.Namespace, began: float) -> No
     print(f"producer settings (librdkafka): {workers.PRODUCER_SETTINGS}")
     print(f"consumer settings: {workers.CONSUMER_SETTINGS}")
     print(f"share consumer settings: {workers.SHARE_SETTINGS}, poll(0.02), one process each")
+    if any(r.key.endswith(("small-produce", "latency")) for r in rows):
+        print(f"small/latency producer settings: {small_workers.SMALL_PRODUCER_SETTINGS}")
+        print(
+            f"small/latency share consumers: {small_workers.EXPLICIT_SHARE_SETTINGS}, poll(0.1),"
+            " acknowledge() each record (sent with the next poll); latency = poll return - send"
+            " time; Redis rows: CPU of redis-server"
+        )
     print(
         f"MB/s counts value bytes only ({args.value_size} B/record). Broker CPU = user+sys of the"
         " broker process from /proc/<pid>/stat over the measured interval."
