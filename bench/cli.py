@@ -21,6 +21,7 @@ from confluent_kafka.admin import ResourceType
 
 from bench import compaction_phase  # noqa: F401 - registers the "compaction" phase
 from bench import durable_phase  # noqa: F401 - registers the "durable" phase
+from bench import plot
 from bench import report
 from bench import security
 from bench import small_phase  # noqa: F401 - registers the "small" and "latency" phases
@@ -213,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
 
     _print_report(rows, args, began)
+    png = plot.write(rows)
+    print(f"plot: {png}" if png else "plot: skipped (pip install -e '.[bench]' for matplotlib)")
     if args.profile:
         _write_profiles(rows, args.profile)
     print(f"reproduce: {_command(argv)}")
