@@ -22,6 +22,7 @@ from confluent_kafka.admin import ResourceType
 from bench import compaction_phase  # noqa: F401 - registers the "compaction" phase
 from bench import durable_phase  # noqa: F401 - registers the "durable" phase
 from bench import plot
+from bench import pyspy
 from bench import report
 from bench import security
 from bench import small_phase  # noqa: F401 - registers the "small" and "latency" phases
@@ -58,6 +59,13 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="run the broker under cProfile; write DIR/<phase>.prof and .txt (slows it down)",
+    )
+    p.add_argument(
+        "--profiler",
+        choices=("cprofile", "py-spy"),
+        default="cprofile",
+        help="with --profile: cProfile inside the broker (slow), or py-spy sampling it from"
+        " outside (DIR/<phase>.pyspy.txt, collapsed stacks, and <phase>.top.md)",
     )
     p.add_argument(
         "--profile-clock",
@@ -171,14 +179,20 @@ def _print_report(rows: list[Row], args: argparse.Namespace, began: float) -> No
     )
 
 
-def _write_profiles(rows: list[Row], profile_dir: Path) -> None:
+def _write_profiles(rows: list[Row], profile_dir: Path, profiler: str) -> None:
     for row in rows:
+        sampled = profile_dir / f"{row.key}.pyspy.txt"
+        if sampled.exists():
+            top = profile_dir / f"{row.key}.top.md"
+            top.write_text(pyspy.summary(sampled))
+            print(f"py-spy profile of {row.key}: {sampled} (top functions in {top.name})")
         prof = profile_dir / f"{row.key}.prof"
         if prof.exists():
             text = report.profile_summary(prof)
             (profile_dir / f"{row.key}.txt").write_text(text)
             print(f"profile of {row.key}: {prof} (summary in {row.key}.txt)")
-    print("note: under cProfile the broker runs slower; quote the figures of a plain run")
+    slower = "under cProfile the broker runs slower" if profiler == "cprofile" else "py-spy costs"
+    print(f"note: {slower}; quote the figures of a plain run")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,7 +212,13 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(AUTHORIZER_ENV) if args.authorizer else {}
     if args.security == "sasl_ssl":
         env.update(security.sasl_ssl(tmp / "tls", tmp / "data"))
-    broker = BrokerProcess(tmp / "data", log_level="warning", profile_dir=args.profile, env=env)
+    broker = BrokerProcess(
+        tmp / "data",
+        log_level="warning",
+        profile_dir=args.profile,
+        profiler=args.profiler,
+        env=env,
+    )
     began = time.monotonic()
     try:
         broker.start()
@@ -217,6 +237,6 @@ def main(argv: list[str] | None = None) -> int:
     png = plot.write(rows)
     print(f"plot: {png}" if png else "plot: skipped (pip install -e '.[bench]' for matplotlib)")
     if args.profile:
-        _write_profiles(rows, args.profile)
+        _write_profiles(rows, args.profile, args.profiler)
     print(f"reproduce: {_command(argv)}")
     return 0

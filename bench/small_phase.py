@@ -166,7 +166,7 @@ def _small(b: Bench, side: _Side, what: str) -> list[Row]:
     consumers.finish()
     cpu = side.cpu() - cpu0
     if not side.name:
-        b.broker.profile_stop("small-share")
+        b.broker.profile_stop("small-consume")
     consumed = Row(
         key=f"{side.name}small-consume",
         label=what.split(";")[1].strip(),
