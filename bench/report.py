@@ -134,6 +134,9 @@ def small_ratios(by: dict[str, Row]) -> list[str]:
         if ours is not None and theirs is not None and theirs[1] > 0:
             out.append(f"latency: Shoal / Redis p99 (goal <= 3) = {ours[1] / theirs[1]:.2f}")
             out.append(f"latency: Shoal / Redis p50 = {ours[0] / theirs[0]:.2f}")
+        # At a fixed rate each request carries about one record: the per-request cost shows.
+        cpu = by["latency"].cpu_us_per_record / by["redis-latency"].cpu_us_per_record
+        out.append(f"latency: Shoal / Redis CPU per record at the fixed rate = {cpu:.2f}")
     return out
 
 
