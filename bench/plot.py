@@ -1,8 +1,9 @@
-"""One PNG per run in `bench/out/`: records/s of every row, and the latency percentiles.
+"""One PNG per run in `bench/out/`: records/s and CPU per record of every row, and the latency
+percentiles.
 
-Left: throughput per phase row (log scale, peers' rows in another colour). Right: p50, p99
-and p99.9 of every latency row. Needs matplotlib (the `bench` extra); without it the run
-says so and writes nothing.
+Left: throughput per phase row; middle: broker (or peer server) CPU µs per record, both on log
+scales with the peers' rows in another colour. Right: p50, p99 and p99.9 of every latency row.
+Needs matplotlib (the `bench` extra); without it the run says so and writes nothing.
 """
 
 from __future__ import annotations
@@ -18,17 +19,18 @@ OURS, PEER = "#1f77b4", "#d62728"
 PERCENTILES = ("p50", "p99", "p99.9")
 
 
-def _throughput(ax: Any, rows: list[Row]) -> None:
-    shown = [r for r in rows if r.records and r.seconds > 0]
-    y = range(len(shown))
-    ax.barh(y, [r.rate for r in shown], color=[PEER if r.peer else OURS for r in shown])
-    ax.set_yticks(list(y), [r.label for r in shown], fontsize=7)
+def _bars(ax: Any, rows: list[Row], values: list[float], title: str, labels: bool) -> None:
+    y = list(range(len(rows)))
+    ax.barh(y, values, color=[PEER if r.peer else OURS for r in rows])
+    ax.set_yticks(y, [r.label for r in rows] if labels else [], fontsize=7)
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlabel("records/s (log)")
-    ax.set_title("throughput per phase (red: peer)")
-    for i, r in enumerate(shown):
-        ax.text(r.rate, i, f" {r.rate:,.0f}", va="center", fontsize=7)
+    positive = [v for v in values if v > 0]
+    if positive:  # bars on a log scale start at the left edge: keep the smallest visible
+        ax.set_xlim(left=min(positive) / 3, right=max(positive) * 4)
+    ax.set_title(title, fontsize=10)
+    for i, v in enumerate(values):
+        ax.text(v, i, f" {v:,.0f}" if v >= 10 else f" {v:.2f}", va="center", fontsize=7)
 
 
 def _latency(ax: Any, rows: list[Row]) -> None:
@@ -62,11 +64,13 @@ def write(rows: list[Row], out_dir: Path = OUT) -> Path | None:
     if not rows:
         return None
     height = max(4.0, 0.35 * len(rows) + 1.5)
-    fig, (left, right) = plt.subplots(
-        1, 2, figsize=(16, height), gridspec_kw={"width_ratios": [3, 2]}
+    fig, (rate, cpu, latency) = plt.subplots(
+        1, 3, figsize=(20, height), gridspec_kw={"width_ratios": [3, 1.4, 2]}
     )
-    _throughput(left, rows)
-    _latency(right, rows)
+    shown = [r for r in rows if r.records and r.seconds > 0]
+    _bars(rate, shown, [r.rate for r in shown], "records/s (log; red: peer)", labels=True)
+    _bars(cpu, shown, [r.cpu_us_per_record for r in shown], "server CPU µs/record", labels=False)
+    _latency(latency, rows)
     fig.tight_layout()
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.png"
