@@ -50,6 +50,7 @@ def test_paced_sends_warm_up_records_until_told_then_exactly_the_measured_ones()
     )
     thread.start()
     assert driver.recv() == "ready"
+    go = time.monotonic()
     driver.send("go")
     while len(sent) < 60:  # some warm-up first
         time.sleep(0.001)
@@ -59,9 +60,10 @@ def test_paced_sends_warm_up_records_until_told_then_exactly_the_measured_ones()
     assert result["measured"] == 100 and sum(flags) == 100
     assert result["warmup"] == flags.index(True) >= 60
     assert all(flags[flags.index(True) :])  # no warm-up record once measuring began
-    assert isinstance(result["end"], float) and isinstance(result["start"], float)
-    # 100 records at 2,000/s take about 50 ms: paced, not a burst.
-    assert result["end"] - result["start"] >= 0.045
+    # On schedule from "go": the n-th record is never sent before (n - 1) / rate seconds.
+    # (A late sender catches up in a burst, so only this lower bound holds on a busy machine.)
+    assert isinstance(result["end"], float)
+    assert result["end"] - go >= (len(sent) - 1) / 2_000
 
 
 def test_percentiles_pick_the_value_below_which_that_share_falls() -> None:
