@@ -129,6 +129,11 @@ def small_ratios(by: dict[str, Row]) -> list[str]:
             "small: Shoal / Redis produce records/s = "
             f"{by['small-produce'].rate / by['redis-small-produce'].rate:.2f}"
         )
+    if has("small-live", "redis-small-live"):
+        live = by["small-live"].cpu_us_per_record / by["redis-small-live"].cpu_us_per_record
+        out.append(
+            f"small live: Shoal / Redis CPU per record, produce and consume at once = {live:.2f}"
+        )
     if has("latency", "redis-latency"):
         ours, theirs = by["latency"].latency_ms, by["redis-latency"].latency_ms
         if ours is not None and theirs is not None and theirs[1] > 0:

@@ -98,6 +98,8 @@ def test_small_ratios_compare_cpu_per_record_end_to_end_and_p99() -> None:
         _row("small-consume", 10_000, 1.0, 0.2),  # 20
         _row("redis-small-produce", 10_000, 0.5, 0.1, peer=True),  # 10
         _row("redis-small-consume", 10_000, 0.5, 0.2, peer=True),  # 20
+        _row("small-live", 10_000, 2.0, 1.1),  # 110
+        _row("redis-small-live", 10_000, 2.0, 0.55, peer=True),  # 55
         _row("latency", 20_000, 10.0, 8.0, latency_ms=(2.0, 7.0, 12.0)),
         _row("redis-latency", 20_000, 10.0, 1.6, latency_ms=(0.2, 0.4, 2.0), peer=True),
     ]
@@ -105,6 +107,7 @@ def test_small_ratios_compare_cpu_per_record_end_to_end_and_p99() -> None:
     assert "small: Shoal broker CPU µs/record, produce + explicit acks = 120.0" in lines
     assert "small: Shoal / Redis CPU per record (goal <= 1) = 4.00" in lines
     assert "small: Shoal / Redis produce records/s = 0.50" in lines
+    assert "small live: Shoal / Redis CPU per record, produce and consume at once = 2.00" in lines
     assert "latency: Shoal / Redis p99 (goal <= 3) = 17.50" in lines
     assert "latency: Shoal / Redis CPU per record at the fixed rate = 5.00" in lines
     assert any(line.endswith("(issue 15 baseline; goal >= 5) = 1.11") for line in lines)
