@@ -124,16 +124,15 @@ def small_ratios(by: dict[str, Row]) -> list[str]:
     if has(*shoal, *redis):
         peer = sum(by[k].cpu_us_per_record for k in redis)
         out.append(f"small: Redis server CPU µs/message, XADD + XREADGROUP + XACK = {peer:.1f}")
-        out.append(f"small: Shoal / Redis CPU per record (goal <= 1) = {cpu / peer:.2f}")
+        out.append(f"small: Shoal / Redis CPU per record, produce then consume = {cpu / peer:.2f}")
         out.append(
             "small: Shoal / Redis produce records/s = "
             f"{by['small-produce'].rate / by['redis-small-produce'].rate:.2f}"
         )
     if has("small-live", "redis-small-live"):
         live = by["small-live"].cpu_us_per_record / by["redis-small-live"].cpu_us_per_record
-        out.append(
-            f"small live: Shoal / Redis CPU per record, produce and consume at once = {live:.2f}"
-        )
+        # Issue 15's goal was set on this measure (1.6-1.7x when it was filed).
+        out.append(f"small live: Shoal / Redis CPU per record (goal <= 1) = {live:.2f}")
     if has("latency", "redis-latency"):
         ours, theirs = by["latency"].latency_ms, by["redis-latency"].latency_ms
         if ours is not None and theirs is not None and theirs[1] > 0:
