@@ -27,6 +27,7 @@ from kio.static.protocol import ResponsePayload
 
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+from protocol.messages import entity_tagged_defaults
 from protocol.messages import response_type
 
 if TYPE_CHECKING:
@@ -81,12 +82,23 @@ class Handler:
         by_version = {
             v: next((f for f in families if f.__version__ >= v), families[-1]) for v in versions
         }
+        for v, family in by_version.items():
+            wire = response_type(self.api_key_of(requests), v)
+            if family.__version__ != v and (paths := entity_tagged_defaults(wire)):
+                raise ValueError(
+                    f"{self.name}: v{v} has tagged fields with entity defaults {list(paths)}; "
+                    f"answer it with its own classes (add v{v} to `responses`)"
+                )
         object.__setattr__(self, "requests", requests)
         object.__setattr__(self, "_response_by_version", by_version)
 
+    @staticmethod
+    def api_key_of(requests: tuple[type[RequestPayload], ...]) -> int:
+        return int(requests[0].__api_key__)
+
     @property
     def api_key(self) -> int:
-        return int(self.requests[0].__api_key__)
+        return self.api_key_of(self.requests)
 
     @property
     def name(self) -> str:

@@ -13,6 +13,7 @@ import io
 import pkgutil
 import re
 import struct
+import typing
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeade
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader
 from kio.serial import entity_writer
+from kio.serial._introspect import get_field_tag
 from kio.static.primitive import i32
 from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
@@ -84,6 +86,40 @@ def response_type(api_key: int, version: int) -> type[ResponsePayload]:
         return load_response_schema(api_key, version)
     except KioIndexError as e:
         raise UnknownApi(f"api key {api_key} version {version}") from e
+
+
+@cache
+def entity_tagged_defaults(entity: type[Any]) -> tuple[str, ...]:
+    """Paths of the tagged fields, anywhere in `entity`'s tree, whose default is an entity.
+
+    kio skips a tagged field whose value equals its default; an entity of another version's
+    class never equals it, so such a field goes out on the wire (librdkafka then reads
+    Produce v10's `current_leader` -1 as a leader change). A response with any of these must
+    be built from its own version's classes.
+    """
+    return tuple(_entity_tagged_defaults(entity, "", set()))
+
+
+def _entity_tagged_defaults(entity: type[Any], path: str, seen: set[type[Any]]) -> list[str]:
+    if entity in seen:
+        return []
+    seen.add(entity)
+    hints = typing.get_type_hints(entity)
+    out = []
+    for f in dataclasses.fields(entity):
+        if get_field_tag(f) is not None and dataclasses.is_dataclass(f.default):
+            out.append(path + f.name)
+        for arg in _leaf_types(hints[f.name]):
+            if dataclasses.is_dataclass(arg):
+                out += _entity_tagged_defaults(arg, f"{path}{f.name}.", seen)
+    return out
+
+
+def _leaf_types(hint: Any) -> list[type[Any]]:
+    args = typing.get_args(hint)
+    if not args:
+        return [hint] if isinstance(hint, type) else []
+    return [leaf for arg in args for leaf in _leaf_types(arg)]
 
 
 @cache

@@ -1,7 +1,9 @@
 """Fetch (1): stored batch bytes, unchanged, with a long poll on MaxWaitMs / MinBytes.
 
 Topics are named up to v12 and identified by topic id from v13, so the response is built from
-the v12 classes or the v16 ones. No fetch sessions: the response carries session id 0, which
+the v12 classes, or from the request version's own (v13-v16: their tagged fields' defaults
+are entities of their own version, see `protocol.messages.entity_tagged_defaults`). No fetch
+sessions: the response carries session id 0, which
 tells clients to send full requests (KIP-227).
 """
 
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from typing import TypeVar
+from typing import cast
 
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v4.request import FetchRequest as FetchRequestV4
@@ -24,8 +27,11 @@ from kio.schema.fetch.v10.request import FetchRequest as FetchRequestV10
 from kio.schema.fetch.v11.request import FetchRequest as FetchRequestV11
 from kio.schema.fetch.v12 import response as by_name
 from kio.schema.fetch.v12.request import FetchRequest as FetchRequestV12
+from kio.schema.fetch.v13 import response as v13_response
 from kio.schema.fetch.v13.request import FetchRequest as FetchRequestV13
+from kio.schema.fetch.v14 import response as v14_response
 from kio.schema.fetch.v14.request import FetchRequest as FetchRequestV14
+from kio.schema.fetch.v15 import response as v15_response
 from kio.schema.fetch.v15.request import FetchRequest as FetchRequestV15
 from kio.schema.fetch.v16 import response as by_id
 from kio.schema.fetch.v16.request import FetchRequest as FetchRequestV16
@@ -58,6 +64,11 @@ BY_NAME = (
     FetchRequestV9, FetchRequestV10, FetchRequestV11, FetchRequestV12,
 )  # fmt: skip
 BY_ID = (FetchRequestV13, FetchRequestV14, FetchRequestV15, FetchRequestV16)
+BY_ID_RESPONSES = {13: v13_response, 14: v14_response, 15: v15_response, 16: by_id}
+FetchResponseById = (
+    v13_response.FetchResponse | v14_response.FetchResponse | v15_response.FetchResponse
+    | by_id.FetchResponse
+)  # fmt: skip
 
 
 class FetchPartition(Protocol):
@@ -156,7 +167,14 @@ def _read(
     return read
 
 
-P = TypeVar("P", by_name.PartitionData, by_id.PartitionData)
+P = TypeVar(
+    "P",
+    by_name.PartitionData,
+    v13_response.PartitionData,
+    v14_response.PartitionData,
+    v15_response.PartitionData,
+    by_id.PartitionData,
+)
 
 
 def _partitions(cls: type[P], reads: list[PartitionRead]) -> tuple[P, ...]:
@@ -175,7 +193,7 @@ def _partitions(cls: type[P], reads: list[PartitionRead]) -> tuple[P, ...]:
     )
 
 
-def _response(request: FetchRequest, read: Read) -> by_name.FetchResponse | by_id.FetchResponse:
+def _response(request: FetchRequest, read: Read) -> by_name.FetchResponse | FetchResponseById:
     if isinstance(request, BY_NAME):
         return by_name.FetchResponse(
             throttle_time=NO_THROTTLE,
@@ -188,22 +206,24 @@ def _response(request: FetchRequest, read: Read) -> by_name.FetchResponse | by_i
                 for t, ps in zip(_named(request), read.topics, strict=True)
             ),
         )
-    return by_id.FetchResponse(
+    m = BY_ID_RESPONSES[request.__version__]
+    response = m.FetchResponse(
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         session_id=i32(0),
         responses=tuple(
-            by_id.FetchableTopicResponse(
-                topic_id=t.topic_id, partitions=_partitions(by_id.PartitionData, ps)
+            m.FetchableTopicResponse(
+                topic_id=t.topic_id, partitions=_partitions(m.PartitionData, ps)
             )
             for t, ps in zip(_identified(request), read.topics, strict=True)
         ),
     )
+    return cast(FetchResponseById, response)
 
 
 async def handle(
     ctx: RequestContext, request: FetchRequest
-) -> by_name.FetchResponse | by_id.FetchResponse:
+) -> by_name.FetchResponse | FetchResponseById:
     names = _topic_names(ctx, request)
     denied = {n for n in names if n is not None and not authorize(ctx, READ, TOPIC, n)}
     read = await long_poll(
@@ -220,6 +240,6 @@ HANDLER = handler(
     handle,
     *BY_NAME,
     *BY_ID,
-    responses=(by_name.FetchResponse, by_id.FetchResponse),
+    responses=(by_name.FetchResponse, *(m.FetchResponse for m in BY_ID_RESPONSES.values())),
     acl=((READ, TOPIC),),
 )

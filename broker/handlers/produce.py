@@ -6,6 +6,8 @@ only its base offset.
 
 from __future__ import annotations
 
+from typing import cast
+
 import structlog
 from kio.schema.errors import ErrorCode
 from kio.schema.produce import v3
@@ -71,14 +73,21 @@ def _append(
     return ErrorCode.none, result.base_offset, result.log_start_offset, None
 
 
-async def handle(ctx: RequestContext, request: Request) -> v12.ProduceResponse | None:
+# v3-v9 are answered with v9's classes; v10-v12 each with its own, whose tagged
+# `current_leader` default is an entity of that version (protocol.messages.entity_tagged_defaults).
+RESPONSES = {10: v10.response, 11: v11.response, 12: v12.response}
+Response = v9.ProduceResponse | v10.ProduceResponse | v11.ProduceResponse | v12.ProduceResponse
+
+
+async def handle(ctx: RequestContext, request: Request) -> Response | None:
+    m = RESPONSES.get(request.__version__, v9.response)
     topics = []
     for topic in request.topic_data:
         partitions = []
         for p in topic.partition_data:
             code, base, start, message = _append(ctx, topic.name, p.index, p.records)
             partitions.append(
-                v12.response.PartitionProduceResponse(
+                m.PartitionProduceResponse(
                     index=p.index,
                     error_code=code,
                     base_offset=i64(base),
@@ -88,13 +97,11 @@ async def handle(ctx: RequestContext, request: Request) -> v12.ProduceResponse |
                 )
             )
         topics.append(
-            v12.response.TopicProduceResponse(
-                name=topic.name, partition_responses=tuple(partitions)
-            )
+            m.TopicProduceResponse(name=topic.name, partition_responses=tuple(partitions))
         )
     if request.acks == 0:
         return None
-    return v12.ProduceResponse(responses=tuple(topics), throttle_time=NO_THROTTLE)
+    return cast(Response, m.ProduceResponse(responses=tuple(topics), throttle_time=NO_THROTTLE))
 
 
 HANDLER = handler(
@@ -109,5 +116,6 @@ HANDLER = handler(
     v10.ProduceRequest,
     v11.ProduceRequest,
     v12.ProduceRequest,
+    responses=(v9.ProduceResponse, *(m.ProduceResponse for m in RESPONSES.values())),
     acl=((AclOperation.WRITE, ResourceType.TOPIC),),
 )
