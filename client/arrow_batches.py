@@ -80,20 +80,16 @@ def batches_to_arrow(
         rec.select(keep)
         offsets, batch_of = offsets[keep], batch_of[keep]
     n = len(offsets)
-    key_start, key_len = rec.field()
-    value_start, value_len = rec.field()
-    headers = rec.headers() if include_headers else None
-    rec.check_ends()
     columns = [
-        _binary(buf, key_start, key_len),
-        _binary(buf, value_start, value_len),
+        _binary(buf, *rec.key),
+        _binary(buf, *rec.value),
         pa.repeat(pa.scalar(topic, pa.string()), n),
         pa.repeat(pa.scalar(partition, pa.int32()), n),
         pa.array(offsets, pa.int64()),
         *_timestamps(batches, batch_of, rec.timestamp_delta),
     ]
-    if headers is not None:
-        columns.append(headers.to_arrow(buf))
+    if include_headers:
+        columns.append(rec.headers.to_arrow(buf))
     columns.append(pa.repeat(pa.scalar(delivery_count, pa.int32()), n))
     schema = SCHEMA if include_headers else SCHEMA_WITHOUT_HEADERS
     return pa.RecordBatch.from_arrays(columns, schema=schema)
@@ -121,11 +117,11 @@ def _record_starts(buf: bytes, batches: list[FetchedBatch]) -> tuple[IntArray, I
                 else:
                     length, pos = read_varint(buf, pos)
                     pos += length
-                if pos > end:
-                    break
         except (IndexError, InvalidRecordBatch):
             pos = -1
-        if pos != end:  # a negative length is refused with the other fields, in _Records
+        # A length that runs into the next batch (or backwards: _Records refuses lengths below
+        # 1) cannot end exactly at this batch's end; bounds are checked once, here.
+        if pos != end:
             raise corrupt(f"batch at offset {batch.base_offset}: records do not fill it")
         counts.append(batch.record_count)
         section = end
@@ -153,8 +149,8 @@ def _varints(arr: IntArray, pos: IntArray) -> tuple[IntArray, IntArray]:
 
 
 class _Records:
-    """Every kept record's fields, read left to right: `pos` is where each record's next
-    field starts, `end` where each record ends."""
+    """Every record's fields as (start, length; -1 for null) arrays, all checked to lie
+    within their record (as the reference does, records outside the window included)."""
 
     def __init__(self, arr: IntArray, starts: IntArray) -> None:
         self.arr = arr
@@ -164,22 +160,22 @@ class _Records:
         self.end = body + length
         self.timestamp_delta, pos = _varints(arr, body + 1)  # after the attributes byte
         self.offset_delta, self.pos = _varints(arr, pos)
-
-    def select(self, keep: IntArray) -> None:
-        self.end, self.pos = self.end[keep], self.pos[keep]
-        self.timestamp_delta, self.offset_delta = (
-            self.timestamp_delta[keep],
-            self.offset_delta[keep],
-        )
+        self.key = self.field()
+        self.value = self.field()
+        count, self.pos = _varints(arr, self.pos)
+        if (count < 0).any() or (count > self.end - self.pos).any():
+            raise corrupt("record header count out of range")
+        self.headers = _Headers.read(self, count)
+        if (self.pos != self.end).any():
+            raise corrupt("a record's fields do not end where the record does")
 
     def field(self, where: IntArray | None = None) -> tuple[IntArray, IntArray]:
-        """(start, length; -1 for null) of the next nullable bytes field of each record (or
-        of the records `where` selects), moving past it."""
+        """The next bytes field of each record (or of the records `where` selects), moving
+        past it. A negative length is null, as Kafka's DefaultRecord reads it."""
         pos = self.pos if where is None else self.pos[where]
         length, start = _varints(self.arr, pos)
         after = start + np.maximum(length, 0)
-        end = self.end if where is None else self.end[where]
-        if (length < -1).any() or (after > end).any():
+        if (after > (self.end if where is None else self.end[where])).any():
             raise corrupt("a key, value or header runs past its record")
         if where is None:
             self.pos = after
@@ -187,46 +183,47 @@ class _Records:
             self.pos[where] = after
         return start, length
 
-    def headers(self) -> _Headers:
-        count, self.pos = _varints(self.arr, self.pos)
-        if (count < 0).any() or (count > self.end - self.pos).any():
-            raise corrupt("record header count out of range")
-        return _Headers.read(self, count)
-
-    def check_ends(self) -> None:
-        # Without headers read, `pos` stops at the header count: it must still be in bounds.
-        if (self.pos > self.end).any():
-            raise corrupt("record fields run past the record")
+    def select(self, keep: IntArray) -> None:
+        self.timestamp_delta = self.timestamp_delta[keep]
+        self.key = (self.key[0][keep], self.key[1][keep])
+        self.value = (self.value[0][keep], self.value[1][keep])
+        self.headers.select(keep)
 
 
 class _Headers:
     """Headers of all records flattened in record order, as (start, length) of keys/values."""
 
-    def __init__(self, count: IntArray, fields: tuple[IntArray, ...]) -> None:
+    def __init__(self, count: IntArray, fields: list[IntArray]) -> None:
         self.count = count
-        self.key_start, self.key_len, self.value_start, self.value_len = fields
+        self.fields = fields  # key start, key length, value start, value length
 
     @classmethod
     def read(cls, records: _Records, count: IntArray) -> _Headers:
         list_start = np.concatenate(([0], np.cumsum(count)))
-        total = int(list_start[-1])
-        fields = tuple(np.zeros(total, np.int64) for _ in range(4))
-        for j in range(int(count.max()) if total else 0):
-            where = np.flatnonzero(count > j)
+        fields = [np.zeros(int(list_start[-1]), np.int64) for _ in range(4)]
+        j = 0
+        where = np.flatnonzero(count)
+        while len(where):
             flat = list_start[where] + j
             fields[0][flat], fields[1][flat] = records.field(where)
             fields[2][flat], fields[3][flat] = records.field(where)
-        if (records.pos != records.end).any():
-            raise corrupt("record headers do not end where the record does")
+            j += 1
+            where = where[count[where] > j]
         return cls(count, fields)
 
+    def select(self, keep: IntArray) -> None:
+        flat_keep = np.repeat(keep, self.count)
+        self.count = self.count[keep]
+        self.fields = [f[flat_keep] for f in self.fields]
+
     def to_arrow(self, buf: bytes) -> pa.Array:
-        keys = _binary(buf, self.key_start, np.maximum(self.key_len, 0))  # a null key is ""
+        key_start, key_len, value_start, value_len = self.fields
+        keys = _binary(buf, key_start, np.maximum(key_len, 0))  # a null key is ""
         try:
             keys = keys.cast(pa.string())
         except pa.ArrowInvalid:  # not UTF-8: decode as the reference does
             keys = pa.array([k.decode("utf-8", "replace") for k in keys.to_pylist()], pa.string())
-        values = _binary(buf, self.value_start, self.value_len)
+        values = _binary(buf, value_start, value_len)
         entries = pa.StructArray.from_arrays([keys, values], fields=list(_HEADER_TYPE))
         list_offsets = np.concatenate(([0], np.cumsum(self.count))).astype(np.int32)
         return pa.ListArray.from_arrays(

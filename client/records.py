@@ -144,6 +144,8 @@ def _record(data: Buffer, pos: int) -> tuple[int, int, ParsedRecord]:
     key, p = _nullable_bytes(data, p, end)
     value, p = _nullable_bytes(data, p, end)
     count, p = read_varint(data, p)
+    if count < 0:
+        raise corrupt(f"record at {pos} has {count} headers")
     headers: list[Header] = []
     for _ in range(count):
         h_key, p = _nullable_bytes(data, p, end)
