@@ -36,6 +36,7 @@ from protocol.records import StoredBatch
 from protocol.records import build_stored_batch
 
 pa = pytest.importorskip("pyarrow")
+from client import arrow_batches  # noqa: E402
 from client.arrow_batches import SCHEMA  # noqa: E402
 from client.arrow_batches import batches_to_arrow  # noqa: E402
 
@@ -142,19 +143,36 @@ def _actual(rb: Any) -> dict[str, list[Any]]:
 def _both(
     data: bytes, first: int, last: int, dc: int | None, headers: bool
 ) -> tuple[Any, list[ConsumerRecord] | None]:
-    """Each decoder's answer, or the KafkaError it raised."""
-    try:
-        fast: Any = batches_to_arrow(
-            data,
-            topic=TOPIC,
-            partition=PARTITION,
-            first=first,
-            last=last,
-            delivery_count=dc,
-            include_headers=headers,
+    """Each decoder's answer, or the KafkaError it raised; the fast one's two ways of finding
+    records (batches in lockstep, or one after another) must agree too."""
+    answers: list[Any] = []
+    for lockstep_min in (1, arrow_batches._LOCKSTEP_MIN_BATCHES):
+        saved, arrow_batches._LOCKSTEP_MIN_BATCHES = (
+            arrow_batches._LOCKSTEP_MIN_BATCHES,
+            lockstep_min,
         )
-    except KafkaError as e:
-        fast = e
+        try:
+            answers.append(
+                batches_to_arrow(
+                    data,
+                    topic=TOPIC,
+                    partition=PARTITION,
+                    first=first,
+                    last=last,
+                    delivery_count=dc,
+                    include_headers=headers,
+                )
+            )
+        except KafkaError as e:
+            answers.append(e)
+        finally:
+            arrow_batches._LOCKSTEP_MIN_BATCHES = saved
+    lockstep, fast = answers
+    if isinstance(fast, KafkaError):
+        assert isinstance(lockstep, KafkaError)
+        assert lockstep.error_code == fast.error_code
+    else:
+        assert lockstep.equals(fast)
     try:
         ref: Any = decode_acquired(TOPIC, PARTITION, data, [AcquiredRange(first, last, dc or 1)])
     except KafkaError as e:
