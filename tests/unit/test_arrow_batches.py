@@ -150,13 +150,11 @@ def _both(
     data: bytes, first: int, last: int, dc: int | None, headers: bool
 ) -> tuple[Any, list[ConsumerRecord] | None]:
     """Each decoder's answer, or the KafkaError it raised; the fast one's two ways of finding
-    records (batches in lockstep, or one after another) must agree too."""
+    records and headers (numpy steps across records, or plain Python) must agree too."""
     answers: list[Any] = []
-    for lockstep_min in (1, arrow_batches._LOCKSTEP_MIN_BATCHES):
-        saved, arrow_batches._LOCKSTEP_MIN_BATCHES = (
-            arrow_batches._LOCKSTEP_MIN_BATCHES,
-            lockstep_min,
-        )
+    saved = arrow_batches._LOCKSTEP_MIN_BATCHES, arrow_batches._FEW_RECORDS
+    for numpy_from in (1, 10**9):
+        arrow_batches._LOCKSTEP_MIN_BATCHES = arrow_batches._FEW_RECORDS = numpy_from
         try:
             answers.append(
                 batches_to_arrow(
@@ -172,13 +170,13 @@ def _both(
         except KafkaError as e:
             answers.append(e)
         finally:
-            arrow_batches._LOCKSTEP_MIN_BATCHES = saved
-    lockstep, fast = answers
+            arrow_batches._LOCKSTEP_MIN_BATCHES, arrow_batches._FEW_RECORDS = saved
+    numpy_steps, fast = answers
     if isinstance(fast, KafkaError):
-        assert isinstance(lockstep, KafkaError)
-        assert lockstep.error_code == fast.error_code
+        assert isinstance(numpy_steps, KafkaError)
+        assert numpy_steps.error_code == fast.error_code
     else:
-        assert lockstep.equals(fast)
+        assert numpy_steps.equals(fast)
     try:
         ref: Any = decode_acquired(TOPIC, PARTITION, data, [AcquiredRange(first, last, dc or 1)])
     except KafkaError as e:
