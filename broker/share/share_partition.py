@@ -52,6 +52,9 @@ class ShareLimits:
     max_record_locks: int
     lock_duration_ms: int
     renew_enabled: bool
+    # share.acquire.mode=record_limit (KIP-1206): a fetch acquires at most MaxRecords records,
+    # and the acquired range may end inside a stored batch.
+    record_limit: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,17 +251,20 @@ class SharePartition:
     ) -> list[AcquiredRecords]:
         """Acquire records for `member_id` from the log batches `spans`.
 
-        `spans` start at the batch holding `next_fetch_offset()` and run in log order. Whole
-        batches are taken (MaxRecords may be exceeded to keep batch boundaries): first the
-        AVAILABLE in-flight records they hold, then new records at and after SPEO while the
-        window stays within `max_record_locks` (the first new batch is allowed whenever the
-        window has room for one record). Control batches and offsets missing from the log
-        (gaps before or between spans) are archived, never handed out.
+        `spans` start at the batch holding `next_fetch_offset()` and run in log order. First
+        the AVAILABLE in-flight records they hold, then new records at and after SPEO while
+        the window stays within `max_record_locks` (the first new batch is allowed whenever
+        the window has room for one record). In batch_optimized mode whole batches are taken
+        (MaxRecords may be exceeded to keep batch boundaries); in record_limit mode no more
+        than `max_records` are, and the last range may end inside a batch. Control batches and
+        offsets missing from the log (gaps before or between spans) are archived, never
+        handed out.
         """
         cursor = self.next_fetch_offset()
         if cursor is None or max_records <= 0:
             return []
         limits = self._limits()
+        strict = limits.record_limit
         deadline = now_ms + limits.lock_duration_ms
         out: list[AcquiredRecords] = []
         taken = 0
@@ -273,11 +279,15 @@ class SharePartition:
                 self._archive_absent(lo, span.last_offset)
                 cursor = span.last_offset + 1
                 continue
+            budget = max_records - taken if strict else None
             if span.last_offset >= self.speo:
-                if not self._may_extend(span.last_offset, added_new, limits.max_record_locks):
+                reach = span.last_offset
+                if budget is not None:  # at most this far, however the budget is spent
+                    reach = min(reach, max(lo, self.speo) + budget - 1)
+                if not self._may_extend(reach, added_new, limits.max_record_locks):
                     break
                 added_new = True
-            taken += self._acquire_span(member_id, lo, span.last_offset, deadline, out)
+            taken += self._acquire_span(member_id, lo, span.last_offset, deadline, out, budget)
             cursor = span.last_offset + 1
             if taken >= max_records:
                 break
@@ -290,14 +300,23 @@ class SharePartition:
         return not added_new and self.speo - self.spso < max_locks
 
     def _acquire_span(
-        self, member_id: str, lo: int, hi: int, deadline: int, out: list[AcquiredRecords]
+        self,
+        member_id: str,
+        lo: int,
+        hi: int,
+        deadline: int,
+        out: list[AcquiredRecords],
+        budget: int | None = None,
     ) -> int:
+        """Acquire what is AVAILABLE in [lo, hi], at most `budget` records (None: all)."""
         taken = 0
         lo = max(lo, self.spso)  # archiving a gap just before may have moved SPSO past lo
         in_flight_hi = min(hi, self.speo - 1)
         if lo <= in_flight_hi and self._available:
             i, j = self._ranges.overlapping(lo, in_flight_hi)
             if any(b.state is AVAILABLE for b in self._ranges.view(i, j)):
+                if budget is not None:
+                    in_flight_hi = self._budget_end(i, j, lo, in_flight_hi, budget)
                 i, j = self._ranges.isolate(lo, in_flight_hi)
                 for b in self._ranges.view(i, j):
                     if b.state is AVAILABLE:
@@ -305,6 +324,10 @@ class SharePartition:
                         _emit(out, b.first, b.last, b.delivery_count)
                         taken += b.size
                 self._ranges.merge(i, j)
+        if budget is not None:
+            if taken >= budget:
+                return taken
+            hi = min(hi, max(lo, self.speo) + budget - taken - 1)
         new_lo = max(lo, self.speo)
         if new_lo <= hi:
             batch = self._append_available(new_lo, hi)
@@ -313,6 +336,18 @@ class SharePartition:
             _emit(out, new_lo, hi, 1)
             taken += hi - new_lo + 1
         return taken
+
+    def _budget_end(self, i: int, j: int, lo: int, hi: int, budget: int) -> int:
+        """The offset in [lo, hi] where the AVAILABLE records of ranges [i, j) reach
+        `budget`, or `hi` if they never do: one step per range, not per record."""
+        for b in self._ranges.view(i, j):
+            if b.state is not AVAILABLE:
+                continue
+            first, last = max(b.first, lo), min(b.last, hi)
+            if last - first + 1 >= budget:
+                return first + budget - 1
+            budget -= last - first + 1
+        return hi
 
     def _archive_absent(self, first: int, last: int) -> None:
         """Archive [first, last]: the log holds nothing deliverable there."""

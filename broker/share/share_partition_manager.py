@@ -87,6 +87,7 @@ def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]
             max_record_locks=configs.effective(group_id, "share.partition.max.record.locks"),
             lock_duration_ms=configs.effective(group_id, "share.record.lock.duration.ms"),
             renew_enabled=configs.effective(group_id, "share.renew.acknowledge.enable"),
+            record_limit=configs.effective(group_id, "share.acquire.mode") == "record_limit",
         )
         cached[:] = [(configs.version, value)]
         return value
