@@ -162,8 +162,10 @@ class BrokerConfig:
     group_share_min_partition_max_record_locks: int = _share(100)
     group_share_max_partition_max_record_locks: int = _share(4_000)
     group_share_renew_acknowledge_enable: bool = True
-    # Default of the group config share.acquire.mode (KIP-1206); dynamic like the rest.
+    # Defaults of the group configs share.acquire.mode (KIP-1206) and
+    # share.key.ordering.enable (Shoal's key-ordered sharing); dynamic like the rest.
     group_share_acquire_mode: str = "batch_optimized"
+    group_share_key_ordering_enable: bool = False
     group_share_session_timeout_ms: int = _share(45_000)
     group_share_min_session_timeout_ms: int = _share(45_000)
     group_share_max_session_timeout_ms: int = _share(60_000)

@@ -72,6 +72,8 @@ DEFS: dict[str, GroupConfigDef] = {
             "group.share.acquire.mode",
             choices=ACQUIRE_MODES,
         ),
+        # Shoal's own (seed 001): records of one key are never in flight at two members.
+        GroupConfigDef("share.key.ordering.enable", bool, "group.share.key.ordering.enable"),
         GroupConfigDef(
             "share.session.timeout.ms",
             int,
@@ -104,6 +106,7 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "group.share.max.partition.max.record.locks": (4_000, int),
     "group.share.renew.acknowledge.enable": (True, bool),
     "group.share.acquire.mode": ("batch_optimized", str),
+    "group.share.key.ordering.enable": (False, bool),
     "group.share.session.timeout.ms": (45_000, int),
     "group.share.min.session.timeout.ms": (45_000, int),
     "group.share.max.session.timeout.ms": (60_000, int),

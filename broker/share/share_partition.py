@@ -43,6 +43,14 @@ AckBatch = tuple[int, int, Sequence[int]]
 SharePartitionKey = tuple[str, uuid.UUID, int]
 """(group id, topic id, partition)."""
 
+KeyHashes = Mapping[int, int | None]
+"""offset -> 32-bit hash of the record's key (None: a null key), for key-ordered groups. An
+offset the mapping lacks holds no record (a compacted gap): it is handed out unordered."""
+
+# A member that has not fetched a key-ordered share-partition for this long no longer owns a
+# hash range there, so its keys go to the members still fetching.
+AFFINITY_IDLE_MS = 5_000
+
 
 @dataclass(frozen=True, slots=True)
 class ShareLimits:
@@ -55,6 +63,8 @@ class ShareLimits:
     # share.acquire.mode=record_limit (KIP-1206): a fetch acquires at most MaxRecords records,
     # and the acquired range may end inside a stored batch.
     record_limit: bool = False
+    # share.key.ordering.enable: records of one key are never in flight at two members.
+    key_ordering: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +176,12 @@ class SharePartition:
         # without scanning the ranges.
         self._available = 0
         self._changes: list[StateRange] = []
+        # Key-ordered groups only (empty otherwise): the key hash of every record acquired under
+        # the key rule, by offset and by key (at most one acquired record per key), and when
+        # each member last fetched, for the hash-range affinity.
+        self._key_at: dict[int, int] = {}
+        self._held: dict[int, int] = {}
+        self._fetched_at: dict[str, int] = {}
 
     # ----------------------------------------------------------------------------- queries
 
@@ -180,6 +196,11 @@ class SharePartition:
     @property
     def speo(self) -> int:
         return self._ranges.end
+
+    @property
+    def key_ordering(self) -> bool:
+        """Whether the group orders records by key (the broker then reads keys for it)."""
+        return self._limits().key_ordering
 
     def in_flight_count(self) -> int:
         return self.speo - self.spso
@@ -247,7 +268,13 @@ class SharePartition:
     # ------------------------------------------------------------------------- acquisition
 
     def acquire(
-        self, member_id: str, spans: Sequence[BatchSpan], *, max_records: int, now_ms: int
+        self,
+        member_id: str,
+        spans: Sequence[BatchSpan],
+        *,
+        max_records: int,
+        now_ms: int,
+        keys: KeyHashes | None = None,
     ) -> list[AcquiredRecords]:
         """Acquire records for `member_id` from the log batches `spans`.
 
@@ -259,11 +286,16 @@ class SharePartition:
         than `max_records` are, and the last range may end inside a batch. Control batches and
         offsets missing from the log (gaps before or between spans) are archived, never
         handed out.
+
+        With `keys` (a key-ordered group: the key of every record the spans hold), the key
+        rule decides record by record instead (`_acquire_keyed`).
         """
         cursor = self.next_fetch_offset()
         if cursor is None or max_records <= 0:
             return []
         limits = self._limits()
+        if keys is not None:
+            return self._acquire_keyed(member_id, spans, keys, cursor, max_records, now_ms)
         strict = limits.record_limit
         deadline = now_ms + limits.lock_duration_ms
         out: list[AcquiredRecords] = []
@@ -348,6 +380,136 @@ class SharePartition:
                 return first + budget - 1
             budget -= last - first + 1
         return hi
+
+    def _acquire_keyed(
+        self,
+        member_id: str,
+        spans: Sequence[BatchSpan],
+        keys: KeyHashes,
+        cursor: int,
+        max_records: int,
+        now_ms: int,
+    ) -> list[AcquiredRecords]:
+        """Key-ordered acquisition (seed 001): a record with a key is acquired only if no
+        record of its key is ACQUIRED, nor AVAILABLE at a lower offset, and only by the member
+        whose hash range holds the key; records with a null key go to anyone. At most
+        `max_records`, batch boundaries or not.
+
+        The spans first join the window whole (AVAILABLE, within `max_record_locks`); then
+        the window is scanned from `cursor`, its first AVAILABLE offset, in offset order, so
+        every AVAILABLE record below the one considered has been seen: a key seen and not
+        taken blocks the rest of its records for this fetch. Keys of AVAILABLE records are
+        never stored (the next fetch reads them again from the log): memory is one entry per
+        acquired record.
+        """
+        limits = self._limits()
+        self._fetched_at[member_id] = now_ms
+        start = cursor
+        end = self._join_spans(spans, cursor, limits.max_record_locks)
+        start = max(start, self.spso)
+        if start >= end or not self._available:
+            return []
+        picked = self._pick(member_id, keys, start, end, self._owners(now_ms), max_records)
+        return self._take(member_id, picked, now_ms + limits.lock_duration_ms)
+
+    def _join_spans(self, spans: Sequence[BatchSpan], cursor: int, max_locks: int) -> int:
+        """Bring the spans into the window (gaps and control batches archived, new data
+        AVAILABLE, within `max_locks`); the end of the offsets whose keys they give."""
+        end = cursor
+        added_new = False
+        for span in spans:
+            cursor = max(cursor, self.spso)
+            if span.last_offset < cursor:
+                continue
+            lo = max(span.base_offset, cursor)
+            self._archive_absent(cursor, lo - 1)
+            cursor = span.last_offset + 1
+            if span.is_control:
+                self._archive_absent(lo, span.last_offset)
+                continue
+            if span.last_offset >= self.speo:
+                if not self._may_extend(span.last_offset, added_new, max_locks):
+                    break
+                added_new = True
+                self._append_available(max(lo, self.speo), span.last_offset)
+                self._ranges.merge_tail()
+            end = cursor
+        return end
+
+    def _pick(
+        self,
+        member_id: str,
+        keys: KeyHashes,
+        start: int,
+        end: int,
+        owners: list[str],
+        max_records: int,
+    ) -> list[tuple[int, int | None]]:
+        """The AVAILABLE offsets of [start, end) the key rule gives `member_id`, in order."""
+        blocked = set(self._held)
+        picked: list[tuple[int, int | None]] = []
+        i, j = self._ranges.overlapping(start, end - 1)
+        for b in self._ranges.view(i, j):
+            if b.state is not AVAILABLE:
+                continue
+            for offset in range(max(b.first, start), min(b.last + 1, end)):
+                key = keys.get(offset)
+                if key is not None:
+                    if key in blocked:
+                        continue
+                    blocked.add(key)  # its later records wait for this one
+                    if owners[(key * len(owners)) >> 32] != member_id:
+                        continue
+                picked.append((offset, key))
+                if len(picked) >= max_records:
+                    return picked
+        return picked
+
+    def _owners(self, now_ms: int) -> list[str]:
+        """Members that fetched lately, sorted: member n owns the n-th slice of the hash
+        space (seed 001's hash ranges), so a key stays with one member while the set holds."""
+        for member, at in list(self._fetched_at.items()):
+            if now_ms - at > AFFINITY_IDLE_MS:
+                del self._fetched_at[member]
+        return sorted(self._fetched_at)
+
+    def forget_member(self, member_id: str) -> None:
+        """The member left the group: its hash range goes to the others at once."""
+        self._fetched_at.pop(member_id, None)
+
+    def _take(
+        self, member_id: str, picked: list[tuple[int, int | None]], deadline: int
+    ) -> list[AcquiredRecords]:
+        """Acquire the picked AVAILABLE offsets (sorted), run by run."""
+        out: list[AcquiredRecords] = []
+        runs: list[list[int]] = []
+        for offset, _ in picked:
+            if runs and runs[-1][1] + 1 == offset:
+                runs[-1][1] = offset
+            else:
+                runs.append([offset, offset])
+        for first, last in runs:
+            i, j = self._ranges.isolate(first, last)
+            for b in self._ranges.view(i, j):
+                self._move(b, ACQUIRED, member_id, deadline)
+                _emit(out, b.first, b.last, b.delivery_count)
+            self._ranges.merge(i, j)
+        for offset, key in picked:
+            if key is not None:
+                self._key_at[offset] = key
+                self._held[key] = offset
+        return out
+
+    def _unhold(self, first: int, last: int) -> None:
+        """Records [first, last] left ACQUIRED: their keys may be acquired again."""
+        if last - first + 1 <= len(self._key_at):
+            gone = [o for o in range(first, last + 1) if o in self._key_at]
+        else:
+            gone = [o for o in self._key_at if first <= o <= last]
+        for offset in gone:
+            key = self._key_at.pop(offset)
+            if self._held.get(key) == offset:
+                del self._held[key]
 
     def _archive_absent(self, first: int, last: int) -> None:
         """Archive [first, last]: the log holds nothing deliverable there."""
@@ -560,6 +722,8 @@ class SharePartition:
         self._locks.clear()
         self._available = 0
         self._changes.clear()
+        self._key_at.clear()
+        self._held.clear()
 
     def restore(self, spso: int, speo: int, ranges: Sequence[StateRange]) -> None:
         """Rebuild the window from durable state (a checkpoint and its deltas, applied).
@@ -610,6 +774,8 @@ class SharePartition:
         if b.state is ACQUIRED and b.deadline is not None:
             self._locks.remove(b.deadline, b.size)
         renew = new is ACQUIRED and b.state is ACQUIRED
+        if b.state is ACQUIRED and not renew and self._key_at:
+            self._unhold(b.first, b.last)
         if not renew:
             b.state.validate_transition(new)
             if new is ACQUIRED:

@@ -21,6 +21,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.share.acquisition_lock_timer import AcquisitionLockTimer
+from broker.share.key_hashes import key_hashes
 from broker.share.persister import NoPersister
 from broker.share.persister import Persister
 from broker.share.persister import load
@@ -88,6 +89,7 @@ def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]
             lock_duration_ms=configs.effective(group_id, "share.record.lock.duration.ms"),
             renew_enabled=configs.effective(group_id, "share.renew.acknowledge.enable"),
             record_limit=configs.effective(group_id, "share.acquire.mode") == "record_limit",
+            key_ordering=configs.effective(group_id, "share.key.ordering.enable"),
         )
         cached[:] = [(configs.version, value)]
         return value
@@ -232,6 +234,8 @@ class SharePartitionManager:
             ],
             max_records=max_records,
             now_ms=now_ms,
+            # Records are decoded for key-ordered groups only.
+            keys=key_hashes(data, spans) if sp.key_ordering else None,
         )
         self._after(sp, now_ms)
         if not acquired:
@@ -278,6 +282,7 @@ class SharePartitionManager:
         """A member left or timed out: everything it holds becomes available at once."""
         released = 0
         for sp in self.partitions_of(group_id):
+            sp.forget_member(member_id)
             plan = sp.plan_member_release(member_id)
             if not plan.runs:
                 continue

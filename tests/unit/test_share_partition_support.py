@@ -59,6 +59,7 @@ class Limits:
         lock_duration_ms: int | None = None,
         renew_enabled: bool | None = None,
         record_limit: bool | None = None,
+        key_ordering: bool | None = None,
     ) -> None:
         c = self.current
         self.current = ShareLimits(
@@ -69,6 +70,7 @@ class Limits:
             lock_duration_ms=c.lock_duration_ms if lock_duration_ms is None else lock_duration_ms,
             renew_enabled=c.renew_enabled if renew_enabled is None else renew_enabled,
             record_limit=c.record_limit if record_limit is None else record_limit,
+            key_ordering=c.key_ordering if key_ordering is None else key_ordering,
         )
 
 
