@@ -21,6 +21,7 @@ from confluent_kafka.admin import ResourceType
 
 from bench import compaction_phase  # noqa: F401 - registers the "compaction" phase
 from bench import durable_phase  # noqa: F401 - registers the "durable" phase
+from bench import key_order_phase  # noqa: F401 - registers the "key-order" phase
 from bench import report
 from bench import security
 from bench import spark_phase  # noqa: F401 - registers the "spark" phase

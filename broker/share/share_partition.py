@@ -182,6 +182,10 @@ class SharePartition:
         self._key_at: dict[int, int] = {}
         self._held: dict[int, int] = {}
         self._fetched_at: dict[str, int] = {}
+        # Key hashes of offsets [_keys_from, _keys_from + len(_keys)) of the window, so a fetch
+        # decodes only batches it has not seen (the window is scanned again at every fetch).
+        self._keys: list[int | None] = []
+        self._keys_from = start_offset
 
     # ----------------------------------------------------------------------------- queries
 
@@ -406,11 +410,34 @@ class SharePartition:
         self._fetched_at[member_id] = now_ms
         start = cursor
         end = self._join_spans(spans, cursor, limits.max_record_locks)
+        self._remember_keys(keys, start, end)
         start = max(start, self.spso)
         if start >= end or not self._available:
             return []
-        picked = self._pick(member_id, keys, start, end, self._owners(now_ms), max_records)
+        picked = self._pick(member_id, start, end, self._owners(now_ms), max_records)
         return self._take(member_id, picked, now_ms + limits.lock_duration_ms)
+
+    def keys_wanted(self) -> tuple[int, int]:
+        """The offsets [lo, hi) whose keys the next fetch needs: from the start of the fetch,
+        or past the keys remembered if they reach it, up to where the window may grow."""
+        start = self.next_fetch_offset()
+        if start is None:
+            return (0, 0)
+        known_end = self._keys_from + len(self._keys)
+        lo = known_end if self._keys_from <= start <= known_end else start
+        return (lo, self.spso + self._limits().max_record_locks)
+
+    def _remember_keys(self, keys: KeyHashes, start: int, end: int) -> None:
+        """Add the keys of [known end, end) from `keys` (what `keys_wanted` asked for);
+        forget those below SPSO. One entry per offset of the window, no more."""
+        known_end = self._keys_from + len(self._keys)
+        if not self._keys_from <= start <= known_end:
+            self._keys, self._keys_from, known_end = [], start, start
+        below = min(self.spso, start) - self._keys_from
+        if below > 0:
+            del self._keys[:below]
+            self._keys_from += below
+        self._keys.extend(keys.get(o) for o in range(known_end, end))
 
     def _join_spans(self, spans: Sequence[BatchSpan], cursor: int, max_locks: int) -> int:
         """Bring the spans into the window (gaps and control batches archived, new data
@@ -439,7 +466,6 @@ class SharePartition:
     def _pick(
         self,
         member_id: str,
-        keys: KeyHashes,
         start: int,
         end: int,
         owners: list[str],
@@ -447,13 +473,14 @@ class SharePartition:
     ) -> list[tuple[int, int | None]]:
         """The AVAILABLE offsets of [start, end) the key rule gives `member_id`, in order."""
         blocked = set(self._held)
+        keys, base = self._keys, self._keys_from
         picked: list[tuple[int, int | None]] = []
         i, j = self._ranges.overlapping(start, end - 1)
         for b in self._ranges.view(i, j):
             if b.state is not AVAILABLE:
                 continue
             for offset in range(max(b.first, start), min(b.last + 1, end)):
-                key = keys.get(offset)
+                key = keys[offset - base]
                 if key is not None:
                     if key in blocked:
                         continue
@@ -724,6 +751,7 @@ class SharePartition:
         self._changes.clear()
         self._key_at.clear()
         self._held.clear()
+        self._keys, self._keys_from = [], start_offset
 
     def restore(self, spso: int, speo: int, ranges: Sequence[StateRange]) -> None:
         """Rebuild the window from durable state (a checkpoint and its deltas, applied).

@@ -225,6 +225,12 @@ class SharePartitionManager:
             if e.next_offset >= plog.log_end_offset:
                 return None
             return self._acquire(sp, plog, member_id, e.next_offset, max_bytes, max_records, now_ms)
+        keys = None
+        if sp.key_ordering:  # records are decoded for key-ordered groups only
+            lo, hi = sp.keys_wanted()
+            keys = key_hashes(
+                data, [s for s in spans if s.last_offset >= lo and s.base_offset < hi]
+            )
         acquired = sp.acquire(
             member_id,
             # An empty batch (offsets the cleaner removed) is archived like a control batch.
@@ -234,8 +240,7 @@ class SharePartitionManager:
             ],
             max_records=max_records,
             now_ms=now_ms,
-            # Records are decoded for key-ordered groups only.
-            keys=key_hashes(data, spans) if sp.key_ordering else None,
+            keys=keys,
         )
         self._after(sp, now_ms)
         if not acquired:
