@@ -402,9 +402,9 @@ class SharePartition:
         The spans first join the window whole (AVAILABLE, within `max_record_locks`); then
         the window is scanned from `cursor`, its first AVAILABLE offset, in offset order, so
         every AVAILABLE record below the one considered has been seen: a key seen and not
-        taken blocks the rest of its records for this fetch. Keys of AVAILABLE records are
-        never stored (the next fetch reads them again from the log): memory is one entry per
-        acquired record.
+        taken blocks the rest of its records for this fetch. `keys` holds the keys from
+        `keys_wanted()`'s low end on, and the spans go no further than its high end; the keys
+        are remembered for the window (one entry per offset), so each batch is decoded once.
         """
         limits = self._limits()
         self._fetched_at[member_id] = now_ms
@@ -418,14 +418,16 @@ class SharePartition:
         return self._take(member_id, picked, now_ms + limits.lock_duration_ms)
 
     def keys_wanted(self) -> tuple[int, int]:
-        """The offsets [lo, hi) whose keys the next fetch needs: from the start of the fetch,
-        or past the keys remembered if they reach it, up to where the window may grow."""
+        """For the next key-ordered fetch: the keys it needs from `lo` on (the start of the
+        fetch, or past the keys remembered if they reach it), and the spans it may take,
+        those starting below `hi` (where the window may grow to). The first span always does.
+        """
         start = self.next_fetch_offset()
         if start is None:
             return (0, 0)
         known_end = self._keys_from + len(self._keys)
         lo = known_end if self._keys_from <= start <= known_end else start
-        return (lo, self.spso + self._limits().max_record_locks)
+        return (lo, max(self.spso + self._limits().max_record_locks, self.speo))
 
     def _remember_keys(self, keys: KeyHashes, start: int, end: int) -> None:
         """Add the keys of [known end, end) from `keys` (what `keys_wanted` asked for);

@@ -228,9 +228,8 @@ class SharePartitionManager:
         keys = None
         if sp.key_ordering:  # records are decoded for key-ordered groups only
             lo, hi = sp.keys_wanted()
-            keys = key_hashes(
-                data, [s for s in spans if s.last_offset >= lo and s.base_offset < hi]
-            )
+            spans = [s for s in spans if s.base_offset < hi]  # beyond, the window cannot grow
+            keys = key_hashes(data, [s for s in spans if s.last_offset >= lo])
         acquired = sp.acquire(
             member_id,
             # An empty batch (offsets the cleaner removed) is archived like a control batch.

@@ -223,8 +223,11 @@ class KeyOrderMachine(RuleBasedStateMachine):
         assert offset == self.model.next_fetch_offset()
         if offset is None:
             return
-        spans = self.log.read_from(offset)
-        keys = self.log.keys_of(spans)
+        # As the broker does: keys only past those the partition remembers, spans only as
+        # far as the window may grow. The model reads every key from the log itself.
+        lo, hi = self.sp.keys_wanted()
+        spans = [s for s in self.log.read_from(offset) if s.base_offset < hi]
+        keys = self.log.keys_of([s for s in spans if s.last_offset >= lo])
         got = self.sp.acquire(member, spans, max_records=max_records, now_ms=self.now, keys=keys)
         assert got == to_ranges(self.model.acquire(member, spans, max_records, self.now))
 
