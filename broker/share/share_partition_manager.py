@@ -358,9 +358,13 @@ class SharePartitionManager:
                 partition=sp.partition,
                 records=archived,
             )
-        if changes and sp.next_fetch_offset() is not None and sp.next_fetch_offset() != sp.speo:
+        offset = sp.next_fetch_offset() if changes else None
+        if offset is not None:
             topic = self._logs.topic_by_id(sp.topic_id)
-            if topic is not None:
+            plog = self._logs.log(topic.name, sp.partition) if topic else None
+            # Records came back, or the window has room again over records already in the
+            # log (fetchers that found it full, or their keys held, wait on this).
+            if topic is not None and (offset != sp.speo or (plog and offset < plog.log_end_offset)):
                 self._on_available(topic.name, sp.partition)
 
     # the log start moves (DeleteRecords) --------------------------------------------------------
