@@ -22,6 +22,7 @@ from confluent_kafka.admin import ResourceType
 from bench import compaction_phase  # noqa: F401 - registers the "compaction" phase
 from bench import decode_phase  # noqa: F401 - registers the "decode" phase
 from bench import durable_phase  # noqa: F401 - registers the "durable" phase
+from bench import key_order_phase  # noqa: F401 - registers the "key-order" phase
 from bench import plot
 from bench import pyspy
 from bench import report

@@ -254,11 +254,19 @@ class _ShareProgress:
         return "; ".join(notes)
 
 
-def _share_run(b: Bench, topic: str, consumers: int, poll_timeout: float = 0.02) -> Row:
-    """A new group (earliest), `consumers` processes; timed from their release to the last
-    commit_sync return after every distinct offset was delivered."""
+def _share_run(
+    b: Bench,
+    topic: str,
+    consumers: int,
+    poll_timeout: float = 0.02,
+    group_configs: dict[str, str] | None = None,
+) -> Row:
+    """A new group (earliest, plus `group_configs`), `consumers` processes; timed from their
+    release to the last commit_sync return after every distinct offset was delivered."""
     group = f"bench-share-{consumers}-{time.time_ns()}"
     b.set_group_config(group, "share.auto.offset.reset", "earliest")
+    for name, value in (group_configs or {}).items():
+        b.set_group_config(group, name, value)
     barrier = b.mp.Barrier(consumers + 1)
     done = b.mp.Event()
     out = b.mp.Queue()

@@ -98,6 +98,11 @@ def ratios(rows: list[Row]) -> list[str]:
         ("share-4-durable", "share-4-volatile"),
         lambda on, off: on.rate / off.rate,
     )
+    ratio(
+        "share (8, 1 partition, 1,000 keys) key-ordered / unordered records/s",
+        ("share-keyed-8", "share-unkeyed-8"),
+        lambda on, off: on.rate / off.rate,
+    )
     out.extend(small_ratios(by))
     return out
 

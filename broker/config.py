@@ -34,6 +34,7 @@ from broker.listeners import parse_address
 from broker.listeners import parse_listeners
 from broker.listeners import parse_protocol_map
 from coordinator.consumer_assignors import parse_assignors
+from coordinator.group_configs import ACQUIRE_MODES
 from coordinator.group_configs import DEFS
 from storage.config import LogConfig
 from storage.config import check_topic_config_values
@@ -59,6 +60,7 @@ LOG_CONFIG_SYNONYMS: Mapping[str, str] = {
 }
 _CHOICES = {
     "group.share.auto.offset.reset": ("latest", "earliest"),
+    "group.share.acquire.mode": ACQUIRE_MODES,
     "ssl.client.auth": ("none", "requested", "required"),
     "ssl.keystore.type": ("PEM",),
     "ssl.truststore.type": ("PEM",),
@@ -160,6 +162,10 @@ class BrokerConfig:
     group_share_min_partition_max_record_locks: int = _share(100)
     group_share_max_partition_max_record_locks: int = _share(4_000)
     group_share_renew_acknowledge_enable: bool = True
+    # Defaults of the group configs share.acquire.mode (KIP-1206) and
+    # share.key.ordering.enable (Shoal's key-ordered sharing); dynamic like the rest.
+    group_share_acquire_mode: str = "batch_optimized"
+    group_share_key_ordering_enable: bool = False
     group_share_session_timeout_ms: int = _share(45_000)
     group_share_min_session_timeout_ms: int = _share(45_000)
     group_share_max_session_timeout_ms: int = _share(60_000)

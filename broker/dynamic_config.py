@@ -40,6 +40,7 @@ from kio.schema.errors import ErrorCode
 from broker.config import DEFAULTS
 from broker.config import LOG_CONFIG_SYNONYMS
 from broker.config import BrokerConfig
+from coordinator.group_configs import ACQUIRE_MODES
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import DEFS
 from storage.fsutil import atomic_write
@@ -51,7 +52,10 @@ CLEANER_CONFIGS = frozenset({"log.cleaner.dedupe.buffer.size"})
 DYNAMIC: frozenset[str] = (
     frozenset(BROKER_DEFAULTS) | frozenset(LOG_CONFIG_SYNONYMS.values()) | CLEANER_CONFIGS
 )
-_CHOICES = {"group.share.auto.offset.reset": ("latest", "earliest")}
+_CHOICES = {
+    "group.share.auto.offset.reset": ("latest", "earliest"),
+    "group.share.acquire.mode": ACQUIRE_MODES,
+}
 
 
 class InvalidBrokerConfig(ValueError):

@@ -30,6 +30,8 @@ class GroupConfigDef:
     choices: tuple[str, ...] = ()
 
 
+ACQUIRE_MODES = ("batch_optimized", "record_limit")
+
 DEFS: dict[str, GroupConfigDef] = {
     d.name: d
     for d in (
@@ -63,6 +65,15 @@ DEFS: dict[str, GroupConfigDef] = {
         GroupConfigDef(
             "share.renew.acknowledge.enable", bool, "group.share.renew.acknowledge.enable"
         ),
+        # KIP-1206: record_limit makes MaxRecords (max.poll.records) a strict limit.
+        GroupConfigDef(
+            "share.acquire.mode",
+            str,
+            "group.share.acquire.mode",
+            choices=ACQUIRE_MODES,
+        ),
+        # Shoal's own (seed 001): records of one key are never in flight at two members.
+        GroupConfigDef("share.key.ordering.enable", bool, "group.share.key.ordering.enable"),
         GroupConfigDef(
             "share.session.timeout.ms",
             int,
@@ -94,6 +105,8 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "group.share.min.partition.max.record.locks": (100, int),
     "group.share.max.partition.max.record.locks": (4_000, int),
     "group.share.renew.acknowledge.enable": (True, bool),
+    "group.share.acquire.mode": ("batch_optimized", str),
+    "group.share.key.ordering.enable": (False, bool),
     "group.share.session.timeout.ms": (45_000, int),
     "group.share.min.session.timeout.ms": (45_000, int),
     "group.share.max.session.timeout.ms": (60_000, int),

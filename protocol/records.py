@@ -105,6 +105,36 @@ def record_value(record: Record) -> bytes | None:
     return record.tail[pos : pos + value_len]
 
 
+def record_keys(batch: Buffer) -> list[tuple[int, bytes | None]]:
+    """(offset, key) of every record of one stored batch (decompressed); values and headers
+    are skipped, not copied. For key-ordered share groups only.
+
+    :raises InvalidRecordBatch: records that do not decompress or parse.
+    """
+    header = parse_header(batch)
+    data = _payload(batch, header)
+    out: list[tuple[int, bytes | None]] = []
+    pos = 0
+    try:
+        for _ in range(header.record_count):
+            length, body = read_varint(data, pos)
+            _, p = read_varint(data, body + 1)  # timestampDelta, after the attributes byte
+            offset_delta, p = read_varint(data, p)
+            key_len, p = read_varint(data, p)
+            out.append(
+                (
+                    header.base_offset + offset_delta,
+                    bytes(data[p : p + key_len]) if key_len >= 0 else None,
+                )
+            )
+            pos = body + length
+            if length < 1 or pos > len(data):
+                raise InvalidRecordBatch("length", f"record of {length} bytes")
+    except IndexError as e:
+        raise InvalidRecordBatch("truncated", "record runs past the batch") from e
+    return out
+
+
 def has_null_key(batch: Buffer) -> bool:
     """Whether any record of the batch has a null key (compacted topics refuse those)."""
     return any(r.key is None for r in decode_records(batch)[1])

@@ -43,6 +43,14 @@ AckBatch = tuple[int, int, Sequence[int]]
 SharePartitionKey = tuple[str, uuid.UUID, int]
 """(group id, topic id, partition)."""
 
+KeyHashes = Mapping[int, int | None]
+"""offset -> 32-bit hash of the record's key (None: a null key), for key-ordered groups. An
+offset the mapping lacks holds no record (a compacted gap): it is handed out unordered."""
+
+# A member that has not fetched a key-ordered share-partition for this long no longer owns a
+# hash range there, so its keys go to the members still fetching.
+AFFINITY_IDLE_MS = 5_000
+
 
 @dataclass(frozen=True, slots=True)
 class ShareLimits:
@@ -52,6 +60,11 @@ class ShareLimits:
     max_record_locks: int
     lock_duration_ms: int
     renew_enabled: bool
+    # share.acquire.mode=record_limit (KIP-1206): a fetch acquires at most MaxRecords records,
+    # and the acquired range may end inside a stored batch.
+    record_limit: bool = False
+    # share.key.ordering.enable: records of one key are never in flight at two members.
+    key_ordering: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +176,16 @@ class SharePartition:
         # without scanning the ranges.
         self._available = 0
         self._changes: list[StateRange] = []
+        # Key-ordered groups only (empty otherwise): the key hash of every record acquired under
+        # the key rule, by offset and by key (at most one acquired record per key), and when
+        # each member last fetched, for the hash-range affinity.
+        self._key_at: dict[int, int] = {}
+        self._held: dict[int, int] = {}
+        self._fetched_at: dict[str, int] = {}
+        # Key hashes of offsets [_keys_from, _keys_from + len(_keys)) of the window, so a fetch
+        # decodes only batches it has not seen (the window is scanned again at every fetch).
+        self._keys: list[int | None] = []
+        self._keys_from = start_offset
 
     # ----------------------------------------------------------------------------- queries
 
@@ -177,6 +200,11 @@ class SharePartition:
     @property
     def speo(self) -> int:
         return self._ranges.end
+
+    @property
+    def key_ordering(self) -> bool:
+        """Whether the group orders records by key (the broker then reads keys for it)."""
+        return self._limits().key_ordering
 
     def in_flight_count(self) -> int:
         return self.speo - self.spso
@@ -244,21 +272,35 @@ class SharePartition:
     # ------------------------------------------------------------------------- acquisition
 
     def acquire(
-        self, member_id: str, spans: Sequence[BatchSpan], *, max_records: int, now_ms: int
+        self,
+        member_id: str,
+        spans: Sequence[BatchSpan],
+        *,
+        max_records: int,
+        now_ms: int,
+        keys: KeyHashes | None = None,
     ) -> list[AcquiredRecords]:
         """Acquire records for `member_id` from the log batches `spans`.
 
-        `spans` start at the batch holding `next_fetch_offset()` and run in log order. Whole
-        batches are taken (MaxRecords may be exceeded to keep batch boundaries): first the
-        AVAILABLE in-flight records they hold, then new records at and after SPEO while the
-        window stays within `max_record_locks` (the first new batch is allowed whenever the
-        window has room for one record). Control batches and offsets missing from the log
-        (gaps before or between spans) are archived, never handed out.
+        `spans` start at the batch holding `next_fetch_offset()` and run in log order. First
+        the AVAILABLE in-flight records they hold, then new records at and after SPEO while
+        the window stays within `max_record_locks` (the first new batch is allowed whenever
+        the window has room for one record). In batch_optimized mode whole batches are taken
+        (MaxRecords may be exceeded to keep batch boundaries); in record_limit mode no more
+        than `max_records` are, and the last range may end inside a batch. Control batches and
+        offsets missing from the log (gaps before or between spans) are archived, never
+        handed out.
+
+        With `keys` (a key-ordered group: the key of every record the spans hold), the key
+        rule decides record by record instead (`_acquire_keyed`).
         """
         cursor = self.next_fetch_offset()
         if cursor is None or max_records <= 0:
             return []
         limits = self._limits()
+        if keys is not None:
+            return self._acquire_keyed(member_id, spans, keys, cursor, max_records, now_ms)
+        strict = limits.record_limit
         deadline = now_ms + limits.lock_duration_ms
         out: list[AcquiredRecords] = []
         taken = 0
@@ -273,11 +315,15 @@ class SharePartition:
                 self._archive_absent(lo, span.last_offset)
                 cursor = span.last_offset + 1
                 continue
+            budget = max_records - taken if strict else None
             if span.last_offset >= self.speo:
-                if not self._may_extend(span.last_offset, added_new, limits.max_record_locks):
+                reach = span.last_offset
+                if budget is not None:  # at most this far, however the budget is spent
+                    reach = min(reach, max(lo, self.speo) + budget - 1)
+                if not self._may_extend(reach, added_new, limits.max_record_locks):
                     break
                 added_new = True
-            taken += self._acquire_span(member_id, lo, span.last_offset, deadline, out)
+            taken += self._acquire_span(member_id, lo, span.last_offset, deadline, out, budget)
             cursor = span.last_offset + 1
             if taken >= max_records:
                 break
@@ -290,14 +336,23 @@ class SharePartition:
         return not added_new and self.speo - self.spso < max_locks
 
     def _acquire_span(
-        self, member_id: str, lo: int, hi: int, deadline: int, out: list[AcquiredRecords]
+        self,
+        member_id: str,
+        lo: int,
+        hi: int,
+        deadline: int,
+        out: list[AcquiredRecords],
+        budget: int | None = None,
     ) -> int:
+        """Acquire what is AVAILABLE in [lo, hi], at most `budget` records (None: all)."""
         taken = 0
         lo = max(lo, self.spso)  # archiving a gap just before may have moved SPSO past lo
         in_flight_hi = min(hi, self.speo - 1)
         if lo <= in_flight_hi and self._available:
             i, j = self._ranges.overlapping(lo, in_flight_hi)
             if any(b.state is AVAILABLE for b in self._ranges.view(i, j)):
+                if budget is not None:
+                    in_flight_hi = self._budget_end(i, j, lo, in_flight_hi, budget)
                 i, j = self._ranges.isolate(lo, in_flight_hi)
                 for b in self._ranges.view(i, j):
                     if b.state is AVAILABLE:
@@ -305,6 +360,10 @@ class SharePartition:
                         _emit(out, b.first, b.last, b.delivery_count)
                         taken += b.size
                 self._ranges.merge(i, j)
+        if budget is not None:
+            if taken >= budget:
+                return taken
+            hi = min(hi, max(lo, self.speo) + budget - taken - 1)
         new_lo = max(lo, self.speo)
         if new_lo <= hi:
             batch = self._append_available(new_lo, hi)
@@ -313,6 +372,173 @@ class SharePartition:
             _emit(out, new_lo, hi, 1)
             taken += hi - new_lo + 1
         return taken
+
+    def _budget_end(self, i: int, j: int, lo: int, hi: int, budget: int) -> int:
+        """The offset in [lo, hi] where the AVAILABLE records of ranges [i, j) reach
+        `budget`, or `hi` if they never do: one step per range, not per record."""
+        for b in self._ranges.view(i, j):
+            if b.state is not AVAILABLE:
+                continue
+            first, last = max(b.first, lo), min(b.last, hi)
+            if last - first + 1 >= budget:
+                return first + budget - 1
+            budget -= last - first + 1
+        return hi
+
+    def _acquire_keyed(
+        self,
+        member_id: str,
+        spans: Sequence[BatchSpan],
+        keys: KeyHashes,
+        cursor: int,
+        max_records: int,
+        now_ms: int,
+    ) -> list[AcquiredRecords]:
+        """Key-ordered acquisition (seed 001): a record with a key is acquired only if no
+        record of its key is ACQUIRED, nor AVAILABLE at a lower offset, and only by the member
+        whose hash range holds the key; records with a null key go to anyone. At most
+        `max_records`, batch boundaries or not.
+
+        The spans first join the window whole (AVAILABLE, within `max_record_locks`); then
+        the window is scanned from `cursor`, its first AVAILABLE offset, in offset order, so
+        every AVAILABLE record below the one considered has been seen: a key seen and not
+        taken blocks the rest of its records for this fetch. `keys` holds the keys from
+        `keys_wanted()`'s low end on, and the spans go no further than its high end; the keys
+        are remembered for the window (one entry per offset), so each batch is decoded once.
+        """
+        limits = self._limits()
+        self._fetched_at[member_id] = now_ms
+        start = cursor
+        end = self._join_spans(spans, cursor, limits.max_record_locks)
+        self._remember_keys(keys, start, end)
+        start = max(start, self.spso)
+        if start >= end or not self._available:
+            return []
+        picked = self._pick(member_id, start, end, self._owners(now_ms), max_records)
+        return self._take(member_id, picked, now_ms + limits.lock_duration_ms)
+
+    def keys_wanted(self) -> tuple[int, int]:
+        """For the next key-ordered fetch: the keys it needs from `lo` on (the start of the
+        fetch, or past the keys remembered if they reach it), and the spans it may take,
+        those starting below `hi` (where the window may grow to). The first span always does.
+        """
+        start = self.next_fetch_offset()
+        if start is None:
+            return (0, 0)
+        known_end = self._keys_from + len(self._keys)
+        lo = known_end if self._keys_from <= start <= known_end else start
+        return (lo, max(self.spso + self._limits().max_record_locks, self.speo))
+
+    def _remember_keys(self, keys: KeyHashes, start: int, end: int) -> None:
+        """Add the keys of [known end, end) from `keys` (what `keys_wanted` asked for);
+        forget those below SPSO. One entry per offset of the window, no more."""
+        known_end = self._keys_from + len(self._keys)
+        if not self._keys_from <= start <= known_end:
+            self._keys, self._keys_from, known_end = [], start, start
+        below = min(self.spso, start) - self._keys_from
+        if below > 0:
+            del self._keys[:below]
+            self._keys_from += below
+        self._keys.extend(keys.get(o) for o in range(known_end, end))
+
+    def _join_spans(self, spans: Sequence[BatchSpan], cursor: int, max_locks: int) -> int:
+        """Bring the spans into the window (gaps and control batches archived, new data
+        AVAILABLE, within `max_locks`); the end of the offsets whose keys they give."""
+        end = cursor
+        added_new = False
+        for span in spans:
+            cursor = max(cursor, self.spso)
+            if span.last_offset < cursor:
+                continue
+            lo = max(span.base_offset, cursor)
+            self._archive_absent(cursor, lo - 1)
+            cursor = span.last_offset + 1
+            if span.is_control:
+                self._archive_absent(lo, span.last_offset)
+                continue
+            if span.last_offset >= self.speo:
+                if not self._may_extend(span.last_offset, added_new, max_locks):
+                    break
+                added_new = True
+                self._append_available(max(lo, self.speo), span.last_offset)
+                self._ranges.merge_tail()
+            end = cursor
+        return end
+
+    def _pick(
+        self,
+        member_id: str,
+        start: int,
+        end: int,
+        owners: list[str],
+        max_records: int,
+    ) -> list[tuple[int, int | None]]:
+        """The AVAILABLE offsets of [start, end) the key rule gives `member_id`, in order."""
+        blocked = set(self._held)
+        keys, base = self._keys, self._keys_from
+        picked: list[tuple[int, int | None]] = []
+        i, j = self._ranges.overlapping(start, end - 1)
+        for b in self._ranges.view(i, j):
+            if b.state is not AVAILABLE:
+                continue
+            for offset in range(max(b.first, start), min(b.last + 1, end)):
+                key = keys[offset - base]
+                if key is not None:
+                    if key in blocked:
+                        continue
+                    blocked.add(key)  # its later records wait for this one
+                    if owners[(key * len(owners)) >> 32] != member_id:
+                        continue
+                picked.append((offset, key))
+                if len(picked) >= max_records:
+                    return picked
+        return picked
+
+    def _owners(self, now_ms: int) -> list[str]:
+        """Members that fetched lately, sorted: member n owns the n-th slice of the hash
+        space (seed 001's hash ranges), so a key stays with one member while the set holds."""
+        for member, at in list(self._fetched_at.items()):
+            if now_ms - at > AFFINITY_IDLE_MS:
+                del self._fetched_at[member]
+        return sorted(self._fetched_at)
+
+    def forget_member(self, member_id: str) -> None:
+        """The member left the group: its hash range goes to the others at once."""
+        self._fetched_at.pop(member_id, None)
+
+    def _take(
+        self, member_id: str, picked: list[tuple[int, int | None]], deadline: int
+    ) -> list[AcquiredRecords]:
+        """Acquire the picked AVAILABLE offsets (sorted), run by run."""
+        out: list[AcquiredRecords] = []
+        runs: list[list[int]] = []
+        for offset, _ in picked:
+            if runs and runs[-1][1] + 1 == offset:
+                runs[-1][1] = offset
+            else:
+                runs.append([offset, offset])
+        for first, last in runs:
+            i, j = self._ranges.isolate(first, last)
+            for b in self._ranges.view(i, j):
+                self._move(b, ACQUIRED, member_id, deadline)
+                _emit(out, b.first, b.last, b.delivery_count)
+            self._ranges.merge(i, j)
+        for offset, key in picked:
+            if key is not None:
+                self._key_at[offset] = key
+                self._held[key] = offset
+        return out
+
+    def _unhold(self, first: int, last: int) -> None:
+        """Records [first, last] left ACQUIRED: their keys may be acquired again."""
+        if last - first + 1 <= len(self._key_at):
+            gone = [o for o in range(first, last + 1) if o in self._key_at]
+        else:
+            gone = [o for o in self._key_at if first <= o <= last]
+        for offset in gone:
+            key = self._key_at.pop(offset)
+            if self._held.get(key) == offset:
+                del self._held[key]
 
     def _archive_absent(self, first: int, last: int) -> None:
         """Archive [first, last]: the log holds nothing deliverable there."""
@@ -525,6 +751,9 @@ class SharePartition:
         self._locks.clear()
         self._available = 0
         self._changes.clear()
+        self._key_at.clear()
+        self._held.clear()
+        self._keys, self._keys_from = [], start_offset
 
     def restore(self, spso: int, speo: int, ranges: Sequence[StateRange]) -> None:
         """Rebuild the window from durable state (a checkpoint and its deltas, applied).
@@ -575,6 +804,8 @@ class SharePartition:
         if b.state is ACQUIRED and b.deadline is not None:
             self._locks.remove(b.deadline, b.size)
         renew = new is ACQUIRED and b.state is ACQUIRED
+        if b.state is ACQUIRED and not renew and self._key_at:
+            self._unhold(b.first, b.last)
         if not renew:
             b.state.validate_transition(new)
             if new is ACQUIRED:

@@ -21,6 +21,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.share.acquisition_lock_timer import AcquisitionLockTimer
+from broker.share.key_hashes import key_hashes
 from broker.share.persister import NoPersister
 from broker.share.persister import Persister
 from broker.share.persister import load
@@ -87,6 +88,8 @@ def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]
             max_record_locks=configs.effective(group_id, "share.partition.max.record.locks"),
             lock_duration_ms=configs.effective(group_id, "share.record.lock.duration.ms"),
             renew_enabled=configs.effective(group_id, "share.renew.acknowledge.enable"),
+            record_limit=configs.effective(group_id, "share.acquire.mode") == "record_limit",
+            key_ordering=configs.effective(group_id, "share.key.ordering.enable"),
         )
         cached[:] = [(configs.version, value)]
         return value
@@ -222,6 +225,11 @@ class SharePartitionManager:
             if e.next_offset >= plog.log_end_offset:
                 return None
             return self._acquire(sp, plog, member_id, e.next_offset, max_bytes, max_records, now_ms)
+        keys = None
+        if sp.key_ordering:  # records are decoded for key-ordered groups only
+            lo, hi = sp.keys_wanted()
+            spans = [s for s in spans if s.base_offset < hi]  # beyond, the window cannot grow
+            keys = key_hashes(data, [s for s in spans if s.last_offset >= lo])
         acquired = sp.acquire(
             member_id,
             # An empty batch (offsets the cleaner removed) is archived like a control batch.
@@ -231,6 +239,7 @@ class SharePartitionManager:
             ],
             max_records=max_records,
             now_ms=now_ms,
+            keys=keys,
         )
         self._after(sp, now_ms)
         if not acquired:
@@ -277,6 +286,7 @@ class SharePartitionManager:
         """A member left or timed out: everything it holds becomes available at once."""
         released = 0
         for sp in self.partitions_of(group_id):
+            sp.forget_member(member_id)
             plan = sp.plan_member_release(member_id)
             if not plan.runs:
                 continue
@@ -348,9 +358,13 @@ class SharePartitionManager:
                 partition=sp.partition,
                 records=archived,
             )
-        if changes and sp.next_fetch_offset() is not None and sp.next_fetch_offset() != sp.speo:
+        offset = sp.next_fetch_offset() if changes else None
+        if offset is not None:
             topic = self._logs.topic_by_id(sp.topic_id)
-            if topic is not None:
+            plog = self._logs.log(topic.name, sp.partition) if topic else None
+            # Records came back, or the window has room again over records already in the
+            # log (fetchers that found it full, or their keys held, wait on this).
+            if topic is not None and (offset != sp.speo or (plog and offset < plog.log_end_offset)):
                 self._on_available(topic.name, sp.partition)
 
     # the log start moves (DeleteRecords) --------------------------------------------------------

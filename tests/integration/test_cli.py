@@ -453,3 +453,30 @@ def test_shoal_serve_runs_the_broker_until_sigterm(tmp_path: Path) -> None:
     assert (data / "served-0").is_dir()
     bad, _, err = shoal("serve", "--config", str(tmp_path / "missing.properties"))
     assert bad == 2 and err.startswith("shoal: bad configuration:")
+
+
+def test_acquire_mode_and_key_ordering_group_configs(broker: BrokerProcess) -> None:
+    b = broker.bootstrap
+    mode, ordering, bad_mode, bad_ordering, bad_default = shoal_all(
+        ("configs", "alter", "--entity-type", "groups", "--entity-name", "modes",
+         "--add-config", "share.acquire.mode=record_limit"),
+        ("configs", "alter", "--entity-type", "groups", "--entity-name", "keyed",
+         "--add-config", "share.key.ordering.enable=true"),
+        ("configs", "alter", "--entity-type", "groups", "--entity-name", "modes",
+         "--add-config", "share.acquire.mode=fastest"),
+        ("configs", "alter", "--entity-type", "groups", "--entity-name", "keyed",
+         "--add-config", "share.key.ordering.enable=maybe"),
+        ("configs", "alter", "--entity-type", "brokers", "--entity-default",
+         "--add-config", "group.share.acquire.mode=fastest"),
+        bootstrap=b,
+    )  # fmt: skip
+    assert mode[0] == 0 and ordering[0] == 0, (mode, ordering)
+    assert bad_mode[0] == 1 and "must be one of batch_optimized, record_limit" in bad_mode[2]
+    assert bad_ordering[0] == 1 and "must be true or false" in bad_ordering[2]
+    assert bad_default[0] == 1 and "must be one of" in bad_default[2]
+    modes = ok_json("configs", "describe", "--entity-type", "groups", "--entity-name", "modes",
+                    bootstrap=b)  # fmt: skip
+    keyed = ok_json("configs", "describe", "--entity-type", "groups", "--entity-name", "keyed",
+                    bootstrap=b)  # fmt: skip
+    assert {e["name"]: e["value"] for e in modes}["share.acquire.mode"] == "record_limit"
+    assert {e["name"]: e["value"] for e in keyed}["share.key.ordering.enable"] == "true"

@@ -79,6 +79,8 @@ def test_file_then_environment_then_command_line(tmp_path: Path) -> None:
         ("metrics.port", "-2", "below the minimum -1"),
         ("auto.create.topics.enable", "yes", "true or false"),
         ("group.share.auto.offset.reset", "middle", "latest, earliest"),
+        ("group.share.acquire.mode", "fastest", "batch_optimized, record_limit"),
+        ("group.share.key.ordering.enable", "maybe", "true or false"),
         ("listeners", "PLAINTEXT://nowhere", "no port"),
         ("listeners", "PLAINTEXT://127.0.0.1:65536", "no port"),
         ("advertised.listeners", "PLAINTEXT://host", "no port"),

@@ -214,3 +214,30 @@ def test_an_acknowledgement_never_brings_back_deleted_offsets() -> None:
     assert b.ack("m", [(4, 2, [ACCEPT])], 3) == ErrorCode.invalid_request
     assert b.manager.partitions_of("G") == []
     assert control_batches(b) == written
+
+
+def test_an_acknowledgement_that_makes_room_in_a_full_window_wakes_fetchers() -> None:
+    logs = MemoryLogs()
+    topic = logs.create_topic("t", 1)
+    plog = logs.log("t", 0)
+    assert plog is not None
+    for _ in range(3):
+        plog.append(build_batch([(None, b"v")] * 50, timestamp_ms=1), now_ms=1)
+    configs = GroupConfigs(None, lambda name: BROKER_DEFAULTS[name][0])
+    configs.alter(
+        "G", {"share.auto.offset.reset": "earliest", "share.partition.max.record.locks": "100"}
+    )
+    woken: list[tuple[str, int]] = []
+    manager = SharePartitionManager(logs, configs, lambda t, p: woken.append((t, p)))
+
+    def fetch(member: str) -> list[tuple[int, int]]:
+        got = manager.fetch(
+            "G", member, topic.topic_id, 0, max_bytes=1 << 20, max_records=500, now_ms=0
+        )
+        return [(a.first_offset, a.last_offset) for a in got.acquired]
+
+    assert fetch("A") == [(0, 99)]  # the window is full: 100 record locks
+    assert fetch("B") == []  # B would now wait
+    assert manager.acknowledge("G", "A", topic.topic_id, 0, [(0, 49, [ACCEPT])], 1) == 0
+    assert woken == [("t", 0)]  # room again, over records 100-149 already in the log
+    assert fetch("B") == [(100, 149)]

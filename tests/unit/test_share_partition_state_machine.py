@@ -104,11 +104,16 @@ class Model:
             if span.is_control:
                 self.archive_absent(lo, span.last_offset)
                 continue
+            strict = self.limits.current.record_limit
             if span.last_offset >= self.speo:
-                if not self.may_extend(span.last_offset, added_new):
+                reach = span.last_offset
+                if strict:  # the furthest a strict budget could reach in this span
+                    reach = min(reach, max(lo, self.speo) + max_records - len(got) - 1)
+                if not self.may_extend(reach, added_new):
                     break
                 added_new = True
-            self.acquire_span(member, lo, span.last_offset, now, got)
+            limit = max_records if strict else None
+            self.acquire_span(member, lo, span.last_offset, now, got, limit)
             if len(got) >= max_records:
                 break
         return got
@@ -120,10 +125,19 @@ class Model:
         return fits or (not added_new and self.speo - self.spso < locks)
 
     def acquire_span(
-        self, member: str, lo: int, last: int, now: int, got: list[tuple[int, int]]
+        self,
+        member: str,
+        lo: int,
+        last: int,
+        now: int,
+        got: list[tuple[int, int]],
+        limit: int | None = None,
     ) -> None:
+        """Acquire offset by offset; with `limit` (record_limit mode) stop once `got` has it."""
         deadline = now + self.limits.current.lock_duration_ms
         for o in range(max(lo, self.spso), last + 1):
+            if limit is not None and len(got) >= limit:
+                return
             if o >= self.speo:
                 self.recs[o] = Rec(AVAILABLE, 0)
                 self.speo = o + 1
@@ -267,10 +281,14 @@ class SharePartitionMachine(RuleBasedStateMachine):
         start=st.integers(0, 5),
         count_limit=st.integers(2, 5),
         locks=st.integers(5, 60),
+        record_limit=st.booleans(),
     )
-    def setup(self, start: int, count_limit: int, locks: int) -> None:
+    def setup(self, start: int, count_limit: int, locks: int, record_limit: bool) -> None:
         self.limits.set(
-            delivery_count_limit=count_limit, max_record_locks=locks, lock_duration_ms=10_000
+            delivery_count_limit=count_limit,
+            max_record_locks=locks,
+            lock_duration_ms=10_000,
+            record_limit=record_limit,
         )
         self.log = FakeLog(end=start)
         self.sp = make_partition(self.limits, start)
@@ -309,6 +327,8 @@ class SharePartitionMachine(RuleBasedStateMachine):
         got = self.sp.acquire(member, spans, max_records=max_records, now_ms=self.now)
         want = self.model.acquire(member, spans, max_records, self.now)
         assert got == to_ranges(want)
+        if self.limits.current.record_limit:  # KIP-1206: MaxRecords is strict
+            assert len(want) <= max_records
         for o, _ in want:  # never handed to two members at once, never below SPSO
             assert before.get(o, AVAILABLE) is AVAILABLE
 
@@ -427,13 +447,17 @@ class SharePartitionMachine(RuleBasedStateMachine):
         locks=st.integers(3, 60),
         renew=st.booleans(),
         duration=st.integers(1_000, 15_000),
+        record_limit=st.booleans(),
     )
-    def change_limits(self, count_limit: int, locks: int, renew: bool, duration: int) -> None:
+    def change_limits(
+        self, count_limit: int, locks: int, renew: bool, duration: int, record_limit: bool
+    ) -> None:
         self.limits.set(
             delivery_count_limit=count_limit,
             max_record_locks=locks,
             renew_enabled=renew,
             lock_duration_ms=duration,
+            record_limit=record_limit,
         )
 
     @rule()

@@ -58,6 +58,8 @@ class Limits:
         max_record_locks: int | None = None,
         lock_duration_ms: int | None = None,
         renew_enabled: bool | None = None,
+        record_limit: bool | None = None,
+        key_ordering: bool | None = None,
     ) -> None:
         c = self.current
         self.current = ShareLimits(
@@ -67,6 +69,8 @@ class Limits:
             max_record_locks=c.max_record_locks if max_record_locks is None else max_record_locks,
             lock_duration_ms=c.lock_duration_ms if lock_duration_ms is None else lock_duration_ms,
             renew_enabled=c.renew_enabled if renew_enabled is None else renew_enabled,
+            record_limit=c.record_limit if record_limit is None else record_limit,
+            key_ordering=c.key_ordering if key_ordering is None else key_ordering,
         )
 
 
