@@ -176,15 +176,21 @@ def accepted_offsets(rows: list[Row]) -> set[int]:
 def run_era(
     broker: BrokerProcess, outs: list[Path], kill: bool, done_before: set[int], total: int
 ) -> list[Row]:
-    """Two workers for one broker lifetime: until the broker is killed (kill -9, after 4 s),
-    or until every record is accepted; their rows."""
+    """Two workers for one broker lifetime: until the broker is killed (kill -9, a second
+    after the first delivery: a fixed delay missed it on a loaded machine), or until every
+    record is accepted; their rows."""
     workers = []
     for out in outs:
         out.touch()
         workers.append(start_worker(broker.bootstrap, "keyed-crash-group", "keyed-crash", out))
     try:
         if kill:
-            time.sleep(4.0)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not any(
+                r.kind == "D" for i, o in enumerate(outs) for r in rows_of(o, i)
+            ):
+                time.sleep(0.1)
+            time.sleep(1.0)
             broker.kill()  # kill -9 mid-stream
         else:
             deadline = time.monotonic() + 90
