@@ -33,6 +33,7 @@ from broker.share.record_state import RecordState
 AVAILABLE = RecordState.AVAILABLE
 ACQUIRED = RecordState.ACQUIRED
 ACKNOWLEDGED = RecordState.ACKNOWLEDGED
+ARCHIVING = RecordState.ARCHIVING
 ARCHIVED = RecordState.ARCHIVED
 
 _ACK_TYPES = frozenset(int(t) for t in AcknowledgeType)
@@ -52,6 +53,9 @@ class ShareLimits:
     max_record_locks: int
     lock_duration_ms: int
     renew_enabled: bool
+    # KIP-1191: the group names a dead-letter topic, so REJECT and the delivery-count limit
+    # lead to ARCHIVING (copied, then ARCHIVED) rather than straight to ARCHIVED.
+    dead_letter: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +123,7 @@ class Plan:
     lock_duration_ms: int
     changes: tuple[StateRange, ...]
     outcome: Outcome
+    dead_letter: bool = False
 
     @property
     def records(self) -> int:
@@ -165,6 +170,10 @@ class SharePartition:
         self._changes: list[StateRange] = []
 
     # ----------------------------------------------------------------------------- queries
+
+    def limits(self) -> ShareLimits:
+        """The group's limits in force now."""
+        return self._limits()
 
     @property
     def key(self) -> SharePartitionKey:
@@ -411,7 +420,9 @@ class SharePartition:
             i, j = self._ranges.overlapping(first, last)
             for b in self._ranges.view(i, j):
                 lo, hi = max(b.first, first), min(b.last, last)
-                target = _ack_target(b, ack, member_id, limits.delivery_count_limit)
+                target = _ack_target(
+                    b, ack, member_id, limits.delivery_count_limit, limits.dead_letter
+                )
                 why = _why(ack, target)
                 if why is not None:
                     moved[why] += hi - lo + 1
@@ -424,6 +435,7 @@ class SharePartition:
             limits.lock_duration_ms,
             tuple(_normalise(changes)),
             Outcome(dict(moved)),
+            limits.dead_letter,
         )
 
     def apply(self, plan: Plan, *, now_ms: int) -> Outcome:
@@ -453,10 +465,62 @@ class SharePartition:
             if ack is AcknowledgeType.RENEW:
                 self._move(b, ACQUIRED, b.member_id, now_ms + plan.lock_duration_ms)
                 continue
-            target = _ack_target(b, ack, plan.member_id, plan.delivery_count_limit)
+            target = _ack_target(
+                b, ack, plan.member_id, plan.delivery_count_limit, plan.dead_letter
+            )
             if target is not None:
                 self._finish(b, target)
         self._ranges.merge(i, j)
+
+    # ------------------------------------------------------------- dead letters (KIP-1191)
+
+    def dead_letter_count(self) -> int:
+        """Records ARCHIVING: given up on, waiting for their copy to the dead-letter topic."""
+        return sum(b.size for b in self._ranges if b.state is ARCHIVING)
+
+    def dead_letters(self, max_records: int) -> list[StateRange]:
+        """The ARCHIVING ranges from SPSO on, in offset order, cut at about `max_records`."""
+        out: list[StateRange] = []
+        left = max_records
+        for b in self._ranges:
+            if left <= 0:
+                break
+            if b.state is ARCHIVING:
+                last = min(b.last, b.first + left - 1)
+                out.append(StateRange(b.first, last, ARCHIVING, b.delivery_count))
+                left -= last - b.first + 1
+        return out
+
+    def plan_archive(self, runs: Sequence[StateRange]) -> list[StateRange]:
+        """The durable change that ends ARCHIVING over `runs` (copied, or with no usable
+        dead-letter topic): the parts still ARCHIVING, as ARCHIVED. Nothing changes yet."""
+        changes: list[StateRange] = []
+        for r in runs:
+            first, last = max(r.first_offset, self.spso), min(r.last_offset, self.speo - 1)
+            if first > last:
+                continue
+            i, j = self._ranges.overlapping(first, last)
+            for b in self._ranges.view(i, j):
+                if b.state is ARCHIVING:
+                    lo, hi = max(b.first, first), min(b.last, last)
+                    changes.append(StateRange(lo, hi, ARCHIVED, b.delivery_count))
+        return _normalise(changes)
+
+    def apply_archive(self, changes: Sequence[StateRange]) -> int:
+        """Apply a `plan_archive` change once it is durable; how many records it archived."""
+        archived = 0
+        for c in changes:
+            first, last = max(c.first_offset, self.spso), min(c.last_offset, self.speo - 1)
+            if first > last:
+                continue
+            i, j = self._ranges.isolate(first, last)
+            for b in self._ranges.view(i, j):
+                if b.state is ARCHIVING:
+                    self._finish(b, ARCHIVED)
+                    archived += b.size
+            self._ranges.merge(i, j)
+        self._advance_spso()
+        return archived
 
     # ------------------------------------------------------------------ locks and members
 
@@ -597,19 +661,25 @@ class SharePartition:
 
 
 def _ack_target(
-    b: InFlightBatch, ack: AcknowledgeType, member_id: str | None, delivery_count_limit: int
+    b: InFlightBatch,
+    ack: AcknowledgeType,
+    member_id: str | None,
+    delivery_count_limit: int,
+    dead_letter: bool,
 ) -> RecordState | None:
     """Where an acknowledgement moves range `b` (ACQUIRED, checked by the planner), or None
-    when its durable state stays: RENEW, and a GAP over records this member does not hold."""
+    when its durable state stays: RENEW, and a GAP over records this member does not hold.
+    With a dead-letter topic, a record given up on goes to ARCHIVING first (KIP-1191)."""
+    given_up = ARCHIVING if dead_letter else ARCHIVED
     if ack is AcknowledgeType.ACCEPT:
         return ACKNOWLEDGED
     if ack is AcknowledgeType.REJECT:
-        return ARCHIVED
+        return given_up
     if ack is AcknowledgeType.RELEASE:
         # The limit is checked when an attempt ends, not when it starts (KIP: a lowered limit
         # may let a final attempt run past it; a raised one gives archived-to-be records more
         # tries). Lock expiry and a member's departure are RELEASEs too.
-        return ARCHIVED if b.delivery_count >= delivery_count_limit else AVAILABLE
+        return given_up if b.delivery_count >= delivery_count_limit else AVAILABLE
     if ack is AcknowledgeType.GAP and b.state is ACQUIRED and b.member_id == member_id:
         return ARCHIVED
     return None
@@ -626,7 +696,7 @@ _MOVED_BY = {
 def _why(ack: AcknowledgeType, target: RecordState | None) -> Moved | None:
     """Why an acknowledgement moves a range to `target` (see `_ack_target`); None: it stays."""
     if ack is AcknowledgeType.RELEASE:
-        return Moved.DELIVERY_LIMIT if target is ARCHIVED else Moved.RELEASED
+        return Moved.RELEASED if target is AVAILABLE else Moved.DELIVERY_LIMIT
     if target is None and ack is not AcknowledgeType.RENEW:
         return None  # a GAP over records this member does not hold
     return _MOVED_BY[ack]

@@ -21,6 +21,9 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.share.acquisition_lock_timer import AcquisitionLockTimer
+from broker.share.dead_letter import Target
+from broker.share.dead_letter import dead_letters
+from broker.share.dead_letter import resolve
 from broker.share.persister import NoPersister
 from broker.share.persister import Persister
 from broker.share.persister import load
@@ -37,8 +40,11 @@ from broker.share.share_partition import Plan
 from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
+from broker.share.share_partition import StateRange
 from broker.share.share_partition import acknowledge_nothing_held
+from coordinator.group_configs import DLQ_TOPIC
 from coordinator.group_configs import GroupConfigs
+from protocol.dead_letter import build_dead_letter_batch
 from storage.errors import CorruptRecords
 from storage.errors import OffsetOutOfRange
 from storage.errors import StorageError
@@ -52,6 +58,8 @@ log = structlog.get_logger("shoal.share")
 READ_CHUNK_BYTES = 1024 * 1024
 MAX_READS_PER_FETCH = 8
 RETRY_WRITE_MS = 1000  # a lock expiry whose share-state write failed is tried again after this
+# One dead-letter pass copies at most this many records (it runs on the event loop).
+DEAD_LETTER_BUDGET = 1000
 
 
 def count_ack_types(batches: Sequence[AckBatch]) -> dict[AcknowledgeType, int]:
@@ -87,6 +95,7 @@ def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]
             max_record_locks=configs.effective(group_id, "share.partition.max.record.locks"),
             lock_duration_ms=configs.effective(group_id, "share.record.lock.duration.ms"),
             renew_enabled=configs.effective(group_id, "share.renew.acknowledge.enable"),
+            dead_letter=bool(configs.effective(group_id, DLQ_TOPIC)),
         )
         cached[:] = [(configs.version, value)]
         return value
@@ -103,6 +112,7 @@ class SharePartitionManager:
         *,
         persister: Persister | None = None,
         metrics: ShareMetrics = NO_METRICS,
+        dead_letter_prefix: Callable[[], str] = lambda: "dlq.",
     ) -> None:
         self._logs = logs
         self._configs = configs
@@ -112,6 +122,10 @@ class SharePartitionManager:
         self._metrics = metrics
         self._partitions: dict[SharePartitionKey, SharePartition] = {}
         self._timer: AcquisitionLockTimer[SharePartitionKey] = AcquisitionLockTimer()
+        # KIP-1191: share-partitions that may hold ARCHIVING records, and what was logged.
+        self._dead_letter_prefix = dead_letter_prefix
+        self._dead_letter_pending: set[SharePartitionKey] = set()
+        self._dead_letter_problems: dict[str, str] = {}  # group -> the problem last logged
 
     @property
     def persister(self) -> Persister:
@@ -149,6 +163,8 @@ class SharePartitionManager:
         )
         load(self._persister, sp, plog.log_start_offset, now_ms)
         self._partitions[key] = sp
+        if sp.dead_letter_count():  # copies a crash left unfinished are made again
+            self._dead_letter_pending.add(key)
         return sp
 
     def all_partitions(self) -> list[SharePartition]:
@@ -338,6 +354,8 @@ class SharePartitionManager:
         if deadline is not None:
             self._timer.schedule(sp.key, deadline)
         changes = sp.take_changes()  # already durable: written before they were applied
+        if outcome and (outcome[Moved.REJECTED] or outcome[Moved.DELIVERY_LIMIT]):
+            self._dead_letter_pending.add(sp.key)  # ARCHIVING if the group has a DLQ topic
         archived = outcome[Moved.DELIVERY_LIMIT] if outcome else 0
         if archived:
             self._metrics.on_delivery_limit_archived(archived)
@@ -352,6 +370,85 @@ class SharePartitionManager:
             topic = self._logs.topic_by_id(sp.topic_id)
             if topic is not None:
                 self._on_available(topic.name, sp.partition)
+
+    # dead letters (KIP-1191) --------------------------------------------------------------
+
+    def copy_dead_letters(self, now_ms: int, budget: int = DEAD_LETTER_BUDGET) -> int:
+        """Copy ARCHIVING records to their group's dead-letter topic, then archive them: the
+        copy is appended first, the SHARE_DELTA that archives them after, so a crash in
+        between copies them again on recovery (a duplicate, never a loss). Without a usable
+        dead-letter topic they are archived as without one, and the problem logged once.
+        Runs as a broker duty, off the fetch path. Records copied or archived."""
+        done = 0
+        for key in sorted(self._dead_letter_pending):
+            if done >= budget:
+                break
+            sp = self._partitions.get(key)
+            runs = sp.dead_letters(budget - done) if sp is not None else []
+            if sp is None or not runs:
+                self._dead_letter_pending.discard(key)
+                continue
+            target = resolve(
+                self._logs, self._configs, self._dead_letter_prefix(), sp.group_id, sp.partition
+            )
+            if isinstance(target, str):
+                self._dead_letter_problem(sp.group_id, target)
+            elif isinstance(target, Target) and not self._append_dead_letters(
+                sp, target, runs, now_ms
+            ):
+                continue  # the disk refused: the records stay ARCHIVING, tried next pass
+            changes = sp.plan_archive(runs)
+            try:
+                self._persister.write(sp, changes, now_ms)
+            except StorageError as e:
+                self._metrics.on_share_state_write_failure()
+                log.warning(
+                    "dead letters copied but not archived; they are copied again",
+                    group=sp.group_id, topic_id=str(sp.topic_id), partition=sp.partition,
+                    error=str(e),
+                )  # fmt: skip
+                continue
+            archived = sp.apply_archive(changes)
+            self._metrics.on_dead_letters(archived, copied=isinstance(target, Target))
+            done += archived
+            self._after(sp, now_ms)
+        return done
+
+    def _append_dead_letters(
+        self, sp: SharePartition, target: Target, runs: list[StateRange], now_ms: int
+    ) -> bool:
+        topic = self._logs.topic_by_id(sp.topic_id)
+        source = self._logs.log(topic.name, sp.partition) if topic else None
+        letters = dead_letters(
+            runs, sp.limits().delivery_count_limit, source if target.copy_record else None
+        )
+        batch = build_dead_letter_batch(
+            topic.name if topic else str(sp.topic_id),
+            sp.partition,
+            sp.group_id,
+            letters,
+            timestamp_ms=now_ms,
+        )
+        try:
+            target.log.append(batch, now_ms=now_ms)
+        except StorageError as e:
+            log.warning(
+                "dead letters not written; tried again",
+                group=sp.group_id, topic=target.topic, partition=target.partition, error=str(e),
+            )  # fmt: skip
+            return False
+        self._dead_letter_problems.pop(sp.group_id, None)
+        self._on_available(target.topic, target.partition)  # wakes fetchers of the DLQ topic
+        return True
+
+    def _dead_letter_problem(self, group_id: str, problem: str) -> None:
+        if self._dead_letter_problems.get(group_id) != problem:
+            self._dead_letter_problems[group_id] = problem
+            log.warning("records archived without a dead-letter copy", problem=problem)
+
+    def dead_letter_problem(self, group_id: str) -> str | None:
+        """The last reason the group's records could not be copied, until one copy succeeds."""
+        return self._dead_letter_problems.get(group_id)
 
     # the log start moves (DeleteRecords) --------------------------------------------------------
 
