@@ -24,9 +24,15 @@ from cli.common import security
 from cli.offset_specs import parse_datetime_ms
 from cli.offset_specs import topic_partitions
 from client.admin import Admin
+from client.admin import ConfigResourceType
 from client.admin import SharePartitionOffsets
+from client.errors import KafkaError
+from protocol.dead_letter import dead_letter_problem
 
 TopicPartition = tuple[str, int]
+DLQ_TOPIC = "errors.deadletterqueue.topic.name"
+DLQ_PREFIX = "errors.deadletterqueue.topic.name.prefix"
+DLQ_ENABLE = "errors.deadletterqueue.group.enable"
 
 
 async def _list(args: argparse.Namespace) -> int:
@@ -50,11 +56,37 @@ def _offset_rows(group: str, offsets: dict[TopicPartition, SharePartitionOffsets
     ]  # fmt: skip
 
 
+async def _dead_letter(admin: Admin, group: str) -> tuple[str | None, str | None]:
+    """The group's dead-letter topic (KIP-1191) and why its records cannot go there, checked
+    by the broker's rules: (None, None) when the group has none."""
+    try:
+        configs = await admin.describe_configs(ConfigResourceType.GROUP, group, (DLQ_TOPIC,))
+    except KafkaError:  # not allowed to describe the group's configs: nothing to say
+        return None, None
+    name = configs.get(DLQ_TOPIC) or None
+    if name is None:
+        return None, None
+    try:
+        broker = await admin.describe_configs(ConfigResourceType.BROKER, "", (DLQ_PREFIX,))
+        prefix = broker.get(DLQ_PREFIX) or ""
+    except KafkaError:  # not allowed to describe the cluster: the prefix goes unchecked
+        prefix = ""
+    exists = name in await admin.list_topics()
+    enabled = exists and (
+        (await admin.describe_configs(ConfigResourceType.TOPIC, name, (DLQ_ENABLE,))).get(
+            DLQ_ENABLE
+        )
+        == "true"
+    )
+    return name, dead_letter_problem(group, name, prefix, exists, enabled)
+
+
 async def _describe(args: argparse.Namespace) -> int:
     group = args.group
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
         desc = (await admin.describe_share_groups([group]))[group]
         offsets = await admin.describe_share_group_offsets(group)
+        dlq, dlq_problem = await _dead_letter(admin, group)
     if args.json:
         print_json(
             {
@@ -65,6 +97,8 @@ async def _describe(args: argparse.Namespace) -> int:
                 "assignor": desc.assignor,
                 "members": [asdict(m) for m in desc.members],
                 "partitions": [asdict(o) for _, o in sorted(offsets.items())],
+                "dead_letter_topic": dlq,
+                "dead_letter_problem": dlq_problem,
             }
         )
         return OK
@@ -74,6 +108,10 @@ async def _describe(args: argparse.Namespace) -> int:
             ["GROUP", "STATE", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS"],
             [[group, desc.state, desc.group_epoch, desc.assignment_epoch, len(desc.members)]],
         )
+        if dlq is not None:  # records given up on are archived without a copy while not ok
+            print_table(
+                ["GROUP", "DEAD-LETTER-TOPIC", "STATUS"], [[group, dlq, dlq_problem or "ok"]]
+            )
     if args.members or show_all:
         _blank_between(show_all)
         rows = [
