@@ -45,7 +45,9 @@ from broker.share.share_partition import acknowledge_nothing_held
 from coordinator.group_configs import DLQ_TOPIC
 from coordinator.group_configs import GroupConfigs
 from protocol.dead_letter import build_dead_letter_batch
+from protocol.record_batch import InvalidRecordBatch
 from storage.errors import CorruptRecords
+from storage.errors import InvalidRecord
 from storage.errors import OffsetOutOfRange
 from storage.errors import StorageError
 from storage.log import PartitionLog
@@ -391,12 +393,14 @@ class SharePartitionManager:
             target = resolve(
                 self._logs, self._configs, self._dead_letter_prefix(), sp.group_id, sp.partition
             )
+            copied = False
             if isinstance(target, str):
                 self._dead_letter_problem(sp.group_id, target)
-            elif isinstance(target, Target) and not self._append_dead_letters(
-                sp, target, runs, now_ms
-            ):
-                continue  # the disk refused: the records stay ARCHIVING, tried next pass
+            elif isinstance(target, Target):
+                written = self._append_dead_letters(sp, target, runs, now_ms)
+                if written is False:
+                    continue  # the disk refused: the records stay ARCHIVING, tried next pass
+                copied = bool(written)
             changes = sp.plan_archive(runs)
             try:
                 self._persister.write(sp, changes, now_ms)
@@ -409,14 +413,16 @@ class SharePartitionManager:
                 )  # fmt: skip
                 continue
             archived = sp.apply_archive(changes)
-            self._metrics.on_dead_letters(archived, copied=isinstance(target, Target))
+            self._metrics.on_dead_letters(archived, copied=copied)
             done += archived
             self._after(sp, now_ms)
         return done
 
     def _append_dead_letters(
         self, sp: SharePartition, target: Target, runs: list[StateRange], now_ms: int
-    ) -> bool:
+    ) -> bool | None:
+        """Append the copies of `runs`: True when written, False when the disk refused (try
+        again), None when the topic refuses them (archive without a copy)."""
         topic = self._logs.topic_by_id(sp.topic_id)
         source = self._logs.log(topic.name, sp.partition) if topic else None
         letters = dead_letters(
@@ -431,6 +437,11 @@ class SharePartitionManager:
         )
         try:
             target.log.append(batch, now_ms=now_ms)
+        except (InvalidRecord, InvalidRecordBatch) as e:  # e.g. compacted: copies need keys
+            self._dead_letter_problem(
+                sp.group_id, f"dead-letter topic {target.topic} refuses the copies: {e}"
+            )
+            return None
         except StorageError as e:
             log.warning(
                 "dead letters not written; tried again",

@@ -34,6 +34,8 @@ from protocol.record_batch import iter_batch_headers
 from protocol.record_batch import read_varint
 from protocol.records import decode_records
 from storage.config import DLQ_GROUP_ENABLE
+from storage.config import LogConfig
+from storage.memory_log import MemoryLog
 from storage.memory_log import MemoryLogs
 
 ACCEPT, RELEASE, REJECT = (int(t) for t in (AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE,
@@ -311,3 +313,23 @@ def test_one_pass_copies_at_most_its_budget() -> None:
     assert b.manager.copy_dead_letters(40, budget=4) == 4
     assert b.manager.copy_dead_letters(50, budget=4) == 2
     assert [h["__dlq.errors.offset"] for _, _, h in b.dead_letters()] == [str(o) for o in range(10)]
+
+
+@pytest.mark.parametrize("copy_record", [False, True])
+def test_a_compacted_dead_letter_topic_takes_only_copies_with_keys(copy_record: bool) -> None:
+    b = Broker(dlq=None)
+    b.logs.create_topic(
+        "dlq.t", 1, logs=[MemoryLog(LogConfig(cleanup_policy="compact"))],
+        configs={DLQ_GROUP_ENABLE: "true"},
+    )  # fmt: skip
+    b.configs.alter("G", {DLQ_COPY_RECORD: str(copy_record).lower()})
+    b.fetch()
+    b.ack([(0, 0, [REJECT]), (1, 9, [ACCEPT])])
+    assert b.manager.copy_dead_letters(30) == 1  # archived either way, never stuck
+    assert b.states()[0] is ARCHIVED
+    problem = b.manager.dead_letter_problem("G")
+    if copy_record:
+        assert problem is None and [k for k, _, _ in b.dead_letters()] == [b"k0"]
+    else:  # a pointer has no key: refused, archived without a copy, said why
+        assert b.counted(NOT_COPIED) == 1 and b.dead_letters() == []
+        assert problem is not None and "refuses the copies" in problem
