@@ -167,6 +167,7 @@ class SharePartition:
         # Records AVAILABLE inside the window: when zero, the next fetch starts at SPEO
         # without scanning the ranges.
         self._available = 0
+        self._archiving = 0  # records ARCHIVING: open until their dead-letter copy is made
         self._changes: list[StateRange] = []
 
     # ----------------------------------------------------------------------------- queries
@@ -195,7 +196,7 @@ class SharePartition:
 
     def open_records(self) -> int:
         """Records of the window not yet ACKNOWLEDGED or ARCHIVED."""
-        return self._available + self._locks.records
+        return self._available + self._locks.records + self._archiving
 
     def range_count(self) -> int:
         """Number of internal ranges (equals the number of distinct runs: ranges merge)."""
@@ -476,12 +477,12 @@ class SharePartition:
 
     def dead_letter_count(self) -> int:
         """Records ARCHIVING: given up on, waiting for their copy to the dead-letter topic."""
-        return sum(b.size for b in self._ranges if b.state is ARCHIVING)
+        return self._archiving
 
     def dead_letters(self, max_records: int) -> list[StateRange]:
         """The ARCHIVING ranges from SPSO on, in offset order, cut at about `max_records`."""
         out: list[StateRange] = []
-        left = max_records
+        left = max_records if self._archiving else 0
         for b in self._ranges:
             if left <= 0:
                 break
@@ -588,6 +589,7 @@ class SharePartition:
         self._ranges.clear(start_offset)
         self._locks.clear()
         self._available = 0
+        self._archiving = 0
         self._changes.clear()
 
     def restore(self, spso: int, speo: int, ranges: Sequence[StateRange]) -> None:
@@ -616,6 +618,8 @@ class SharePartition:
             self._ranges.append(InFlightBatch(first, r.last_offset, r.state, r.delivery_count))
             if r.state is AVAILABLE:
                 self._available += r.last_offset - first + 1
+            if r.state is ARCHIVING:
+                self._archiving += r.last_offset - first + 1
             self._ranges.merge_tail()
             cursor = r.last_offset + 1
         if cursor < speo:
@@ -644,6 +648,7 @@ class SharePartition:
             if new is ACQUIRED:
                 b.delivery_count += 1
             self._available += b.size * ((new is AVAILABLE) - (b.state is AVAILABLE))
+            self._archiving += b.size * ((new is ARCHIVING) - (b.state is ARCHIVING))
         if new is ACQUIRED and deadline is not None:
             self._locks.add(deadline, b.first, b.last)
         b.state, b.member_id, b.deadline = new, member_id, deadline

@@ -58,6 +58,7 @@ class Limits:
         max_record_locks: int | None = None,
         lock_duration_ms: int | None = None,
         renew_enabled: bool | None = None,
+        dead_letter: bool | None = None,
     ) -> None:
         c = self.current
         self.current = ShareLimits(
@@ -67,6 +68,7 @@ class Limits:
             max_record_locks=c.max_record_locks if max_record_locks is None else max_record_locks,
             lock_duration_ms=c.lock_duration_ms if lock_duration_ms is None else lock_duration_ms,
             renew_enabled=c.renew_enabled if renew_enabled is None else renew_enabled,
+            dead_letter=c.dead_letter if dead_letter is None else dead_letter,
         )
 
 
