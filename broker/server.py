@@ -37,6 +37,7 @@ from broker.notifier import Notifier
 from broker.producer_ids import ProducerIdAllocator
 from broker.record_deletion import RecordDeletion
 from broker.share.share_fetch_service import ShareFetchService
+from broker.share.share_partition_manager import DEAD_LETTER_BUDGET
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
@@ -367,14 +368,18 @@ class Server:
     def _expire_locks(self) -> None:
         self.services.share_partitions.expire_locks(self.services.now_ms())
 
-    def _copy_dead_letters(self) -> None:
-        self.services.share_partitions.copy_dead_letters(self.services.now_ms())
+    async def _copy_dead_letters(self) -> None:
+        """Passes of at most DEAD_LETTER_BUDGET records until the backlog is gone, letting
+        requests run between them."""
+        manager = self.services.share_partitions
+        while manager.copy_dead_letters(self.services.now_ms()) >= DEAD_LETTER_BUDGET:
+            await asyncio.sleep(0)
 
     def run_timers(self) -> None:
         """Run the time-driven duties now (lock expiry, session timeouts, leave grace, offsets
         retention), as their ticks would: a test calls this when it moves its clock forward."""
         self._expire_locks()
-        self._copy_dead_letters()
+        self.services.share_partitions.copy_dead_letters(self.services.now_ms())
         self._expire_members()
         self._expire_offsets()
         self.services.classic_groups.tick()

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from protocol.record_batch import NewRecord
-from protocol.record_batch import build_batch
+from protocol.record_batch import encode_varint
 from protocol.record_batch import read_varint
+from protocol.record_batch import seal_batch
 
 HEADER_TOPIC = "__dlq.errors.topic"
 HEADER_PARTITION = "__dlq.errors.partition"
@@ -43,27 +43,44 @@ def build_dead_letter_batch(
     topic: str, partition: int, group: str, letters: Sequence[DeadLetter], *, timestamp_ms: int
 ) -> bytes:
     """One uncompressed batch, a record per letter, each with its context headers. The
-    timestamp is the time of the copy: the dead-letter topic's retention starts then."""
-    fixed = [
-        (HEADER_TOPIC.encode(), topic.encode()),
-        (HEADER_PARTITION.encode(), str(partition).encode()),
-    ]
-    group_header = (HEADER_GROUP.encode(), group.encode())
-    records = [
-        NewRecord(
-            d.key,
-            d.value,
-            [
-                *fixed,
-                (HEADER_OFFSET.encode(), str(d.offset).encode()),
-                group_header,
-                (HEADER_DELIVERY_COUNT.encode(), str(d.delivery_count).encode()),
-                (HEADER_MESSAGE.encode(), d.reason.encode()),
-            ],
-        )
-        for d in letters
-    ]
-    return build_batch(records, timestamp_ms=timestamp_ms)
+    timestamp is the time of the copy: the dead-letter topic's retention starts then.
+
+    Records are encoded here rather than by `build_batch`: the headers naming the topic,
+    partition, group and reason are the same for every letter, so they are encoded once."""
+    before_offset = _header(HEADER_TOPIC, topic) + _header(HEADER_PARTITION, str(partition))
+    group_header = _header(HEADER_GROUP, group)
+    reasons: dict[str, bytes] = {}
+    body = bytearray()
+    for delta, d in enumerate(letters):
+        reason = reasons.get(d.reason)
+        if reason is None:
+            reason = reasons[d.reason] = _header(HEADER_MESSAGE, d.reason)
+        record = bytearray(_NO_ATTRIBUTES_NO_TIME_DELTA)
+        record += encode_varint(delta)
+        record += _nullable(d.key)
+        record += _nullable(d.value)
+        record += _SIX_HEADERS
+        record += before_offset
+        record += _header(HEADER_OFFSET, str(d.offset))
+        record += group_header
+        record += _header(HEADER_DELIVERY_COUNT, str(d.delivery_count))
+        record += reason
+        body += encode_varint(len(record))
+        body += record
+    return seal_batch(bytes(body), len(letters), timestamp_ms=timestamp_ms)
+
+
+_NO_ATTRIBUTES_NO_TIME_DELTA = b"\x00" + encode_varint(0)
+_SIX_HEADERS = encode_varint(6)
+
+
+def _nullable(data: bytes | None) -> bytes:
+    return encode_varint(-1) if data is None else encode_varint(len(data)) + data
+
+
+def _header(key: str, value: str) -> bytes:
+    k, v = key.encode(), value.encode()
+    return encode_varint(len(k)) + k + encode_varint(len(v)) + v
 
 
 def key_and_value(tail: bytes) -> tuple[bytes | None, bytes | None]:
