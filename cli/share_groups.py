@@ -51,7 +51,7 @@ async def _list(args: argparse.Namespace) -> int:
 def _offset_rows(group: str, offsets: dict[TopicPartition, SharePartitionOffsets]) -> list[Any]:
     return [
         [group, tp[0], tp[1], o.start_offset, o.end_offset, o.lag,
-         o.available, o.acquired, o.acknowledged, o.archived]
+         o.available, o.acquired, o.acknowledged, o.archived, o.archiving]
         for tp, o in sorted(offsets.items())
     ]  # fmt: skip
 
@@ -124,7 +124,7 @@ async def _describe(args: argparse.Namespace) -> int:
         _blank_between(show_all)
         print_table(
             ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "LAG",
-             "AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED"],
+             "AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED", "ARCHIVING"],
             _offset_rows(group, offsets),
         )  # fmt: skip
     return OK

@@ -577,6 +577,7 @@ class SharePartitionOffsets:
     acquired: int | None = None
     acknowledged: int | None = None
     archived: int | None = None
+    archiving: int | None = None  # waiting for their copy to the dead-letter topic
 
     @classmethod
     def parse(cls, topic: str, p: Any) -> SharePartitionOffsets:
@@ -595,6 +596,7 @@ class SharePartitionOffsets:
             acquired=extra.get("acquired"),
             acknowledged=extra.get("acknowledged"),
             archived=extra.get("archived"),
+            archiving=extra.get("archiving"),
         )
 
 

@@ -47,12 +47,14 @@ class PartitionOffsets:
     acquired: int = 0
     acknowledged: int = 0
     archived: int = 0
+    archiving: int = 0  # KIP-1191: given up on, waiting for their dead-letter copy
 
     def extension(self) -> str:
         """Shoal's extra detail, carried in the (otherwise unused) success error_message."""
         return (
             f"speo={self.end_offset} available={self.available} acquired={self.acquired} "
-            f"acknowledged={self.acknowledged} archived={self.archived}"
+            f"acknowledged={self.acknowledged} archived={self.archived} "
+            f"archiving={self.archiving}"
         )
 
 
@@ -109,6 +111,7 @@ class ShareGroupOffsets:
             counts[RecordState.ACQUIRED],
             counts[RecordState.ACKNOWLEDGED],
             counts[RecordState.ARCHIVED],
+            counts[RecordState.ARCHIVING],
         )
 
     def _control_records(self, topic: str, partition: int, start: int, end: int) -> int:

@@ -16,6 +16,7 @@ from broker.metrics import BrokerMetrics
 from broker.share.persister import PersistedState
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
+from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
 from broker.share.share_partition import StateRange
@@ -198,6 +199,9 @@ def test_rejected_records_are_copied_with_their_context_then_archived() -> None:
     # Given up on, not yet archived: SPSO waits below them for the copy.
     assert b.states()[2:4] == [ARCHIVING] * 2 and b.spso() == 2
     assert b.dead_letters() == []
+    described = ShareGroupOffsets(b.manager, b.logs, lambda: 25).describe("G", b.topic, 0)
+    assert (described.archiving, described.lag) == (2, 2)  # still to be done
+    assert "archiving=2" in described.extension()  # what shoal share-groups describe shows
     assert b.manager.copy_dead_letters(30) == 2
     assert b.dead_letters() == [
         (None, None, _context(2, 1, REJECTED)),
