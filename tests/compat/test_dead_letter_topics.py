@@ -320,3 +320,30 @@ def test_kill_9_while_rejecting_loses_no_dead_letter(tmp_path: Path) -> None:
         f"{len(missing)} rejected records never reached {dlq}: {sorted(missing)[:10]}"
     )
     assert set(copied) <= set(range(RECORDS))  # copies of real records only
+
+
+def _shoal(broker: BrokerProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "cli", *args, "--bootstrap-server", broker.bootstrap]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+def test_configs_through_the_cli(broker: BrokerProcess) -> None:
+    n = next(_names)
+    group, dlq = f"dlq-cli{n}", f"dlq.cli{n}"
+    create_topic(broker.bootstrap, dlq, 1)
+    done = _shoal(broker, "configs", "alter", "--entity-type", "topics", "--entity-name", dlq,
+                  "--add-config", f"{ENABLE}=true")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    done = _shoal(broker, "configs", "alter", "--entity-type", "groups", "--entity-name", group,
+                  "--add-config", f"{DLQ_TOPIC}={dlq},{COPY}=true")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    refused = _shoal(broker, "configs", "alter", "--entity-type", "groups", "--entity-name",
+                     group, "--add-config", f"{DLQ_TOPIC}=elsewhere")  # fmt: skip
+    assert refused.returncode == 1 and "dlq." in refused.stderr
+    shown = _shoal(broker, "configs", "describe", "--entity-type", "groups", "--entity-name",
+                   group, "--json")  # fmt: skip
+    rows = {r["name"]: r["value"] for r in json.loads(shown.stdout)}
+    assert rows == {DLQ_TOPIC: dlq, COPY: "true"}
+    topic = _shoal(broker, "configs", "describe", "--entity-type", "topics", "--entity-name",
+                   dlq, "--json")  # fmt: skip
+    assert {r["name"]: r["value"] for r in json.loads(topic.stdout)} == {ENABLE: "true"}
