@@ -44,13 +44,20 @@ class Target:
 
 
 def resolve(
-    logs: ShareLogs, configs: GroupConfigs, prefix: str, group_id: str, source_partition: int
+    logs: ShareLogs,
+    configs: GroupConfigs,
+    prefix: str,
+    group_id: str,
+    source_topic: str | None,
+    source_partition: int,
 ) -> Target | str | None:
     """The group's dead-letter partition for records of `source_partition`; a string saying
     why it cannot be used; None when the group has no dead-letter topic (any more)."""
     name: str = configs.effective(group_id, DLQ_TOPIC)
     if not name:
         return None
+    if name == source_topic:  # each copy would come back to the group, and on without end
+        return f"dead-letter topic {name} of group {group_id} is the topic it reads"
     topic = logs.topic(name)
     problem = dead_letter_problem(
         group_id, name, prefix, topic is not None, topic is not None and dlq_enabled(topic.configs)

@@ -391,8 +391,14 @@ class SharePartitionManager:
             if sp is None or not runs:
                 self._dead_letter_pending.discard(key)
                 continue
+            source = self._logs.topic_by_id(sp.topic_id)
             target = resolve(
-                self._logs, self._configs, self._dead_letter_prefix(), sp.group_id, sp.partition
+                self._logs,
+                self._configs,
+                self._dead_letter_prefix(),
+                sp.group_id,
+                source.name if source else None,
+                sp.partition,
             )
             copied = False
             if isinstance(target, str):

@@ -337,3 +337,25 @@ def test_a_compacted_dead_letter_topic_takes_only_copies_with_keys(copy_record: 
     else:  # a pointer has no key: refused, archived without a copy, said why
         assert b.counted(NOT_COPIED) == 1 and b.dead_letters() == []
         assert problem is not None and "refuses the copies" in problem
+
+
+def test_a_group_reading_its_own_dead_letter_topic_archives_without_copies() -> None:
+    b = Broker(dlq=None)
+    b.configs.alter("G", {DLQ_TOPIC: None})
+    b.logs.create_topic("dlq.loop", 1, configs={DLQ_GROUP_ENABLE: "true"})
+    plog = b.logs.log("dlq.loop", 0)
+    assert plog is not None
+    plog.append(build_batch([(b"k", b"v")] * 3, timestamp_ms=1), now_ms=1)
+    b.configs.alter("G", {DLQ_TOPIC: "dlq.loop"})
+    loop = b.logs.topic("dlq.loop")
+    assert loop is not None
+    b.topic = loop
+    assert b.fetch() == [(0, 2)]
+    b.ack([(0, 2, [REJECT])])
+    assert b.manager.copy_dead_letters(30) == 3
+    data = plog.read(0, 1 << 20)
+    records = sum(h.last_offset - h.base_offset + 1 for _, h in iter_batch_headers(data)
+                  if not h.is_control)  # fmt: skip
+    assert records == 3  # no copies appended to the topic the group reads
+    problem = b.manager.dead_letter_problem("G")
+    assert problem is not None and "is the topic it reads" in problem
