@@ -87,6 +87,8 @@ async def _describe(args: argparse.Namespace) -> int:
         desc = (await admin.describe_share_groups([group]))[group]
         offsets = await admin.describe_share_group_offsets(group)
         dlq, dlq_problem = await _dead_letter(admin, group)
+    if dlq is not None and dlq_problem is None and any(t == dlq for t, _ in offsets):
+        dlq_problem = f"dead-letter topic {dlq} of group {group} is the topic it reads"
     if args.json:
         print_json(
             {

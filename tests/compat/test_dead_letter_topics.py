@@ -347,3 +347,24 @@ def test_configs_through_the_cli(broker: BrokerProcess) -> None:
     topic = _shoal(broker, "configs", "describe", "--entity-type", "topics", "--entity-name",
                    dlq, "--json")  # fmt: skip
     assert {r["name"]: r["value"] for r in json.loads(topic.stdout)} == {ENABLE: "true"}
+
+
+def test_a_group_reading_its_own_dead_letter_topic_gets_no_copies(broker: BrokerProcess) -> None:
+    n = next(_names)
+    topic, group = f"dlq.self{n}", f"dlq-self{n}"
+    create_dlq_topic(broker.bootstrap, topic)
+    set_group_configs(
+        broker.bootstrap, group, {"share.auto.offset.reset": "earliest", DLQ_TOPIC: topic}
+    )
+    p = Producer({"bootstrap.servers": broker.bootstrap, **QUIET})
+    p.produce(topic, key=b"k0", value=b"v0")
+    assert p.flush(10) == 0
+    c = explicit(broker, group, topic)
+    try:
+        seen = run(c, {b"k0": AcknowledgeType.REJECT}, 3.0)
+        seen += run(c, {}, 2.0)
+    finally:
+        c.close()
+    assert seen == [b"k0"]  # no copy came back to be delivered
+    desc = _describe(broker, group)
+    assert "is the topic it reads" in str(desc["dead_letter_problem"])
