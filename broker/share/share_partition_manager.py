@@ -65,6 +65,14 @@ RETRY_WRITE_MS = 1000  # a lock expiry whose share-state write failed is tried a
 DEAD_LETTER_BUDGET = 500
 
 
+def _covered(runs: Sequence[StateRange], copied: Sequence[StateRange]) -> bool:
+    """Whether every offset of `runs` lies in one of the `copied` runs."""
+    return all(
+        any(c.first_offset <= r.first_offset and r.last_offset <= c.last_offset for c in copied)
+        for r in runs
+    )
+
+
 def count_ack_types(batches: Sequence[AckBatch]) -> dict[AcknowledgeType, int]:
     """Records per acknowledge type (of a request already checked): ranges count whole,
     per-offset type lists by type."""
@@ -129,6 +137,8 @@ class SharePartitionManager:
         self._dead_letter_prefix = dead_letter_prefix
         self._dead_letter_pending: set[SharePartitionKey] = set()
         self._dead_letter_problems: dict[str, str] = {}  # group -> the problem last logged
+        # Runs copied by a pass whose archiving was not written: not copied again.
+        self._dead_letters_copied: dict[SharePartitionKey, list[StateRange]] = {}
 
     @property
     def persister(self) -> Persister:
@@ -391,45 +401,63 @@ class SharePartitionManager:
             if sp is None or not runs:
                 self._dead_letter_pending.discard(key)
                 continue
-            source = self._logs.topic_by_id(sp.topic_id)
-            target = resolve(
-                self._logs,
-                self._configs,
-                self._dead_letter_prefix(),
-                sp.group_id,
-                source.name if source else None,
-                sp.partition,
-            )
-            copied = False
-            if isinstance(target, str):
-                self._dead_letter_problem(sp.group_id, target)
-            elif isinstance(target, Target):
-                written = self._append_dead_letters(sp, target, runs, now_ms)
-                if written is False:
-                    continue  # the disk refused: the records stay ARCHIVING, tried next pass
-                copied = bool(written)
-            changes = sp.plan_archive(runs)
-            try:
-                self._persister.write(sp, changes, now_ms)
-            except StorageError as e:
-                self._metrics.on_share_state_write_failure()
-                log.warning(
-                    "dead letters copied but not archived; they are copied again",
-                    group=sp.group_id, topic_id=str(sp.topic_id), partition=sp.partition,
-                    error=str(e),
-                )  # fmt: skip
-                continue
-            archived = sp.apply_archive(changes)
-            self._metrics.on_dead_letters(archived, copied=copied)
-            done += archived
-            self._after(sp, now_ms)
+            done += self._copy_and_archive(sp, runs, now_ms)
         return done
+
+    def _copy_and_archive(self, sp: SharePartition, runs: list[StateRange], now_ms: int) -> int:
+        """One share-partition's part of a pass; how many records it archived."""
+        copied = self._copy(sp, runs, now_ms)
+        if copied is None:
+            return 0  # the disk refused: the records stay ARCHIVING, tried next pass
+        changes = sp.plan_archive(runs)
+        try:
+            self._persister.write(sp, changes, now_ms)
+        except StorageError as e:
+            # Kept ARCHIVING and noted as copied: the next pass writes the archiving again
+            # without another copy (a restart before then copies them once more).
+            if copied:
+                self._dead_letters_copied[sp.key] = runs
+            self._metrics.on_share_state_write_failure()
+            self._dead_letter_problem(
+                sp.group_id,
+                f"share state of {sp.group_id} on partition {sp.partition} not written: {e}",
+                "dead letters not archived yet; tried again",
+            )
+            return 0
+        self._dead_letters_copied.pop(sp.key, None)
+        if copied:
+            self._dead_letter_problems.pop(sp.group_id, None)  # a later problem is logged
+        archived = sp.apply_archive(changes)
+        self._metrics.on_dead_letters(archived, copied=copied)
+        self._after(sp, now_ms)
+        return archived
+
+    def _copy(self, sp: SharePartition, runs: list[StateRange], now_ms: int) -> bool | None:
+        """Copy `runs` to the group's dead-letter partition: True when the copies are there,
+        False when they cannot be made (archive without them), None to try again later."""
+        source = self._logs.topic_by_id(sp.topic_id)
+        target = resolve(
+            self._logs,
+            self._configs,
+            self._dead_letter_prefix(),
+            sp.group_id,
+            source.name if source else None,
+            sp.partition,
+        )
+        if isinstance(target, str):
+            self._dead_letter_problem(sp.group_id, target)
+            return False
+        if target is None:  # the group's dead-letter topic was unset meanwhile
+            return False
+        if _covered(runs, self._dead_letters_copied.get(sp.key, ())):
+            return True  # copied on a pass whose archiving was not written
+        return self._append_dead_letters(sp, target, runs, now_ms)
 
     def _append_dead_letters(
         self, sp: SharePartition, target: Target, runs: list[StateRange], now_ms: int
     ) -> bool | None:
-        """Append the copies of `runs`: True when written, False when the disk refused (try
-        again), None when the topic refuses them (archive without a copy)."""
+        """Append the copies of `runs`: True when written, False when the topic refuses them
+        (archive without a copy), None when the disk refused (try again)."""
         topic = self._logs.topic_by_id(sp.topic_id)
         source = self._logs.log(topic.name, sp.partition) if topic else None
         letters = dead_letters(
@@ -448,24 +476,30 @@ class SharePartitionManager:
             self._dead_letter_problem(
                 sp.group_id, f"dead-letter topic {target.topic} refuses the copies: {e}"
             )
-            return None
-        except StorageError as e:
-            log.warning(
-                "dead letters not written; tried again",
-                group=sp.group_id, topic=target.topic, partition=target.partition, error=str(e),
-            )  # fmt: skip
             return False
-        self._dead_letter_problems.pop(sp.group_id, None)
+        except StorageError as e:
+            self._dead_letter_problem(
+                sp.group_id,
+                f"dead-letter topic {target.topic} not written: {e}",
+                "dead letters not copied yet; tried again",
+            )
+            return None
         self._on_available(target.topic, target.partition)  # wakes fetchers of the DLQ topic
         return True
 
-    def _dead_letter_problem(self, group_id: str, problem: str) -> None:
+    def _dead_letter_problem(
+        self,
+        group_id: str,
+        problem: str,
+        what: str = "records archived without a dead-letter copy",
+    ) -> None:
+        """Log `problem` once, until a copy of the group's records succeeds or it changes."""
         if self._dead_letter_problems.get(group_id) != problem:
             self._dead_letter_problems[group_id] = problem
-            log.warning("records archived without a dead-letter copy", problem=problem)
+            log.warning(what, problem=problem)
 
     def dead_letter_problem(self, group_id: str) -> str | None:
-        """The last reason the group's records could not be copied, until one copy succeeds."""
+        """The last problem met copying the group's records, until a copy is archived."""
         return self._dead_letter_problems.get(group_id)
 
     # the log start moves (DeleteRecords) --------------------------------------------------------

@@ -36,6 +36,8 @@ from protocol.record_batch import read_varint
 from protocol.records import decode_records
 from storage.config import DLQ_GROUP_ENABLE
 from storage.config import LogConfig
+from storage.errors import KafkaStorageError
+from storage.log import AppendResult
 from storage.memory_log import MemoryLog
 from storage.memory_log import MemoryLogs
 
@@ -56,10 +58,13 @@ class CrashBeforeArchive:
     def __init__(self, inner: ShareStatePersister) -> None:
         self.inner = inner
         self.armed = False
+        self.disk_full = False
 
     def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> None:
         if self.armed and any(c.state is ARCHIVED for c in changes):
             raise Crash
+        if self.disk_full and any(c.state is ARCHIVED for c in changes):
+            raise KafkaStorageError("No space left on device")
         self.inner.write(sp, changes, now_ms)
 
     def __getattr__(self, name: str) -> object:
@@ -359,3 +364,49 @@ def test_a_group_reading_its_own_dead_letter_topic_archives_without_copies() -> 
     assert records == 3  # no copies appended to the topic the group reads
     problem = b.manager.dead_letter_problem("G")
     assert problem is not None and "is the topic it reads" in problem
+
+
+def test_an_archiving_write_that_fails_is_retried_without_copying_again(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    b = Broker()
+    b.fetch()
+    b.ack([(0, 2, [REJECT]), (3, 9, [ACCEPT])])
+    b.persister.disk_full = True
+    for now in (30, 40, 50):  # passes while the share state cannot be written
+        assert b.manager.copy_dead_letters(now) == 0
+    assert b.states()[:3] == [ARCHIVING] * 3
+    assert len(b.dead_letters()) == 3  # copied once, not once a pass
+    problem = b.manager.dead_letter_problem("G")
+    assert problem is not None and "not written" in problem
+    assert capsys.readouterr().out.count("dead letters not archived yet") == 1
+    b.persister.disk_full = False
+    assert b.manager.copy_dead_letters(60) == 3
+    assert len(b.dead_letters()) == 3 and b.spso() > 9
+    assert b.counted(COPIED) == 3 and b.manager.dead_letter_problem("G") is None
+
+
+class FullDisk(MemoryLog):
+    """A dead-letter log whose appends fail while `full` (ENOSPC)."""
+
+    full = True
+
+    def append(self, records: bytes, *, now_ms: int) -> AppendResult:  # type: ignore[override]
+        if self.full:
+            raise KafkaStorageError("No space left on device")
+        return super().append(records, now_ms=now_ms)
+
+
+def test_a_dead_letter_append_that_fails_keeps_the_records_until_it_succeeds() -> None:
+    b = Broker(dlq=None)
+    dlq_log = FullDisk()
+    b.logs.create_topic("dlq.t", 1, logs=[dlq_log], configs={DLQ_GROUP_ENABLE: "true"})
+    b.fetch()
+    b.ack([(0, 1, [REJECT]), (2, 9, [ACCEPT])])
+    assert b.manager.copy_dead_letters(30) == 0
+    assert b.states()[:2] == [ARCHIVING] * 2  # not archived without their copies
+    problem = b.manager.dead_letter_problem("G")
+    assert problem is not None and "dlq.t not written" in problem
+    dlq_log.full = False
+    assert b.manager.copy_dead_letters(40) == 2
+    assert [h["__dlq.errors.offset"] for _, _, h in b.dead_letters()] == ["0", "1"]
