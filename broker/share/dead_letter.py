@@ -9,6 +9,7 @@ asks for copies of them (`errors.deadletterqueue.copy.record.enable`), and only 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -72,20 +73,27 @@ def resolve(
 
 
 def dead_letters(
-    runs: Sequence[StateRange], delivery_count_limit: int, source: PartitionLog | None
+    runs: Sequence[StateRange],
+    reasons: Callable[[StateRange], list[tuple[int, int, bool | None]]],
+    delivery_count_limit: int,
+    source: PartitionLog | None,
 ) -> list[DeadLetter]:
     """A letter per ARCHIVING offset of `runs`, with key and value from `source` when given
     (a record the log no longer holds goes as a pointer: headers only).
 
-    Durable state does not say why a record was given up: one that used its last delivery
-    counts as at the limit, any other as rejected (as Kafka tells them apart on recovery)."""
+    `reasons` (`SharePartition.dead_letter_reasons`) says why each part was given up; durable
+    state does not, so for a record given up before a restart a count at the limit means the
+    limit and any other count a REJECT (as Kafka tells them apart on recovery)."""
     stored = _stored_records(runs, source) if source is not None else {}
     out: list[DeadLetter] = []
     for r in runs:
-        reason = DELIVERY_LIMIT if r.delivery_count >= delivery_count_limit else REJECTED
-        for offset in range(r.first_offset, r.last_offset + 1):
-            key, value = stored.get(offset, (None, None))
-            out.append(DeadLetter(offset, r.delivery_count, reason, key, value))
+        for first, last, rejected in reasons(r):
+            if rejected is None:
+                rejected = r.delivery_count < delivery_count_limit
+            reason = REJECTED if rejected else DELIVERY_LIMIT
+            for offset in range(first, last + 1):
+                key, value = stored.get(offset, (None, None))
+                out.append(DeadLetter(offset, r.delivery_count, reason, key, value))
     return out
 
 

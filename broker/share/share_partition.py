@@ -168,6 +168,9 @@ class SharePartition:
         # without scanning the ranges.
         self._available = 0
         self._archiving = 0  # records ARCHIVING: open until their dead-letter copy is made
+        # Why records went ARCHIVING in this run, (first, last, REJECTed?): the reason header of
+        # their copies. Not durable: after a restart the reason is inferred from the count.
+        self._given_up: list[tuple[int, int, bool]] = []
         self._changes: list[StateRange] = []
 
     # ----------------------------------------------------------------------------- queries
@@ -471,6 +474,8 @@ class SharePartition:
             )
             if target is not None:
                 self._finish(b, target)
+                if target is ARCHIVING:
+                    self._given_up.append((b.first, b.last, ack is AcknowledgeType.REJECT))
         self._ranges.merge(i, j)
 
     # ------------------------------------------------------------- dead letters (KIP-1191)
@@ -490,6 +495,23 @@ class SharePartition:
                 last = min(b.last, b.first + left - 1)
                 out.append(StateRange(b.first, last, ARCHIVING, b.delivery_count))
                 left -= last - b.first + 1
+        return out
+
+    def dead_letter_reasons(self, run: StateRange) -> list[tuple[int, int, bool | None]]:
+        """`run` cut by why its records were given up: (first, last, True) REJECTed, False
+        released at the delivery-count limit, None not known (given up before a restart)."""
+        out: list[tuple[int, int, bool | None]] = []
+        cursor = run.first_offset
+        for first, last, rejected in sorted(self._given_up):
+            lo, hi = max(first, cursor), min(last, run.last_offset)
+            if lo > hi:
+                continue
+            if lo > cursor:
+                out.append((cursor, lo - 1, None))
+            out.append((lo, hi, rejected))
+            cursor = hi + 1
+        if cursor <= run.last_offset:
+            out.append((cursor, run.last_offset, None))
         return out
 
     def plan_archive(self, runs: Sequence[StateRange]) -> list[StateRange]:
@@ -521,6 +543,8 @@ class SharePartition:
                     archived += b.size
             self._ranges.merge(i, j)
         self._advance_spso()
+        if not self._archiving:
+            self._given_up.clear()
         return archived
 
     # ------------------------------------------------------------------ locks and members
@@ -590,6 +614,7 @@ class SharePartition:
         self._locks.clear()
         self._available = 0
         self._archiving = 0
+        self._given_up.clear()
         self._changes.clear()
 
     def restore(self, spso: int, speo: int, ranges: Sequence[StateRange]) -> None:

@@ -461,7 +461,10 @@ class SharePartitionManager:
         topic = self._logs.topic_by_id(sp.topic_id)
         source = self._logs.log(topic.name, sp.partition) if topic else None
         letters = dead_letters(
-            runs, sp.limits().delivery_count_limit, source if target.copy_record else None
+            runs,
+            sp.dead_letter_reasons,
+            sp.limits().delivery_count_limit,
+            source if target.copy_record else None,
         )
         batch = build_dead_letter_batch(
             topic.name if topic else str(sp.topic_id),

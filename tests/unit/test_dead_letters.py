@@ -410,3 +410,22 @@ def test_a_dead_letter_append_that_fails_keeps_the_records_until_it_succeeds() -
     dlq_log.full = False
     assert b.manager.copy_dead_letters(40) == 2
     assert [h["__dlq.errors.offset"] for _, _, h in b.dead_letters()] == ["0", "1"]
+
+
+def test_the_reason_is_exact_until_a_restart_then_read_off_the_count() -> None:
+    b = Broker(limit=2)
+    b.fetch()
+    b.ack([(0, 9, [RELEASE])])
+    assert b.fetch() == [(0, 9)]  # the last delivery allowed
+    # A REJECT on the last delivery is still a REJECT; a release there is the limit.
+    b.ack([(0, 1, [REJECT]), (2, 3, [RELEASE]), (4, 9, [ACCEPT])])
+    restarted = Broker(logs=b.logs, limit=2)  # a restart forgets why: inferred from counts
+    assert restarted.states()[:4] == [ARCHIVING] * 4  # recovered before b copies them
+    b.manager.copy_dead_letters(30)
+    assert [h["__dlq.errors.message"] for _, _, h in b.dead_letters()] == [
+        REJECTED, REJECTED, DELIVERY_LIMIT, DELIVERY_LIMIT,
+    ]  # fmt: skip
+    restarted.manager.copy_dead_letters(40)
+    assert [h["__dlq.errors.message"] for _, _, h in restarted.dead_letters()][4:] == [
+        DELIVERY_LIMIT
+    ] * 4
