@@ -543,8 +543,8 @@ class SharePartition:
                     archived += b.size
             self._ranges.merge(i, j)
         self._advance_spso()
-        if not self._archiving:
-            self._given_up.clear()
+        # Disjoint ranges of the window: bounded by it once those below SPSO are dropped.
+        self._given_up = [g for g in self._given_up if self._archiving and g[1] >= self.spso]
         return archived
 
     # ------------------------------------------------------------------ locks and members
