@@ -176,6 +176,8 @@ class BrokerConfig:
     # whose cache is group.share.max.share.sessions). Accepted so Kafka configs load unchanged.
     group_share_max_groups: int = _share(10)
     group_share_max_size: int = _share(200)
+    # KIP-1191: a share group's dead-letter topic must start with this ("": any name); dynamic.
+    errors_deadletterqueue_topic_name_prefix: str = "dlq."
     # Classic consumer groups (JoinGroup/SyncGroup), Kafka's names and defaults.
     group_min_session_timeout_ms: int = _int(6_000, 1)
     group_max_session_timeout_ms: int = _int(1_800_000, 1)
@@ -366,7 +368,7 @@ def check_listeners(config: BrokerConfig) -> None:
 def check_bounds(config: BrokerConfig) -> None:
     """:raises ValueError: a `group.share.*` default lies outside its bounds, or min > max."""
     for d in DEFS.values():
-        if d.broker_min is None or d.broker_max is None:
+        if d.broker_default is None or d.broker_min is None or d.broker_max is None:
             continue
         low, default, high = (
             int(config.by_name(d.broker_min)),

@@ -91,6 +91,13 @@ class BrokerMetrics:
             "Share-state changes not made because their SHARE_DELTA/CHECKPOINT write failed.",
             registry=r,
         )
+        self.dead_letters = Counter(
+            f"{SHARE}_deadletterrecordspersec",
+            "Records given up on (KIP-1191): copied to the group's dead-letter topic, or "
+            "archived without a copy because that topic cannot be used.",
+            ["result"],
+            registry=r,
+        )
         self.records_acquired = Counter(
             f"{SHARE}_recordsacquiredpersec",
             "Records handed out by ShareFetch (deliveries).",
@@ -138,6 +145,9 @@ class BrokerMetrics:
 
     def on_share_state_write_failure(self) -> None:
         self.share_state_write_failures.inc()
+
+    def on_dead_letters(self, records: int, *, copied: bool) -> None:
+        self.dead_letters.labels(result="copied" if copied else "not_copied").inc(records)
 
     def gauges(
         self,

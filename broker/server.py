@@ -37,6 +37,7 @@ from broker.notifier import Notifier
 from broker.producer_ids import ProducerIdAllocator
 from broker.record_deletion import RecordDeletion
 from broker.share.share_fetch_service import ShareFetchService
+from broker.share.share_partition_manager import DEAD_LETTER_BUDGET
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
@@ -62,6 +63,7 @@ from storage.share_state_store import SHARE_STATE_DIR
 log = structlog.get_logger("shoal.server")
 
 LOCK_TIMER_TICK_MS = 50  # acquisition locks expire at most this late
+DEAD_LETTER_TICK_MS = 100  # given-up records reach the dead-letter topic about this late
 MEMBER_CHECK_MS = 250
 CLASSIC_GROUP_TICK_MS = 100  # joins end, and sessions expire, at most this late
 SNAPSHOT_INTERVAL_MS = 1000  # share snapshot files catch up with their newest checkpoint
@@ -150,6 +152,7 @@ class Server:
             lambda t, p: notifier.notify((t, p)),
             persister=self._share_state,
             metrics=metrics,
+            dead_letter_prefix=lambda: dynamic.current.errors_deadletterqueue_topic_name_prefix,
         )
 
         def partition_count(topic_id: uuid.UUID) -> int | None:
@@ -301,6 +304,7 @@ class Server:
             self._every(self.config.log_cleaner_backoff_ms, self._clean)
         self._every(self.config.offsets_retention_check_interval_ms, self._expire_offsets)
         self._every(LOCK_TIMER_TICK_MS, self._expire_locks)
+        self._every(DEAD_LETTER_TICK_MS, self._copy_dead_letters)
         self._every(MEMBER_CHECK_MS, self._expire_members)
         self._every(CLASSIC_GROUP_TICK_MS, self.services.classic_groups.tick)
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
@@ -367,10 +371,18 @@ class Server:
     def _expire_locks(self) -> None:
         self.services.share_partitions.expire_locks(self.services.now_ms())
 
+    async def _copy_dead_letters(self) -> None:
+        """Passes of at most DEAD_LETTER_BUDGET records until the backlog is gone, letting
+        requests run between them."""
+        manager = self.services.share_partitions
+        while manager.copy_dead_letters(self.services.now_ms()) >= DEAD_LETTER_BUDGET:
+            await asyncio.sleep(0)
+
     def run_timers(self) -> None:
         """Run the time-driven duties now (lock expiry, session timeouts, leave grace, offsets
         retention), as their ticks would: a test calls this when it moves its clock forward."""
         self._expire_locks()
+        self.services.share_partitions.copy_dead_letters(self.services.now_ms())
         self._expire_members()
         self._expire_offsets()
         self.services.classic_groups.tick()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from dataclasses import dataclass
 from typing import Any
 
 from cli.common import KAFKA_ERROR
@@ -24,13 +25,26 @@ from cli.common import security
 from cli.offset_specs import parse_datetime_ms
 from cli.offset_specs import topic_partitions
 from client.admin import Admin
+from client.admin import ConfigResourceType
 from client.admin import ShareGroupDescription
 from client.admin import SharePartitionOffsets
 from client.errors import KafkaError
+from protocol.dead_letter import dead_letter_problem
 
 TopicPartition = tuple[str, int]
 EXECUTED = "\nExecuted: the group's start offsets are now the ones above."
 DRY_RUN = "\nDry run: nothing changed. Add --execute to apply these start offsets."
+DLQ_TOPIC = "errors.deadletterqueue.topic.name"
+DLQ_PREFIX = "errors.deadletterqueue.topic.name.prefix"
+DLQ_ENABLE = "errors.deadletterqueue.group.enable"
+
+
+@dataclass(frozen=True, slots=True)
+class _Described:
+    desc: ShareGroupDescription
+    offsets: dict[TopicPartition, SharePartitionOffsets]
+    dlq: str | None  # the group's dead-letter topic (KIP-1191), if it names one
+    dlq_problem: str | None  # why its records cannot go there
 
 
 async def _list(args: argparse.Namespace) -> int:
@@ -51,16 +65,41 @@ async def _list(args: argparse.Namespace) -> int:
 def _offset_rows(group: str, offsets: dict[TopicPartition, SharePartitionOffsets]) -> list[Any]:
     return [
         [group, tp[0], tp[1], o.start_offset, o.end_offset, o.lag,
-         o.available, o.acquired, o.acknowledged, o.archived, o.control]
+         o.available, o.acquired, o.acknowledged, o.archived, o.archiving, o.control]
         for tp, o in sorted(offsets.items())
     ]  # fmt: skip
+
+
+async def _dead_letter(admin: Admin, group: str) -> tuple[str | None, str | None]:
+    """The group's dead-letter topic (KIP-1191) and why its records cannot go there, checked
+    by the broker's rules: (None, None) when the group has none."""
+    try:
+        configs = await admin.describe_configs(ConfigResourceType.GROUP, group, (DLQ_TOPIC,))
+    except KafkaError:  # not allowed to describe the group's configs: nothing to say
+        return None, None
+    name = configs.get(DLQ_TOPIC) or None
+    if name is None:
+        return None, None
+    try:
+        broker = await admin.describe_configs(ConfigResourceType.BROKER, "", (DLQ_PREFIX,))
+        prefix = broker.get(DLQ_PREFIX) or ""
+    except KafkaError:  # not allowed to describe the cluster: the prefix goes unchecked
+        prefix = ""
+    exists = name in await admin.list_topics()
+    enabled = exists and (
+        (await admin.describe_configs(ConfigResourceType.TOPIC, name, (DLQ_ENABLE,))).get(
+            DLQ_ENABLE
+        )
+        == "true"
+    )
+    return name, dead_letter_problem(group, name, prefix, exists, enabled)
 
 
 async def _describe(args: argparse.Namespace) -> int:
     """Each group named (or every share group); a missing one is reported, the rest shown."""
     if args.all_groups == bool(args.group):
         raise UsageError("give --group (repeatable) or --all-groups")
-    found: list[tuple[ShareGroupDescription, dict[TopicPartition, SharePartitionOffsets]]] = []
+    found: list[_Described] = []
     missing: list[KafkaError] = []
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
         if args.all_groups:
@@ -69,45 +108,50 @@ async def _describe(args: argparse.Namespace) -> int:
             names = list(dict.fromkeys(args.group))
         for group in names:
             try:
-                desc = (await admin.describe_share_groups([group]))[group]
-                found.append((desc, await admin.describe_share_group_offsets(group)))
+                found.append(await _describe_one(admin, group))
             except KafkaError as error:
                 missing.append(error)
     if args.json:
-        shown = [_describe_json(d, o) for d, o in found]
+        shown = [_describe_json(d) for d in found]
         # One --group keeps the object scripts already read; several (or all) give a list.
         single = not args.all_groups and len(names) == 1
         if shown or not single:
             print_json(shown[0] if single else shown)
     else:
-        for i, (desc, offsets) in enumerate(found):
+        for i, described in enumerate(found):
             if i:
                 print()
-            _describe_table(args, desc, offsets)
+            _describe_table(args, described)
     for m in missing:
         fail(f"{m.error_code.name.upper()}: {m.message}", KAFKA_ERROR, args)
     return KAFKA_ERROR if missing else OK
 
 
-def _describe_json(
-    desc: ShareGroupDescription, offsets: dict[TopicPartition, SharePartitionOffsets]
-) -> dict[str, Any]:
+async def _describe_one(admin: Admin, group: str) -> _Described:
+    desc = (await admin.describe_share_groups([group]))[group]
+    offsets = await admin.describe_share_group_offsets(group)
+    dlq, dlq_problem = await _dead_letter(admin, group)
+    if dlq is not None and dlq_problem is None and any(t == dlq for t, _ in offsets):
+        dlq_problem = f"dead-letter topic {dlq} of group {group} is the topic it reads"
+    return _Described(desc, offsets, dlq, dlq_problem)
+
+
+def _describe_json(d: _Described) -> dict[str, Any]:
     return {
-        "group": desc.group_id,
-        "state": desc.state,
-        "group_epoch": desc.group_epoch,
-        "assignment_epoch": desc.assignment_epoch,
-        "assignor": desc.assignor,
-        "members": [asdict(m) for m in desc.members],
-        "partitions": [asdict(o) for _, o in sorted(offsets.items())],
+        "group": d.desc.group_id,
+        "state": d.desc.state,
+        "group_epoch": d.desc.group_epoch,
+        "assignment_epoch": d.desc.assignment_epoch,
+        "assignor": d.desc.assignor,
+        "members": [asdict(m) for m in d.desc.members],
+        "partitions": [asdict(o) for _, o in sorted(d.offsets.items())],
+        "dead_letter_topic": d.dlq,
+        "dead_letter_problem": d.dlq_problem,
     }
 
 
-def _describe_table(
-    args: argparse.Namespace,
-    desc: ShareGroupDescription,
-    offsets: dict[TopicPartition, SharePartitionOffsets],
-) -> None:
+def _describe_table(args: argparse.Namespace, d: _Described) -> None:
+    desc, offsets, dlq, dlq_problem = d.desc, d.offsets, d.dlq, d.dlq_problem
     group = desc.group_id
     show_all = not (args.members or args.offsets or args.state)
     if args.state or show_all:
@@ -115,6 +159,10 @@ def _describe_table(
             ["GROUP", "STATE", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS"],
             [[group, desc.state, desc.group_epoch, desc.assignment_epoch, len(desc.members)]],
         )
+        if dlq is not None:  # records given up on are archived without a copy while not ok
+            print_table(
+                ["GROUP", "DEAD-LETTER-TOPIC", "STATUS"], [[group, dlq, dlq_problem or "ok"]]
+            )
     if args.members or show_all:
         _blank_between(show_all)
         rows = [
@@ -129,7 +177,7 @@ def _describe_table(
         _blank_between(show_all)
         print_table(
             ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "LAG",
-             "AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED", "CONTROL"],
+             "AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED", "ARCHIVING", "CONTROL"],
             _offset_rows(group, offsets),
         )  # fmt: skip
 

@@ -594,6 +594,7 @@ class SharePartitionOffsets:
     acknowledged: int | None = None
     archived: int | None = None
     control: int | None = None  # offsets of share-state and marker records, not user records
+    archiving: int | None = None  # waiting for their copy to the dead-letter topic
 
     @classmethod
     def parse(cls, topic: str, p: Any) -> SharePartitionOffsets:
@@ -613,6 +614,7 @@ class SharePartitionOffsets:
             acknowledged=extra.get("acknowledged"),
             archived=extra.get("archived"),
             control=extra.get("control"),
+            archiving=extra.get("archiving"),
         )
 
 

@@ -132,7 +132,7 @@ def _record_starts(
         rest = _chain(buf, int(pos[b]), int(counts[b]) - i)
         pos[b] = rest.pop()
         starts[first_index[b] + i : first_index[b] + counts[b]] = rest
-    if (pos != section_end).any():
+    if (pos != section_end).any() or (len(starts) and starts.min() < 0):
         raise corrupt("records do not fill their batch")
     return starts, np.repeat(np.arange(len(batches), dtype=np.int64), counts)
 
@@ -174,6 +174,8 @@ def _chain(buf: bytes, pos: int, count: int) -> list[int]:
                 pos += length
     except (IndexError, InvalidRecordBatch) as e:
         raise corrupt(f"record at {pos}: {e}") from e
+    if not 0 <= pos <= len(buf):  # a damaged length far out (it would not fit an int64)
+        raise corrupt(f"a record length runs to {pos}, outside the batch")
     # A length that runs into the next batch (or backwards: _Records refuses lengths below
     # 1) cannot end exactly at this batch's end, which the caller checks.
     add(pos)

@@ -9,6 +9,7 @@ Stored configs live in one JSON file, rewritten atomically on every change (chan
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,10 +25,36 @@ from storage.fsutil import atomic_write
 class GroupConfigDef:
     name: str
     kind: type
-    broker_default: str  # broker config giving the default
+    broker_default: str | None  # broker config giving the default; None: `default` below
     broker_min: str | None = None
     broker_max: str | None = None
     choices: tuple[str, ...] = ()
+    default: Any = None
+    # A further rule on a parsed value, given the broker configs (checked when set, seed 002).
+    check: Callable[[Any, Callable[[str], Any]], None] | None = None
+
+
+DLQ_TOPIC = "errors.deadletterqueue.topic.name"
+DLQ_COPY_RECORD = "errors.deadletterqueue.copy.record.enable"
+DLQ_PREFIX = "errors.deadletterqueue.topic.name.prefix"
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def _check_dlq_topic(name: str, broker: Callable[[str], Any]) -> None:
+    """KIP-1191: a DLQ topic name is a legal topic name, not an internal one, with the
+    broker's permitted prefix. Empty turns the DLQ off. Whether the topic exists and is
+    enabled is checked when records are copied: it may be created or altered later."""
+    if not name:
+        return
+    if not _LEGAL_TOPIC.fullmatch(name) or name in (".", ".."):
+        raise InvalidGroupConfig(f"{DLQ_TOPIC}={name!r} is not a legal topic name")
+    if name.startswith("__"):
+        raise InvalidGroupConfig(f"{DLQ_TOPIC}={name!r} cannot start with __ (internal topics)")
+    prefix = broker(DLQ_PREFIX)
+    if prefix and not name.startswith(prefix):
+        raise InvalidGroupConfig(
+            f"{DLQ_TOPIC}={name!r} does not start with {prefix!r} ({DLQ_PREFIX})"
+        )
 
 
 ACQUIRE_MODES = ("batch_optimized", "record_limit")
@@ -88,6 +115,9 @@ DEFS: dict[str, GroupConfigDef] = {
             "group.share.min.heartbeat.interval.ms",
             "group.share.max.heartbeat.interval.ms",
         ),
+        # KIP-1191 dead-letter topics: off unless a group names one.
+        GroupConfigDef(DLQ_TOPIC, str, None, default="", check=_check_dlq_topic),
+        GroupConfigDef(DLQ_COPY_RECORD, bool, None, default=False),
     )
 }
 
@@ -117,6 +147,8 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     # whose cache is group.share.max.share.sessions). Accepted so Kafka configs load unchanged.
     "group.share.max.groups": (10, int),
     "group.share.max.size": (200, int),
+    # KIP-1191: the names a group's dead-letter topic may have ("": any name).
+    DLQ_PREFIX: ("dlq.", str),
 }
 
 
@@ -167,7 +199,10 @@ class GroupConfigs:
         """:raises InvalidGroupConfig: unknown name, bad value, or outside the broker bounds."""
         if name not in DEFS:
             raise InvalidGroupConfig(f"unknown group config {name!r}")
-        parsed = _parse(DEFS[name], value)
+        d = DEFS[name]
+        parsed = _parse(d, value)
+        if d.check is not None:
+            d.check(parsed, self._broker)
         low, high = self.bounds(name)
         if low is not None and parsed < low:
             raise InvalidGroupConfig(f"{name}={parsed} is below the broker minimum {low}")
@@ -210,7 +245,12 @@ class GroupConfigs:
         """The value in force: the group's own if set, else the broker default; capped by bounds."""
         d = DEFS[name]
         raw = self._stored.get(group_id, {}).get(name)
-        value = self._broker(d.broker_default) if raw is None else _parse(d, raw)
+        if raw is not None:
+            value = _parse(d, raw)
+        elif d.broker_default is not None:
+            value = self._broker(d.broker_default)
+        else:
+            value = d.default
         low, high = self.bounds(name)
         if low is not None:
             value = max(value, low)

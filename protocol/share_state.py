@@ -45,7 +45,7 @@ class InvalidShareState(ValueError):
 class StateBatch:
     base_offset: int
     last_offset: int
-    state: int  # 0 Available, 2 Acknowledged, 4 Archived
+    state: int  # 0 Available, 2 Acknowledged, 3 Archiving (KIP-1191), 4 Archived
     delivery_count: int
 
 

@@ -34,9 +34,14 @@ _PARSERS: Mapping[str, type[str] | type[float]] = {
     "min_cleanable_dirty_ratio": float,
 }
 
-# Kafka topic configs Shoal keeps on the topic without acting on them.
+# KIP-1191: a topic serves as a share group's dead-letter topic only with this set to true.
+DLQ_GROUP_ENABLE = "errors.deadletterqueue.group.enable"
+
+# Kafka topic configs Shoal keeps on the topic without acting on them in the log (the
+# dead-letter copier reads DLQ_GROUP_ENABLE from the topic).
 STORED_TOPIC_CONFIGS = frozenset(
     {
+        DLQ_GROUP_ENABLE,
         "compression.type",
         "max.message.bytes",
         "message.timestamp.type",
@@ -62,7 +67,14 @@ CLEANUP_POLICIES = ("compact", "delete")
 def check_topic_config_values(configs: Mapping[str, str | None]) -> None:
     """Values a topic config name alone does not vouch for (the integer ones: `with_overrides`).
 
-    :raises InvalidConfig: `cleanup.policy` is not a list of `delete` and `compact`."""
+    :raises InvalidConfig: `cleanup.policy` is not a list of `delete` and `compact`, or
+        `errors.deadletterqueue.group.enable` is not a boolean."""
+    enable = configs.get(DLQ_GROUP_ENABLE)
+    if enable is not None and enable.lower() not in ("true", "false"):
+        raise InvalidConfig(
+            f"Invalid value {enable} for configuration {DLQ_GROUP_ENABLE}: "
+            "Expected value to be either true or false"
+        )
     policy = configs.get("cleanup.policy")
     if policy is not None and (
         not policy.strip() or any(p.strip() not in CLEANUP_POLICIES for p in policy.split(","))
@@ -71,6 +83,11 @@ def check_topic_config_values(configs: Mapping[str, str | None]) -> None:
             f"Invalid value {policy} for configuration cleanup.policy: "
             f"String must be one of: {', '.join(CLEANUP_POLICIES)}"
         )
+
+
+def dlq_enabled(configs: Mapping[str, str]) -> bool:
+    """Whether a topic with these configs may serve as a share group's dead-letter topic."""
+    return configs.get(DLQ_GROUP_ENABLE, "false").lower() == "true"
 
 
 @dataclass(frozen=True, slots=True)

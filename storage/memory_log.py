@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from collections.abc import Sequence
 
 from storage.base_log import SegmentedLog
@@ -52,12 +53,13 @@ class MemoryLogs:
         *,
         topic_id: uuid.UUID | None = None,
         logs: Sequence[PartitionLog] | None = None,
+        configs: Mapping[str, str] | None = None,
     ) -> TopicInfo:
         """A topic of new MemoryLogs, or over `logs` (one per partition) made elsewhere."""
         plogs: list[PartitionLog] = (
             list(logs) if logs is not None else [MemoryLog() for _ in range(partitions)]
         )
-        info = TopicInfo(name, topic_id or uuid.uuid4(), len(plogs))
+        info = TopicInfo(name, topic_id or uuid.uuid4(), len(plogs), dict(configs or {}))
         self._topics[name] = info
         self._logs[name] = plogs
         return info

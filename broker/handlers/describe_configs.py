@@ -25,6 +25,7 @@ from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+from storage.config import DLQ_GROUP_ENABLE
 from storage.config import TOPIC_CONFIG_FIELDS
 
 TOPIC, BROKER, GROUP = 2, 4, 32
@@ -71,6 +72,7 @@ def _topic(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list[
         n: (n, _text(getattr(logs.config, f)), _default_source(ctx, n), False)
         for n, f in TOPIC_CONFIG_FIELDS.items()
     }
+    rows[DLQ_GROUP_ENABLE] = (DLQ_GROUP_ENABLE, "false", DEFAULT, False)  # KIP-1191's default
     for n, v in topic.configs.items():
         rows[n] = (n, v, DYNAMIC_TOPIC, False)
     return ErrorCode.none, None, [rows[n] for n in sorted(rows)]

@@ -19,6 +19,7 @@ class RecordState(IntEnum):
     AVAILABLE = 0
     ACQUIRED = 1
     ACKNOWLEDGED = 2
+    ARCHIVING = 3  # KIP-1191: on its way to the dead-letter topic, then ARCHIVED
     ARCHIVED = 4
 
     @property
@@ -36,7 +37,11 @@ class RecordState(IntEnum):
           ACQUIRED  -> AVAILABLE     RELEASE, lock expiry, member departure (below the limit)
           ACQUIRED  -> ACKNOWLEDGED  ACCEPT
           ACQUIRED  -> ARCHIVED      REJECT, GAP, or RELEASE/expiry at the delivery-count limit
-        ACKNOWLEDGED and ARCHIVED are terminal. RENEW is not a transition (same state).
+          ACQUIRED  -> ARCHIVING     REJECT or the limit, in a group with a dead-letter topic
+          ARCHIVING -> ARCHIVED      copied to the dead-letter topic (or it cannot be used)
+        ACKNOWLEDGED and ARCHIVED are terminal. ARCHIVING is not: SPSO stays below it until
+        the copy is durable, so a crash in between copies again rather than loses the record.
+        RENEW is not a transition (same state).
         """
         allowed = _TRANSITIONS[self]
         if new not in allowed:
@@ -47,9 +52,15 @@ class RecordState(IntEnum):
 _TRANSITIONS: dict[RecordState, frozenset[RecordState]] = {
     RecordState.AVAILABLE: frozenset({RecordState.ACQUIRED, RecordState.ARCHIVED}),
     RecordState.ACQUIRED: frozenset(
-        {RecordState.AVAILABLE, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED}
+        {
+            RecordState.AVAILABLE,
+            RecordState.ACKNOWLEDGED,
+            RecordState.ARCHIVING,
+            RecordState.ARCHIVED,
+        }
     ),
     RecordState.ACKNOWLEDGED: frozenset(),
+    RecordState.ARCHIVING: frozenset({RecordState.ARCHIVED}),
     RecordState.ARCHIVED: frozenset(),
 }
 

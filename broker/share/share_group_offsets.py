@@ -48,12 +48,14 @@ class PartitionOffsets:
     acknowledged: int = 0
     archived: int = 0
     control: int = 0  # offsets in the window that hold no user record (share state, markers)
+    archiving: int = 0  # KIP-1191: given up on, waiting for their dead-letter copy
 
     def extension(self) -> str:
         """Shoal's extra detail, carried in the (otherwise unused) success error_message."""
         return (
             f"speo={self.end_offset} available={self.available} acquired={self.acquired} "
-            f"acknowledged={self.acknowledged} archived={self.archived} control={self.control}"
+            f"acknowledged={self.acknowledged} archived={self.archived} "
+            f"archiving={self.archiving} control={self.control}"
         )
 
 
@@ -114,7 +116,8 @@ class ShareGroupOffsets:
             counts[RecordState.ACQUIRED],
             counts[RecordState.ACKNOWLEDGED],
             max(archived - control, 0),
-            min(control, archived),
+            control=min(control, archived),
+            archiving=counts[RecordState.ARCHIVING],
         )
 
     def _control_records(self, topic: str, partition: int, start: int, end: int) -> int:

@@ -33,6 +33,11 @@ class ShareMetrics(Protocol):
         """A change not made because its share-state record could not be written."""
         ...
 
+    def on_dead_letters(self, records: int, *, copied: bool) -> None:
+        """Records archived after their copy to the dead-letter topic (`copied`), or without
+        one because the group's dead-letter topic cannot be used (KIP-1191)."""
+        ...
+
 
 class _NoMetrics:
     def on_records_acquired(self, records: int) -> None:
@@ -48,6 +53,9 @@ class _NoMetrics:
         pass
 
     def on_share_state_write_failure(self) -> None:
+        pass
+
+    def on_dead_letters(self, records: int, *, copied: bool) -> None:
         pass
 
 

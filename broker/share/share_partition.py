@@ -33,6 +33,7 @@ from broker.share.record_state import RecordState
 AVAILABLE = RecordState.AVAILABLE
 ACQUIRED = RecordState.ACQUIRED
 ACKNOWLEDGED = RecordState.ACKNOWLEDGED
+ARCHIVING = RecordState.ARCHIVING
 ARCHIVED = RecordState.ARCHIVED
 
 _ACK_TYPES = frozenset(int(t) for t in AcknowledgeType)
@@ -65,6 +66,9 @@ class ShareLimits:
     record_limit: bool = False
     # share.key.ordering.enable: records of one key are never in flight at two members.
     key_ordering: bool = False
+    # KIP-1191: the group names a dead-letter topic, so REJECT and the delivery-count limit
+    # lead to ARCHIVING (copied, then ARCHIVED) rather than straight to ARCHIVED.
+    dead_letter: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +136,7 @@ class Plan:
     lock_duration_ms: int
     changes: tuple[StateRange, ...]
     outcome: Outcome
+    dead_letter: bool = False
 
     @property
     def records(self) -> int:
@@ -175,6 +180,10 @@ class SharePartition:
         # Records AVAILABLE inside the window: when zero, the next fetch starts at SPEO
         # without scanning the ranges.
         self._available = 0
+        self._archiving = 0  # records ARCHIVING: open until their dead-letter copy is made
+        # Why records went ARCHIVING in this run, (first, last, REJECTed?): the reason header of
+        # their copies. Not durable: after a restart the reason is inferred from the count.
+        self._given_up: list[tuple[int, int, bool]] = []
         self._changes: list[StateRange] = []
         # Key-ordered groups only (empty otherwise): the key hash of every record acquired under
         # the key rule, by offset and by key (at most one acquired record per key), and when
@@ -188,6 +197,10 @@ class SharePartition:
         self._keys_from = start_offset
 
     # ----------------------------------------------------------------------------- queries
+
+    def limits(self) -> ShareLimits:
+        """The group's limits in force now."""
+        return self._limits()
 
     @property
     def key(self) -> SharePartitionKey:
@@ -214,7 +227,7 @@ class SharePartition:
 
     def open_records(self) -> int:
         """Records of the window not yet ACKNOWLEDGED or ARCHIVED."""
-        return self._available + self._locks.records
+        return self._available + self._locks.records + self._archiving
 
     def range_count(self) -> int:
         """Number of internal ranges (equals the number of distinct runs: ranges merge)."""
@@ -637,7 +650,9 @@ class SharePartition:
             i, j = self._ranges.overlapping(first, last)
             for b in self._ranges.view(i, j):
                 lo, hi = max(b.first, first), min(b.last, last)
-                target = _ack_target(b, ack, member_id, limits.delivery_count_limit)
+                target = _ack_target(
+                    b, ack, member_id, limits.delivery_count_limit, limits.dead_letter
+                )
                 why = _why(ack, target)
                 if why is not None:
                     moved[why] += hi - lo + 1
@@ -650,6 +665,7 @@ class SharePartition:
             limits.lock_duration_ms,
             tuple(_normalise(changes)),
             Outcome(dict(moved)),
+            limits.dead_letter,
         )
 
     def apply(self, plan: Plan, *, now_ms: int) -> Outcome:
@@ -679,10 +695,83 @@ class SharePartition:
             if ack is AcknowledgeType.RENEW:
                 self._move(b, ACQUIRED, b.member_id, now_ms + plan.lock_duration_ms)
                 continue
-            target = _ack_target(b, ack, plan.member_id, plan.delivery_count_limit)
+            target = _ack_target(
+                b, ack, plan.member_id, plan.delivery_count_limit, plan.dead_letter
+            )
             if target is not None:
                 self._finish(b, target)
+                if target is ARCHIVING:
+                    self._given_up.append((b.first, b.last, ack is AcknowledgeType.REJECT))
         self._ranges.merge(i, j)
+
+    # ------------------------------------------------------------- dead letters (KIP-1191)
+
+    def dead_letter_count(self) -> int:
+        """Records ARCHIVING: given up on, waiting for their copy to the dead-letter topic."""
+        return self._archiving
+
+    def dead_letters(self, max_records: int) -> list[StateRange]:
+        """The ARCHIVING ranges from SPSO on, in offset order, cut at about `max_records`."""
+        out: list[StateRange] = []
+        left = max_records if self._archiving else 0
+        for b in self._ranges:
+            if left <= 0:
+                break
+            if b.state is ARCHIVING:
+                last = min(b.last, b.first + left - 1)
+                out.append(StateRange(b.first, last, ARCHIVING, b.delivery_count))
+                left -= last - b.first + 1
+        return out
+
+    def dead_letter_reasons(self, run: StateRange) -> list[tuple[int, int, bool | None]]:
+        """`run` cut by why its records were given up: (first, last, True) REJECTed, False
+        released at the delivery-count limit, None not known (given up before a restart)."""
+        out: list[tuple[int, int, bool | None]] = []
+        cursor = run.first_offset
+        for first, last, rejected in sorted(self._given_up):
+            lo, hi = max(first, cursor), min(last, run.last_offset)
+            if lo > hi:
+                continue
+            if lo > cursor:
+                out.append((cursor, lo - 1, None))
+            out.append((lo, hi, rejected))
+            cursor = hi + 1
+        if cursor <= run.last_offset:
+            out.append((cursor, run.last_offset, None))
+        return out
+
+    def plan_archive(self, runs: Sequence[StateRange]) -> list[StateRange]:
+        """The durable change that ends ARCHIVING over `runs` (copied, or with no usable
+        dead-letter topic): the parts still ARCHIVING, as ARCHIVED. Nothing changes yet."""
+        changes: list[StateRange] = []
+        for r in runs:
+            first, last = max(r.first_offset, self.spso), min(r.last_offset, self.speo - 1)
+            if first > last:
+                continue
+            i, j = self._ranges.overlapping(first, last)
+            for b in self._ranges.view(i, j):
+                if b.state is ARCHIVING:
+                    lo, hi = max(b.first, first), min(b.last, last)
+                    changes.append(StateRange(lo, hi, ARCHIVED, b.delivery_count))
+        return _normalise(changes)
+
+    def apply_archive(self, changes: Sequence[StateRange]) -> int:
+        """Apply a `plan_archive` change once it is durable; how many records it archived."""
+        archived = 0
+        for c in changes:
+            first, last = max(c.first_offset, self.spso), min(c.last_offset, self.speo - 1)
+            if first > last:
+                continue
+            i, j = self._ranges.isolate(first, last)
+            for b in self._ranges.view(i, j):
+                if b.state is ARCHIVING:
+                    self._finish(b, ARCHIVED)
+                    archived += b.size
+            self._ranges.merge(i, j)
+        self._advance_spso()
+        # Disjoint ranges of the window: bounded by it once those below SPSO are dropped.
+        self._given_up = [g for g in self._given_up if self._archiving and g[1] >= self.spso]
+        return archived
 
     # ------------------------------------------------------------------ locks and members
 
@@ -750,6 +839,8 @@ class SharePartition:
         self._ranges.clear(start_offset)
         self._locks.clear()
         self._available = 0
+        self._archiving = 0
+        self._given_up.clear()
         self._changes.clear()
         self._key_at.clear()
         self._held.clear()
@@ -781,6 +872,8 @@ class SharePartition:
             self._ranges.append(InFlightBatch(first, r.last_offset, r.state, r.delivery_count))
             if r.state is AVAILABLE:
                 self._available += r.last_offset - first + 1
+            if r.state is ARCHIVING:
+                self._archiving += r.last_offset - first + 1
             self._ranges.merge_tail()
             cursor = r.last_offset + 1
         if cursor < speo:
@@ -811,6 +904,7 @@ class SharePartition:
             if new is ACQUIRED:
                 b.delivery_count += 1
             self._available += b.size * ((new is AVAILABLE) - (b.state is AVAILABLE))
+            self._archiving += b.size * ((new is ARCHIVING) - (b.state is ARCHIVING))
         if new is ACQUIRED and deadline is not None:
             self._locks.add(deadline, b.first, b.last)
         b.state, b.member_id, b.deadline = new, member_id, deadline
@@ -828,19 +922,25 @@ class SharePartition:
 
 
 def _ack_target(
-    b: InFlightBatch, ack: AcknowledgeType, member_id: str | None, delivery_count_limit: int
+    b: InFlightBatch,
+    ack: AcknowledgeType,
+    member_id: str | None,
+    delivery_count_limit: int,
+    dead_letter: bool,
 ) -> RecordState | None:
     """Where an acknowledgement moves range `b` (ACQUIRED, checked by the planner), or None
-    when its durable state stays: RENEW, and a GAP over records this member does not hold."""
+    when its durable state stays: RENEW, and a GAP over records this member does not hold.
+    With a dead-letter topic, a record given up on goes to ARCHIVING first (KIP-1191)."""
+    given_up = ARCHIVING if dead_letter else ARCHIVED
     if ack is AcknowledgeType.ACCEPT:
         return ACKNOWLEDGED
     if ack is AcknowledgeType.REJECT:
-        return ARCHIVED
+        return given_up
     if ack is AcknowledgeType.RELEASE:
         # The limit is checked when an attempt ends, not when it starts (KIP: a lowered limit
         # may let a final attempt run past it; a raised one gives archived-to-be records more
         # tries). Lock expiry and a member's departure are RELEASEs too.
-        return ARCHIVED if b.delivery_count >= delivery_count_limit else AVAILABLE
+        return given_up if b.delivery_count >= delivery_count_limit else AVAILABLE
     if ack is AcknowledgeType.GAP and b.state is ACQUIRED and b.member_id == member_id:
         return ARCHIVED
     return None
@@ -857,7 +957,7 @@ _MOVED_BY = {
 def _why(ack: AcknowledgeType, target: RecordState | None) -> Moved | None:
     """Why an acknowledgement moves a range to `target` (see `_ack_target`); None: it stays."""
     if ack is AcknowledgeType.RELEASE:
-        return Moved.DELIVERY_LIMIT if target is ARCHIVED else Moved.RELEASED
+        return Moved.RELEASED if target is AVAILABLE else Moved.DELIVERY_LIMIT
     if target is None and ack is not AcknowledgeType.RENEW:
         return None  # a GAP over records this member does not hold
     return _MOVED_BY[ack]

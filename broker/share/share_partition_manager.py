@@ -21,6 +21,9 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.share.acquisition_lock_timer import AcquisitionLockTimer
+from broker.share.dead_letter import Target
+from broker.share.dead_letter import dead_letters
+from broker.share.dead_letter import resolve
 from broker.share.key_hashes import key_hashes
 from broker.share.persister import NoPersister
 from broker.share.persister import Persister
@@ -38,9 +41,14 @@ from broker.share.share_partition import Plan
 from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
+from broker.share.share_partition import StateRange
 from broker.share.share_partition import acknowledge_nothing_held
+from coordinator.group_configs import DLQ_TOPIC
 from coordinator.group_configs import GroupConfigs
+from protocol.dead_letter import build_dead_letter_batch
+from protocol.record_batch import InvalidRecordBatch
 from storage.errors import CorruptRecords
+from storage.errors import InvalidRecord
 from storage.errors import OffsetOutOfRange
 from storage.errors import StorageError
 from storage.log import PartitionLog
@@ -53,6 +61,17 @@ log = structlog.get_logger("shoal.share")
 READ_CHUNK_BYTES = 1024 * 1024
 MAX_READS_PER_FETCH = 8
 RETRY_WRITE_MS = 1000  # a lock expiry whose share-state write failed is tried again after this
+# One dead-letter pass copies at most this many records: it runs on the event loop, and 500
+# copies with their keys and values take about 30 ms (pointers alone, about 10 ms).
+DEAD_LETTER_BUDGET = 500
+
+
+def _covered(runs: Sequence[StateRange], copied: Sequence[StateRange]) -> bool:
+    """Whether every offset of `runs` lies in one of the `copied` runs."""
+    return all(
+        any(c.first_offset <= r.first_offset and r.last_offset <= c.last_offset for c in copied)
+        for r in runs
+    )
 
 
 def count_ack_types(batches: Sequence[AckBatch]) -> dict[AcknowledgeType, int]:
@@ -90,6 +109,7 @@ def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]
             renew_enabled=configs.effective(group_id, "share.renew.acknowledge.enable"),
             record_limit=configs.effective(group_id, "share.acquire.mode") == "record_limit",
             key_ordering=configs.effective(group_id, "share.key.ordering.enable"),
+            dead_letter=bool(configs.effective(group_id, DLQ_TOPIC)),
         )
         cached[:] = [(configs.version, value)]
         return value
@@ -106,6 +126,7 @@ class SharePartitionManager:
         *,
         persister: Persister | None = None,
         metrics: ShareMetrics = NO_METRICS,
+        dead_letter_prefix: Callable[[], str] = lambda: "dlq.",
     ) -> None:
         self._logs = logs
         self._configs = configs
@@ -115,6 +136,12 @@ class SharePartitionManager:
         self._metrics = metrics
         self._partitions: dict[SharePartitionKey, SharePartition] = {}
         self._timer: AcquisitionLockTimer[SharePartitionKey] = AcquisitionLockTimer()
+        # KIP-1191: share-partitions that may hold ARCHIVING records, and what was logged.
+        self._dead_letter_prefix = dead_letter_prefix
+        self._dead_letter_pending: set[SharePartitionKey] = set()
+        self._dead_letter_problems: dict[str, str] = {}  # group -> the problem last logged
+        # Runs copied by a pass whose archiving was not written: not copied again.
+        self._dead_letters_copied: dict[SharePartitionKey, list[StateRange]] = {}
 
     @property
     def persister(self) -> Persister:
@@ -152,6 +179,8 @@ class SharePartitionManager:
         )
         load(self._persister, sp, plog.log_start_offset, now_ms)
         self._partitions[key] = sp
+        if sp.dead_letter_count():  # copies a crash left unfinished are made again
+            self._dead_letter_pending.add(key)
         return sp
 
     def all_partitions(self) -> list[SharePartition]:
@@ -348,6 +377,8 @@ class SharePartitionManager:
         if deadline is not None:
             self._timer.schedule(sp.key, deadline)
         changes = sp.take_changes()  # already durable: written before they were applied
+        if outcome and (outcome[Moved.REJECTED] or outcome[Moved.DELIVERY_LIMIT]):
+            self._dead_letter_pending.add(sp.key)  # ARCHIVING if the group has a DLQ topic
         archived = outcome[Moved.DELIVERY_LIMIT] if outcome else 0
         if archived:
             self._metrics.on_delivery_limit_archived(archived)
@@ -366,6 +397,127 @@ class SharePartitionManager:
             # log (fetchers that found it full, or their keys held, wait on this).
             if topic is not None and (offset != sp.speo or (plog and offset < plog.log_end_offset)):
                 self._on_available(topic.name, sp.partition)
+
+    # dead letters (KIP-1191) --------------------------------------------------------------
+
+    def copy_dead_letters(self, now_ms: int, budget: int = DEAD_LETTER_BUDGET) -> int:
+        """Copy ARCHIVING records to their group's dead-letter topic, then archive them: the
+        copy is appended first, the SHARE_DELTA that archives them after, so a crash in
+        between copies them again on recovery (a duplicate, never a loss). Without a usable
+        dead-letter topic they are archived as without one, and the problem logged once.
+        Runs as a broker duty, off the fetch path. Records copied or archived."""
+        done = 0
+        for key in sorted(self._dead_letter_pending):
+            if done >= budget:
+                break
+            sp = self._partitions.get(key)
+            runs = sp.dead_letters(budget - done) if sp is not None else []
+            if sp is None or not runs:
+                self._dead_letter_pending.discard(key)
+                continue
+            done += self._copy_and_archive(sp, runs, now_ms)
+        return done
+
+    def _copy_and_archive(self, sp: SharePartition, runs: list[StateRange], now_ms: int) -> int:
+        """One share-partition's part of a pass; how many records it archived."""
+        copied = self._copy(sp, runs, now_ms)
+        if copied is None:
+            return 0  # the disk refused: the records stay ARCHIVING, tried next pass
+        changes = sp.plan_archive(runs)
+        try:
+            self._persister.write(sp, changes, now_ms)
+        except StorageError as e:
+            # Kept ARCHIVING and noted as copied: the next pass writes the archiving again
+            # without another copy (a restart before then copies them once more).
+            if copied:
+                self._dead_letters_copied[sp.key] = runs
+            self._metrics.on_share_state_write_failure()
+            self._dead_letter_problem(
+                sp.group_id,
+                f"share state of {sp.group_id} on partition {sp.partition} not written: {e}",
+                "dead letters not archived yet; tried again",
+            )
+            return 0
+        self._dead_letters_copied.pop(sp.key, None)
+        if copied:
+            self._dead_letter_problems.pop(sp.group_id, None)  # a later problem is logged
+        archived = sp.apply_archive(changes)
+        self._metrics.on_dead_letters(archived, copied=copied)
+        self._after(sp, now_ms)
+        return archived
+
+    def _copy(self, sp: SharePartition, runs: list[StateRange], now_ms: int) -> bool | None:
+        """Copy `runs` to the group's dead-letter partition: True when the copies are there,
+        False when they cannot be made (archive without them), None to try again later."""
+        source = self._logs.topic_by_id(sp.topic_id)
+        target = resolve(
+            self._logs,
+            self._configs,
+            self._dead_letter_prefix(),
+            sp.group_id,
+            source.name if source else None,
+            sp.partition,
+        )
+        if isinstance(target, str):
+            self._dead_letter_problem(sp.group_id, target)
+            return False
+        if target is None:  # the group's dead-letter topic was unset meanwhile
+            return False
+        if _covered(runs, self._dead_letters_copied.get(sp.key, ())):
+            return True  # copied on a pass whose archiving was not written
+        return self._append_dead_letters(sp, target, runs, now_ms)
+
+    def _append_dead_letters(
+        self, sp: SharePartition, target: Target, runs: list[StateRange], now_ms: int
+    ) -> bool | None:
+        """Append the copies of `runs`: True when written, False when the topic refuses them
+        (archive without a copy), None when the disk refused (try again)."""
+        topic = self._logs.topic_by_id(sp.topic_id)
+        source = self._logs.log(topic.name, sp.partition) if topic else None
+        letters = dead_letters(
+            runs,
+            sp.dead_letter_reasons,
+            sp.limits().delivery_count_limit,
+            source if target.copy_record else None,
+        )
+        batch = build_dead_letter_batch(
+            topic.name if topic else str(sp.topic_id),
+            sp.partition,
+            sp.group_id,
+            letters,
+            timestamp_ms=now_ms,
+        )
+        try:
+            target.log.append(batch, now_ms=now_ms)
+        except (InvalidRecord, InvalidRecordBatch) as e:  # e.g. compacted: copies need keys
+            self._dead_letter_problem(
+                sp.group_id, f"dead-letter topic {target.topic} refuses the copies: {e}"
+            )
+            return False
+        except StorageError as e:
+            self._dead_letter_problem(
+                sp.group_id,
+                f"dead-letter topic {target.topic} not written: {e}",
+                "dead letters not copied yet; tried again",
+            )
+            return None
+        self._on_available(target.topic, target.partition)  # wakes fetchers of the DLQ topic
+        return True
+
+    def _dead_letter_problem(
+        self,
+        group_id: str,
+        problem: str,
+        what: str = "records archived without a dead-letter copy",
+    ) -> None:
+        """Log `problem` once, until a copy of the group's records succeeds or it changes."""
+        if self._dead_letter_problems.get(group_id) != problem:
+            self._dead_letter_problems[group_id] = problem
+            log.warning(what, problem=problem)
+
+    def dead_letter_problem(self, group_id: str) -> str | None:
+        """The last problem met copying the group's records, until a copy is archived."""
+        return self._dead_letter_problems.get(group_id)
 
     # the log start moves (DeleteRecords) --------------------------------------------------------
 

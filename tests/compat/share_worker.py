@@ -1,7 +1,8 @@
 """A share consumer process for crash tests.
 
-`python -m tests.compat.share_worker BOOTSTRAP GROUP TOPIC OUT` polls in explicit mode (100
-records a poll, a short pause standing for the work), ACCEPTs everything, and after each
+`python -m tests.compat.share_worker BOOTSTRAP GROUP TOPIC OUT [reject]` polls in explicit mode
+(100 records a poll, a short pause standing for the work), ACCEPTs everything (or REJECTs
+everything, with `reject`: the dead-letter crash test), and after each
 commit_sync that the broker
 confirmed for a partition appends "C <partition> <offset>" lines for it; every delivery is
 written first as "D <partition> <offset> <delivery count>". Lines are flushed as written, so
@@ -18,7 +19,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka import ShareConsumer
 
 
-def main(bootstrap: str, group: str, topic: str, out_path: str) -> None:
+def main(bootstrap: str, group: str, topic: str, out_path: str, mode: str = "accept") -> None:
+    ack = AcknowledgeType.REJECT if mode == "reject" else AcknowledgeType.ACCEPT
     consumer = ShareConsumer(
         {
             "bootstrap.servers": bootstrap,
@@ -37,7 +39,7 @@ def main(bootstrap: str, group: str, topic: str, out_path: str) -> None:
                 continue
             for m in polled:
                 out.write(f"D {m.partition()} {m.offset()} {m.delivery_count()}\n")
-                consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+                consumer.acknowledge(m, ack)
             if not polled:
                 continue
             time.sleep(0.05)  # the work: a kill often lands between delivery and commit
@@ -52,4 +54,4 @@ def main(bootstrap: str, group: str, topic: str, out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:5])
+    main(*sys.argv[1:6])

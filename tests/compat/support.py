@@ -137,11 +137,14 @@ def read_partition(bootstrap: str, topic: str, partition: int = 0) -> list[bytes
 
 
 def start_share_worker(
-    bootstrap: str, group: str, topic: str, out: Path
+    bootstrap: str, group: str, topic: str, out: Path, mode: str = "accept"
 ) -> subprocess.Popen[bytes]:
     """`tests.compat.share_worker` in a child process (so a kill test can kill the broker
-    under it), writing one line per delivery and confirmed acknowledgement to `out`."""
-    cmd = [sys.executable, "-m", "tests.compat.share_worker", bootstrap, group, topic, str(out)]
+    under it), writing one line per delivery and confirmed acknowledgement to `out`;
+    `mode` "reject" rejects every record instead of accepting it."""
+    cmd = [
+        sys.executable, "-m", "tests.compat.share_worker", bootstrap, group, topic, str(out), mode
+    ]  # fmt: skip
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

@@ -60,6 +60,8 @@ ALLOWED = {
     (ACQUIRED, AVAILABLE),
     (ACQUIRED, ACKNOWLEDGED),
     (ACQUIRED, ARCHIVED),
+    (ACQUIRED, RecordState.ARCHIVING),  # KIP-1191: given up on, in a group with a DLQ topic
+    (RecordState.ARCHIVING, ARCHIVED),
 }
 
 
@@ -74,7 +76,7 @@ def test_transition_table(old: RecordState, new: RecordState) -> None:
 
 
 def test_wire_values() -> None:
-    assert [int(s) for s in RecordState] == [0, 1, 2, 4]
+    assert [int(s) for s in RecordState] == [0, 1, 2, 3, 4]
     assert [int(t) for t in AcknowledgeType] == [0, 1, 2, 3, 4]
 
 

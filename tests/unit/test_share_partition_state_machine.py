@@ -41,6 +41,7 @@ from tests.unit.test_share_partition_support import make_partition
 AVAILABLE = RecordState.AVAILABLE
 ACQUIRED = RecordState.ACQUIRED
 ACKNOWLEDGED = RecordState.ACKNOWLEDGED
+ARCHIVING = RecordState.ARCHIVING
 ARCHIVED = RecordState.ARCHIVED
 MEMBERS = ("A", "B", "C")
 
@@ -150,9 +151,21 @@ class Model:
         self.recs[o] = Rec(state, self.recs[o].count)
         self.changes[o] = (state, self.recs[o].count)
 
+    def given_up(self) -> RecordState:
+        """KIP-1191: with a dead-letter topic a record given up on waits for its copy."""
+        return ARCHIVING if self.limits.current.dead_letter else ARCHIVED
+
     def release(self, o: int) -> None:
         at_limit = self.recs[o].count >= self.limits.current.delivery_count_limit
-        self.end_attempt(o, ARCHIVED if at_limit else AVAILABLE)
+        self.end_attempt(o, self.given_up() if at_limit else AVAILABLE)
+
+    def copy_dead_letters(self, budget: int) -> list[int]:
+        """The first `budget` ARCHIVING offsets, archived (their copies were appended)."""
+        offsets = [o for o in range(self.spso, self.speo) if self.recs[o].state is ARCHIVING]
+        for o in offsets[:budget]:
+            self.end_attempt(o, ARCHIVED)
+        self.advance()
+        return offsets[:budget]
 
     def acknowledge(self, member: str, batches: list[AckBatch], now: int) -> ErrorCode:
         types = parse_acks(batches)
@@ -183,7 +196,7 @@ class Model:
         elif t == AcknowledgeType.ACCEPT:
             self.end_attempt(o, ACKNOWLEDGED)
         elif t == AcknowledgeType.REJECT:
-            self.end_attempt(o, ARCHIVED)
+            self.end_attempt(o, self.given_up())
         elif t == AcknowledgeType.RELEASE:
             self.release(o)
         else:
@@ -282,13 +295,17 @@ class SharePartitionMachine(RuleBasedStateMachine):
         count_limit=st.integers(2, 5),
         locks=st.integers(5, 60),
         record_limit=st.booleans(),
+        dead_letter=st.booleans(),
     )
-    def setup(self, start: int, count_limit: int, locks: int, record_limit: bool) -> None:
+    def setup(
+        self, start: int, count_limit: int, locks: int, record_limit: bool, dead_letter: bool
+    ) -> None:
         self.limits.set(
             delivery_count_limit=count_limit,
             max_record_locks=locks,
             lock_duration_ms=10_000,
             record_limit=record_limit,
+            dead_letter=dead_letter,
         )
         self.log = FakeLog(end=start)
         self.sp = make_partition(self.limits, start)
@@ -374,6 +391,15 @@ class SharePartitionMachine(RuleBasedStateMachine):
             )
         self.check_ack(member, batches)
 
+    @precondition(lambda self: self.model.holders())
+    @rule(data=st.data())
+    def reject_owned(self, data: st.DataObject) -> None:
+        """REJECT a record a member holds: with a dead-letter topic it waits in ARCHIVING."""
+        member = data.draw(st.sampled_from(self.model.holders()))
+        held = sorted(o for o, r in self.model.recs.items() if r.owner == member)
+        o = data.draw(st.sampled_from(held))
+        self.check_ack(member, [(o, o, [int(AcknowledgeType.REJECT)])])
+
     def snapshot(self) -> object:
         sp = self.sp
         return (sp.in_flight(), sp.spso, sp.speo, sp.next_deadline(), sp.acquired_count())
@@ -437,6 +463,26 @@ class SharePartitionMachine(RuleBasedStateMachine):
         assert (self.sp.spso, self.sp.speo) == (plan.start_offset, plan.end_offset)
         assert tuple(self.sp.state_ranges()) == plan.ranges
 
+    @rule(budget=st.integers(1, 30), write_fails=st.booleans())
+    def copy_dead_letters(self, budget: int, write_fails: bool) -> None:
+        """The manager's dead-letter pass: copies appended, then the archiving written and
+        applied; a failed write (or a crash) leaves them ARCHIVING, to be copied again."""
+        before = self.snapshot()
+        runs = self.sp.dead_letters(budget)
+        changes = self.sp.plan_archive(runs)
+        assert self.snapshot() == before  # planning changes nothing
+        assert all(r.state is ARCHIVING for r in runs)
+        assert sum(r.last_offset - r.first_offset + 1 for r in runs) <= budget
+        if write_fails:
+            return
+        predicted = window_after(self.sp, changes)
+        archived = self.sp.apply_archive(changes)
+        assert predicted == (self.sp.spso, tuple(as_batches(self.sp.state_ranges())))
+        assert archived == len(self.model.copy_dead_letters(budget))
+        taken = self.sp.take_changes()
+        assert taken == changes  # what was written is what happened
+        self.written += taken
+
     @rule(member=st.sampled_from(MEMBERS))
     def member_leaves(self, member: str) -> None:
         got = self.sp.release_member(member, self.now)
@@ -448,9 +494,16 @@ class SharePartitionMachine(RuleBasedStateMachine):
         renew=st.booleans(),
         duration=st.integers(1_000, 15_000),
         record_limit=st.booleans(),
+        dead_letter=st.booleans(),
     )
     def change_limits(
-        self, count_limit: int, locks: int, renew: bool, duration: int, record_limit: bool
+        self,
+        count_limit: int,
+        locks: int,
+        renew: bool,
+        duration: int,
+        record_limit: bool,
+        dead_letter: bool,
     ) -> None:
         self.limits.set(
             delivery_count_limit=count_limit,
@@ -458,6 +511,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
             renew_enabled=renew,
             lock_duration_ms=duration,
             record_limit=record_limit,
+            dead_letter=dead_letter,
         )
 
     @rule()
@@ -483,6 +537,12 @@ class SharePartitionMachine(RuleBasedStateMachine):
         assert self.sp.range_count() == runs  # fully merged
         assert self.sp.acquired_count() == sum(
             r.state is ACQUIRED for r in self.model.recs.values()
+        )
+        assert self.sp.dead_letter_count() == sum(
+            r.state is ARCHIVING for r in self.model.recs.values()
+        )
+        assert self.sp.open_records() == sum(
+            r.state in (AVAILABLE, ACQUIRED, ARCHIVING) for r in self.model.recs.values()
         )
         deadlines = [r.deadline for r in self.model.recs.values() if r.deadline is not None]
         assert self.sp.next_deadline() == (min(deadlines) if deadlines else None)

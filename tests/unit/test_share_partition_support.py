@@ -60,6 +60,7 @@ class Limits:
         renew_enabled: bool | None = None,
         record_limit: bool | None = None,
         key_ordering: bool | None = None,
+        dead_letter: bool | None = None,
     ) -> None:
         c = self.current
         self.current = ShareLimits(
@@ -71,6 +72,7 @@ class Limits:
             renew_enabled=c.renew_enabled if renew_enabled is None else renew_enabled,
             record_limit=c.record_limit if record_limit is None else record_limit,
             key_ordering=c.key_ordering if key_ordering is None else key_ordering,
+            dead_letter=c.dead_letter if dead_letter is None else dead_letter,
         )
 
 
