@@ -180,6 +180,7 @@ class SharePartitionManager:
         max_bytes: int,
         max_records: int,
         now_ms: int,
+        record_limit: bool = False,
     ) -> FetchedPartition:
         sp = self.get(group_id, topic_id, partition, now_ms)
         topic = self._logs.topic_by_id(topic_id)
@@ -194,7 +195,9 @@ class SharePartitionManager:
             offset = sp.next_fetch_offset()
             if offset is None or offset >= plog.log_end_offset:
                 break
-            fetched = self._acquire(sp, plog, member_id, offset, max_bytes, max_records, now_ms)
+            fetched = self._acquire(
+                sp, plog, member_id, offset, max_bytes, max_records, now_ms, record_limit
+            )
             if fetched is not None:
                 return fetched
             if sp.next_fetch_offset() == offset:
@@ -210,6 +213,7 @@ class SharePartitionManager:
         max_bytes: int,
         max_records: int,
         now_ms: int,
+        record_limit: bool = False,
     ) -> FetchedPartition | None:
         """Read once from `offset` and acquire what the read holds; None if nothing."""
         # Enough batches for max_records new records past whatever is in flight after `offset`.
@@ -224,7 +228,9 @@ class SharePartitionManager:
             # are absent from what is read, so acquisition archives them like any gap.
             if e.next_offset >= plog.log_end_offset:
                 return None
-            return self._acquire(sp, plog, member_id, e.next_offset, max_bytes, max_records, now_ms)
+            return self._acquire(
+                sp, plog, member_id, e.next_offset, max_bytes, max_records, now_ms, record_limit
+            )
         keys = None
         if sp.key_ordering:  # records are decoded for key-ordered groups only
             lo, hi = sp.keys_wanted()
@@ -240,6 +246,7 @@ class SharePartitionManager:
             max_records=max_records,
             now_ms=now_ms,
             keys=keys,
+            record_limit=record_limit,
         )
         self._after(sp, now_ms)
         if not acquired:
