@@ -280,13 +280,14 @@ class SharePartitionManager:
             code = acknowledge_nothing_held(batches)
             self._metrics.on_acknowledgement(code == ErrorCode.none, count_ack_types(batches))
             return code
+        spso = sp.spso
         plan = sp.plan_acknowledge(member_id, batches)
         result = plan if isinstance(plan, ErrorCode) else self._commit(sp, plan, now_ms)
         if isinstance(result, ErrorCode):
             self._metrics.on_acknowledgement(False, {})
             return result
         self._metrics.on_acknowledgement(True, count_ack_types(batches))
-        self._after(sp, now_ms, result)
+        self._after(sp, now_ms, result, spso_before=spso)
         return ErrorCode.none
 
     def release_member(self, group_id: str, member_id: str, now_ms: int) -> int:
@@ -349,7 +350,14 @@ class SharePartitionManager:
             return e.error_code
         return sp.apply(plan, now_ms=now_ms)
 
-    def _after(self, sp: SharePartition, now_ms: int, outcome: Outcome | None = None) -> None:
+    def _after(
+        self,
+        sp: SharePartition,
+        now_ms: int,
+        outcome: Outcome | None = None,
+        *,
+        spso_before: int | None = None,
+    ) -> None:
         """Bookkeeping after any change: re-arm the timer, count archivals, wake fetchers."""
         deadline = sp.next_deadline()
         if deadline is not None:
@@ -369,9 +377,12 @@ class SharePartitionManager:
         if offset is not None:
             topic = self._logs.topic_by_id(sp.topic_id)
             plog = self._logs.log(topic.name, sp.partition) if topic else None
-            # Records came back, or the window has room again over records already in the
-            # log (fetchers that found it full, or their keys held, wait on this).
-            if topic is not None and (offset != sp.speo or (plog and offset < plog.log_end_offset)):
+            # Records came back, or SPSO moved and the window may take records already in the
+            # log (fetchers that found it full, or every key of theirs held, wait on this).
+            grew = spso_before is not None and sp.spso > spso_before
+            if topic is not None and (
+                offset != sp.speo or (grew and plog is not None and offset < plog.log_end_offset)
+            ):
                 self._on_available(topic.name, sp.partition)
 
     # the log start moves (DeleteRecords) --------------------------------------------------------
