@@ -55,6 +55,11 @@ def _is_renew(request: ShareFetchRequest) -> bool:
     return isinstance(request, ShareFetchRequestV2) and request.is_renew_ack
 
 
+def _record_limit(request: ShareFetchRequest) -> bool:
+    """ShareFetch v2's ShareAcquireMode (KIP-1206): 1 asks for record_limit."""
+    return isinstance(request, ShareFetchRequestV2) and request.share_acquire_mode == 1
+
+
 def _invalid(request: ShareFetchRequest) -> Refusal | None:
     if request.share_session_epoch == OPEN_EPOCH and any(
         p.acknowledgement_batches for t in request.topics for p in t.partitions
@@ -67,6 +72,9 @@ def _invalid(request: ShareFetchRequest) -> Refusal | None:
     ):  # fmt: skip
         problem = "a renew request must have MaxWaitMs, MinBytes, MaxBytes and MaxRecords 0"
         return Refusal(ErrorCode.invalid_request, problem)
+    if isinstance(request, ShareFetchRequestV2) and request.share_acquire_mode not in (0, 1):
+        problem = f"unknown ShareAcquireMode {request.share_acquire_mode}"
+        return Refusal(ErrorCode.invalid_request, problem)
     return None
 
 
@@ -78,7 +86,7 @@ async def _acquire(
     def attempt() -> Fetched:
         return s.share_fetch.acquire(
             session, max_records=request.max_records, max_bytes=request.max_bytes,
-            now_ms=s.now_ms(),
+            now_ms=s.now_ms(), record_limit=_record_limit(request),
         )  # fmt: skip
 
     def wait_keys(_: Fetched) -> list[tuple[str, int]]:

@@ -143,8 +143,10 @@ class ShareFetchService:
         max_records: int,
         max_bytes: int,
         now_ms: int,
+        record_limit: bool = False,
     ) -> dict[TopicIdPartition, FetchedPartition]:
-        """Acquire from the session's partitions, rotating the start, within the budgets.
+        """Acquire from the session's partitions, rotating the start, within the budgets
+        (`record_limit`: MaxRecords is strict whatever the group's share.acquire.mode).
 
         Only partitions that acquired something or failed are in the result."""
         keys = list(session.partitions)
@@ -161,6 +163,7 @@ class ShareFetchService:
             fetched = self.partitions.fetch(
                 group_id, member_id, topic_id, partition,
                 max_bytes=bytes_left, max_records=records_left, now_ms=now_ms,
+                record_limit=record_limit,
             )  # fmt: skip
             if fetched.acquired or fetched.error_code != ErrorCode.none:
                 out[(topic_id, partition)] = fetched

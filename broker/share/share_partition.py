@@ -292,6 +292,7 @@ class SharePartition:
         max_records: int,
         now_ms: int,
         keys: KeyHashes | None = None,
+        record_limit: bool = False,
     ) -> list[AcquiredRecords]:
         """Acquire records for `member_id` from the log batches `spans`.
 
@@ -304,8 +305,9 @@ class SharePartition:
         offsets missing from the log (gaps before or between spans) are archived, never
         handed out.
 
-        With `keys` (a key-ordered group: the key of every record the spans hold), the key
-        rule decides record by record instead (`_acquire_keyed`).
+        `record_limit` asks for record_limit mode whatever the group says (ShareFetch v2's
+        ShareAcquireMode, KIP-1206). With `keys` (a key-ordered group: the key of every
+        record the spans hold), the key rule decides record by record (`_acquire_keyed`).
         """
         cursor = self.next_fetch_offset()
         if cursor is None or max_records <= 0:
@@ -313,7 +315,7 @@ class SharePartition:
         limits = self._limits()
         if keys is not None:
             return self._acquire_keyed(member_id, spans, keys, cursor, max_records, now_ms)
-        strict = limits.record_limit
+        strict = limits.record_limit or record_limit
         deadline = now_ms + limits.lock_duration_ms
         out: list[AcquiredRecords] = []
         taken = 0

@@ -209,6 +209,7 @@ class SharePartitionManager:
         max_bytes: int,
         max_records: int,
         now_ms: int,
+        record_limit: bool = False,
     ) -> FetchedPartition:
         sp = self.get(group_id, topic_id, partition, now_ms)
         topic = self._logs.topic_by_id(topic_id)
@@ -223,7 +224,9 @@ class SharePartitionManager:
             offset = sp.next_fetch_offset()
             if offset is None or offset >= plog.log_end_offset:
                 break
-            fetched = self._acquire(sp, plog, member_id, offset, max_bytes, max_records, now_ms)
+            fetched = self._acquire(
+                sp, plog, member_id, offset, max_bytes, max_records, now_ms, record_limit
+            )
             if fetched is not None:
                 return fetched
             if sp.next_fetch_offset() == offset:
@@ -239,6 +242,7 @@ class SharePartitionManager:
         max_bytes: int,
         max_records: int,
         now_ms: int,
+        record_limit: bool = False,
     ) -> FetchedPartition | None:
         """Read once from `offset` and acquire what the read holds; None if nothing."""
         # Enough batches for max_records new records past whatever is in flight after `offset`.
@@ -253,7 +257,9 @@ class SharePartitionManager:
             # are absent from what is read, so acquisition archives them like any gap.
             if e.next_offset >= plog.log_end_offset:
                 return None
-            return self._acquire(sp, plog, member_id, e.next_offset, max_bytes, max_records, now_ms)
+            return self._acquire(
+                sp, plog, member_id, e.next_offset, max_bytes, max_records, now_ms, record_limit
+            )
         keys = None
         if sp.key_ordering:  # records are decoded for key-ordered groups only
             lo, hi = sp.keys_wanted()
@@ -269,6 +275,7 @@ class SharePartitionManager:
             max_records=max_records,
             now_ms=now_ms,
             keys=keys,
+            record_limit=record_limit,
         )
         self._after(sp, now_ms)
         if not acquired:
@@ -302,13 +309,14 @@ class SharePartitionManager:
             code = acknowledge_nothing_held(batches)
             self._metrics.on_acknowledgement(code == ErrorCode.none, count_ack_types(batches))
             return code
+        spso = sp.spso
         plan = sp.plan_acknowledge(member_id, batches)
         result = plan if isinstance(plan, ErrorCode) else self._commit(sp, plan, now_ms)
         if isinstance(result, ErrorCode):
             self._metrics.on_acknowledgement(False, {})
             return result
         self._metrics.on_acknowledgement(True, count_ack_types(batches))
-        self._after(sp, now_ms, result)
+        self._after(sp, now_ms, result, spso_before=spso)
         return ErrorCode.none
 
     def release_member(self, group_id: str, member_id: str, now_ms: int) -> int:
@@ -371,7 +379,14 @@ class SharePartitionManager:
             return e.error_code
         return sp.apply(plan, now_ms=now_ms)
 
-    def _after(self, sp: SharePartition, now_ms: int, outcome: Outcome | None = None) -> None:
+    def _after(
+        self,
+        sp: SharePartition,
+        now_ms: int,
+        outcome: Outcome | None = None,
+        *,
+        spso_before: int | None = None,
+    ) -> None:
         """Bookkeeping after any change: re-arm the timer, count archivals, wake fetchers."""
         deadline = sp.next_deadline()
         if deadline is not None:
@@ -393,9 +408,12 @@ class SharePartitionManager:
         if offset is not None:
             topic = self._logs.topic_by_id(sp.topic_id)
             plog = self._logs.log(topic.name, sp.partition) if topic else None
-            # Records came back, or the window has room again over records already in the
-            # log (fetchers that found it full, or their keys held, wait on this).
-            if topic is not None and (offset != sp.speo or (plog and offset < plog.log_end_offset)):
+            # Records came back, or SPSO moved and the window may take records already in the
+            # log (fetchers that found it full, or every key of theirs held, wait on this).
+            grew = spso_before is not None and sp.spso > spso_before
+            if topic is not None and (
+                offset != sp.speo or (grew and plog is not None and offset < plog.log_end_offset)
+            ):
                 self._on_available(topic.name, sp.partition)
 
     # dead letters (KIP-1191) --------------------------------------------------------------

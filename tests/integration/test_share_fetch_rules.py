@@ -18,6 +18,7 @@ from broker.server import Server
 from client import Admin
 from client import ConfigResourceType
 from client import Producer
+from client import Record
 from client.connection import Connection
 from protocol.messages import build
 
@@ -156,5 +157,31 @@ async def test_a_renew_fetch_must_ask_for_nothing(server: Server) -> None:
             good.error_code == ErrorCode.none and partition.acknowledge_error_code == ErrorCode.none
         )
         assert partition.acquired_records == () and partition.records == b""
+    finally:
+        await conn.close()
+
+
+async def test_share_acquire_mode_of_a_v2_fetch_makes_max_records_strict(server: Server) -> None:
+    """KIP-1206's ShareAcquireMode field: 1 (record_limit) cuts inside a stored batch, 0
+    (batch_optimized) hands out the whole batch, anything else is an invalid request."""
+    conn, topic_id = await _setup(server)  # offsets 0-9, one record a batch
+    try:
+        async with Producer(f"127.0.0.1:{server.port}") as producer:
+            await producer.send_batch(TOPIC, 0, [Record(value=b"x")] * 20)  # offsets 10-29
+        bad = await conn.request(_fetch(fetch_v2, 0, topic_id, share_acquire_mode=2))
+        assert bad.error_code == ErrorCode.invalid_request
+
+        def ranges(response: Any) -> list[tuple[int, int]]:
+            got = response.responses[0].partitions[0].acquired_records
+            return [(a.first_offset, a.last_offset) for a in got]
+
+        strict = await conn.request(
+            _fetch(fetch_v2, 0, topic_id, max_records=12, share_acquire_mode=1)
+        )
+        assert ranges(strict) == [(0, 11)]  # ends two records into the 20-record batch
+        loose = await conn.request(
+            _fetch(fetch_v2, 1, topic_id, max_records=1, share_acquire_mode=0)
+        )
+        assert ranges(loose) == [(12, 29)]  # the rest of that batch, whole
     finally:
         await conn.close()
