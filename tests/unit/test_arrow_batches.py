@@ -39,6 +39,7 @@ from protocol.records import build_stored_batch
 pa = pytest.importorskip("pyarrow")
 from client import arrow_batches  # noqa: E402
 from client.arrow_batches import SCHEMA  # noqa: E402
+from client.arrow_batches import acquired_to_arrow  # noqa: E402
 from client.arrow_batches import batches_to_arrow  # noqa: E402
 
 TOPIC, PARTITION = "orders", 3
@@ -195,6 +196,28 @@ def test_agrees_with_the_reference(
     assert fast.schema == (SCHEMA if headers else SCHEMA.remove(SCHEMA.get_field_index("headers")))
     assert _actual(fast) == _expected(ref, dc is not None, headers)
     event(f"{'some' if ref else 'no'} records in the window")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fetch=fetches(), cuts=st.lists(st.integers(0, 40), max_size=10), data=st.data())
+def test_acquired_ranges_agree_with_the_reference(
+    fetch: tuple[bytes, int, int], cuts: list[int], data: st.DataObject
+) -> None:
+    """Several acquired ranges (a ShareFetch's), each with its delivery count, in one pass."""
+    records, first, _ = fetch
+    points = sorted({first + c for c in cuts})
+    ranges = [
+        AcquiredRange(a, b, data.draw(st.integers(1, 9)))
+        for a, b in zip(points[::2], points[1::2], strict=False)
+    ]
+    ref = decode_acquired(TOPIC, PARTITION, records, ranges)
+    fast = acquired_to_arrow(
+        records,
+        topic=TOPIC,
+        partition=PARTITION,
+        acquired=[(r.first_offset, r.last_offset, r.delivery_count) for r in ranges],
+    )
+    assert _actual(fast) == _expected(ref, True, True)
 
 
 @settings(max_examples=300, deadline=None)
