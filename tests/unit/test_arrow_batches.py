@@ -326,3 +326,11 @@ def test_control_batches_and_nothing_in_window() -> None:
     assert batches_to_arrow(data, topic=TOPIC, partition=0, first=2).num_rows == 0
     assert batches_to_arrow(b"", topic=TOPIC, partition=0).schema == SCHEMA
     assert CONTROL_MASK  # control batches are the ones with this bit
+
+
+def test_schema_is_the_arrow_form_of_the_spark_sources() -> None:
+    """What Spark expects from `read()` for spark/rows.py's SCHEMA, field for field."""
+    types = pytest.importorskip("pyspark.sql.pandas.types")
+    from spark.rows import SCHEMA as SPARK_SCHEMA
+
+    assert SCHEMA.equals(types.to_arrow_schema(SPARK_SCHEMA, timezone="UTC"), check_metadata=True)
