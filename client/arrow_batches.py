@@ -1,11 +1,13 @@
 """Fetched record batches straight into Arrow columns, with almost no per-record Python.
 
-A record's length is a varint, so where each record starts depends on the one before: one tight
-loop finds the starts (about 0.2 µs a record). Everything else is read for all records at once
-with numpy: the k-th byte of every record's next varint is gathered in one step, and a field
-rarely needs more than two such steps. Keys, values and headers never become Python objects:
-an Arrow binary array whose offsets alternate field start / field end views the records buffer
-without a copy, and one `take` of its even elements packs the fields into Arrow's layout.
+A record's length is a varint, so within a batch each record's start depends on the one
+before. Many batches are walked in lockstep with numpy (record i of every batch at once); a few
+long ones by a tight Python loop (about 0.2 µs a record). Everything else is read for all
+records at once with numpy: the k-th byte of every record's next varint is gathered in one
+step, and a field rarely needs more than two such steps. Keys, values and headers never become
+Python objects: an Arrow binary array whose offsets alternate field start / field end views the
+records buffer without a copy, and one `take` of the fields' elements packs them into Arrow's
+layout. Measured with `python -m bench --only decode`.
 
 `client.records.decode_acquired` is the one-record-at-a-time reference that this decoder is
 tested against (tests/unit/test_arrow_batches.py).
@@ -42,7 +44,7 @@ SCHEMA = pa.schema(
     ]
 )
 SCHEMA_WITHOUT_HEADERS = SCHEMA.remove(SCHEMA.get_field_index("headers"))
-_PADDING = bytes(16)  # past the last record: a varint read there stops, in bounds
+_PADDING = bytes(16)  # after the last record: zeros stop any varint read there, in bounds
 _MAX_VARINT = 10
 # One lockstep numpy step costs ~15 µs, plain Python ~0.16 µs a record: below this many
 # batches, Python is cheaper.
