@@ -39,6 +39,7 @@ from protocol.records import build_stored_batch
 pa = pytest.importorskip("pyarrow")
 from client import arrow_batches  # noqa: E402
 from client.arrow_batches import SCHEMA  # noqa: E402
+from client.arrow_batches import acquired_to_arrow  # noqa: E402
 from client.arrow_batches import batches_to_arrow  # noqa: E402
 
 TOPIC, PARTITION = "orders", 3
@@ -197,6 +198,28 @@ def test_agrees_with_the_reference(
     event(f"{'some' if ref else 'no'} records in the window")
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fetch=fetches(), cuts=st.lists(st.integers(0, 40), max_size=10), data=st.data())
+def test_acquired_ranges_agree_with_the_reference(
+    fetch: tuple[bytes, int, int], cuts: list[int], data: st.DataObject
+) -> None:
+    """Several acquired ranges (a ShareFetch's), each with its delivery count, in one pass."""
+    records, first, _ = fetch
+    points = sorted({first + c for c in cuts})
+    ranges = [
+        AcquiredRange(a, b, data.draw(st.integers(1, 9)))
+        for a, b in zip(points[::2], points[1::2], strict=False)
+    ]
+    ref = decode_acquired(TOPIC, PARTITION, records, ranges)
+    fast = acquired_to_arrow(
+        records,
+        topic=TOPIC,
+        partition=PARTITION,
+        acquired=[(r.first_offset, r.last_offset, r.delivery_count) for r in ranges],
+    )
+    assert _actual(fast) == _expected(ref, True, True)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     batch=st.tuples(st.lists(records, min_size=1, max_size=5), st.sampled_from(list(Compression))),
@@ -303,3 +326,11 @@ def test_control_batches_and_nothing_in_window() -> None:
     assert batches_to_arrow(data, topic=TOPIC, partition=0, first=2).num_rows == 0
     assert batches_to_arrow(b"", topic=TOPIC, partition=0).schema == SCHEMA
     assert CONTROL_MASK  # control batches are the ones with this bit
+
+
+def test_schema_is_the_arrow_form_of_the_spark_sources() -> None:
+    """What Spark expects from `read()` for spark/rows.py's SCHEMA, field for field."""
+    types = pytest.importorskip("pyspark.sql.pandas.types")
+    from spark.rows import SCHEMA as SPARK_SCHEMA
+
+    assert SCHEMA.equals(types.to_arrow_schema(SPARK_SCHEMA, timezone="UTC"), check_metadata=True)
