@@ -21,6 +21,7 @@ from confluent_kafka.admin import ResourceType
 
 from bench import compaction_phase  # noqa: F401 - registers the "compaction" phase
 from bench import durable_phase  # noqa: F401 - registers the "durable" phase
+from bench import group_phase  # noqa: F401 - registers the "group" phase
 from bench import report
 from bench import security
 from bench import spark_phase  # noqa: F401 - registers the "spark" phase
@@ -140,6 +141,10 @@ def _print_report(rows: list[Row], args: argparse.Namespace, began: float) -> No
     print(f"producer settings (librdkafka): {workers.PRODUCER_SETTINGS}")
     print(f"consumer settings: {workers.CONSUMER_SETTINGS}")
     print(f"share consumer settings: {workers.SHARE_SETTINGS}, poll(0.02), one process each")
+    print(
+        "group consumers: the consumer settings + auto.offset.reset=earliest, consume(10,000,"
+        " 0.05), an async commit per batch, one process each"
+    )
     print(
         f"MB/s counts value bytes only ({args.value_size} B/record). Broker CPU = user+sys of the"
         " broker process from /proc/<pid>/stat over the measured interval."
