@@ -511,10 +511,16 @@ class ConsumerGroupCoordinator:
         ]
 
     def counts_by_state(self) -> dict[str, int]:
-        """Groups by state (Kafka's names); read by the metrics thread, so over a copy."""
-        counts = dict.fromkeys(("Empty", "Assigning", "Reconciling", "Stable"), 0)
-        for g in list(self.groups.values()):
-            counts[g.state] += 1
+        """Groups by state (Kafka's names). The metrics thread reads it while the loop may
+        change a group: a count interrupted by a change is taken again."""
+        for _ in range(3):
+            counts = dict.fromkeys(("Empty", "Assigning", "Reconciling", "Stable"), 0)
+            try:
+                for g in list(self.groups.values()):
+                    counts[g.state] += 1
+            except RuntimeError:  # a dict changed size while it was read
+                continue
+            break
         return counts
 
     def delete_group(self, group_id: str) -> None:

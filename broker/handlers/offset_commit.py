@@ -103,9 +103,8 @@ def _reset(
     offset set for a group the group coordinators know (an admin reset of an empty group),
     for the first time, or backwards. A simple consumer's forward commits are not logged."""
     s = ctx.services
-    known = s.classic_groups.coordinator.has_group(group_id) or s.consumer_groups.has_group(
-        group_id
-    )
+    classic, modern = s.classic_groups.coordinator, s.consumer_groups
+    known = classic.has_group(group_id) or modern.has_group(group_id)
     rewound = fresh = 0
     for (topic, partition), value in offsets.items():
         before = s.offsets.fetch(group_id, topic, partition)
