@@ -80,23 +80,26 @@ def test_a_static_member_restarts_into_its_place_without_a_rebalance(
 ) -> None:
     b = broker.bootstrap
     create_topic(b, "static", 4)
-    first = Member(b, "statics", "static", **{"group.instance.id": "alpha"})
-    other = Member(b, "statics", "static", **{"group.instance.id": "beta"})
-    _poll_until([first, other], _split([first, other], [2, 2], 4))
-    held, other_events = first.held(), len(other.events)
-    first.consumer.close()  # a static member sends no LeaveGroup: its place is kept
+    # The leader joins alone first: a restarted static *leader* is made to rebalance (as
+    # Kafka does for clients that cannot skip the assignment), a follower is not.
+    leader = Member(b, "statics", "static", **{"group.instance.id": "alpha"})
+    _poll_until([leader], lambda: len(leader.held()) == 4)
+    follower = Member(b, "statics", "static", **{"group.instance.id": "beta"})
+    _poll_until([leader, follower], _split([leader, follower], [2, 2], 4))
+    held, leader_events = follower.held(), len(leader.events)
+    follower.consumer.close()  # a static member sends no LeaveGroup: its place is kept
     restarted_at = time.monotonic()
-    again = Member(b, "statics", "static", **{"group.instance.id": "alpha"})
-    _poll_until([again, other], lambda: again.held() == held)
+    again = Member(b, "statics", "static", **{"group.instance.id": "beta"})
+    _poll_until([again, leader], lambda: again.held() == held)
     assert time.monotonic() - restarted_at < SESSION_MS / 1000  # not after an expiry
-    for _ in range(20):  # the other member is told of no rebalance
-        other.consumer.poll(0.05)
-    assert len(other.events) == other_events and other.held() == {0, 1, 2, 3} - held
+    for _ in range(20):  # the leader is told of no rebalance
+        leader.consumer.poll(0.05)
+    assert len(leader.events) == leader_events and leader.held() == {0, 1, 2, 3} - held
     client = admin(b)
     group = client.describe_consumer_groups(["statics"])["statics"].result(10)
     assert group.state == ConsumerGroupState.STABLE
     assert sorted(m.group_instance_id for m in group.members) == ["alpha", "beta"]
-    for m in (again, other):
+    for m in (again, leader):
         m.consumer.close()
 
 
