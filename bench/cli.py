@@ -22,6 +22,7 @@ from confluent_kafka.admin import ResourceType
 from bench import compaction_phase  # noqa: F401 - registers the "compaction" phase
 from bench import decode_phase  # noqa: F401 - registers the "decode" phase
 from bench import durable_phase  # noqa: F401 - registers the "durable" phase
+from bench import group_phase  # noqa: F401 - registers the "group" phase
 from bench import key_order_phase  # noqa: F401 - registers the "key-order" phase
 from bench import plot
 from bench import pyspy
@@ -170,6 +171,10 @@ def _print_report(rows: list[Row], args: argparse.Namespace, began: float) -> No
             " acknowledge() each record (sent with the next poll); latency = poll return - send"
             " time; Redis rows: CPU of redis-server"
         )
+    print(
+        "group consumers: the consumer settings + auto.offset.reset=earliest, consume(10,000,"
+        " 0.05), an async commit per batch, one process each"
+    )
     print(
         f"MB/s counts value bytes only ({args.value_size} B/record). Broker CPU = user+sys of the"
         " broker process from /proc/<pid>/stat over the measured interval."

@@ -93,6 +93,17 @@ def ratios(rows: list[Row]) -> list[str]:
         ("share-4", "fetch"),
         lambda s, f: s.cpu_us_per_record / f.cpu_us_per_record,
     )
+    for key, name in (("group-4-classic", "classic"), ("group-4-kip848", "KIP-848")):
+        ratio(
+            f"consumer group (4, {name}) / share (4) records/s",
+            (key, "share-4"),
+            lambda g, s: g.rate / s.rate,
+        )
+        ratio(
+            f"consumer group (4, {name}) / share (4) broker CPU per record",
+            (key, "share-4"),
+            lambda g, s: g.cpu_us_per_record / s.cpu_us_per_record,
+        )
     ratio(
         "share (4) with durable share state / without records/s",
         ("share-4-durable", "share-4-volatile"),

@@ -3,7 +3,8 @@
 The names are kafka_exporter's (`kafka_consumergroup_lag_sum{consumergroup}`), which
 dashboards for Kafka already use. Groups are a label, so their number is bounded: the
 `MAX_GROUPS` groups with the largest lag are exported, and how many were left out is a gauge
-of its own. A scrape runs in the metrics thread: it reads copies of the live maps.
+of its own (and a log line when the cap starts to leave groups out). A scrape runs in the
+metrics thread: it reads copies of the live maps.
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
 
+import structlog
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+log = structlog.get_logger("shoal.metrics")
 
 MAX_GROUPS = 100
 # (group, topic, partition, committed offset) of every committed offset.
@@ -36,6 +40,7 @@ class GroupLagCollector(Collector):
         self._committed = committed
         self._log_end = log_end
         self._max_groups = max_groups
+        self._capped = False  # logged once each time the cap starts to bite
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         lags = lag_by_group(self._committed(), self._log_end)
@@ -49,8 +54,13 @@ class GroupLagCollector(Collector):
         for group, lag in top:
             family.add_metric([group], lag)
         yield family
+        omitted = len(lags) - len(top)
+        if omitted and not self._capped:
+            log.warning("consumer-group lag metric capped", groups=len(lags),
+                        exported=len(top), omitted=omitted)  # fmt: skip
+        self._capped = omitted > 0
         yield GaugeMetricFamily(
             "shoal_consumergroup_lag_groups_omitted",
             "Consumer groups with committed offsets left out of kafka_consumergroup_lag_sum.",
-            value=len(lags) - len(top),
+            value=omitted,
         )

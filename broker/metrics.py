@@ -192,7 +192,13 @@ class BrokerMetrics:
         self, counts: Callable[[], Mapping[str, int]], rebalances: Callable[[], int]
     ) -> None:
         """Classic consumer groups by state, and completed rebalances, read at scrape time."""
-        self.registry.register(_ClassicGroupCollector(counts, rebalances))
+        self.registry.register(_GroupCollector("classic", counts, rebalances))
+
+    def consumer_groups(
+        self, counts: Callable[[], Mapping[str, int]], rebalances: Callable[[], int]
+    ) -> None:
+        """KIP-848 consumer groups by state, and target assignments computed (rebalances)."""
+        self.registry.register(_GroupCollector("consumer", counts, rebalances))
 
     def serve(self, host: str, port: int) -> int:
         """Start the scrape endpoint in a daemon thread; the port it listens on."""
@@ -207,25 +213,31 @@ class BrokerMetrics:
             server.server_close()
 
 
-class _ClassicGroupCollector(Collector):
-    """KIP-848's classic-group-count (by state) and classic-group-rebalance-count."""
+class _GroupCollector(Collector):
+    """KIP-848's <kind>-group-count (by state) and <kind>-group-rebalance-count, for classic
+    and for consumer (KIP-848) groups."""
 
     def __init__(
-        self, counts: Callable[[], Mapping[str, int]], rebalances: Callable[[], int]
+        self, kind: str, counts: Callable[[], Mapping[str, int]], rebalances: Callable[[], int]
     ) -> None:
+        self._kind = kind
         self._counts = counts
         self._rebalances = rebalances
 
     def collect(self) -> Iterator[Metric]:
+        classic = self._kind == "classic"
         by_state = GaugeMetricFamily(
-            f"{COORDINATOR}_classicgroupcount", "Classic consumer groups, by state.",
+            f"{COORDINATOR}_{self._kind}groupcount",
+            f"{'Classic' if classic else 'KIP-848'} consumer groups, by state.",
             labels=["state"],
-        )  # fmt: skip
+        )
         for state, n in sorted(self._counts().items()):
             by_state.add_metric([state], n)
         yield by_state
         yield CounterMetricFamily(
-            f"{COORDINATOR}_classicgrouprebalance",
-            "Completed rebalances of classic consumer groups.",
+            f"{COORDINATOR}_{self._kind}grouprebalance",
+            "Completed rebalances of classic consumer groups."
+            if classic
+            else "Target assignments computed for KIP-848 consumer groups (their rebalances).",
             value=self._rebalances(),
         )

@@ -256,6 +256,9 @@ class Server:
             lambda: {state.value: n for state, n in classic.counts_by_state().items()},
             lambda: classic.rebalances,
         )
+        metrics.consumer_groups(
+            s.consumer_groups.counts_by_state, lambda: s.consumer_groups.rebalances
+        )
 
         def log_end(topic: str, partition: int) -> int | None:
             plog = s.logs.log(topic, partition)

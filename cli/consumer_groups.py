@@ -1,15 +1,18 @@
 """`shoal consumer-groups`: consumer groups' committed offsets, like kafka-consumer-groups.sh.
 
-One action per run: `--list`, `--describe --group G` (committed offset, log end and lag per
-partition), `--reset-offsets` (a dry run unless `--execute`, as in Kafka's tool),
-`--delete --group G` and `--delete-offsets --group G --topic T`. Members and their
-assignment come with consumer groups' coordinator; a group here is its committed offsets.
+One action per run: `--list`, `--describe --group G` (per partition: committed offset, log
+end, lag and the member that owns it; or `--members` with `--verbose` for their assignment,
+or `--state`: coordinator, assignor, state, member count), `--reset-offsets` (a dry run unless
+`--execute`, as in Kafka's tool), `--delete --group G` and `--delete-offsets --group G
+--topic T`. Classic and KIP-848 groups alike; a group whose members are gone (or whose
+coordinator restarted) is described by its committed offsets, as Empty.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import asdict
 from typing import Any
 
 from cli.common import KAFKA_ERROR
@@ -26,8 +29,11 @@ from cli.offset_specs import parse_datetime_ms
 from cli.offset_specs import parse_duration_ms
 from cli.offset_specs import topic_partitions
 from client.admin import Admin
+from client.group_describe import ConsumerGroupDescription
 
 TopicPartition = tuple[str, int]
+# States in which a group's assignment is moving (classic, then KIP-848 names).
+REBALANCING = {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
 
 
 async def _list(args: argparse.Namespace) -> int:
@@ -43,27 +49,120 @@ async def _list(args: argparse.Namespace) -> int:
 
 async def _describe(args: argparse.Namespace) -> int:
     group = _one_group(args)
+    if args.members + args.state + args.offsets > 1:
+        raise UsageError("--members, --state and --offsets exclude each other")
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
+        desc = await admin.describe_consumer_group(group)
         committed = await admin.list_consumer_group_offsets(group)
-        if not committed:
+        if desc is None and not committed:
             raise NotFound(f"GROUP_ID_NOT_FOUND: consumer group {group!r} does not exist")
-        ends = {tp: await admin.list_offsets(tp[0], tp[1], "latest") for tp in committed}
-    rows = [
-        {"topic": t, "partition": p, "current_offset": c.offset, "log_end_offset": ends[(t, p)],
-         "lag": max(ends[(t, p)] - c.offset, 0) if c.offset >= 0 else None}
-        for (t, p), c in sorted(committed.items())
-    ]  # fmt: skip
+        if args.members or args.state:
+            (_members if args.members else _state)(args, group, desc)
+            return OK
+        owners = {
+            (t, p): m
+            for m in (desc.members if desc else [])
+            for t, ps in m.assignment.items()
+            for p in ps
+        }
+        ends = {
+            tp: await admin.list_offsets(tp[0], tp[1], "latest")
+            for tp in sorted(set(committed) | set(owners))
+        }
+    rows = []
+    for tp, end in ends.items():
+        current = committed[tp].offset if tp in committed and committed[tp].offset >= 0 else None
+        owner = owners.get(tp)
+        lag = None if current is None else max(end - current, 0)
+        rows.append({"topic": tp[0], "partition": tp[1], "current_offset": current,
+                     "log_end_offset": end, "lag": lag,
+                     "consumer_id": owner and owner.member_id, "host": owner and owner.client_host,
+                     "client_id": owner and owner.client_id})  # fmt: skip
     if args.json:
-        print_json({"group": group, "partitions": rows})
+        print_json({"group": group, "state": _state_name(desc), "partitions": rows})
         return OK
-    print(f"Consumer group '{group}' has no active members.\n")
+    _warn(group, desc)
     print_table(
         ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
          "CONSUMER-ID", "HOST", "CLIENT-ID"],
-        [[group, r["topic"], r["partition"], r["current_offset"], r["log_end_offset"], r["lag"],
-          None, None, None] for r in rows],
+        [[group, *r.values()] for r in rows],
     )  # fmt: skip
     return OK
+
+
+def _state_name(desc: ConsumerGroupDescription | None) -> str:
+    return desc.state if desc is not None else "Empty"  # only committed offsets are left
+
+
+def _warn(group: str, desc: ConsumerGroupDescription | None) -> None:
+    """Kafka's line above the table: an empty or rebalancing group."""
+    if desc is None or not desc.members:
+        print(f"Consumer group '{group}' has no active members.\n")
+    elif desc.state in REBALANCING:
+        print(f"Warning: Consumer group '{group}' is rebalancing.\n")
+
+
+def _assignment_text(assignment: dict[str, tuple[int, ...]] | None) -> str:
+    """Kafka's form: `topic(0,1),other(2)`; "-" for none."""
+    if not assignment:
+        return "-"
+    return ",".join(
+        f"{t}({','.join(map(str, sorted(ps)))})" for t, ps in sorted(assignment.items())
+    )
+
+
+def _members(args: argparse.Namespace, group: str, desc: ConsumerGroupDescription | None) -> None:
+    members = sorted(desc.members, key=lambda m: m.member_id) if desc else []
+    if args.json:
+        print_json(
+            {"group": group, "state": _state_name(desc), "members": [asdict(m) for m in members]}
+        )
+        return
+    _warn(group, desc)
+    if not members:
+        return
+    kip848 = desc is not None and desc.group_type == "consumer"
+    headers = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+    if args.verbose:
+        headers[2:2] = ["GROUP-INSTANCE-ID"]
+        headers += (["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-ASSIGNMENT"] if kip848
+                    else ["ASSIGNMENT"])  # fmt: skip
+    rows = []
+    for m in members:
+        row: list[Any] = [group, m.member_id, m.client_host, m.client_id,
+                          sum(map(len, m.assignment.values()))]  # fmt: skip
+        if args.verbose:
+            row[2:2] = [m.instance_id]
+            row += [_assignment_text(m.assignment)]
+            if kip848:
+                row[-1:-1] = [m.member_epoch]
+                row.append(_assignment_text(m.target_assignment))
+        rows.append(row)
+    print_table(headers, rows)
+
+
+def _state(args: argparse.Namespace, group: str, desc: ConsumerGroupDescription | None) -> None:
+    c = desc.coordinator if desc else None
+    info = {
+        "group": group,
+        "coordinator": None if c is None else {"id": c.node_id, "host": c.host, "port": c.port},
+        "assignment_strategy": desc.assignor if desc else "",
+        "state": _state_name(desc),
+        "members": len(desc.members) if desc else 0,
+        "type": desc.group_type if desc else None,
+        "group_epoch": desc.group_epoch if desc else None,
+        "assignment_epoch": desc.assignment_epoch if desc else None,
+    }
+    if args.json:
+        print_json(info)
+        return
+    headers = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+    row = [group, None if c is None else f"{c.host}:{c.port} ({c.node_id})",
+           info["assignment_strategy"] or None, info["state"], info["members"]]  # fmt: skip
+    if args.verbose:
+        headers += ["TYPE", "GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+        row += [info["type"], info["group_epoch"], info["assignment_epoch"]]
+    print_table(headers, [row])
 
 
 def _one_group(args: argparse.Namespace) -> str:
@@ -217,7 +316,7 @@ def add_parser(sub: Any) -> None:
     action = p.add_mutually_exclusive_group(required=True)
     for name, what in (
         ("list", "list consumer groups"),
-        ("describe", "committed offsets, log end and lag of a group"),
+        ("describe", "a group's offsets and lag, or --members, or --state"),
         ("reset-offsets", "set a group's offsets (dry run unless --execute)"),
         ("delete", "delete groups (their committed offsets)"),
         ("delete-offsets", "delete a group's offsets of some topics"),
@@ -234,6 +333,10 @@ def add_parser(sub: Any) -> None:
     to.add_argument("--by-duration", metavar="PnDTnHnMnS", help="this long before now")
     to.add_argument("--to-offset", type=int, metavar="OFFSET")
     to.add_argument("--shift-by", type=int, metavar="N", help="the committed offset + N")
+    p.add_argument("--members", action="store_true", help="--describe: the group's members")
+    p.add_argument("--state", action="store_true", help="--describe: coordinator, state, members")
+    p.add_argument("--offsets", action="store_true", help="--describe: per partition (default)")
+    p.add_argument("--verbose", action="store_true", help="--describe: assignments and epochs")
     p.add_argument("--dry-run", action="store_true", help="only show the new offsets (default)")
     p.add_argument("--execute", action="store_true", help="commit the new offsets")
     p.set_defaults(func=_dispatch)

@@ -16,6 +16,7 @@ from typing import Literal
 from kio.schema.errors import ErrorCode
 
 from client import acls
+from client import group_describe
 from client import group_offsets
 from client.cluster import API_CREATE_TOPICS
 from client.cluster import API_DELETE_TOPICS
@@ -29,6 +30,7 @@ from client.errors import KafkaError
 from client.errors import TopicError
 from client.errors import error_for
 from client.errors import raise_for
+from client.group_describe import ConsumerGroupDescription
 from client.group_offsets import CommittedOffset
 from client.security import Security
 from protocol import api_keys
@@ -431,7 +433,12 @@ class Admin:
             for r in resp.results
         }
 
-    # -- consumer groups' committed offsets (client/group_offsets.py) ----------------------------
+    # -- consumer groups: description (client/group_describe.py), committed offsets -------------
+
+    async def describe_consumer_group(self, group_id: str) -> ConsumerGroupDescription | None:
+        """Coordinator, state, assignor and members of a KIP-848 or classic consumer group;
+        None when its coordinator knows no such group (it may still have committed offsets)."""
+        return await group_describe.describe(self.cluster, group_id)
 
     async def list_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None

@@ -212,9 +212,8 @@ class ClassicGroupCoordinator:
             group.static[req.group_instance_id] = member_id
         if group.leader is None:
             group.leader = member_id
-        log.info(
-            "member joining", group=group.group_id, member=member_id, instance=req.group_instance_id
-        )
+        log.info("member joining", group=group.group_id, member=member_id,
+                 client=req.client_id, instance=req.group_instance_id)  # fmt: skip
         if group.state is GroupState.PREPARING_REBALANCE:
             if group.in_initial_delay:
                 delay = self._limits().initial_rebalance_delay_ms
@@ -453,7 +452,8 @@ class ClassicGroupCoordinator:
             group.static.pop(member.group_instance_id, None)
         if group.leader == member.member_id:
             group.leader = next(iter(group.members), None)
-        log.info("member removed", group=group.group_id, member=member.member_id, reason=reason)
+        log.info("member removed", group=group.group_id, member=member.member_id,
+                 client=member.client_id, reason=reason)  # fmt: skip
 
     # Time ----------------------------------------------------------------------------------
 

@@ -177,6 +177,7 @@ class ConsumerGroupCoordinator:
         self._topic_names = topic_names
         self._other_kind = other_kind
         self.groups: dict[str, ConsumerGroup] = {}
+        self.rebalances = 0  # target assignments computed, for the metrics (Kafka's count)
 
     def has_group(self, group_id: str) -> bool:
         return group_id in self.groups
@@ -255,7 +256,8 @@ class ConsumerGroupCoordinator:
         else:
             group.group_epoch += 1
         group.members[member_id] = member
-        log.info("consumer joined", group=group_id, member=member_id, instance=request.instance_id)
+        log.info("consumer joined", group=group_id, member=member_id, client=request.client_id,
+                 instance=request.instance_id)  # fmt: skip
         return group, member
 
     @staticmethod
@@ -369,6 +371,9 @@ class ConsumerGroupCoordinator:
         result = ASSIGNORS[group.assignor](subscriptions, counts, previous)
         group.target = {m: flat(result.get(m, {})) for m in group.members}
         group.assignment_epoch = group.group_epoch
+        self.rebalances += 1
+        log.info("rebalance: new target assignment", group=group.group_id, epoch=group.group_epoch,
+                 assignor=group.assignor, members=len(group.members))  # fmt: skip
 
     @staticmethod
     def _assignor(group: ConsumerGroup, limits: ConsumerLimits) -> str:
@@ -444,15 +449,17 @@ class ConsumerGroupCoordinator:
             # Kept, with its partitions, until it returns or its session times out.
             member.member_epoch = STATIC_LEAVE_EPOCH
             member.sent = None
-            log.info("static consumer left for now", group=group_id, member=member_id)
+            log.info("static consumer left for now", group=group_id, member=member_id,
+                     client=member.client_id)  # fmt: skip
             return
         self._remove(group, member_id, "left")
 
     def _remove(self, group: ConsumerGroup, member_id: str, reason: str) -> None:
-        del group.members[member_id]
+        member = group.members.pop(member_id)
         group.target.pop(member_id, None)
         group.group_epoch += 1
-        log.info("consumer left", group=group.group_id, member=member_id, reason=reason)
+        log.info("consumer left", group=group.group_id, member=member_id,
+                 client=member.client_id, reason=reason)  # fmt: skip
 
     def expire(self, now_ms: int) -> list[tuple[str, str]]:
         """Remove members whose session timed out, or that did not revoke partitions within
@@ -502,6 +509,19 @@ class ConsumerGroupCoordinator:
             for _, g in sorted(self.groups.items())
             if not wanted or g.state.lower() in wanted
         ]
+
+    def counts_by_state(self) -> dict[str, int]:
+        """Groups by state (Kafka's names). The metrics thread reads it while the loop may
+        change a group: a count interrupted by a change is taken again."""
+        for _ in range(3):
+            counts = dict.fromkeys(("Empty", "Assigning", "Reconciling", "Stable"), 0)
+            try:
+                for g in list(self.groups.values()):
+                    counts[g.state] += 1
+            except RuntimeError:  # a dict changed size while it was read
+                continue
+            break
+        return counts
 
     def delete_group(self, group_id: str) -> None:
         """:raises CoordinatorError: the group is unknown or still has members."""

@@ -83,7 +83,7 @@ def _heartbeat(ctx: RequestContext, request: Request) -> ConsumerHeartbeat:
         server_assignor=request.server_assignor,
         owned=_owned(request),
         client_id=ctx.header.client_id or "",
-        client_host=ctx.peer,
+        client_host=ctx.host,  # the address alone, as JoinGroup records it
     )
 
 

@@ -9,6 +9,7 @@ v2-v4's retention time is ignored, as Kafka 3+ does: offsets retention is the br
 
 from __future__ import annotations
 
+import structlog
 from kio.schema.errors import ErrorCode
 from kio.schema.offset_commit import v2
 from kio.schema.offset_commit import v3
@@ -37,6 +38,9 @@ Request = (
 )  # fmt: skip
 Response = v2.OffsetCommitResponse | v9.OffsetCommitResponse
 Codes = dict[tuple[str, int], ErrorCode]
+NO_GENERATION = -1  # a commit from outside any membership: the admin client, simple consumers
+
+log = structlog.get_logger("shoal.offsets")
 
 
 def _group_code(ctx: RequestContext, request: Request) -> ErrorCode:
@@ -79,11 +83,34 @@ def _commit(ctx: RequestContext, request: Request) -> Codes:
             if code is ErrorCode.none:
                 epoch = int(getattr(p, "committed_leader_epoch", -1))
                 accepted[tp] = OffsetValue(int(p.committed_offset), epoch, metadata, now)
+    outside = not request.member_id and request.generation_id_or_member_epoch == NO_GENERATION
+    reset = _reset(ctx, request.group_id, accepted) if outside else None
     try:
         ctx.services.offsets.commit(request.group_id, accepted)
     except StorageError as e:
         codes.update(dict.fromkeys(accepted, e.error_code))
+        return codes
+    if reset is not None:
+        log.info("offsets reset", group=request.group_id, client=ctx.header.client_id,
+                 partitions=len(accepted), rewound=reset)  # fmt: skip
     return codes
+
+
+def _reset(
+    ctx: RequestContext, group_id: str, offsets: dict[tuple[str, int], OffsetValue]
+) -> int | None:
+    """How many partitions a member-less commit moves back, when it is worth a log line: an
+    offset set for a group the group coordinators know (an admin reset of an empty group),
+    for the first time, or backwards. A simple consumer's forward commits are not logged."""
+    s = ctx.services
+    classic, modern = s.classic_groups.coordinator, s.consumer_groups
+    known = classic.has_group(group_id) or modern.has_group(group_id)
+    rewound = fresh = 0
+    for (topic, partition), value in offsets.items():
+        before = s.offsets.fetch(group_id, topic, partition)
+        fresh += before is None
+        rewound += before is not None and value.offset < before.offset
+    return rewound if known or fresh or rewound else None
 
 
 async def handle(ctx: RequestContext, request: Request) -> Response:

@@ -3,7 +3,7 @@
 Three members in child processes share a 6-partition topic: each partition goes to exactly
 one member, and every record is read once while the generation is stable. A member that
 closes (LeaveGroup) hands its partitions over; one that is killed is removed after its
-session timeout. Nothing is committed here (the committed-offsets branch brings commits).
+session timeout. Commits, handovers and a broker kill -9: `test_group_exactly_once.py`.
 """
 
 from __future__ import annotations

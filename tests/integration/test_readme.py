@@ -97,8 +97,9 @@ def test_the_tour_runs_as_written(broker: BrokerProcess, tmp_path: Path) -> None
         )
         assert done.returncode == 0, f"README.md line {b.line}:\n{done.stdout}\n{done.stderr}"
         outputs.append(done.stdout)
-    _created, produced, shared, operated = outputs
+    _created, produced, shared, grouped, operated = outputs
     assert len(produced.splitlines()) == 10  # every record, from the three partitions
     assert {line.split()[0] for line in produced.splitlines()} == {"0", "1", "2"}
     assert len(shared.splitlines()) == 10
+    assert grouped.splitlines()  # the consumer group read (and committed) too
     assert '"Type": "SHARE_CHECKPOINT"' in operated
