@@ -26,6 +26,7 @@ from broker.handlers.api_versions import unsupported_version_response
 from broker.listeners import Listener
 from broker.principal import ANONYMOUS
 from broker.registry import Handler
+from broker.response_errors import error_codes
 from broker.sasl.errors import AuthenticationFailed
 from broker.sasl.session import IllegalSaslState
 from broker.sasl.session import SaslSession
@@ -277,9 +278,9 @@ class KafkaConnection(asyncio.Protocol):
         metrics = self._services.metrics
         metrics.requests.labels(request=api).inc()
         metrics.latency.labels(request=api).observe(time.perf_counter() - started)
-        code = getattr(response, "error_code", 0)
-        if code:
-            metrics.errors.labels(request=api, error=ErrorCode(code).name).inc()
+        if response is not None:  # top-level and partition-level codes, as Kafka counts them
+            for code in error_codes(response):
+                metrics.errors.labels(request=api, error=code.name).inc()
         if out is not None:
             metrics.bytes_out.inc(len(out))
 

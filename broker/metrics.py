@@ -5,7 +5,10 @@ exporter writes them: KIP-932/KIP-1222's `kafka.server:type=ShareGroupMetrics,
 name=RecordAcknowledgementsPerSec,ackType=...` is
 `kafka_server_sharegroupmetrics_recordacknowledgementspersec_total{ackType="Accept"}` (a
 counter: Prometheus derives the per-second rate). Labels are bounded: API names, error codes,
-ack types, never member ids, offsets or groups.
+ack types, never member ids or offsets. Topics and groups are labels where Kafka has them
+(BrokerTopicMetrics, share lag), each capped by `BoundedLabel`: past the cap new values fold
+into one `other` series and a log line says so once. Byte counters carry `_bytes` and times
+`_seconds` (Prometheus base units), and no `_created` series is exported.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
 
+import structlog
 from prometheus_client import CollectorRegistry
 from prometheus_client import Counter
 from prometheus_client import Gauge
 from prometheus_client import Histogram
+from prometheus_client import disable_created_metrics
 from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.core import GaugeMetricFamily
@@ -29,7 +34,39 @@ from broker.share.record_state import AcknowledgeType
 ACK_TYPE_NAMES = {1: "Accept", 2: "Release", 3: "Reject", 4: "Renew"}
 SHARE = "kafka_server_sharegroupmetrics"
 COORDINATOR = "kafka_server_groupcoordinatormetrics"
+TOPICS = "kafka_server_brokertopicmetrics"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+LOAD_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0)
+MAX_TOPIC_LABELS = 1000
+OTHER = "other"  # where label values past a cap are counted
+
+log = structlog.get_logger("shoal.metrics")
+# A `_created` gauge per counter doubles the series and no Kafka dashboard reads it.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+
+class BoundedLabel:
+    """The first `cap` values of a label pass; later ones fold into OTHER, logged once."""
+
+    def __init__(self, label: str, cap: int) -> None:
+        self._label = label
+        self._cap = cap
+        self._seen: set[str] = set()
+        self._warned = False
+
+    def __call__(self, value: str) -> str:
+        if value in self._seen:
+            return value
+        if len(self._seen) < self._cap:
+            self._seen.add(value)
+            return value
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "metric label cap reached; further values are counted as 'other'",
+                label=self._label, cap=self._cap, first_folded=value,
+            )  # fmt: skip
+        return OTHER
 
 
 class BrokerMetrics:
@@ -44,7 +81,7 @@ class BrokerMetrics:
         )
         self.errors = Counter(
             "kafka_network_requestmetrics_errors",
-            "Responses carrying a top-level error code, by API and error.",
+            "Error codes in responses, top-level and per partition (Kafka's ErrorsPerSec), by API.",
             ["request", "error"],
             registry=r,
         )
@@ -56,11 +93,48 @@ class BrokerMetrics:
             registry=r,
         )
         self.bytes_in = Counter(
-            "kafka_server_brokertopicmetrics_bytesin", "Request bytes received.", registry=r
+            "kafka_network_requestmetrics_requestbytes_bytes",
+            "Request frames received, in bytes (all APIs).",
+            registry=r,
         )
         self.bytes_out = Counter(
-            "kafka_server_brokertopicmetrics_bytesout", "Response bytes sent.", registry=r
+            "kafka_network_requestmetrics_responsebytes_bytes",
+            "Response frames sent, in bytes (all APIs).",
+            registry=r,
         )
+        # Per topic (kafka.server:type=BrokerTopicMetrics,topic=...): record bytes as Kafka's
+        # BytesInPerSec (produced) and BytesOutPerSec (fetched and share-fetched) count them.
+        self.topic_label = BoundedLabel("topic", MAX_TOPIC_LABELS)
+        self.topic_bytes_in = Counter(
+            f"{TOPICS}_bytesin_bytes", "BytesInPerSec: record bytes appended by Produce.",
+            ["topic"], registry=r,
+        )  # fmt: skip
+        self.topic_bytes_out = Counter(
+            f"{TOPICS}_bytesout_bytes",
+            "BytesOutPerSec: record bytes returned by Fetch and ShareFetch.",
+            ["topic"], registry=r,
+        )  # fmt: skip
+        self.share_fetch_requests = Counter(
+            f"{TOPICS}_totalsharefetchrequestspersec",
+            "TotalShareFetchRequestsPerSec: ShareFetch requests naming the topic.",
+            ["topic"], registry=r,
+        )  # fmt: skip
+        self.share_fetch_failed = Counter(
+            f"{TOPICS}_failedsharefetchrequestspersec",
+            "FailedShareFetchRequestsPerSec: ShareFetch requests with a partition error.",
+            ["topic"], registry=r,
+        )  # fmt: skip
+        self.share_ack_requests = Counter(
+            f"{TOPICS}_totalshareacknowledgementrequestspersec",
+            "TotalShareAcknowledgementRequestsPerSec: requests acknowledging the topic's records "
+            "(ShareAcknowledge, and acknowledgements carried by ShareFetch).",
+            ["topic"], registry=r,
+        )  # fmt: skip
+        self.share_ack_failed = Counter(
+            f"{TOPICS}_failedshareacknowledgementrequestspersec",
+            "FailedShareAcknowledgementRequestsPerSec: those with a partition error.",
+            ["topic"], registry=r,
+        )  # fmt: skip
         # Share groups (KIP-932, KIP-1103, KIP-1222).
         self.record_acks = Counter(
             f"{SHARE}_recordacknowledgementspersec",
@@ -91,6 +165,21 @@ class BrokerMetrics:
             "Share-state changes not made because their SHARE_DELTA/CHECKPOINT write failed.",
             registry=r,
         )
+        self.records_released = Counter(
+            f"{SHARE}_recordsreleasedpersec",
+            "Acquired records made available again without an acknowledgement, by reason: "
+            "member_left (session closed, member left or timed out), lock_timeout.",
+            ["reason"],
+            registry=r,
+        )
+        for reason in ("member_left", "lock_timeout"):
+            self.records_released.labels(reason=reason)
+        self.partition_load_time = Histogram(
+            f"{SHARE}_partitionloadtime_seconds",
+            "PartitionLoadTimeMs, in seconds: time to load a share-partition's state.",
+            buckets=LOAD_BUCKETS,
+            registry=r,
+        )
         self.records_acquired = Counter(
             f"{SHARE}_recordsacquiredpersec",
             "Records handed out by ShareFetch (deliveries).",
@@ -119,6 +208,12 @@ class BrokerMetrics:
 
     # -- broker.share.share_metrics.ShareMetrics: what the share-partition manager counts ----
 
+    def on_partition_loaded(self, seconds: float) -> None:
+        self.partition_load_time.observe(seconds)
+
+    def on_member_released(self, records: int) -> None:
+        self.records_released.labels(reason="member_left").inc(records)
+
     def on_records_acquired(self, records: int) -> None:
         self.records_acquired.inc(records)
 
@@ -132,12 +227,36 @@ class BrokerMetrics:
 
     def on_lock_timeouts(self, records: int) -> None:
         self.lock_timeouts.inc(records)
+        self.records_released.labels(reason="lock_timeout").inc(records)
 
     def on_delivery_limit_archived(self, records: int) -> None:
         self.archived_at_limit.inc(records)
 
     def on_share_state_write_failure(self) -> None:
         self.share_state_write_failures.inc()
+
+    # -- per topic, from the handlers ---------------------------------------------------------
+
+    def on_bytes_in(self, topic: str, n: int) -> None:
+        self.topic_bytes_in.labels(topic=self.topic_label(topic)).inc(n)
+
+    def on_bytes_out(self, topic: str, n: int) -> None:
+        if n:
+            self.topic_bytes_out.labels(topic=self.topic_label(topic)).inc(n)
+
+    def on_share_fetch(self, failed_by_topic: Mapping[str, bool]) -> None:
+        """One ShareFetch: for each topic it named, whether a partition of it failed."""
+        for topic, failed in failed_by_topic.items():
+            label = self.topic_label(topic)
+            self.share_fetch_requests.labels(topic=label).inc()
+            self.share_fetch_failed.labels(topic=label).inc(failed)  # 0 too: the series exists
+
+    def on_share_acknowledgement(self, failed_by_topic: Mapping[str, bool]) -> None:
+        """One request's acknowledgements: for each topic, whether a partition's failed."""
+        for topic, failed in failed_by_topic.items():
+            label = self.topic_label(topic)
+            self.share_ack_requests.labels(topic=label).inc()
+            self.share_ack_failed.labels(topic=label).inc(failed)  # 0 too: the series exists
 
     def gauges(
         self,

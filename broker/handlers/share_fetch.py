@@ -35,6 +35,8 @@ from broker.handlers.share_common import HasPartitions
 from broker.handlers.share_common import Refusal
 from broker.handlers.share_common import acknowledge_all
 from broker.handlers.share_common import authorized_member
+from broker.handlers.share_common import count_acknowledgements
+from broker.handlers.share_common import failed_by_topic
 from broker.handlers.share_common import member_of
 from broker.handlers.share_common import refused_acks
 from broker.handlers.share_common import topic_id
@@ -114,9 +116,22 @@ def _partition(
     )
 
 
+def _count(ctx: RequestContext, acks: AckResults, fetched: Fetched) -> None:
+    metrics = ctx.services.metrics
+    count_acknowledgements(ctx, acks)
+    if fetched:
+        metrics.on_share_fetch(
+            failed_by_topic(ctx, ((k, f.error_code) for k, f in fetched.items()))
+        )
+    for (tid, _), f in fetched.items():
+        if f.records and (info := ctx.services.logs.topic_by_id(tid)) is not None:
+            metrics.on_bytes_out(info.name, len(f.records))
+
+
 def _response(
     ctx: RequestContext, group_id: str, acks: AckResults, fetched: Fetched
 ) -> ShareFetchResponse:
+    _count(ctx, acks, fetched)
     by_topic: dict[uuid.UUID, list[PartitionData]] = {}
     for key in dict.fromkeys([*acks, *fetched]):
         by_topic.setdefault(key[0], []).append(_partition(ctx, key, fetched.get(key), acks))

@@ -33,6 +33,14 @@ class ShareMetrics(Protocol):
         """A change not made because its share-state record could not be written."""
         ...
 
+    def on_partition_loaded(self, seconds: float) -> None:
+        """A share-partition's state was loaded (recovered or initialised) in `seconds`."""
+        ...
+
+    def on_member_released(self, records: int) -> None:
+        """Records a departed member (or closed session) held, made available again."""
+        ...
+
 
 class _NoMetrics:
     def on_records_acquired(self, records: int) -> None:
@@ -48,6 +56,12 @@ class _NoMetrics:
         pass
 
     def on_share_state_write_failure(self) -> None:
+        pass
+
+    def on_partition_loaded(self, seconds: float) -> None:
+        pass
+
+    def on_member_released(self, records: int) -> None:
         pass
 
 

@@ -12,6 +12,7 @@ durable share state (`Persister`, written before every change is applied) and th
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from collections.abc import Sequence
@@ -147,7 +148,9 @@ class SharePartitionManager:
             start_offset=start,
             limits=limits_of(self._configs, group_id),
         )
+        started = time.perf_counter()  # a duration, not a point in time: not the clock's now
         load(self._persister, sp, plog.log_start_offset, now_ms)
+        self._metrics.on_partition_loaded(time.perf_counter() - started)
         self._partitions[key] = sp
         return sp
 
@@ -285,6 +288,7 @@ class SharePartitionManager:
                 released += plan.records
                 self._after(sp, now_ms, outcome)
         if released:
+            self._metrics.on_member_released(released)
             log.info(
                 "released records of departed member",
                 group=group_id,

@@ -1,0 +1,119 @@
+"""Kafka's share-group metrics on a real broker's /metrics, moved by real client traffic:
+per-topic ShareFetch/ShareAcknowledge request counts and failures, record bytes per topic,
+partition-level error codes, releases on close and on lock expiry, partition load time."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+
+from broker.server import Server
+from client import AcknowledgeType
+from client import Admin
+from client import ConfigResourceType
+from client import Producer
+from client import ShareConsumer
+from tests.clock import ManualClock
+
+pytestmark = pytest.mark.integration
+
+TOPICS = "kafka_server_brokertopicmetrics"
+SHARE = "kafka_server_sharegroupmetrics"
+
+
+@pytest.fixture
+def broker_overrides() -> dict[str, object]:
+    return {"metrics.port": 0}
+
+
+def scrape_text(server: Server) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=5) as r:
+        return str(r.read().decode())
+
+
+def scrape(server: Server) -> dict[str, float]:
+    samples = {}
+    for line in scrape_text(server).splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples
+
+
+async def _setup(bootstrap: str, topic: str, group: str, records: int) -> int:
+    """A one-partition topic holding `records` records, read from the start by `group`;
+    the record bytes appended."""
+    async with Admin(bootstrap) as admin:
+        await admin.create_topic(topic, 1)
+        await admin.incremental_alter_configs(
+            ConfigResourceType.GROUP,
+            group,
+            {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "1000"},
+        )
+    async with Producer(bootstrap) as producer:
+        for i in range(records):
+            await producer.send(topic, b"value-%d" % i, partition=0)
+    return records
+
+
+async def _poll_all(consumer: ShareConsumer, n: int) -> list[object]:
+    got: list[object] = []
+    for _ in range(40):
+        got += await consumer.poll(0.5)
+        if len(got) >= n:
+            break
+    assert len(got) == n
+    return got
+
+
+async def test_share_requests_bytes_and_releases_are_counted_per_topic(broker: Server) -> None:
+    bootstrap = f"127.0.0.1:{broker.port}"
+    await _setup(bootstrap, "t1", "g1", 10)
+    async with ShareConsumer(bootstrap, "g1", acknowledgement_mode="explicit") as consumer:
+        consumer.subscribe(["t1"])
+        records = await _poll_all(consumer, 10)
+        for record in records[:4]:
+            consumer.acknowledge(record, AcknowledgeType.ACCEPT)  # type: ignore[arg-type]
+        assert all(code == 0 for code in (await consumer.commit_sync()).values())
+    # The other 6 were never acknowledged: closing the consumer released them.
+
+    samples = scrape(broker)
+    t = '{topic="t1"}'
+    assert samples[f"{TOPICS}_totalsharefetchrequestspersec_total{t}"] >= 1
+    assert samples[f"{TOPICS}_failedsharefetchrequestspersec_total{t}"] == 0
+    assert samples[f"{TOPICS}_totalshareacknowledgementrequestspersec_total{t}"] >= 1
+    assert samples[f"{TOPICS}_failedshareacknowledgementrequestspersec_total{t}"] == 0
+    assert samples[f'{SHARE}_recordsreleasedpersec_total{{reason="member_left"}}'] == 6
+    assert samples[f'{SHARE}_recordsreleasedpersec_total{{reason="lock_timeout"}}'] == 0
+    # Record bytes, not frames: what went in is what the share consumer got out, per topic.
+    bytes_in = samples[f"{TOPICS}_bytesin_bytes_total{t}"]
+    assert 10 * len(b"value-0") < bytes_in < 10 * 200
+    assert samples[f"{TOPICS}_bytesout_bytes_total{t}"] >= bytes_in
+    assert samples[f"{SHARE}_partitionloadtime_seconds_count"] >= 1
+    text = scrape_text(broker)
+    assert "_created" not in text
+
+
+async def test_partition_errors_and_lock_expiry_releases_are_counted(
+    broker: Server, clock: ManualClock
+) -> None:
+    bootstrap = f"127.0.0.1:{broker.port}"
+    await _setup(bootstrap, "t2", "g2", 3)
+    async with ShareConsumer(bootstrap, "g2", acknowledgement_mode="explicit") as consumer:
+        consumer.subscribe(["t2"])
+        records = await _poll_all(consumer, 3)
+        clock.advance(1000)  # the locks expire: the records are no longer this member's
+        for record in records:
+            consumer.acknowledge(record, AcknowledgeType.ACCEPT)  # type: ignore[arg-type]
+        results = await consumer.commit_sync()
+        assert any(code != 0 for code in results.values()), results
+
+    samples = scrape(broker)
+    t = '{topic="t2"}'
+    assert samples[f"{TOPICS}_failedshareacknowledgementrequestspersec_total{t}"] >= 1
+    assert samples[f'{SHARE}_recordsreleasedpersec_total{{reason="lock_timeout"}}'] == 3
+    # The failure is per partition (the response's own code is NONE), and is counted.
+    errors = "kafka_network_requestmetrics_errors_total"
+    errors += '{error="invalid_record_state",request="ShareAcknowledge"}'
+    assert samples[errors] >= 1
