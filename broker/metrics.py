@@ -264,7 +264,6 @@ class BrokerMetrics:
         in_flight: Callable[[], float],
         acquired: Callable[[], float],
         sessions: Callable[[], float],
-        groups: Callable[[], float],
         members: Callable[[], float],
         share_partitions: Callable[[], float],
         damaged_records: Callable[[], float],
@@ -278,7 +277,6 @@ class BrokerMetrics:
             ),
             (f"{SHARE}_acquiredrecords", "Records currently acquired under a lock.", acquired),
             (f"{SHARE}_sharesessions", "Open share sessions.", sessions),
-            ("kafka_server_groupcoordinatormetrics_sharegroupcount", "Share groups.", groups),
             (
                 "kafka_server_groupcoordinatormetrics_sharegroupmembers",
                 "Members of share groups.",
@@ -301,7 +299,13 @@ class BrokerMetrics:
         self, counts: Callable[[], Mapping[str, int]], rebalances: Callable[[], int]
     ) -> None:
         """Classic consumer groups by state, and completed rebalances, read at scrape time."""
-        self.registry.register(_ClassicGroupCollector(counts, rebalances))
+        self.registry.register(_GroupCollector("classic", counts, rebalances))
+
+    def share_groups(
+        self, counts: Callable[[], Mapping[str, int]], rebalances: Callable[[], int]
+    ) -> None:
+        """Share groups by state (KIP-932's share-group-count) and their rebalances."""
+        self.registry.register(_GroupCollector("share", counts, rebalances))
 
     def serve(self, host: str, port: int) -> int:
         """Start the scrape endpoint in a daemon thread; the port it listens on."""
@@ -316,25 +320,27 @@ class BrokerMetrics:
             server.server_close()
 
 
-class _ClassicGroupCollector(Collector):
-    """KIP-848's classic-group-count (by state) and classic-group-rebalance-count."""
+class _GroupCollector(Collector):
+    """KIP-848's classic-group-count / KIP-932's share-group-count (by state), and the
+    protocol's rebalance count."""
 
     def __init__(
-        self, counts: Callable[[], Mapping[str, int]], rebalances: Callable[[], int]
+        self, protocol: str, counts: Callable[[], Mapping[str, int]], rebalances: Callable[[], int]
     ) -> None:
+        self._protocol = protocol
         self._counts = counts
         self._rebalances = rebalances
 
     def collect(self) -> Iterator[Metric]:
         by_state = GaugeMetricFamily(
-            f"{COORDINATOR}_classicgroupcount", "Classic consumer groups, by state.",
-            labels=["state"],
+            f"{COORDINATOR}_{self._protocol}groupcount",
+            f"{self._protocol.capitalize()} groups, by state.", labels=["state"],
         )  # fmt: skip
         for state, n in sorted(self._counts().items()):
             by_state.add_metric([state], n)
         yield by_state
         yield CounterMetricFamily(
-            f"{COORDINATOR}_classicgrouprebalance",
-            "Completed rebalances of classic consumer groups.",
+            f"{COORDINATOR}_{self._protocol}grouprebalance",
+            f"Completed rebalances of {self._protocol} groups.",
             value=self._rebalances(),
         )

@@ -117,6 +117,7 @@ class ShareGroupCoordinator:
         self._limits = limits
         self._topics = topics
         self.groups: dict[str, ShareGroup] = {}
+        self.rebalances = 0  # assignments computed for a new group epoch (a metric)
 
     def heartbeat(
         self,
@@ -219,6 +220,7 @@ class ShareGroupCoordinator:
         for member_id, assignment in assign(subscriptions, counts).items():
             group.members[member_id].assignment = assignment
         group.assignment_epoch = group.group_epoch
+        self.rebalances += 1
 
     def remove_member(self, group_id: str, member_id: str, reason: str) -> Departure | None:
         group = self.groups.get(group_id)
