@@ -82,8 +82,11 @@ def _cluster_id(data_dir: Path) -> str:
 class Server:
     def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
         """`clock`: where share logic reads the time; the wall clock unless a test passes one."""
-        if config.unknown:
-            log.warning("supplied but isn't a known config", names=sorted(config.unknown))
+        if config.unknown or config.unknown_env:
+            log.warning(
+                "supplied but isn't a known config", names=sorted(config.unknown),
+                environment=list(config.unknown_env),
+            )  # fmt: skip
         data_dir = config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         # One broker per data dir; offline tools see it held (storage.dir_lock).

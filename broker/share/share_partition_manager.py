@@ -273,7 +273,7 @@ class SharePartitionManager:
             self._metrics.on_acknowledgement(False, {})
             return result
         self._metrics.on_acknowledgement(True, count_ack_types(batches))
-        self._after(sp, now_ms, result)
+        self._after(sp, now_ms, result, [member_id])
         return ErrorCode.none
 
     def release_member(self, group_id: str, member_id: str, now_ms: int) -> int:
@@ -286,7 +286,7 @@ class SharePartitionManager:
             outcome = self._commit(sp, plan, now_ms)
             if isinstance(outcome, Outcome):
                 released += plan.records
-                self._after(sp, now_ms, outcome)
+                self._after(sp, now_ms, outcome, [member_id])
         if released:
             self._metrics.on_member_released(released)
             log.info(
@@ -305,6 +305,7 @@ class SharePartitionManager:
             if sp is None:
                 continue
             plan = sp.plan_expiry(now_ms)
+            holders = sp.holders(plan.runs)  # before the plan clears them
             outcome = self._commit(sp, plan, now_ms)
             if isinstance(outcome, ErrorCode):
                 self._timer.schedule(key, now_ms + RETRY_WRITE_MS)  # the disk may have room then
@@ -315,11 +316,13 @@ class SharePartitionManager:
                 log.info(
                     "acquisition locks expired",
                     group=key[0],
+                    topic=self._topic_name(key[1]),
                     topic_id=str(key[1]),
                     partition=key[2],
                     records=plan.records,
+                    members=holders,
                 )
-            self._after(sp, now_ms, outcome)
+            self._after(sp, now_ms, outcome, holders)
         return expired
 
     def _commit(self, sp: SharePartition, plan: Plan, now_ms: int) -> Outcome | ErrorCode:
@@ -336,7 +339,17 @@ class SharePartitionManager:
             return e.error_code
         return sp.apply(plan, now_ms=now_ms)
 
-    def _after(self, sp: SharePartition, now_ms: int, outcome: Outcome | None = None) -> None:
+    def _topic_name(self, topic_id: uuid.UUID) -> str | None:
+        topic = self._logs.topic_by_id(topic_id)
+        return topic.name if topic is not None else None
+
+    def _after(
+        self,
+        sp: SharePartition,
+        now_ms: int,
+        outcome: Outcome | None = None,
+        members: Sequence[str] = (),
+    ) -> None:
         """Bookkeeping after any change: re-arm the timer, count archivals, wake fetchers."""
         deadline = sp.next_deadline()
         if deadline is not None:
@@ -348,9 +361,11 @@ class SharePartitionManager:
             log.info(
                 "records archived at the delivery-count limit",
                 group=sp.group_id,
+                topic=self._topic_name(sp.topic_id),
                 topic_id=str(sp.topic_id),
                 partition=sp.partition,
                 records=archived,
+                members=list(members),  # who held them last
             )
         if changes and sp.next_fetch_offset() is not None and sp.next_fetch_offset() != sp.speo:
             topic = self._logs.topic_by_id(sp.topic_id)
