@@ -31,6 +31,7 @@ from broker.handlers.share_common import Refusal
 from broker.handlers.share_common import acknowledge_all
 from broker.handlers.share_common import authorized_member
 from broker.handlers.share_common import count_acknowledgements
+from broker.handlers.share_common import failed_topics
 from broker.handlers.share_common import member_of
 from broker.handlers.share_common import refused_acks
 from broker.handlers.share_common import topic_id
@@ -58,6 +59,15 @@ def _response(
 
 
 async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
+    response = await _handle(ctx, request)
+    if response.error_code != ErrorCode.none:  # refused whole: every topic named failed
+        ctx.services.metrics.on_share_acknowledgement(failed_topics(ctx, request.topics))
+    return response
+
+
+async def _handle(
+    ctx: RequestContext, request: ShareAcknowledgeRequest
+) -> ShareAcknowledgeResponse:
     s = ctx.services
     ids = member_of(request.group_id, request.member_id)
     if isinstance(ids, Refusal):

@@ -164,6 +164,13 @@ def failed_by_topic(
     return out
 
 
+def failed_topics(ctx: RequestContext, topics: Iterable[AckTopic]) -> dict[str, bool]:
+    """Every topic of a request refused as a whole (session, member or group errors)."""
+    return failed_by_topic(
+        ctx, (((topic_id(t), 0), ErrorCode.unknown_server_error) for t in topics)
+    )
+
+
 def count_acknowledgements(ctx: RequestContext, acks: AckResults) -> None:
     if acks:
         ctx.services.metrics.on_share_acknowledgement(

@@ -37,6 +37,7 @@ from broker.handlers.share_common import acknowledge_all
 from broker.handlers.share_common import authorized_member
 from broker.handlers.share_common import count_acknowledgements
 from broker.handlers.share_common import failed_by_topic
+from broker.handlers.share_common import failed_topics
 from broker.handlers.share_common import member_of
 from broker.handlers.share_common import refused_acks
 from broker.handlers.share_common import topic_id
@@ -170,6 +171,16 @@ def _denied(topics: Sequence[HasPartitions], denied: set[uuid.UUID]) -> Fetched:
 
 
 async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
+    response = await _handle(ctx, request)
+    if response.error_code != ErrorCode.none:  # refused whole: every topic named failed
+        failed = failed_topics(ctx, request.topics)
+        ctx.services.metrics.on_share_fetch(failed)
+        if any(p.acknowledgement_batches for t in request.topics for p in t.partitions):
+            ctx.services.metrics.on_share_acknowledgement(failed)
+    return response
+
+
+async def _handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
     s = ctx.services
     ids = member_of(request.group_id, request.member_id)
     if isinstance(ids, Refusal):

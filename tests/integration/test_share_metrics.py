@@ -4,9 +4,11 @@ partition-level error codes, releases on close and on lock expiry, partition loa
 
 from __future__ import annotations
 
+import datetime
 import urllib.request
 
 import pytest
+from kio.schema.share_fetch.v1 import request as fetch_v1
 
 from broker.server import Server
 from client import AcknowledgeType
@@ -14,6 +16,8 @@ from client import Admin
 from client import ConfigResourceType
 from client import Producer
 from client import ShareConsumer
+from client.connection import Connection
+from protocol.messages import build
 from tests.clock import ManualClock
 
 pytestmark = pytest.mark.integration
@@ -150,3 +154,31 @@ async def test_share_groups_by_state_rebalances_and_lag(broker: Server) -> None:
     assert after[f'{COORD}_sharegroupcount{{state="Stable"}}'] == 0
     assert after[lag] >= grown[lag]  # released on close: still to be done
     assert after["shoal_sharegroup_lag_series_omitted"] == 0
+
+
+async def test_a_share_fetch_refused_whole_fails_every_topic_it_names(broker: Server) -> None:
+    """A ShareFetch on a share session the broker does not have (epoch 5, never opened) is
+    refused at the top level: each topic it named counts a failed request."""
+    bootstrap = f"127.0.0.1:{broker.port}"
+    await _setup(bootstrap, "t4", "g4", 1)
+    topic = broker.services.logs.topic("t4")
+    assert topic is not None
+    m = fetch_v1
+    request = build(
+        m.ShareFetchRequest, group_id="g4", member_id="AAAAAAAAAAAAAAAAAAAAAA",
+        share_session_epoch=5, max_wait=datetime.timedelta(milliseconds=10), min_bytes=1,
+        max_bytes=1 << 20, max_records=500, batch_size=500,
+        topics=(build(m.FetchTopic, topic_id=topic.topic_id, partitions=(
+            build(m.FetchPartition, partition_index=0, acknowledgement_batches=()),)),),
+        forgotten_topics_data=(),
+    )  # fmt: skip
+    conn = await Connection.open("127.0.0.1", broker.port, client_id="stale-session")
+    try:
+        response = await conn.request(request)
+    finally:
+        await conn.close()
+    assert response.error_code != 0
+    samples = scrape(broker)
+    t = '{topic="t4"}'
+    assert samples[f"{TOPICS}_totalsharefetchrequestspersec_total{t}"] == 1
+    assert samples[f"{TOPICS}_failedsharefetchrequestspersec_total{t}"] == 1
