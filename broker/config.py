@@ -200,6 +200,8 @@ class BrokerConfig:
     allow_everyone_if_no_acl_found: bool = False
     # Names given that Shoal does not know, as given: listed by DescribeConfigs, never read.
     unknown: Mapping[str, str] = field(default_factory=dict)
+    # SHOAL_* environment variables that name no setting (a typo, most often): reported.
+    unknown_env: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """:raises ValueError: a value out of range, a bad listener or choice, crossed bounds."""
@@ -240,7 +242,8 @@ class BrokerConfig:
         if file is not None:
             raw.update(parse_properties(file.read_text()))
         known = list(DEFAULTS) + [n for n in raw if n not in DEFAULTS]
-        raw.update(env_overrides(os.environ if environ is None else environ, known))
+        env = os.environ if environ is None else environ
+        raw.update(env_overrides(env, known))
         raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
         typed: dict[str, Any] = {}
         unknown: dict[str, str] = {}
@@ -250,7 +253,7 @@ class BrokerConfig:
                 unknown[name] = str(value)
             else:
                 typed[f.name] = _coerce(name, value, _TYPES[f.name])
-        return cls(**typed, unknown=unknown)
+        return cls(**typed, unknown=unknown, unknown_env=unknown_env_names(env, known))
 
     def replace(self, changes: Mapping[str, Any]) -> BrokerConfig:
         """A copy with some known settings (by Kafka name, typed values) changed.
@@ -414,6 +417,26 @@ def parse_properties(text: str) -> dict[str, str]:
             continue
         props[line[:sep].strip()] = line[sep + 1 :].strip()
     return props
+
+
+# SHOAL_* variables read by something other than the config (the event loop, the benchmark).
+NOT_SETTINGS_ENV = ("SHOAL_LOOP",)
+NOT_SETTINGS_ENV_PREFIXES = ("SHOAL_BENCH_",)
+
+
+def unknown_env_names(environ: Mapping[str, str], names: list[str]) -> tuple[str, ...]:
+    """SHOAL_* variables that set nothing: neither a setting nor read elsewhere."""
+    settings = {"SHOAL_" + name.upper().replace(".", "_") for name in names}
+    return tuple(
+        sorted(
+            key
+            for key in environ
+            if key.startswith("SHOAL_")
+            and key not in settings
+            and key not in NOT_SETTINGS_ENV
+            and not key.startswith(NOT_SETTINGS_ENV_PREFIXES)
+        )
+    )
 
 
 def env_overrides(environ: Mapping[str, str], names: list[str]) -> dict[str, str]:

@@ -26,6 +26,7 @@ from broker.handlers.api_versions import unsupported_version_response
 from broker.listeners import Listener
 from broker.principal import ANONYMOUS
 from broker.registry import Handler
+from broker.response_errors import error_codes
 from broker.sasl.errors import AuthenticationFailed
 from broker.sasl.session import IllegalSaslState
 from broker.sasl.session import SaslSession
@@ -44,6 +45,7 @@ from protocol.messages import decode_request
 from protocol.messages import encode_response
 from protocol.messages import error_response
 from protocol.messages import has_error_field
+from protocol.messages import peek_client_id
 from protocol.messages import peek_header
 
 log = structlog.get_logger("shoal.connection")
@@ -161,7 +163,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         handler = self._services.registry.get(key)
         if handler is None or not handler.supports(version):
-            self._refuse_version(key, version, correlation_id)
+            self._refuse_version(key, version, correlation_id, peek_client_id(payload))
             return
         if len(payload) > DECODE_ON_LOOP_MAX_BYTES:
             coro = self._decode_off_loop(self._take_seq(), handler, payload)
@@ -209,8 +211,12 @@ class KafkaConnection(asyncio.Protocol):
             acl_cache=self._acl_cache,
         )
 
-    def _refuse_version(self, key: int, version: int, correlation_id: int) -> None:
+    def _refuse_version(
+        self, key: int, version: int, correlation_id: int, client_id: str | None
+    ) -> None:
         """UNSUPPORTED_VERSION where a response can be encoded, else close (as Kafka does)."""
+        log.info("unsupported version", api_key=key, api_version=version, peer=self._peer,
+                 client_id=client_id, correlation_id=correlation_id)  # fmt: skip
         wire_version = version
         if key == API_VERSIONS:
             response: Any = unsupported_version_response(self._services.registry)
@@ -224,7 +230,6 @@ class KafkaConnection(asyncio.Protocol):
                 # No field could carry the error (Metadata v0 has none): close, as Kafka does.
                 self.abort(f"unsupported api key {key} version {version}")
                 return
-        log.info("unsupported version", api_key=key, api_version=version, peer=self._peer)
         seq = self._next_seq
         self._next_seq += 1
         self._complete(seq, frame(encode_response(response, correlation_id, wire_version)))
@@ -252,7 +257,10 @@ class KafkaConnection(asyncio.Protocol):
         api = handler.name
         started = time.perf_counter()
         structlog.contextvars.bind_contextvars(
-            client_id=header.client_id, correlation_id=header.correlation_id, api=api
+            client_id=header.client_id,
+            correlation_id=header.correlation_id,
+            api=api,
+            principal=str(ctx.principal),
         )
         response: ResponsePayload | None
         try:
@@ -277,9 +285,9 @@ class KafkaConnection(asyncio.Protocol):
         metrics = self._services.metrics
         metrics.requests.labels(request=api).inc()
         metrics.latency.labels(request=api).observe(time.perf_counter() - started)
-        code = getattr(response, "error_code", 0)
-        if code:
-            metrics.errors.labels(request=api, error=ErrorCode(code).name).inc()
+        if response is not None:  # top-level and partition-level codes, as Kafka counts them
+            for code in error_codes(response):
+                metrics.errors.labels(request=api, error=code.name).inc()
         if out is not None:
             metrics.bytes_out.inc(len(out))
 

@@ -1,17 +1,25 @@
 """`python -m broker.healthcheck [HOST] [PORT]`: exit 0 if the broker answers ApiVersions.
 
 A real round trip on the Kafka port, not a process check: the container's HEALTHCHECK and
-anyone's script can use it. Synchronous and dependency-free beyond `protocol`.
+anyone's script can use it. Synchronous and dependency-free beyond `protocol` and the listener
+parser. Without arguments it checks the first plain listener of `SHOAL_LISTENERS` (what the
+container's broker reads too), so changing the listeners does not break the health check.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
+from collections.abc import Mapping
 
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 
+from broker.listeners import PLAINTEXT
+from broker.listeners import SASL_PLAINTEXT
+from broker.listeners import parse_listeners
+from broker.listeners import parse_protocol_map
 from protocol.framing import SIZE
 from protocol.framing import frame
 from protocol.messages import decode_response
@@ -44,9 +52,29 @@ def _read(sock: socket.socket, n: int) -> bytes:
     return data
 
 
+def target(environ: Mapping[str, str]) -> tuple[str, int]:
+    """The first listener without TLS (ApiVersions needs no login), from the environment's
+    SHOAL_LISTENERS; a wildcard host is checked on loopback. Kafka's default port otherwise."""
+    listeners = parse_listeners(
+        environ.get("SHOAL_LISTENERS", "PLAINTEXT://127.0.0.1:9092"),
+        parse_protocol_map(environ.get("SHOAL_LISTENER_SECURITY_PROTOCOL_MAP", "")),
+    )
+    plain = [lst for lst in listeners if lst.security_protocol in (PLAINTEXT, SASL_PLAINTEXT)]
+    if not plain:
+        return "127.0.0.1", 9092
+    host = plain[0].host
+    return ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host), plain[0].port
+
+
 def main(argv: list[str]) -> int:
-    host = argv[0] if argv else "127.0.0.1"
-    port = int(argv[1]) if len(argv) > 1 else 9092
+    try:
+        host, port = target(os.environ)
+    except ValueError as e:
+        print(f"unhealthy: SHOAL_LISTENERS: {e}", file=sys.stderr)
+        return 1
+    if argv:
+        host = argv[0]
+        port = int(argv[1]) if len(argv) > 1 else 9092
     problem = check(host, port)
     if problem:
         print(f"unhealthy: {problem}", file=sys.stderr)

@@ -5,7 +5,10 @@ exporter writes them: KIP-932/KIP-1222's `kafka.server:type=ShareGroupMetrics,
 name=RecordAcknowledgementsPerSec,ackType=...` is
 `kafka_server_sharegroupmetrics_recordacknowledgementspersec_total{ackType="Accept"}` (a
 counter: Prometheus derives the per-second rate). Labels are bounded: API names, error codes,
-ack types, never member ids, offsets or groups.
+ack types, never member ids or offsets. Topics and groups are labels where Kafka has them
+(BrokerTopicMetrics, share lag), each capped by `BoundedLabel`: past the cap new values fold
+into one `other` series and a log line says so once. Byte counters carry `_bytes` and times
+`_seconds` (Prometheus base units), and no `_created` series is exported.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
 
+import structlog
 from prometheus_client import CollectorRegistry
 from prometheus_client import Counter
 from prometheus_client import Gauge
 from prometheus_client import Histogram
+from prometheus_client import disable_created_metrics
 from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.core import GaugeMetricFamily
@@ -29,7 +34,39 @@ from broker.share.record_state import AcknowledgeType
 ACK_TYPE_NAMES = {1: "Accept", 2: "Release", 3: "Reject", 4: "Renew"}
 SHARE = "kafka_server_sharegroupmetrics"
 COORDINATOR = "kafka_server_groupcoordinatormetrics"
+TOPICS = "kafka_server_brokertopicmetrics"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+LOAD_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0)
+MAX_TOPIC_LABELS = 1000
+OTHER = "other"  # where label values past a cap are counted
+
+log = structlog.get_logger("shoal.metrics")
+# A `_created` gauge per counter doubles the series and no Kafka dashboard reads it.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+
+class BoundedLabel:
+    """The first `cap` values of a label pass; later ones fold into OTHER, logged once."""
+
+    def __init__(self, label: str, cap: int) -> None:
+        self._label = label
+        self._cap = cap
+        self._seen: set[str] = set()
+        self._warned = False
+
+    def __call__(self, value: str) -> str:
+        if value in self._seen:
+            return value
+        if len(self._seen) < self._cap:
+            self._seen.add(value)
+            return value
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "metric label cap reached; further values are counted as 'other'",
+                label=self._label, cap=self._cap, first_folded=value,
+            )  # fmt: skip
+        return OTHER
 
 
 class BrokerMetrics:
@@ -44,7 +81,7 @@ class BrokerMetrics:
         )
         self.errors = Counter(
             "kafka_network_requestmetrics_errors",
-            "Responses carrying a top-level error code, by API and error.",
+            "Error codes in responses, top-level and per partition (Kafka's ErrorsPerSec), by API.",
             ["request", "error"],
             registry=r,
         )
@@ -56,11 +93,48 @@ class BrokerMetrics:
             registry=r,
         )
         self.bytes_in = Counter(
-            "kafka_server_brokertopicmetrics_bytesin", "Request bytes received.", registry=r
+            "kafka_network_requestmetrics_requestbytes_bytes",
+            "Request frames received, in bytes (all APIs).",
+            registry=r,
         )
         self.bytes_out = Counter(
-            "kafka_server_brokertopicmetrics_bytesout", "Response bytes sent.", registry=r
+            "kafka_network_requestmetrics_responsebytes_bytes",
+            "Response frames sent, in bytes (all APIs).",
+            registry=r,
         )
+        # Per topic (kafka.server:type=BrokerTopicMetrics,topic=...): record bytes as Kafka's
+        # BytesInPerSec (produced) and BytesOutPerSec (fetched and share-fetched) count them.
+        self.topic_label = BoundedLabel("topic", MAX_TOPIC_LABELS)
+        self.topic_bytes_in = Counter(
+            f"{TOPICS}_bytesin_bytes", "BytesInPerSec: record bytes appended by Produce.",
+            ["topic"], registry=r,
+        )  # fmt: skip
+        self.topic_bytes_out = Counter(
+            f"{TOPICS}_bytesout_bytes",
+            "BytesOutPerSec: record bytes returned by Fetch and ShareFetch.",
+            ["topic"], registry=r,
+        )  # fmt: skip
+        self.share_fetch_requests = Counter(
+            f"{TOPICS}_totalsharefetchrequestspersec",
+            "TotalShareFetchRequestsPerSec: ShareFetch requests naming the topic.",
+            ["topic"], registry=r,
+        )  # fmt: skip
+        self.share_fetch_failed = Counter(
+            f"{TOPICS}_failedsharefetchrequestspersec",
+            "FailedShareFetchRequestsPerSec: ShareFetch requests with a partition error.",
+            ["topic"], registry=r,
+        )  # fmt: skip
+        self.share_ack_requests = Counter(
+            f"{TOPICS}_totalshareacknowledgementrequestspersec",
+            "TotalShareAcknowledgementRequestsPerSec: requests acknowledging the topic's records "
+            "(ShareAcknowledge, and acknowledgements carried by ShareFetch).",
+            ["topic"], registry=r,
+        )  # fmt: skip
+        self.share_ack_failed = Counter(
+            f"{TOPICS}_failedshareacknowledgementrequestspersec",
+            "FailedShareAcknowledgementRequestsPerSec: those with a partition error.",
+            ["topic"], registry=r,
+        )  # fmt: skip
         # Share groups (KIP-932, KIP-1103, KIP-1222).
         self.record_acks = Counter(
             f"{SHARE}_recordacknowledgementspersec",
@@ -98,6 +172,21 @@ class BrokerMetrics:
             ["result"],
             registry=r,
         )
+        self.records_released = Counter(
+            f"{SHARE}_recordsreleasedpersec",
+            "Acquired records made available again without an acknowledgement, by reason: "
+            "member_left (session closed, member left or timed out), lock_timeout.",
+            ["reason"],
+            registry=r,
+        )
+        for reason in ("member_left", "lock_timeout"):
+            self.records_released.labels(reason=reason)
+        self.partition_load_time = Histogram(
+            f"{SHARE}_partitionloadtime_seconds",
+            "PartitionLoadTimeMs, in seconds: time to load a share-partition's state.",
+            buckets=LOAD_BUCKETS,
+            registry=r,
+        )
         self.records_acquired = Counter(
             f"{SHARE}_recordsacquiredpersec",
             "Records handed out by ShareFetch (deliveries).",
@@ -126,6 +215,12 @@ class BrokerMetrics:
 
     # -- broker.share.share_metrics.ShareMetrics: what the share-partition manager counts ----
 
+    def on_partition_loaded(self, seconds: float) -> None:
+        self.partition_load_time.observe(seconds)
+
+    def on_member_released(self, records: int) -> None:
+        self.records_released.labels(reason="member_left").inc(records)
+
     def on_records_acquired(self, records: int) -> None:
         self.records_acquired.inc(records)
 
@@ -139,6 +234,7 @@ class BrokerMetrics:
 
     def on_lock_timeouts(self, records: int) -> None:
         self.lock_timeouts.inc(records)
+        self.records_released.labels(reason="lock_timeout").inc(records)
 
     def on_delivery_limit_archived(self, records: int) -> None:
         self.archived_at_limit.inc(records)
@@ -149,13 +245,35 @@ class BrokerMetrics:
     def on_dead_letters(self, records: int, *, copied: bool) -> None:
         self.dead_letters.labels(result="copied" if copied else "not_copied").inc(records)
 
+    # -- per topic, from the handlers ---------------------------------------------------------
+
+    def on_bytes_in(self, topic: str, n: int) -> None:
+        self.topic_bytes_in.labels(topic=self.topic_label(topic)).inc(n)
+
+    def on_bytes_out(self, topic: str, n: int) -> None:
+        if n:
+            self.topic_bytes_out.labels(topic=self.topic_label(topic)).inc(n)
+
+    def on_share_fetch(self, failed_by_topic: Mapping[str, bool]) -> None:
+        """One ShareFetch: for each topic it named, whether a partition of it failed."""
+        for topic, failed in failed_by_topic.items():
+            label = self.topic_label(topic)
+            self.share_fetch_requests.labels(topic=label).inc()
+            self.share_fetch_failed.labels(topic=label).inc(failed)  # 0 too: the series exists
+
+    def on_share_acknowledgement(self, failed_by_topic: Mapping[str, bool]) -> None:
+        """One request's acknowledgements: for each topic, whether a partition's failed."""
+        for topic, failed in failed_by_topic.items():
+            label = self.topic_label(topic)
+            self.share_ack_requests.labels(topic=label).inc()
+            self.share_ack_failed.labels(topic=label).inc(failed)  # 0 too: the series exists
+
     def gauges(
         self,
         *,
         in_flight: Callable[[], float],
         acquired: Callable[[], float],
         sessions: Callable[[], float],
-        groups: Callable[[], float],
         members: Callable[[], float],
         share_partitions: Callable[[], float],
         damaged_records: Callable[[], float],
@@ -169,7 +287,6 @@ class BrokerMetrics:
             ),
             (f"{SHARE}_acquiredrecords", "Records currently acquired under a lock.", acquired),
             (f"{SHARE}_sharesessions", "Open share sessions.", sessions),
-            ("kafka_server_groupcoordinatormetrics_sharegroupcount", "Share groups.", groups),
             (
                 "kafka_server_groupcoordinatormetrics_sharegroupmembers",
                 "Members of share groups.",
@@ -199,6 +316,11 @@ class BrokerMetrics:
     ) -> None:
         """KIP-848 consumer groups by state, and target assignments computed (rebalances)."""
         self.registry.register(_GroupCollector("consumer", counts, rebalances))
+    def share_groups(
+        self, counts: Callable[[], Mapping[str, int]], rebalances: Callable[[], int]
+    ) -> None:
+        """Share groups by state (KIP-932's share-group-count) and their rebalances."""
+        self.registry.register(_GroupCollector("share", counts, rebalances))
 
     def serve(self, host: str, port: int) -> int:
         """Start the scrape endpoint in a daemon thread; the port it listens on."""
@@ -213,9 +335,16 @@ class BrokerMetrics:
             server.server_close()
 
 
+_GROUP_KINDS = {
+    "classic": "Classic consumer groups",
+    "consumer": "KIP-848 consumer groups",
+    "share": "Share groups",
+}
+
+
 class _GroupCollector(Collector):
     """KIP-848's <kind>-group-count (by state) and <kind>-group-rebalance-count, for classic
-    and for consumer (KIP-848) groups."""
+    and consumer (KIP-848) groups, and KIP-932's share-group-count for share groups."""
 
     def __init__(
         self, kind: str, counts: Callable[[], Mapping[str, int]], rebalances: Callable[[], int]
@@ -225,10 +354,9 @@ class _GroupCollector(Collector):
         self._rebalances = rebalances
 
     def collect(self) -> Iterator[Metric]:
-        classic = self._kind == "classic"
         by_state = GaugeMetricFamily(
             f"{COORDINATOR}_{self._kind}groupcount",
-            f"{'Classic' if classic else 'KIP-848'} consumer groups, by state.",
+            f"{_GROUP_KINDS[self._kind]}, by state.",
             labels=["state"],
         )
         for state, n in sorted(self._counts().items()):
@@ -236,8 +364,7 @@ class _GroupCollector(Collector):
         yield by_state
         yield CounterMetricFamily(
             f"{COORDINATOR}_{self._kind}grouprebalance",
-            "Completed rebalances of classic consumer groups."
-            if classic
-            else "Target assignments computed for KIP-848 consumer groups (their rebalances).",
+            f"Rebalances of {_GROUP_KINDS[self._kind].lower()} (for KIP-848 groups: target "
+            "assignments computed).",
             value=self._rebalances(),
         )

@@ -41,6 +41,7 @@ from broker.share.share_partition_manager import DEAD_LETTER_BUDGET
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
+from broker.share_lag import ShareLagCollector
 from broker.tls import server_context
 from coordinator.classic_group import ClassicGroupCoordinator
 from coordinator.classic_group import ClassicLimits
@@ -83,8 +84,11 @@ def _cluster_id(data_dir: Path) -> str:
 class Server:
     def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
         """`clock`: where share logic reads the time; the wall clock unless a test passes one."""
-        if config.unknown:
-            log.warning("supplied but isn't a known config", names=sorted(config.unknown))
+        if config.unknown or config.unknown_env:
+            log.warning(
+                "supplied but isn't a known config", names=sorted(config.unknown),
+                environment=list(config.unknown_env),
+            )  # fmt: skip
         data_dir = config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         # One broker per data dir; offline tools see it held (storage.dir_lock).
@@ -246,7 +250,6 @@ class Server:
             in_flight=lambda: sum(sp.in_flight_count() for sp in partitions()),
             acquired=lambda: sum(sp.acquired_count() for sp in partitions()),
             sessions=lambda: len(s.share_fetch.sessions),
-            groups=lambda: len(s.coordinator.groups),
             members=lambda: sum(len(g.members) for g in s.coordinator.groups.values()),
             share_partitions=lambda: len(partitions()),
             damaged_records=s.logs.damaged_records,
@@ -265,6 +268,20 @@ class Server:
             return plog.log_end_offset if plog is not None else None
 
         metrics.registry.register(GroupLagCollector(s.offsets.committed_snapshot, log_end))
+        metrics.share_groups(self._share_groups_by_state, lambda: s.coordinator.rebalances)
+
+        def share_log_end(topic_id: uuid.UUID, partition: int) -> tuple[str, int] | None:
+            info = s.logs.topic_by_id(topic_id)
+            plog = s.logs.log(info.name, partition) if info is not None else None
+            return (info.name, plog.log_end_offset) if info and plog else None
+
+        metrics.registry.register(ShareLagCollector(partitions, share_log_end))
+
+    def _share_groups_by_state(self) -> dict[str, int]:
+        counts = dict.fromkeys(("Empty", "Stable"), 0)  # both series exist from the start
+        for group in list(self.services.coordinator.groups.values()):
+            counts[group.state] = counts.get(group.state, 0) + 1
+        return counts
 
     def _join_offsets_to_groups(self) -> None:
         """Committed offsets follow the group coordinators' verdicts (generation, membership)."""

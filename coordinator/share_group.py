@@ -117,6 +117,7 @@ class ShareGroupCoordinator:
         self._limits = limits
         self._topics = topics
         self.groups: dict[str, ShareGroup] = {}
+        self.rebalances = 0  # assignments computed for a new group epoch (a metric)
 
     def heartbeat(
         self,
@@ -193,6 +194,8 @@ class ShareGroupCoordinator:
                 ErrorCode.unknown_member_id, f"member {member_id} is not in the group"
             )
         if member_epoch != member.member_epoch:
+            log.info("member fenced", group=group.group_id if group else None, member=member_id,
+                     epoch=member_epoch, expected=member.member_epoch)  # fmt: skip
             raise CoordinatorError(
                 ErrorCode.fenced_member_epoch,
                 f"epoch {member_epoch}, expected {member.member_epoch}",
@@ -219,13 +222,17 @@ class ShareGroupCoordinator:
         for member_id, assignment in assign(subscriptions, counts).items():
             group.members[member_id].assignment = assignment
         group.assignment_epoch = group.group_epoch
+        self.rebalances += 1
 
     def remove_member(self, group_id: str, member_id: str, reason: str) -> Departure | None:
         group = self.groups.get(group_id)
-        if group is None or group.members.pop(member_id, None) is None:
+        member = group.members.pop(member_id, None) if group is not None else None
+        if group is None or member is None:
             return None
         group.group_epoch += 1
-        log.info("member left", group=group_id, member=member_id, reason=reason)
+        # A session timeout runs off any request: the member's own client id says whose it was.
+        log.info("member left", group=group_id, member=member_id, reason=reason,
+                 client_id=member.client_id, client_host=member.client_host)  # fmt: skip
         return Departure(group_id, member_id, reason)
 
     def expire(self, now_ms: int) -> list[Departure]:

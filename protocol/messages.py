@@ -72,6 +72,18 @@ def peek_header(frame: bytes) -> tuple[int, int, int]:
     return key, version, correlation_id
 
 
+def peek_client_id(frame: bytes) -> str | None:
+    """The client id after the header prefix (every header version but v0 has it), for log
+    lines about requests that are not decoded; None when absent or unreadable."""
+    end = HEADER_PREFIX.size + 2
+    if len(frame) < end:
+        return None
+    (size,) = struct.unpack_from(">h", frame, HEADER_PREFIX.size)
+    if size < 0 or len(frame) < end + size:
+        return None
+    return frame[end : end + size].decode("utf-8", "replace")
+
+
 @cache
 def request_type(api_key: int, version: int) -> type[RequestPayload]:
     try:

@@ -8,6 +8,7 @@ with members gets NON_EMPTY_GROUP for the whole request; an unknown group is cre
 
 from __future__ import annotations
 
+import structlog
 from kio.schema.alter_share_group_offsets import v0
 from kio.schema.errors import ErrorCode
 
@@ -24,6 +25,9 @@ from protocol.acl import ResourceType
 # KIP-932: READ on the group, READ on each topic.
 ACL_CHECKS = ((AclOperation.READ, ResourceType.GROUP), (AclOperation.READ, ResourceType.TOPIC))
 Response = v0.AlterShareGroupOffsetsResponse
+
+
+log = structlog.get_logger("shoal.groups")
 
 
 def _topic(
@@ -45,6 +49,9 @@ def _topic(
             )
         else:
             code = offsets.reset(group_id, topic, p.partition_index, p.start_offset)
+            if code == ErrorCode.none:
+                log.info("share group offset reset", group=group_id, topic=t.topic_name,
+                         partition=p.partition_index, start_offset=p.start_offset)  # fmt: skip
             message = (
                 "start offset must not be negative" if code == ErrorCode.invalid_request else None
             )

@@ -5,11 +5,14 @@ from __future__ import annotations
 import datetime
 from typing import Final
 
+import structlog
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 
 from broker.context import RequestContext
 from storage.topics import TopicInfo
+
+log = structlog.get_logger("shoal.topics")
 
 # Shoal never throttles a client.
 NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
@@ -26,9 +29,12 @@ def topic_or_create(
     if not (allow_create and ctx.services.config.auto_create_topics_enable):
         return None, ErrorCode.unknown_topic_or_partition
     try:
-        return logs.create_topic(name, ctx.services.config.num_partitions, {}), ErrorCode.none
+        created = logs.create_topic(name, ctx.services.config.num_partitions, {})
     except Exception as e:  # an invalid name, most often
         return None, getattr(e, "error_code", ErrorCode.invalid_topic_exception)
+    log.info("topic created", topic=name, partitions=created.partitions,
+             topic_id=str(created.topic_id), auto=True)  # fmt: skip
+    return created, ErrorCode.none
 
 
 def too_many_partitions(ctx: RequestContext, added: int) -> str | None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Final
 
+import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.authorization import config_refusal
@@ -28,6 +29,9 @@ from storage.config import check_topic_config_values
 from storage.errors import StorageError
 
 TOPIC, BROKER, GROUP = 2, 4, 32
+_NAMES: Final = {TOPIC: "topic", BROKER: "broker", GROUP: "group"}
+SECRET_WORDS: Final = ("password", "jaas", "secret", "keystore.key", "private")
+log = structlog.get_logger("shoal.configs")
 # What both handlers check: ALTER_CONFIGS on the topic, group, or cluster (for a broker).
 ACL_CHECKS: Final = (
     (AclOperation.ALTER_CONFIGS, ResourceType.TOPIC),
@@ -101,7 +105,19 @@ def alter_configs(
     alter = _BY_TYPE.get(resource_type)
     if alter is None:
         return ErrorCode.invalid_request, f"altering resource type {resource_type} is not supported"
-    return alter(ctx, name, changes, dry)
+    result = alter(ctx, name, changes, dry)
+    if result[0] == ErrorCode.none and not dry:
+        log.info(
+            "configs altered", resource_type=_NAMES[resource_type], resource=name,
+            set={k: _shown(k, v) for k, v in changes.items() if v is not None},
+            deleted=sorted(k for k, v in changes.items() if v is None),
+        )  # fmt: skip
+    return result
+
+
+def _shown(name: str, value: str) -> str:
+    """Secrets (passwords, JAAS lines, keys) are never written to the log."""
+    return "[hidden]" if any(w in name for w in SECRET_WORDS) else value
 
 
 def current_configs(ctx: RequestContext, resource_type: int, name: str) -> Mapping[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import structlog
 from kio.schema.create_partitions import v0
 from kio.schema.create_partitions import v1
 from kio.schema.create_partitions import v2
@@ -16,6 +17,8 @@ from broker.registry import handler
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.errors import StorageError
+
+log = structlog.get_logger("shoal.topics")
 
 Request = (
     v0.CreatePartitionsRequest
@@ -41,6 +44,7 @@ def _grow(
         ctx.services.logs.create_partitions(name, count)
     except StorageError as e:
         return e.error_code, str(e)
+    log.info("partitions added", topic=name, partitions=count, was=info.partitions)
     return ErrorCode.none, None
 
 

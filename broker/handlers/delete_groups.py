@@ -10,6 +10,7 @@ GROUP_ID_NOT_FOUND, as Kafka answers.
 
 from __future__ import annotations
 
+import structlog
 from kio.schema.delete_groups import v0
 from kio.schema.delete_groups import v1
 from kio.schema.delete_groups import v2
@@ -26,6 +27,7 @@ from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.errors import StorageError
 
+log = structlog.get_logger("shoal.groups")
 Request = v0.DeleteGroupsRequest | v1.DeleteGroupsRequest | v2.DeleteGroupsRequest
 
 
@@ -65,9 +67,16 @@ def _delete_offsets(ctx: RequestContext, group_id: str) -> ErrorCode:
     return ErrorCode.none
 
 
+def _logged(ctx: RequestContext, group_id: str) -> ErrorCode:
+    code = _delete(ctx, group_id)
+    if code == ErrorCode.none:
+        log.info("group deleted", group=group_id)
+    return code
+
+
 async def handle(ctx: RequestContext, request: Request) -> v2.DeleteGroupsResponse:
     results = tuple(
-        v2.response.DeletableGroupResult(group_id=g, error_code=_delete(ctx, g))
+        v2.response.DeletableGroupResult(group_id=g, error_code=_logged(ctx, g))
         for g in request.groups_names
     )
     return v2.DeleteGroupsResponse(throttle_time=NO_THROTTLE, results=results)

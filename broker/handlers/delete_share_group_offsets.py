@@ -6,6 +6,7 @@ share-partition of answers UNKNOWN_TOPIC_OR_PARTITION, as does an unknown topic.
 
 from __future__ import annotations
 
+import structlog
 from kio.schema.delete_share_group_offsets import v0
 from kio.schema.errors import ErrorCode
 
@@ -24,6 +25,7 @@ from storage.topics import TopicInfo
 # KIP-932: DELETE on the group, READ on each topic.
 ACL_CHECKS = ((AclOperation.DELETE, ResourceType.GROUP), (AclOperation.READ, ResourceType.TOPIC))
 Response = v0.DeleteShareGroupOffsetsResponse
+log = structlog.get_logger("shoal.groups")
 
 
 def _delete(
@@ -44,6 +46,7 @@ def _delete(
             offsets.delete(group_id, topic, p)
     except StorageError as e:
         return topic, e.error_code, str(e)
+    log.info("share group offsets deleted", group=group_id, topic=name, partitions=started)
     return topic, ErrorCode.none, None
 
 

@@ -54,6 +54,7 @@ def _delete(
     if not name and not authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, info.name):
         return ErrorCode.topic_authorization_failed, None
     logs.delete_topic(info.name)
+    log.info("topic deleted", topic=info.name, topic_id=str(info.topic_id))
     ctx.services.share_partitions.forget_topic(info.name, info.topic_id)
     try:
         ctx.services.offsets.delete_topic(info.name)

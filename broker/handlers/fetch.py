@@ -233,6 +233,9 @@ async def handle(
         notifier=ctx.services.notifier,
         max_wait_s=request.max_wait.total_seconds(),
     )
+    for name, reads in zip(names, read.topics, strict=True):
+        if name is not None:
+            ctx.services.metrics.on_bytes_out(name, sum(len(r.records) for r in reads))
     return _response(request, read)
 
 

@@ -8,6 +8,7 @@ UNKNOWN_TOPIC_OR_PARTITION, and a topic a live member subscribes to (the group c
 
 from __future__ import annotations
 
+import structlog
 from kio.schema.errors import ErrorCode
 from kio.schema.offset_delete import v0
 from kio.schema.types import TopicName
@@ -22,6 +23,9 @@ from protocol.acl import ResourceType
 from storage.errors import StorageError
 
 Codes = dict[tuple[str, int], ErrorCode]
+
+
+log = structlog.get_logger("shoal.groups")
 
 
 def _topic_code(ctx: RequestContext, group_id: str, topic: str) -> ErrorCode:
@@ -45,6 +49,10 @@ def _delete(ctx: RequestContext, request: v0.OffsetDeleteRequest) -> Codes:
         ctx.services.offsets.delete_offsets(request.group_id, doomed)
     except StorageError as e:
         codes.update(dict.fromkeys(doomed, e.error_code))
+        return codes
+    if doomed:
+        log.info("committed offsets deleted", group=request.group_id,
+                 partitions=[f"{t}-{p}" for t, p in doomed])  # fmt: skip
     return codes
 
 

@@ -70,6 +70,7 @@ def _append(
     except StorageError as e:
         return e.error_code, -1, -1, str(e)
     ctx.services.notifier.notify((topic, index))
+    ctx.services.metrics.on_bytes_in(topic, len(records))
     return ErrorCode.none, result.base_offset, result.log_start_offset, None
 
 

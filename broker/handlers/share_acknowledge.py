@@ -30,6 +30,8 @@ from broker.handlers.share_common import SHARE_ACL_CHECKS
 from broker.handlers.share_common import Refusal
 from broker.handlers.share_common import acknowledge_all
 from broker.handlers.share_common import authorized_member
+from broker.handlers.share_common import count_acknowledgements
+from broker.handlers.share_common import failed_topics
 from broker.handlers.share_common import member_of
 from broker.handlers.share_common import refused_acks
 from broker.handlers.share_common import topic_id
@@ -57,6 +59,15 @@ def _response(
 
 
 async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
+    response = await _handle(ctx, request)
+    if response.error_code != ErrorCode.none:  # refused whole: every topic named failed
+        ctx.services.metrics.on_share_acknowledgement(failed_topics(ctx, request.topics))
+    return response
+
+
+async def _handle(
+    ctx: RequestContext, request: ShareAcknowledgeRequest
+) -> ShareAcknowledgeResponse:
     s = ctx.services
     ids = member_of(request.group_id, request.member_id)
     if isinstance(ids, Refusal):
@@ -75,6 +86,7 @@ async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> Share
         renew_allowed=isinstance(request, ShareAcknowledgeRequestV2), now_ms=s.now_ms(),
     )  # fmt: skip
     results |= refused_acks(request.topics, denied)
+    count_acknowledgements(ctx, results)
     if request.share_session_epoch == CLOSE_EPOCH:
         s.share_fetch.close_session(group_id, member_id, s.now_ms())
     leader = LeaderIdAndEpoch(leader_id=BrokerId(s.node_id), leader_epoch=i32(0))

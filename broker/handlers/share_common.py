@@ -149,3 +149,30 @@ async def acknowledge_all(
         )
         await slicer.pause()
     return out
+
+
+def failed_by_topic(
+    ctx: RequestContext, codes: Iterable[tuple[TopicIdPartition, int]]
+) -> dict[str, bool]:
+    """Per topic name (as BrokerTopicMetrics counts it): did any of its partitions fail?
+    Topic ids the broker does not know are left out: there is no name to count them under."""
+    out: dict[str, bool] = {}
+    for (tid, _), code in codes:
+        info = ctx.services.logs.topic_by_id(tid)
+        if info is not None:
+            out[info.name] = out.get(info.name, False) or code != ErrorCode.none
+    return out
+
+
+def failed_topics(ctx: RequestContext, topics: Iterable[AckTopic]) -> dict[str, bool]:
+    """Every topic of a request refused as a whole (session, member or group errors)."""
+    return failed_by_topic(
+        ctx, (((topic_id(t), 0), ErrorCode.unknown_server_error) for t in topics)
+    )
+
+
+def count_acknowledgements(ctx: RequestContext, acks: AckResults) -> None:
+    if acks:
+        ctx.services.metrics.on_share_acknowledgement(
+            failed_by_topic(ctx, ((key, a.error_code) for key, a in acks.items()))
+        )

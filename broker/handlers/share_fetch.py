@@ -35,6 +35,9 @@ from broker.handlers.share_common import HasPartitions
 from broker.handlers.share_common import Refusal
 from broker.handlers.share_common import acknowledge_all
 from broker.handlers.share_common import authorized_member
+from broker.handlers.share_common import count_acknowledgements
+from broker.handlers.share_common import failed_by_topic
+from broker.handlers.share_common import failed_topics
 from broker.handlers.share_common import member_of
 from broker.handlers.share_common import refused_acks
 from broker.handlers.share_common import topic_id
@@ -122,9 +125,22 @@ def _partition(
     )
 
 
+def _count(ctx: RequestContext, acks: AckResults, fetched: Fetched) -> None:
+    metrics = ctx.services.metrics
+    count_acknowledgements(ctx, acks)
+    if fetched:
+        metrics.on_share_fetch(
+            failed_by_topic(ctx, ((k, f.error_code) for k, f in fetched.items()))
+        )
+    for (tid, _), f in fetched.items():
+        if f.records and (info := ctx.services.logs.topic_by_id(tid)) is not None:
+            metrics.on_bytes_out(info.name, len(f.records))
+
+
 def _response(
     ctx: RequestContext, group_id: str, acks: AckResults, fetched: Fetched
 ) -> ShareFetchResponse:
+    _count(ctx, acks, fetched)
     by_topic: dict[uuid.UUID, list[PartitionData]] = {}
     for key in dict.fromkeys([*acks, *fetched]):
         by_topic.setdefault(key[0], []).append(_partition(ctx, key, fetched.get(key), acks))
@@ -163,6 +179,16 @@ def _denied(topics: Sequence[HasPartitions], denied: set[uuid.UUID]) -> Fetched:
 
 
 async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
+    response = await _handle(ctx, request)
+    if response.error_code != ErrorCode.none:  # refused whole: every topic named failed
+        failed = failed_topics(ctx, request.topics)
+        ctx.services.metrics.on_share_fetch(failed)
+        if any(p.acknowledgement_batches for t in request.topics for p in t.partitions):
+            ctx.services.metrics.on_share_acknowledgement(failed)
+    return response
+
+
+async def _handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
     s = ctx.services
     ids = member_of(request.group_id, request.member_id)
     if isinstance(ids, Refusal):

@@ -38,6 +38,14 @@ class ShareMetrics(Protocol):
         one because the group's dead-letter topic cannot be used (KIP-1191)."""
         ...
 
+    def on_partition_loaded(self, seconds: float) -> None:
+        """A share-partition's state was loaded (recovered or initialised) in `seconds`."""
+        ...
+
+    def on_member_released(self, records: int) -> None:
+        """Records a departed member (or closed session) held, made available again."""
+        ...
+
 
 class _NoMetrics:
     def on_records_acquired(self, records: int) -> None:
@@ -56,6 +64,12 @@ class _NoMetrics:
         pass
 
     def on_dead_letters(self, records: int, *, copied: bool) -> None:
+        pass
+
+    def on_partition_loaded(self, seconds: float) -> None:
+        pass
+
+    def on_member_released(self, records: int) -> None:
         pass
 
 

@@ -626,6 +626,17 @@ class SharePartition:
                     runs.append((b.first, b.last, AcknowledgeType.RELEASE))
         return self._plan(None, runs, self._limits())
 
+    def holders(self, runs: Sequence[tuple[int, int, AcknowledgeType]]) -> list[str]:
+        """The members holding acquired records in `runs`, before the plan is applied (for log
+        lines: who was too slow). O(ranges touched)."""
+        members: dict[str, None] = {}
+        for first, last, _ in runs:
+            i, j = self._ranges.overlapping(first, last)
+            for b in self._ranges.view(i, j):
+                if b.state is ACQUIRED and b.member_id is not None:
+                    members[b.member_id] = None
+        return list(members)
+
     def plan_member_release(self, member_id: str) -> Plan:
         """Release every record `member_id` holds (it left or timed out)."""
         runs = [

@@ -12,6 +12,7 @@ durable share state (`Persister`, written before every change is applied) and th
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from collections.abc import Sequence
@@ -177,7 +178,9 @@ class SharePartitionManager:
             start_offset=start,
             limits=limits_of(self._configs, group_id),
         )
+        started = time.perf_counter()  # a duration, not a point in time: not the clock's now
         load(self._persister, sp, plog.log_start_offset, now_ms)
+        self._metrics.on_partition_loaded(time.perf_counter() - started)
         self._partitions[key] = sp
         if sp.dead_letter_count():  # copies a crash left unfinished are made again
             self._dead_letter_pending.add(key)
@@ -316,7 +319,7 @@ class SharePartitionManager:
             self._metrics.on_acknowledgement(False, {})
             return result
         self._metrics.on_acknowledgement(True, count_ack_types(batches))
-        self._after(sp, now_ms, result, spso_before=spso)
+        self._after(sp, now_ms, result, [member_id], spso_before=spso)
         return ErrorCode.none
 
     def release_member(self, group_id: str, member_id: str, now_ms: int) -> int:
@@ -330,8 +333,9 @@ class SharePartitionManager:
             outcome = self._commit(sp, plan, now_ms)
             if isinstance(outcome, Outcome):
                 released += plan.records
-                self._after(sp, now_ms, outcome)
+                self._after(sp, now_ms, outcome, [member_id])
         if released:
+            self._metrics.on_member_released(released)
             log.info(
                 "released records of departed member",
                 group=group_id,
@@ -348,6 +352,7 @@ class SharePartitionManager:
             if sp is None:
                 continue
             plan = sp.plan_expiry(now_ms)
+            holders = sp.holders(plan.runs)  # before the plan clears them
             outcome = self._commit(sp, plan, now_ms)
             if isinstance(outcome, ErrorCode):
                 self._timer.schedule(key, now_ms + RETRY_WRITE_MS)  # the disk may have room then
@@ -358,11 +363,13 @@ class SharePartitionManager:
                 log.info(
                     "acquisition locks expired",
                     group=key[0],
+                    topic=self._topic_name(key[1]),
                     topic_id=str(key[1]),
                     partition=key[2],
                     records=plan.records,
+                    members=holders,
                 )
-            self._after(sp, now_ms, outcome)
+            self._after(sp, now_ms, outcome, holders)
         return expired
 
     def _commit(self, sp: SharePartition, plan: Plan, now_ms: int) -> Outcome | ErrorCode:
@@ -379,11 +386,16 @@ class SharePartitionManager:
             return e.error_code
         return sp.apply(plan, now_ms=now_ms)
 
+    def _topic_name(self, topic_id: uuid.UUID) -> str | None:
+        topic = self._logs.topic_by_id(topic_id)
+        return topic.name if topic is not None else None
+
     def _after(
         self,
         sp: SharePartition,
         now_ms: int,
         outcome: Outcome | None = None,
+        members: Sequence[str] = (),
         *,
         spso_before: int | None = None,
     ) -> None:
@@ -400,9 +412,11 @@ class SharePartitionManager:
             log.info(
                 "records archived at the delivery-count limit",
                 group=sp.group_id,
+                topic=self._topic_name(sp.topic_id),
                 topic_id=str(sp.topic_id),
                 partition=sp.partition,
                 records=archived,
+                members=list(members),  # who held them last
             )
         offset = sp.next_fetch_offset() if changes else None
         if offset is not None:

@@ -1,0 +1,184 @@
+"""Kafka's share-group metrics on a real broker's /metrics, moved by real client traffic:
+per-topic ShareFetch/ShareAcknowledge request counts and failures, record bytes per topic,
+partition-level error codes, releases on close and on lock expiry, partition load time."""
+
+from __future__ import annotations
+
+import datetime
+import urllib.request
+
+import pytest
+from kio.schema.share_fetch.v1 import request as fetch_v1
+
+from broker.server import Server
+from client import AcknowledgeType
+from client import Admin
+from client import ConfigResourceType
+from client import Producer
+from client import ShareConsumer
+from client.connection import Connection
+from protocol.messages import build
+from tests.clock import ManualClock
+
+pytestmark = pytest.mark.integration
+
+TOPICS = "kafka_server_brokertopicmetrics"
+SHARE = "kafka_server_sharegroupmetrics"
+COORD = "kafka_server_groupcoordinatormetrics"
+
+
+@pytest.fixture
+def broker_overrides() -> dict[str, object]:
+    return {"metrics.port": 0}
+
+
+def scrape_text(server: Server) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=5) as r:
+        return str(r.read().decode())
+
+
+def scrape(server: Server) -> dict[str, float]:
+    samples = {}
+    for line in scrape_text(server).splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples
+
+
+async def _setup(bootstrap: str, topic: str, group: str, records: int) -> int:
+    """A one-partition topic holding `records` records, read from the start by `group`;
+    the record bytes appended."""
+    async with Admin(bootstrap) as admin:
+        await admin.create_topic(topic, 1)
+        await admin.incremental_alter_configs(
+            ConfigResourceType.GROUP,
+            group,
+            {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "1000"},
+        )
+    async with Producer(bootstrap) as producer:
+        for i in range(records):
+            await producer.send(topic, b"value-%d" % i, partition=0)
+    return records
+
+
+async def _poll_all(consumer: ShareConsumer, n: int) -> list[object]:
+    got: list[object] = []
+    for _ in range(40):
+        got += await consumer.poll(0.5)
+        if len(got) >= n:
+            break
+    assert len(got) == n
+    return got
+
+
+async def test_share_requests_bytes_and_releases_are_counted_per_topic(broker: Server) -> None:
+    bootstrap = f"127.0.0.1:{broker.port}"
+    await _setup(bootstrap, "t1", "g1", 10)
+    async with ShareConsumer(bootstrap, "g1", acknowledgement_mode="explicit") as consumer:
+        consumer.subscribe(["t1"])
+        records = await _poll_all(consumer, 10)
+        for record in records[:4]:
+            consumer.acknowledge(record, AcknowledgeType.ACCEPT)  # type: ignore[arg-type]
+        assert all(code == 0 for code in (await consumer.commit_sync()).values())
+    # The other 6 were never acknowledged: closing the consumer released them.
+
+    samples = scrape(broker)
+    t = '{topic="t1"}'
+    assert samples[f"{TOPICS}_totalsharefetchrequestspersec_total{t}"] >= 1
+    assert samples[f"{TOPICS}_failedsharefetchrequestspersec_total{t}"] == 0
+    assert samples[f"{TOPICS}_totalshareacknowledgementrequestspersec_total{t}"] >= 1
+    assert samples[f"{TOPICS}_failedshareacknowledgementrequestspersec_total{t}"] == 0
+    assert samples[f'{SHARE}_recordsreleasedpersec_total{{reason="member_left"}}'] == 6
+    assert samples[f'{SHARE}_recordsreleasedpersec_total{{reason="lock_timeout"}}'] == 0
+    # Record bytes, not frames: what went in is what the share consumer got out, per topic.
+    bytes_in = samples[f"{TOPICS}_bytesin_bytes_total{t}"]
+    assert 10 * len(b"value-0") < bytes_in < 10 * 200
+    assert samples[f"{TOPICS}_bytesout_bytes_total{t}"] >= bytes_in
+    assert samples[f"{SHARE}_partitionloadtime_seconds_count"] >= 1
+    text = scrape_text(broker)
+    assert "_created" not in text
+
+
+async def test_partition_errors_and_lock_expiry_releases_are_counted(
+    broker: Server, clock: ManualClock
+) -> None:
+    bootstrap = f"127.0.0.1:{broker.port}"
+    await _setup(bootstrap, "t2", "g2", 3)
+    async with ShareConsumer(bootstrap, "g2", acknowledgement_mode="explicit") as consumer:
+        consumer.subscribe(["t2"])
+        records = await _poll_all(consumer, 3)
+        clock.advance(1000)  # the locks expire: the records are no longer this member's
+        for record in records:
+            consumer.acknowledge(record, AcknowledgeType.ACCEPT)  # type: ignore[arg-type]
+        results = await consumer.commit_sync()
+        assert any(code != 0 for code in results.values()), results
+
+    samples = scrape(broker)
+    t = '{topic="t2"}'
+    assert samples[f"{TOPICS}_failedshareacknowledgementrequestspersec_total{t}"] >= 1
+    assert samples[f'{SHARE}_recordsreleasedpersec_total{{reason="lock_timeout"}}'] == 3
+    # The failure is per partition (the response's own code is NONE), and is counted.
+    errors = "kafka_network_requestmetrics_errors_total"
+    errors += '{error="invalid_record_state",request="ShareAcknowledge"}'
+    assert samples[errors] >= 1
+
+
+async def test_share_groups_by_state_rebalances_and_lag(broker: Server) -> None:
+    bootstrap = f"127.0.0.1:{broker.port}"
+    await _setup(bootstrap, "t3", "g3", 8)
+    before = scrape(broker)
+    assert before[f'{COORD}_sharegroupcount{{state="Stable"}}'] == 0
+    async with ShareConsumer(bootstrap, "g3", acknowledgement_mode="explicit") as consumer:
+        consumer.subscribe(["t3"])
+        records = await _poll_all(consumer, 8)
+        for record in records[:3]:
+            consumer.acknowledge(record, AcknowledgeType.ACCEPT)  # type: ignore[arg-type]
+        assert all(code == 0 for code in (await consumer.commit_sync()).values())
+        during = scrape(broker)
+        async with Producer(bootstrap) as producer:
+            for i in range(4):
+                await producer.send("t3", b"more-%d" % i, partition=0)
+        grown = scrape(broker)
+    after = scrape(broker)
+
+    assert during[f'{COORD}_sharegroupcount{{state="Stable"}}'] == 1
+    assert during[f"{COORD}_sharegrouprebalance_total"] >= 1
+    lag = 'kafka_sharegroup_lag{group="g3",partition="0",topic="t3"}'
+    # 8 delivered, 3 accepted: 5 acquired are not done; the SHARE_DELTA the acceptance wrote
+    # to the log past SPEO counts until a fetch steps over it, as Kafka counts control records.
+    assert 5 <= during[lag] <= 6
+    assert grown[lag] == during[lag] + 4  # and 4 more never delivered
+    assert grown['kafka_sharegroup_lag_sum{group="g3"}'] == grown[lag]
+    assert after[f'{COORD}_sharegroupcount{{state="Empty"}}'] == 1
+    assert after[f'{COORD}_sharegroupcount{{state="Stable"}}'] == 0
+    assert after[lag] >= grown[lag]  # released on close: still to be done
+    assert after["shoal_sharegroup_lag_series_omitted"] == 0
+
+
+async def test_a_share_fetch_refused_whole_fails_every_topic_it_names(broker: Server) -> None:
+    """A ShareFetch on a share session the broker does not have (epoch 5, never opened) is
+    refused at the top level: each topic it named counts a failed request."""
+    bootstrap = f"127.0.0.1:{broker.port}"
+    await _setup(bootstrap, "t4", "g4", 1)
+    topic = broker.services.logs.topic("t4")
+    assert topic is not None
+    m = fetch_v1
+    request = build(
+        m.ShareFetchRequest, group_id="g4", member_id="AAAAAAAAAAAAAAAAAAAAAA",
+        share_session_epoch=5, max_wait=datetime.timedelta(milliseconds=10), min_bytes=1,
+        max_bytes=1 << 20, max_records=500, batch_size=500,
+        topics=(build(m.FetchTopic, topic_id=topic.topic_id, partitions=(
+            build(m.FetchPartition, partition_index=0, acknowledgement_batches=()),)),),
+        forgotten_topics_data=(),
+    )  # fmt: skip
+    conn = await Connection.open("127.0.0.1", broker.port, client_id="stale-session")
+    try:
+        response = await conn.request(request)
+    finally:
+        await conn.close()
+    assert response.error_code != 0
+    samples = scrape(broker)
+    t = '{topic="t4"}'
+    assert samples[f"{TOPICS}_totalsharefetchrequestspersec_total{t}"] == 1
+    assert samples[f"{TOPICS}_failedsharefetchrequestspersec_total{t}"] == 1

@@ -1,0 +1,102 @@
+"""Partition-level error codes found in responses, and label caps that bound cardinality."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from dataclasses import dataclass
+
+import structlog
+from kio.schema.errors import ErrorCode
+from kio.schema.share_fetch.v2.response import AcquiredRecords
+from kio.schema.share_fetch.v2.response import LeaderIdAndEpoch
+from kio.schema.share_fetch.v2.response import PartitionData
+from kio.schema.share_fetch.v2.response import ShareFetchableTopicResponse
+from kio.schema.share_fetch.v2.response import ShareFetchResponse
+from kio.schema.types import BrokerId
+from kio.static.primitive import Records
+from kio.static.primitive import i16
+from kio.static.primitive import i32
+from kio.static.primitive import i32Timedelta
+from kio.static.primitive import i64
+
+from broker.metrics import OTHER
+from broker.metrics import BoundedLabel
+from broker.response_errors import error_codes
+from broker.share_lag import ShareLagCollector
+
+
+def _partition(index: int, code: ErrorCode, ack_code: ErrorCode) -> PartitionData:
+    return PartitionData(
+        partition_index=i32(index),
+        error_code=code,
+        error_message=None,
+        acknowledge_error_code=i16(ack_code),
+        acknowledge_error_message=None,
+        current_leader=LeaderIdAndEpoch(leader_id=BrokerId(1), leader_epoch=i32(0)),
+        records=Records(b""),
+        acquired_records=(
+            AcquiredRecords(first_offset=i64(0), last_offset=i64(9), delivery_count=i16(1)),
+        ),
+    )
+
+
+def test_partition_level_codes_are_found_under_a_clean_top_level() -> None:
+    response = ShareFetchResponse(
+        throttle_time=i32Timedelta.parse(datetime.timedelta()),
+        error_code=ErrorCode.none,
+        acquisition_lock_timeout=i32Timedelta.parse(datetime.timedelta()),
+        responses=(
+            ShareFetchableTopicResponse(
+                topic_id=uuid.uuid4(),
+                partitions=(
+                    _partition(0, ErrorCode.none, ErrorCode.invalid_record_state),
+                    _partition(1, ErrorCode.unknown_topic_or_partition, ErrorCode.none),
+                    _partition(2, ErrorCode.none, ErrorCode.none),
+                ),
+            ),
+        ),
+        node_endpoints=(),
+    )
+    assert sorted(error_codes(response)) == sorted(
+        [ErrorCode.invalid_record_state, ErrorCode.unknown_topic_or_partition]
+    )
+
+
+def test_label_values_past_the_cap_fold_into_other_with_one_log_line() -> None:
+    label = BoundedLabel("topic", cap=2)
+    with structlog.testing.capture_logs() as logs:
+        assert [label(v) for v in ("a", "b", "a", "c", "d", "b")] == [
+            "a",
+            "b",
+            "a",
+            OTHER,
+            OTHER,
+            "b",
+        ]
+    assert len(logs) == 1 and logs[0]["label"] == "topic" and logs[0]["cap"] == 2
+
+
+@dataclass
+class _Window:
+    group_id: str
+    topic_id: uuid.UUID
+    partition: int
+    speo: int
+    open: int
+
+    def open_records(self) -> int:
+        return self.open
+
+
+def test_share_lag_keeps_the_most_lagging_series_and_says_what_it_left_out() -> None:
+    tid = uuid.uuid4()
+    windows = [_Window(f"g{i}", tid, 0, speo=10, open=i) for i in range(5)]
+    collector = ShareLagCollector(lambda: windows, lambda t, p: ("t", 12), max_series=3)
+    with structlog.testing.capture_logs() as logs:
+        families = {f.name: f for f in collector.collect()}
+        collector.collect().__next__()  # a second scrape logs nothing more
+    lag = {s.labels["group"]: s.value for s in families["kafka_sharegroup_lag"].samples}
+    assert lag == {"g4": 2 + 4, "g3": 2 + 3, "g2": 2 + 2}
+    assert families["shoal_sharegroup_lag_series_omitted"].samples[0].value == 2
+    assert len(logs) == 1 and logs[0]["omitted"] == 2
