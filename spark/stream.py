@@ -78,6 +78,7 @@ from spark.loop import LoopThread
 from spark.options import AT_MOST_ONCE
 from spark.options import StreamOptions
 from spark.rows import Columns
+from spark.rows import without_headers
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,8 @@ class ShareGroupSession:
             opts.group,
             acknowledgement_mode="explicit",
             max_records=_FETCH_MAX_RECORDS,
-            client_id="shoal-spark",
+            client_id=opts.client_id,
+            security=opts.security,
         )
         self.consumer.subscribe(opts.topics)
         self.batches: dict[int, _Batch] = {}
@@ -183,7 +185,9 @@ class ShareGroupSession:
 
     async def _end_offsets(self) -> dict[tuple[str, int], int]:
         out: dict[tuple[str, int], int] = {}
-        async with Admin(self.opts.bootstrap, client_id="shoal-spark-admin") as admin:
+        async with Admin(
+            self.opts.bootstrap, client_id="shoal-spark-admin", security=self.opts.security
+        ) as admin:
             for topic in self.opts.topics:
                 info = await admin.cluster.topic(topic)
                 for p in info.partitions:
@@ -403,7 +407,8 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, RecordsPartition)
-        return arrow_batches(partition.columns)
+        batches = arrow_batches(partition.columns)
+        return batches if self.opts.include_headers else without_headers(batches)
 
     def commit(self, end: dict[str, int]) -> None:
         if self._session is not None:
