@@ -18,6 +18,7 @@ from spark.fetcher import OffsetRange
 from spark.options import BatchOptions
 from spark.options import OffsetBound
 from spark.options import OptionError
+from spark.options import StreamOptions
 from spark.options import Subscription
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,19 @@ async def topic_partitions(admin: Admin, sub: Subscription) -> list[tuple[str, i
             partitions = list(sub.assign[topic])
         out.extend((topic, p) for p in partitions)
     return out
+
+
+async def pattern_topics(opts: StreamOptions) -> tuple[str, ...]:
+    """The topics a stream's `subscribePattern` matches now (a share group subscribes by
+    names: topics created later are read after the query restarts).
+
+    :raises OptionError: the pattern matches no topic.
+    """
+    async with Admin(
+        opts.bootstrap, client_id=f"{opts.client_id}-admin", security=opts.security
+    ) as admin:
+        tps = await topic_partitions(admin, Subscription(pattern=opts.pattern))
+    return tuple(dict.fromkeys(t for t, _ in tps))
 
 
 def _check_covers(name: str, bound: dict[str, dict[str, int]], tps: list[tuple[str, int]]) -> None:
