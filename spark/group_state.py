@@ -31,6 +31,7 @@ def admin_for(opts: StreamOptions) -> Admin:
 
 
 async def _partitions(admin: Admin, topics: tuple[str, ...]) -> list[tuple[str, int]]:
+    await admin.cluster.bootstrap()
     out: list[tuple[str, int]] = []
     for topic in topics:
         info = await admin.cluster.topic(topic)
