@@ -20,6 +20,7 @@ DefaultSource = ShoalDataSource  # the name Spark's automatic lookup of pyspark_
 
 # Read by PySpark when the SparkContext starts, and by the JVM (inherited) for the workers that
 # look up and run Python data sources; an explicit setting wins.
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+if sys.executable:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 __all__ = ["DefaultSource", "ShoalDataSource", "shoal_ack"]

@@ -116,8 +116,9 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def check_names(options: Mapping[str, str], mode: str) -> None:
-    """Refuse an option `mode` ("stream", "batch" or "write") does not take, naming it."""
-    allowed = {"stream": _STREAM, "batch": _BATCH, "write": _WRITE}[mode]
+    """Refuse an option `mode` ("stream", "batch", "read": either of them, or "write") does not
+    take, naming it."""
+    allowed = {"stream": _STREAM, "batch": _BATCH, "read": _STREAM | _BATCH, "write": _WRITE}[mode]
     for name in options:
         key = name.lower()
         if key in allowed:
@@ -136,7 +137,8 @@ def check_names(options: Mapping[str, str], mode: str) -> None:
             close = difflib.get_close_matches(key, [n.lower() for n in names], 1, 0.8)
             hint = f"did you mean {_spelling(close[0])}? " if close else ""
             why = f"unknown option; {hint}this source takes {', '.join(names)}"
-        raise OptionError(f"option {name} is not supported by the shoal {mode} source: {why}")
+        what = "shoal source" if mode == "read" else f"shoal {mode} source"
+        raise OptionError(f"option {name} is not supported by the {what}: {why}")
 
 
 def include_headers_of(options: Mapping[str, str]) -> bool:
@@ -151,20 +153,22 @@ def check_at_load(options: Mapping[str, str]) -> None:
     An option neither mode takes fails here; so do the values of the options given, parsed as
     the mode they belong to (a `group` makes it a stream, a `startingOffsets` a batch read).
     """
+    check_names(options, "read")
     keys = {k.lower() for k in options}
     stream_only = sorted(_spelling(k) for k in keys if k in _STREAM and k not in _BATCH)
     batch_only = sorted(_spelling(k) for k in keys if k in _BATCH and k not in _STREAM)
     if stream_only and batch_only:
+        why = _NOT_HERE.get(batch_only[0].lower(), "it applies to batch reads only")
         raise OptionError(
             f"options {', '.join(stream_only)} (streams only) and {', '.join(batch_only)} "
-            "(batch reads only) cannot be used together"
+            f"(batch reads only) cannot be used together. In a stream, option {batch_only[0]} "
+            f"is not supported: {why}"
         )
     if stream_only:
         StreamOptions.parse(options)
     elif batch_only:
         BatchOptions.parse(options)
     else:
-        check_names(options, "batch")
         Subscription.parse(options)
         Client.parse(options)
         _bool(options, "includeHeaders", True)
