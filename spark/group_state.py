@@ -25,6 +25,8 @@ from spark.options import StreamOptions
 
 log = logging.getLogger(__name__)
 
+_RECHECK_S = 0.2
+
 
 def admin_for(opts: StreamOptions) -> Admin:
     return Admin(opts.bootstrap, client_id=f"{opts.client_id}-admin", security=opts.security)
@@ -127,12 +129,20 @@ class StreamChecks:
 
     def may_plan(self) -> bool:
         """Whether this trigger may plan a batch (`minOffsetsPerTrigger`; never holds back
-        Trigger.AvailableNow, as in Spark)."""
+        Trigger.AvailableNow, as in Spark). A closed gate is asked again every 200 ms for up to
+        `pollTimeoutMs`, as a trigger waits that long for records: Spark asks again at once
+        when a trigger finds nothing, and the broker should not get a request per asking."""
         if self.gate is None or self.available_now:
             return True
         admin, opts = self._admin_now(), self.opts
-        found = self.loop.run(backlog(admin, opts.group, opts.topics))
-        return self.gate.ready(found, _now_ms())
+        deadline = _now_ms() + opts.poll_timeout_ms
+        while True:
+            found = self.loop.run(backlog(admin, opts.group, opts.topics))
+            if self.gate.ready(found, _now_ms()):
+                return True
+            if _now_ms() >= deadline:
+                return False
+            time.sleep(min(_RECHECK_S, max(0.0, (deadline - _now_ms()) / 1000)))
 
     def planned(self, records: int) -> None:
         self.records += records

@@ -89,3 +89,25 @@ def test_readme_spark_examples_run_as_written_from_another_directory(
     assert "3 orders accepted" in done.stdout, out[-6000:]  # the stream read the three orders
     shown = re.findall(r"^\|\s*(o\d)\|\s*0\|\s*(\d)\|$", done.stdout, re.MULTILINE)
     assert shown == [("o1", "0"), ("o2", "1"), ("o3", "2")], out[-6000:]  # the batch read
+
+
+def test_sparks_lookup_sees_pyspark_shoal_from_any_directory(tmp_path: Path) -> None:
+    """Spark finds Python data sources with `pkgutil.iter_modules()`, which sees sys.path only
+    (not setuptools' editable-install import hook): the install must put pyspark_shoal there.
+    A venv installed before pyproject.toml said so needs `make install` once more."""
+    env = _env_of_a_new_shell(tmp_path)
+    found = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import pkgutil; print(sorted(m.name for m in pkgutil.iter_modules()"
+            " if m.name.startswith('pyspark_')))",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "pyspark_shoal" in found.stdout, f"{found.stdout} (reinstall: make install)"
