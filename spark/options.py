@@ -99,6 +99,14 @@ _NOT_HERE = {
     "startingoffsetsbytimestamp": "a share group reads from the group's position: reset its "
     "offsets to a time with the admin API (shoal share-groups reset-offsets --to-datetime)",
     "groupidprefix": "name the share group with the group option",
+    "endingtimestamp": "Shoal reads up to offsets: use endingOffsets",
+    "endingoffsetsbytimestamp": "Shoal reads up to offsets: use endingOffsets",
+    "startingoffsetsbytimestampstrategy": "a partition with no record at or after the time "
+    "reads nothing (Spark's 'latest' strategy); there is no other",
+    "maxrecordsperpartition": "use numPartitions (Spark tasks per micro-batch)",
+    "fetchoffset.numretries": "offsets are looked up once, by the client, which retries itself",
+    "fetchoffset.retryintervalms": "offsets are looked up once, by the client, which retries "
+    "itself",
     "minpartitions": "use numPartitions (Spark tasks per micro-batch)",
     "kafka.auto.offset.reset": "set the share group's share.auto.offset.reset instead (streams), "
     "or startingOffsets (batch reads)",

@@ -62,6 +62,8 @@ def test_a_stream_option_it_cannot_honour_is_an_error_naming_it(
         ({"subscribe": "orders"}, "kafka.bootstrap.servers"),
         ({**BASE, "colour": "blue"}, "colour is not supported"),
         ({**BASE, "path": "/x"}, "takes no path"),
+        ({**BASE, "endingTimestamp": "5"}, "use endingOffsets"),
+        ({**BASE, "minPartitions": "5"}, "use numPartitions"),
     ],
 )
 def test_load_checks_what_it_can_before_knowing_the_mode(
