@@ -316,6 +316,7 @@ class BrokerMetrics:
     ) -> None:
         """KIP-848 consumer groups by state, and target assignments computed (rebalances)."""
         self.registry.register(_GroupCollector("consumer", counts, rebalances))
+
     def share_groups(
         self, counts: Callable[[], Mapping[str, int]], rebalances: Callable[[], int]
     ) -> None:

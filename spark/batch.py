@@ -1,12 +1,14 @@
 """`spark.read.format("shoal")`: a topic's records by offsets or time, through a plain Fetch.
 
 No share-group state is read or changed. Offsets are resolved once, when Spark plans the read
-(`partitions()`, on the driver), with ListOffsets; each Spark task then fetches one partition's
-range [start, end) from its leader. Options: `kafka.bootstrap.servers`, `subscribe`,
-`startingOffsets` / `endingOffsets` (`earliest`, `latest`, or JSON such as
-`{"t": {"0": 23, "1": -2}}` with -2 for earliest and -1 for latest, as in Spark's Kafka
-source), `startingTimestamp` (ms: the first offset at or after it in every partition), and
-`fetch.max.bytes` (bytes per Fetch).
+(`partitions()`, on the driver), with ListOffsets (see `spark.offsets` for the checks); each
+Spark task then fetches one partition's range [start, end) from its leader. Options:
+`kafka.bootstrap.servers`, `subscribe` / `subscribePattern` / `assign`, `startingOffsets` /
+`endingOffsets` (`earliest`, `latest`, or JSON such as `{"t": {"0": 23, "1": -2}}` naming every
+partition, with -2 for earliest and -1 for latest, as in Spark's Kafka source),
+`startingTimestamp` (ms: the first offset at or after it in every partition),
+`startingOffsetsByTimestamp` (JSON: a time per partition), `failOnDataLoss`, `includeHeaders`,
+`kafka.fetch.max.bytes` (bytes per Fetch) and the client's `kafka.*` settings.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from pyspark.sql.datasource import InputPartition
 from client.admin import Admin
 from spark.fetcher import Fetcher
 from spark.fetcher import OffsetRange
-from spark.fetcher import resolve_offset
+from spark.offsets import plan_ranges
 from spark.options import BatchOptions
-from spark.options import OffsetBound
 from spark.rows import Columns
+from spark.rows import without_headers
 
 
 class RangePartition(InputPartition):
@@ -33,35 +35,20 @@ class RangePartition(InputPartition):
         super().__init__((bootstrap, offsets, max_bytes))
 
 
-def _spec(bound: OffsetBound, topic: str, partition: int, default: str) -> str | int:
-    if isinstance(bound, str):
-        return bound
-    return bound.get(topic, {}).get(str(partition), default)
-
-
 async def plan(opts: BatchOptions) -> list[OffsetRange]:
-    """The [start, end) range of every partition of the subscribed topics."""
-    out: list[OffsetRange] = []
-    async with Admin(opts.bootstrap, client_id="shoal-spark-planner") as admin:
-        for topic in opts.topics:
-            info = await admin.cluster.topic(topic)
-            for p in sorted(info.partitions):
-                end = await resolve_offset(admin, topic, p, _spec(opts.ending, topic, p, "latest"))
-                if opts.starting_timestamp is not None:
-                    start = await admin.list_offsets(topic, p, opts.starting_timestamp)
-                    start = end if start < 0 else start  # nothing at or after that time
-                else:
-                    spec = _spec(opts.starting, topic, p, "earliest")
-                    start = await resolve_offset(admin, topic, p, spec)
-                if start < end:
-                    out.append(OffsetRange(topic, p, start, end))
-    return out
+    """The [start, end) range of every partition read (see `spark.offsets`)."""
+    async with Admin(
+        opts.bootstrap, client_id="shoal-spark-planner", security=opts.security
+    ) as admin:
+        return await plan_ranges(admin, opts)
 
 
-def read_range(bootstrap: str, offsets: OffsetRange, max_bytes: int) -> Iterator[Any]:
+def read_range(
+    bootstrap: str, offsets: OffsetRange, max_bytes: int, opts: BatchOptions
+) -> Iterator[Any]:
     """Arrow batches of the records of `offsets`, one per Fetch round."""
     with asyncio.Runner() as runner:  # one loop for the whole task, stepped between yields
-        fetcher = Fetcher(bootstrap, client_id="shoal-spark-reader")
+        fetcher = Fetcher(bootstrap, client_id=opts.client_id, security=opts.security)
         try:
             offset = offsets.start
             while offset < offsets.end:
@@ -87,4 +74,5 @@ class ShoalBatchReader(DataSourceReader):
         if partition.value is None:  # PySpark's placeholder when there is nothing to read
             return iter(())
         bootstrap, offsets, max_bytes = partition.value
-        return read_range(bootstrap, offsets, max_bytes)
+        batches = read_range(bootstrap, offsets, max_bytes, self.opts)
+        return batches if self.opts.include_headers else without_headers(batches)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from client.admin import Admin
 from client.cluster import Cluster
 from client.cluster import schema
 from client.errors import KafkaError
@@ -20,6 +19,7 @@ from client.errors import error_for
 from client.records import AcquiredRange
 from client.records import ConsumerRecord
 from client.records import decode_acquired
+from client.security import Security
 from protocol import api_keys
 from protocol.messages import build
 
@@ -39,8 +39,10 @@ class OffsetRange:
 class Fetcher:
     """Fetch v4-12 (topics by name), one partition at a time, from its leader."""
 
-    def __init__(self, bootstrap: str, *, client_id: str = "shoal-fetcher") -> None:
-        self.cluster = Cluster(bootstrap, client_id=client_id)
+    def __init__(
+        self, bootstrap: str, *, client_id: str = "shoal-fetcher", security: Security | None = None
+    ) -> None:
+        self.cluster = Cluster(bootstrap, client_id=client_id, security=security)
 
     async def close(self) -> None:
         await self.cluster.close()
@@ -122,13 +124,3 @@ def _next_offset(data: bytes) -> int | None:
         nxt = base + last_delta + 1
         pos += 12 + length
     return nxt
-
-
-async def resolve_offset(admin: Admin, topic: str, partition: int, spec: str | int) -> int:
-    """An offset from "earliest", "latest", an offset (>= 0), -2 (earliest) or -1 (latest)."""
-    if spec in ("earliest", -2):
-        return await admin.list_offsets(topic, partition, "earliest")
-    if spec in ("latest", -1):
-        return await admin.list_offsets(topic, partition, "latest")
-    assert isinstance(spec, int)
-    return spec

@@ -7,6 +7,7 @@ leave `read()` as one Arrow record batch, so Spark does no per-row conversion.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
@@ -42,6 +43,20 @@ SCHEMA = StructType(
         StructField("deliveryCount", IntegerType()),
     ]
 )
+
+
+def schema_of(*, include_headers: bool = True) -> StructType:
+    """SCHEMA, without `headers` when the reader was given includeHeaders=false."""
+    if include_headers:
+        return SCHEMA
+    return StructType([f for f in SCHEMA.fields if f.name != "headers"])
+
+
+def without_headers(batches: Iterable[Any]) -> Iterator[Any]:
+    """Arrow record batches of SCHEMA without their `headers` column (no copy of the rest)."""
+    for batch in batches:
+        keep = [i for i, name in enumerate(batch.schema.names) if name != "headers"]
+        yield batch.select(keep)
 
 
 @dataclass

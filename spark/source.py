@@ -7,6 +7,10 @@ Register it once per session with `spark.dataSource.register(ShoalDataSource)`, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import TypeVar
+
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.datasource import DataSourceReader
 from pyspark.sql.datasource import DataSourceStreamReader
@@ -16,12 +20,17 @@ from pyspark.sql.types import StructType
 
 from spark.batch import ShoalBatchReader
 from spark.options import BatchOptions
+from spark.options import OptionError
 from spark.options import StreamOptions
 from spark.options import WriteOptions
-from spark.rows import SCHEMA
+from spark.options import check_at_load
+from spark.options import include_headers_of
+from spark.rows import schema_of
 from spark.stream import ShoalStreamReader
 from spark.writer import ShoalStreamWriter
 from spark.writer import ShoalWriter
+
+T = TypeVar("T")
 
 
 class ShoalDataSource(DataSource):
@@ -29,17 +38,31 @@ class ShoalDataSource(DataSource):
     def name(cls) -> str:
         return "shoal"
 
+    # Spark calls schema() at load(): options are checked there, so a wrong one fails when the
+    # query is defined, not at its first trigger.
+
     def schema(self) -> StructType:
-        return SCHEMA
+        _checked(check_at_load, self.options)
+        return schema_of(include_headers=include_headers_of(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return ShoalBatchReader(BatchOptions.parse(self.options))
+        return ShoalBatchReader(_checked(BatchOptions.parse, self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return ShoalStreamReader(StreamOptions.parse(self.options))
+        return ShoalStreamReader(_checked(StreamOptions.parse, self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return ShoalWriter(WriteOptions.parse(self.options), schema)
+        return ShoalWriter(_checked(WriteOptions.parse, self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return ShoalStreamWriter(WriteOptions.parse(self.options), schema)
+        return ShoalStreamWriter(_checked(WriteOptions.parse, self.options), schema)
+
+
+def _checked(parse: Callable[[Mapping[str, str]], T], options: Mapping[str, str]) -> T:
+    """`parse(options)`; its OptionError raised again from here, without the frames of the
+    parser, so the traceback Spark shows in PYTHON_DATA_SOURCE_ERROR stays two lines long and
+    the message is what the user reads."""
+    try:
+        return parse(options)
+    except OptionError as e:
+        raise OptionError(str(e)) from None

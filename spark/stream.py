@@ -35,11 +35,16 @@ the sink wrote anything (at-most-once) or leave the records to time out (every r
 at least twice). The cost of the driver design is that records pass through the driver; the
 read limit bounds that per batch.
 
-Options: `kafka.bootstrap.servers` (or `bootstrap.servers`), `subscribe`, `group`,
-`maxRecordsPerTrigger`, `numPartitions`, `acknowledgementMode` (`at-least-once`, the default,
-or `at-most-once`: accept when the batch is planned), `ackDir`, `pollTimeoutMs` (how long one
-trigger waits for records, default 1000), `renewIntervalMs`, `maxRecordsPerBatch` (a cap when
-Spark asks for all available records, default 1,000,000).
+Options (see `spark.options`): `kafka.bootstrap.servers` (or `bootstrap.servers`) and the
+client's other `kafka.*` settings (security included), `subscribe` or `subscribePattern`
+(matched when the query starts: a share group subscribes by names), `group`,
+`maxRecordsPerTrigger` (or `maxOffsetsPerTrigger`), `minOffsetsPerTrigger` / `maxTriggerDelay`
+(see `spark.group_state`), `numPartitions`, `includeHeaders`, `acknowledgementMode`
+(`at-least-once`, the default, or `at-most-once`: accept when the batch is planned), `ackDir`,
+`pollTimeoutMs` (how long one trigger waits for records, default 1000), `renewIntervalMs`,
+`maxRecordsPerBatch` (a cap when Spark asks for all available records, default 1,000,000).
+`failOnDataLoss` is accepted for Spark's sake and changes nothing: records that retention
+removes before the group reads them are skipped by the broker, as for any share consumer.
 
 `Trigger.AvailableNow` is supported (`SupportsTriggerAvailableNow`): when it starts, the
 reader notes each subscribed partition's end offset, and the run ends once a poll brings no
@@ -58,6 +63,7 @@ import time
 from collections.abc import Iterator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import replace
 from types import FrameType
 from typing import Any
 
@@ -74,10 +80,13 @@ from client.share_acks import AcknowledgeType
 from client.share_consumer import ShareConsumer
 from spark.acks import RecordKey
 from spark.acks import take_verdicts
+from spark.group_state import StreamChecks
 from spark.loop import LoopThread
+from spark.offsets import pattern_topics
 from spark.options import AT_MOST_ONCE
 from spark.options import StreamOptions
 from spark.rows import Columns
+from spark.rows import without_headers
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +134,8 @@ class ShareGroupSession:
             opts.group,
             acknowledgement_mode="explicit",
             max_records=_FETCH_MAX_RECORDS,
-            client_id="shoal-spark",
+            client_id=opts.client_id,
+            security=opts.security,
         )
         self.consumer.subscribe(opts.topics)
         self.batches: dict[int, _Batch] = {}
@@ -183,7 +193,9 @@ class ShareGroupSession:
 
     async def _end_offsets(self) -> dict[tuple[str, int], int]:
         out: dict[tuple[str, int], int] = {}
-        async with Admin(self.opts.bootstrap, client_id="shoal-spark-admin") as admin:
+        async with Admin(
+            self.opts.bootstrap, client_id="shoal-spark-admin", security=self.opts.security
+        ) as admin:
             for topic in self.opts.topics:
                 info = await admin.cluster.topic(topic)
                 for p in info.partitions:
@@ -355,16 +367,26 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.opts = opts
         # Made on first use: PySpark also builds (and pickles) a reader only to ship read().
         self._session: ShareGroupSession | None = None
+        self._checks: StreamChecks | None = None
         self._stopping = False
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"opts": self.opts, "_session": None, "_stopping": False}
+        return {"opts": self.opts, "_session": None, "_checks": None, "_stopping": False}
 
     def _group(self) -> ShareGroupSession:
         if self._session is None:
+            if self.opts.pattern is not None:  # a share group subscribes by names
+                self.opts = replace(self.opts, topics=asyncio.run(pattern_topics(self.opts)))
             self._session = ShareGroupSession(self.opts)
+            self._checks = StreamChecks(self.opts, self._session.loop)
             _stop_on_sigterm(self)
         return self._session
+
+    @property
+    def checks(self) -> StreamChecks:
+        self._group()
+        assert self._checks is not None
+        return self._checks
 
     def initialOffset(self) -> dict[str, int]:
         return {"seq": 0}
@@ -374,6 +396,7 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable() if n is None else ReadMaxRows(n)
 
     def prepareForTriggerAvailableNow(self) -> None:
+        self.checks.prepare_available_now()
         self._group().prepare_available_now()
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
@@ -384,6 +407,9 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if planned is not None:  # planned earlier but never run: offer it again
             return {"seq": planned}
         if group.drained:
+            self.checks.drained()
+            return start
+        if not self.checks.may_plan():  # minOffsetsPerTrigger not reached yet
             return start
         if isinstance(limit, ReadMaxRows):
             wanted = limit.max_rows
@@ -391,7 +417,10 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             wanted = self.opts.max_records_per_batch
         records = group.acquire(wanted)
         if not records:
+            if group.drained:
+                self.checks.drained()
             return start
+        self.checks.planned(len(records))
         group.hold(seq + 1, records)
         return {"seq": seq + 1}
 
@@ -403,7 +432,8 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, RecordsPartition)
-        return arrow_batches(partition.columns)
+        batches = arrow_batches(partition.columns)
+        return batches if self.opts.include_headers else without_headers(batches)
 
     def commit(self, end: dict[str, int]) -> None:
         if self._session is not None:
@@ -411,9 +441,12 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def stop(self) -> None:
         session, self._session = self._session, None
+        checks, self._checks = self._checks, None
         if session is not None:
             self._stopping = True
             try:
+                if checks is not None:
+                    checks.close()
                 session.close()
             finally:
                 self._stopping = False

@@ -64,7 +64,12 @@ class _Produce:
 
     async def run(self, rows: Iterator[Row]) -> int:
         count = 0
-        async with Producer(self.opts.bootstrap, acks=self.opts.acks) as producer:
+        async with Producer(
+            self.opts.bootstrap,
+            acks=self.opts.acks,
+            client_id=self.opts.client_id,
+            security=self.opts.security,
+        ) as producer:
             for row in rows:
                 topic = (row["topic"] if "topic" in self.columns else None) or self.opts.topic
                 if topic is None:

@@ -1,4 +1,4 @@
-"""One broker process and one local SparkSession for the whole Spark test module.
+"""One broker process per Spark test module, and one local SparkSession for all of them.
 
 Spark's Python workers are separate processes, so the broker is a `shoal serve` child process
 (`BrokerProcess`), not an in-process server. Starting Spark takes seconds: share the session.
@@ -30,7 +30,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         yield proc
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
