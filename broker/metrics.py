@@ -55,6 +55,8 @@ class BrokerMetrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        # Children of `requests` and `latency` by API: a label lookup per request is dear.
+        self._request_children: dict[str, tuple[Counter, Histogram]] = {}
         self.bytes_in = Counter(
             "kafka_server_brokertopicmetrics_bytesin", "Request bytes received.", registry=r
         )
@@ -111,6 +113,14 @@ class BrokerMetrics:
         self.cleaner_passes = Counter(
             "kafka_log_logcleaner_passes", "Cleaning passes over a partition.", registry=r
         )
+
+    def request_children(self, api: str) -> tuple[Counter, Histogram]:
+        """The request counter and latency histogram of one API."""
+        children = self._request_children.get(api)
+        if children is None:
+            children = self.requests.labels(request=api), self.latency.labels(request=api)
+            self._request_children[api] = children
+        return children
 
     def on_cleaning(self, bytes_read: int, records_removed: int) -> None:
         self.cleaner_passes.inc()
