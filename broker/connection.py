@@ -27,6 +27,7 @@ from broker.context import RequestContext
 from broker.handlers.api_versions import unsupported_version_response
 from broker.listeners import Listener
 from broker.principal import ANONYMOUS
+from broker.registry import Answer
 from broker.registry import Handler
 from broker.sasl.errors import AuthenticationFailed
 from broker.sasl.session import IllegalSaslState
@@ -39,6 +40,7 @@ from protocol.api_keys import SASL_HANDSHAKE
 from protocol.framing import FrameDecoder
 from protocol.framing import FrameError
 from protocol.framing import frame
+from protocol.messages import EncodedResponse
 from protocol.messages import RequestHeader
 from protocol.messages import UndecodableRequest
 from protocol.messages import UnknownApi
@@ -289,7 +291,7 @@ class KafkaConnection(asyncio.Protocol):
         structlog.contextvars.bind_contextvars(
             client_id=header.client_id, correlation_id=header.correlation_id, api=api
         )
-        response: ResponsePayload | None
+        response: Answer
         try:
             response = await handler.dispatch(ctx, body)
             out = None if response is None else self._encode(response, ctx)
@@ -305,7 +307,7 @@ class KafkaConnection(asyncio.Protocol):
         self._complete(seq, out)
 
     @staticmethod
-    def _encode(response: ResponsePayload, ctx: RequestContext) -> bytes:
+    def _encode(response: ResponsePayload | EncodedResponse, ctx: RequestContext) -> bytes:
         return frame(encode_response(response, ctx.header.correlation_id, ctx.version))
 
     def _observe(self, api: str, response: Any, out: bytes | None, started: float) -> None:

@@ -65,7 +65,10 @@ from protocol.acl import AclPermissionType as Perm
 from protocol.acl import PatternType
 from protocol.acl import ResourcePattern
 from protocol.acl import ResourceType as RT
+from protocol.messages import EncodedResponse
 from protocol.messages import RequestHeader
+from protocol.messages import decode_response
+from protocol.messages import encode_response
 from protocol.record_batch import build_batch
 from tests.brokers import make_server
 
@@ -133,7 +136,10 @@ def _produce(topic: str) -> produce.ProduceRequest:
     )
 
 
-def _produce_code(response: produce.ProduceResponse) -> ErrorCode:
+def _produce_code(answer: EncodedResponse) -> ErrorCode:
+    """The first partition's error code in the answer's wire bytes, read back by kio."""
+    _, response = decode_response(answer.api_key, answer.version, encode_response(answer, 1, 10))
+    assert isinstance(response, produce.ProduceResponse)
     return response.responses[0].partition_responses[0].error_code
 
 
