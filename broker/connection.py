@@ -135,6 +135,7 @@ class KafkaConnection(asyncio.Protocol):
         except FrameError as e:
             self.abort(f"bad frame: {e}")
             return
+        self._services.metrics.bytes_in.inc(len(data))  # once per read: each inc takes a lock
         self._waiting.extend(frames)
         self._holding = True
         try:
@@ -171,7 +172,6 @@ class KafkaConnection(asyncio.Protocol):
         return self._draining or self._writing_paused or in_flight >= MAX_IN_FLIGHT
 
     def _dispatch(self, payload: bytes) -> None:
-        self._services.metrics.bytes_in.inc(len(payload) + 4)
         if self._sasl is not None and self._sasl.expects_raw_token:
             self._start(self._raw_token(self._take_seq(), self._sasl, payload))
             return
@@ -303,14 +303,14 @@ class KafkaConnection(asyncio.Protocol):
                 header.api_key, header.api_version, ErrorCode.unknown_server_error
             )
             out = self._encode(response, ctx)
-        self._observe(api, response, out, started)
+        self._observe(api, response, started)
         self._complete(seq, out)
 
     @staticmethod
     def _encode(response: ResponsePayload | EncodedResponse, ctx: RequestContext) -> bytes:
         return frame(encode_response(response, ctx.header.correlation_id, ctx.version))
 
-    def _observe(self, api: str, response: Any, out: bytes | None, started: float) -> None:
+    def _observe(self, api: str, response: Any, started: float) -> None:
         metrics = self._services.metrics
         count, latency = metrics.request_children(api)
         count.inc()
@@ -318,8 +318,6 @@ class KafkaConnection(asyncio.Protocol):
         code = getattr(response, "error_code", 0)
         if code:
             metrics.errors.labels(request=api, error=ErrorCode(code).name).inc()
-        if out is not None:
-            metrics.bytes_out.inc(len(out))
 
     def _complete(self, seq: int, out: bytes | None) -> None:
         self._ready[seq] = out
@@ -347,6 +345,7 @@ class KafkaConnection(asyncio.Protocol):
         transport = self._transport
         if transport is not None and not self._closing:
             transport.write(out[0] if len(out) == 1 else b"".join(out))
+            self._services.metrics.bytes_out.inc(self._out_bytes)
         out.clear()
         self._out_bytes = 0
 
