@@ -18,6 +18,13 @@ import struct
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from protocol.wire import INT32
+from protocol.wire import INT64
+from protocol.wire import NO_TAGGED_FIELDS
+from protocol.wire import array_length
+from protocol.wire import nullable_string
+from protocol.wire import string
+
 MIN_VERSION = 3
 MAX_VERSION = 12
 FIRST_FLEXIBLE = 9
@@ -25,9 +32,6 @@ FIRST_FLEXIBLE = 9
 NO_TIMESTAMP = -1  # log_append_time_ms: the topic uses CreateTime
 
 _PARTITION = struct.Struct(">ihqq")  # index, error code, base offset, log append time
-_INT64 = struct.Struct(">q")
-_INT32 = struct.Struct(">i")
-_INT16 = struct.Struct(">h")
 
 
 class PartitionResult(NamedTuple):
@@ -43,30 +47,6 @@ class PartitionResult(NamedTuple):
 TopicResults = tuple[str, Sequence[PartitionResult]]
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _string(value: str, flexible: bool) -> bytes:
-    data = value.encode()
-    return (_uvarint(len(data) + 1) if flexible else _INT16.pack(len(data))) + data
-
-
-def _nullable_string(value: str | None, flexible: bool) -> bytes:
-    if value is None:
-        return b"\x00" if flexible else _INT16.pack(-1)
-    return _string(value, flexible)
-
-
-def _array_length(n: int, flexible: bool) -> bytes:
-    return _uvarint(n + 1) if flexible else _INT32.pack(n)
-
-
 def encode_produce_response(
     version: int, topics: Sequence[TopicResults], throttle_time_ms: int = 0
 ) -> bytes:
@@ -76,23 +56,23 @@ def encode_produce_response(
     flexible = version >= FIRST_FLEXIBLE
     with_start = version >= 5
     with_errors = version >= 8
-    no_record_errors = _array_length(0, flexible)
-    out = [_array_length(len(topics), flexible)]
+    no_record_errors = array_length(0, flexible)
+    out = [array_length(len(topics), flexible)]
     for name, partitions in topics:
-        out.append(_string(name, flexible))
-        out.append(_array_length(len(partitions), flexible))
+        out.append(string(name, flexible))
+        out.append(array_length(len(partitions), flexible))
         for p in partitions:
             out.append(_PARTITION.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP))
             if with_start:
-                out.append(_INT64.pack(p.log_start_offset))
+                out.append(INT64.pack(p.log_start_offset))
             if with_errors:
                 out.append(no_record_errors)
-                out.append(_nullable_string(p.error_message, flexible))
+                out.append(nullable_string(p.error_message, flexible))
             if flexible:
-                out.append(b"\x00")  # tagged fields of the partition
+                out.append(NO_TAGGED_FIELDS)  # of the partition
         if flexible:
-            out.append(b"\x00")  # tagged fields of the topic
-    out.append(_INT32.pack(throttle_time_ms))
+            out.append(NO_TAGGED_FIELDS)  # of the topic
+    out.append(INT32.pack(throttle_time_ms))
     if flexible:
-        out.append(b"\x00")  # tagged fields of the response
+        out.append(NO_TAGGED_FIELDS)  # of the response
     return b"".join(out)

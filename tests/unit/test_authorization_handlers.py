@@ -116,7 +116,10 @@ async def call(services: BrokerServices, principal: str, request: Any) -> Any:
     assert h is not None
     header = RequestHeader(key, version, 1, "test")
     ctx = RequestContext(services, header, "10.0.0.1:5000", principal, AclCache())
-    return await h.dispatch(ctx, request)
+    answer = await h.dispatch(ctx, request)
+    if isinstance(answer, EncodedResponse):  # a hot API's own bytes: read back by kio
+        _, answer = decode_response(key, version, encode_response(answer, 1, version))
+    return answer
 
 
 def _produce(topic: str) -> produce.ProduceRequest:
@@ -136,10 +139,7 @@ def _produce(topic: str) -> produce.ProduceRequest:
     )
 
 
-def _produce_code(answer: EncodedResponse) -> ErrorCode:
-    """The first partition's error code in the answer's wire bytes, read back by kio."""
-    _, response = decode_response(answer.api_key, answer.version, encode_response(answer, 1, 10))
-    assert isinstance(response, produce.ProduceResponse)
+def _produce_code(response: produce.ProduceResponse) -> ErrorCode:
     return response.responses[0].partition_responses[0].error_code
 
 
