@@ -13,7 +13,7 @@ METRICS_PORT ?= 9308
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,dev,spark]'
+	$(BIN)/pip install -q -e '.[test,dev,spark,bench]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from bench import pyspy
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PROFILED = "bench.profiled_broker"  # `python -m broker` under cProfile, driven by signals
 
@@ -60,6 +62,7 @@ class BrokerProcess:
         log_level: str = "info",
         max_open_files: int | None = None,
         profile_dir: Path | None = None,
+        profiler: str = "cprofile",
     ) -> None:
         self.data_dir = data_dir
         self.port = port or free_port()
@@ -67,7 +70,9 @@ class BrokerProcess:
         self.env = env or {}  # on top of our own environment
         self.log_level = log_level  # the benchmark runs at "warning": logging costs CPU
         self.max_open_files = max_open_files  # the child's RLIMIT_NOFILE (ulimit -n)
-        self.profile_dir = profile_dir  # run under cProfile, writing <profile_dir>/<name>.prof
+        self.profile_dir = profile_dir  # profile, writing <profile_dir>/<name>.prof ...
+        self.profiler = profiler  # ... under cProfile, or <name>.pyspy.txt sampled by py-spy
+        self._sampler: pyspy.Recorder | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}-broker.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -78,7 +83,8 @@ class BrokerProcess:
 
     @property
     def command(self) -> list[str]:
-        module = PROFILED if self.profile_dir is not None else "broker"
+        profiled = self.profile_dir is not None and self.profiler == "cprofile"
+        module = PROFILED if profiled else "broker"
         return [
             sys.executable, "-m", module,
             "--host", "127.0.0.1", "--port", str(self.port),
@@ -120,12 +126,20 @@ class BrokerProcess:
         return process_cpu_seconds(self.pid)
 
     def profile_start(self) -> None:
-        if self.profile_dir is not None:
+        if self.profile_dir is None:
+            return
+        if self.profiler == "py-spy":
+            self._sampler = self._sampler or pyspy.Recorder(self.pid, self.profile_dir)
+            self._sampler.start()
+        else:
             os.kill(self.pid, signal.SIGUSR1)
 
     def profile_stop(self, name: str) -> None:
-        """Stop profiling and write `<profile_dir>/<name>.prof`."""
+        """Stop profiling and write `<profile_dir>/<name>.prof` (or `.pyspy.txt`)."""
         if self.profile_dir is None:
+            return
+        if self._sampler is not None:
+            self._sampler.stop(name)
             return
         (self.profile_dir / "next-name").write_text(name)
         target = self.profile_dir / f"{name}.prof"

@@ -21,8 +21,12 @@ from confluent_kafka.admin import ResourceType
 
 from bench import compaction_phase  # noqa: F401 - registers the "compaction" phase
 from bench import durable_phase  # noqa: F401 - registers the "durable" phase
+from bench import plot
+from bench import pyspy
 from bench import report
 from bench import security
+from bench import small_phase  # noqa: F401 - registers the "small" and "latency" phases
+from bench import small_workers
 from bench import spark_phase  # noqa: F401 - registers the "spark" phase
 from bench import workers
 from bench.broker import BrokerProcess
@@ -36,6 +40,13 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     p.add_argument("--records", type=int, default=1_000_000, help="produce/fetch records")
     p.add_argument("--share-records", type=int, default=200_000, help="share phase records")
+    p.add_argument("--small-records", type=int, default=50_000, help="small-request phase records")
+    p.add_argument(
+        "--latency-rate", type=int, default=2_000, help="latency phase records/s (fixed rate)"
+    )
+    p.add_argument(
+        "--latency-seconds", type=float, default=10.0, help="latency phase measured seconds"
+    )
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--value-size", type=int, default=100, help="bytes per record value")
     p.add_argument(
@@ -48,6 +59,13 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="run the broker under cProfile; write DIR/<phase>.prof and .txt (slows it down)",
+    )
+    p.add_argument(
+        "--profiler",
+        choices=("cprofile", "py-spy"),
+        default="cprofile",
+        help="with --profile: cProfile inside the broker (slow), or py-spy sampling it from"
+        " outside (DIR/<phase>.pyspy.txt, collapsed stacks, and <phase>.top.md)",
     )
     p.add_argument(
         "--profile-clock",
@@ -116,6 +134,9 @@ def _run(broker: BrokerProcess, args: argparse.Namespace, names: list[str]) -> l
         share_records=args.share_records,
         partitions=args.partitions,
         value_size=args.value_size,
+        small_records=args.small_records,
+        latency_rate=args.latency_rate,
+        latency_seconds=args.latency_seconds,
     )
     if args.authorizer:
         _allow_all(bench.admin)
@@ -140,6 +161,13 @@ def _print_report(rows: list[Row], args: argparse.Namespace, began: float) -> No
     print(f"producer settings (librdkafka): {workers.PRODUCER_SETTINGS}")
     print(f"consumer settings: {workers.CONSUMER_SETTINGS}")
     print(f"share consumer settings: {workers.SHARE_SETTINGS}, poll(0.02), one process each")
+    if any(r.key.endswith(("small-produce", "latency")) for r in rows):
+        print(f"small/latency producer settings: {small_workers.SMALL_PRODUCER_SETTINGS}")
+        print(
+            f"small/latency share consumers: {small_workers.EXPLICIT_SHARE_SETTINGS}, poll(0.1),"
+            " acknowledge() each record (sent with the next poll); latency = poll return - send"
+            " time; Redis rows: CPU of redis-server"
+        )
     print(
         f"MB/s counts value bytes only ({args.value_size} B/record). Broker CPU = user+sys of the"
         " broker process from /proc/<pid>/stat over the measured interval."
@@ -151,14 +179,20 @@ def _print_report(rows: list[Row], args: argparse.Namespace, began: float) -> No
     )
 
 
-def _write_profiles(rows: list[Row], profile_dir: Path) -> None:
+def _write_profiles(rows: list[Row], profile_dir: Path, profiler: str) -> None:
     for row in rows:
+        sampled = profile_dir / f"{row.key}.pyspy.txt"
+        if sampled.exists():
+            top = profile_dir / f"{row.key}.top.md"
+            top.write_text(pyspy.summary(sampled))
+            print(f"py-spy profile of {row.key}: {sampled} (top functions in {top.name})")
         prof = profile_dir / f"{row.key}.prof"
         if prof.exists():
             text = report.profile_summary(prof)
             (profile_dir / f"{row.key}.txt").write_text(text)
             print(f"profile of {row.key}: {prof} (summary in {row.key}.txt)")
-    print("note: under cProfile the broker runs slower; quote the figures of a plain run")
+    slower = "under cProfile the broker runs slower" if profiler == "cprofile" else "py-spy costs"
+    print(f"note: {slower}; quote the figures of a plain run")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,7 +212,13 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(AUTHORIZER_ENV) if args.authorizer else {}
     if args.security == "sasl_ssl":
         env.update(security.sasl_ssl(tmp / "tls", tmp / "data"))
-    broker = BrokerProcess(tmp / "data", log_level="warning", profile_dir=args.profile, env=env)
+    broker = BrokerProcess(
+        tmp / "data",
+        log_level="warning",
+        profile_dir=args.profile,
+        profiler=args.profiler,
+        env=env,
+    )
     began = time.monotonic()
     try:
         broker.start()
@@ -194,7 +234,9 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
 
     _print_report(rows, args, began)
+    png = plot.write(rows)
+    print(f"plot: {png}" if png else "plot: skipped (pip install -e '.[bench]' for matplotlib)")
     if args.profile:
-        _write_profiles(rows, args.profile)
+        _write_profiles(rows, args.profile, args.profiler)
     print(f"reproduce: {_command(argv)}")
     return 0

@@ -36,6 +36,8 @@ class Row:
     broker_cpu_s: float
     value_bytes: int
     note: str = ""
+    latency_ms: tuple[float, float, float] | None = None  # p50, p99, p99.9 end to end
+    peer: bool = False  # a peer's figures (e.g. Redis Streams): "broker CPU" is its server's
 
     @property
     def rate(self) -> float:
@@ -60,6 +62,9 @@ class Bench:
     share_records: int
     partitions: int
     value_size: int
+    small_records: int = 50_000  # the small-request phase
+    latency_rate: int = 2_000  # records/s of the latency phase ...
+    latency_seconds: float = 10.0  # ... for this long, after a warm-up
     mp: SpawnContext = field(default_factory=lambda: multiprocessing.get_context("spawn"))
     topics: dict[str, int] = field(default_factory=dict)  # topic -> records in it
     plain_topic: str | None = None  # what the last produce phase wrote, for fetch
@@ -85,10 +90,15 @@ class Bench:
             future.result(timeout=30)
 
     def run_worker(
-        self, target: Callable[..., None], *args: Any, profile: str | None = None
+        self,
+        target: Callable[..., None],
+        *args: Any,
+        profile: str | None = None,
+        cpu_of: Callable[[], float] | None = None,
     ) -> tuple[dict[str, Any], float]:
         """Run a handshaking worker in a child process; its result and the broker CPU seconds
-        spent between "go" and the result."""
+        (or `cpu_of`'s, a peer server's) spent between "go" and the result."""
+        cpu_seconds = cpu_of or self.broker.cpu_seconds
         parent, child = self.mp.Pipe()
         proc = self.mp.Process(target=target, args=(child, *args), daemon=True)
         proc.start()
@@ -97,12 +107,12 @@ class Bench:
                 raise RuntimeError(f"{target.__name__} did not get ready")
             if profile:
                 self.broker.profile_start()
-            cpu0 = self.broker.cpu_seconds()
+            cpu0 = cpu_seconds()
             parent.send("go")
             if not parent.poll(600):
                 raise RuntimeError(f"{target.__name__} did not finish")
             result: dict[str, Any] = parent.recv()
-            cpu = self.broker.cpu_seconds() - cpu0
+            cpu = cpu_seconds() - cpu0
             if profile:
                 self.broker.profile_stop(profile)
         finally:
@@ -311,8 +321,16 @@ def median_rows(runs: list[list[Row]]) -> list[Row]:
     keys = list(dict.fromkeys(r.key for run in runs for r in run))
     out = []
     for key in keys:
-        rows = sorted((r for run in runs for r in run if r.key == key), key=lambda r: r.rate)
+        rows = sorted((r for run in runs for r in run if r.key == key), key=_median_by)
         mid = rows[len(rows) // 2]
-        spread = f"median of {len(rows)}: {rows[0].rate:,.0f}..{rows[-1].rate:,.0f} records/s"
+        if mid.latency_ms is not None:  # a fixed rate: the p99 is what varies
+            p99s = [r.latency_ms[1] for r in rows if r.latency_ms is not None]
+            spread = f"median of {len(rows)}: p99 {p99s[0]:.2f}..{p99s[-1]:.2f} ms"
+        else:
+            spread = f"median of {len(rows)}: {rows[0].rate:,.0f}..{rows[-1].rate:,.0f} records/s"
         out.append(replace(mid, note="; ".join(n for n in (spread, mid.note) if n)))
     return out
+
+
+def _median_by(row: Row) -> float:
+    return row.latency_ms[1] if row.latency_ms is not None else row.rate

@@ -12,6 +12,7 @@ from bench.phases import Row
 PRODUCE_GOAL = 500_000  # records/s
 SHARE_GOAL = 300_000  # records/s with 4 consumers
 CPU_GOAL_US = 1.0  # broker CPU per record
+SMALL_PRODUCE_BASELINE = 9_000  # records/s of one-record batches when issue 15 was filed
 
 
 def table(rows: list[Row]) -> str:
@@ -97,6 +98,49 @@ def ratios(rows: list[Row]) -> list[str]:
         ("share-4-durable", "share-4-volatile"),
         lambda on, off: on.rate / off.rate,
     )
+    out.extend(small_ratios(by))
+    return out
+
+
+def small_ratios(by: dict[str, Row]) -> list[str]:
+    """Issue 15's goals: queue traffic against Redis Streams in the same run."""
+    out: list[str] = []
+
+    def has(*keys: str) -> bool:
+        return all(k in by and by[k].records for k in keys)
+
+    shoal, redis = (
+        ("small-produce", "small-consume"),
+        ("redis-small-produce", "redis-small-consume"),
+    )
+    if has(*shoal):
+        cpu = sum(by[k].cpu_us_per_record for k in shoal)
+        out.append(f"small: Shoal broker CPU µs/record, produce + explicit acks = {cpu:.1f}")
+        rate = by["small-produce"].rate
+        out.append(
+            f"small: produce records/s / {SMALL_PRODUCE_BASELINE:,} (issue 15 baseline;"
+            f" goal >= 5) = {rate / SMALL_PRODUCE_BASELINE:.2f}"
+        )
+    if has(*shoal, *redis):
+        peer = sum(by[k].cpu_us_per_record for k in redis)
+        out.append(f"small: Redis server CPU µs/message, XADD + XREADGROUP + XACK = {peer:.1f}")
+        out.append(f"small: Shoal / Redis CPU per record, produce then consume = {cpu / peer:.2f}")
+        out.append(
+            "small: Shoal / Redis produce records/s = "
+            f"{by['small-produce'].rate / by['redis-small-produce'].rate:.2f}"
+        )
+    if has("small-live", "redis-small-live"):
+        live = by["small-live"].cpu_us_per_record / by["redis-small-live"].cpu_us_per_record
+        # Issue 15's goal was set on this measure (1.6-1.7x when it was filed).
+        out.append(f"small live: Shoal / Redis CPU per record (goal <= 1) = {live:.2f}")
+    if has("latency", "redis-latency"):
+        ours, theirs = by["latency"].latency_ms, by["redis-latency"].latency_ms
+        if ours is not None and theirs is not None and theirs[1] > 0:
+            out.append(f"latency: Shoal / Redis p99 (goal <= 3) = {ours[1] / theirs[1]:.2f}")
+            out.append(f"latency: Shoal / Redis p50 = {ours[0] / theirs[0]:.2f}")
+        # At a fixed rate each request carries about one record: the per-request cost shows.
+        cpu = by["latency"].cpu_us_per_record / by["redis-latency"].cpu_us_per_record
+        out.append(f"latency: Shoal / Redis CPU per record at the fixed rate = {cpu:.2f}")
     return out
 
 
