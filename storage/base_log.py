@@ -91,7 +91,7 @@ class SegmentedLog(ABC):
 
     # --- appending --------------------------------------------------------------------
 
-    def append(self, records: Buffer, *, now_ms: int) -> AppendResult:
+    def append(self, records: Buffer, *, now_ms: int, defer_sync: bool = False) -> AppendResult:
         headers = validate_batches(records)
         if any(h.is_control for h in headers):
             raise InvalidRecordBatch("control", "clients may not write control batches")
@@ -105,7 +105,7 @@ class SegmentedLog(ABC):
                 log_start_offset=self.log_start_offset,
                 duplicate=True,
             )
-        return self._append(records, headers, now_ms)
+        return self._append(records, headers, now_ms, defer_sync)
 
     def append_control(self, batch: Buffer, *, now_ms: int) -> AppendResult:
         headers = validate_batches(batch)
@@ -113,7 +113,9 @@ class SegmentedLog(ABC):
             raise InvalidRecordBatch("control", "append_control takes control batches only")
         return self._append(batch, headers, now_ms)
 
-    def _append(self, records: Buffer, headers: list[BatchHeader], now_ms: int) -> AppendResult:
+    def _append(
+        self, records: Buffer, headers: list[BatchHeader], now_ms: int, defer_sync: bool = False
+    ) -> AppendResult:
         buf = bytearray(records)
         count = sum(h.record_count for h in headers)
         with self._disk_write():
@@ -136,7 +138,7 @@ class SegmentedLog(ABC):
         if active.roll_base_ms is None:
             active.roll_base_ms = now_ms
         self._unflushed_messages += count
-        if self._unflushed_messages >= self.config.flush_messages:
+        if not defer_sync and self.sync_due:
             with self._disk_write():
                 self.flush()
         return AppendResult(
@@ -337,6 +339,10 @@ class SegmentedLog(ABC):
         return self._delete_oldest(lambda oldest: False, min_retained_offset)
 
     # --- maintenance ------------------------------------------------------------------
+
+    @property
+    def sync_due(self) -> bool:
+        return self._unflushed_messages >= self.config.flush_messages
 
     def flush(self) -> None:
         for segment in self._segments:

@@ -33,6 +33,7 @@ from protocol.produce_response import encode_produce_response
 from protocol.record_batch import InvalidRecordBatch
 from storage.errors import InvalidRecord
 from storage.errors import StorageError
+from storage.log import PartitionLog
 
 log: structlog.typing.FilteringBoundLogger = structlog.get_logger("shoal.produce")
 
@@ -50,8 +51,11 @@ Request = (
 )
 
 
-def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None) -> PartitionResult:
-    """One partition's answer: error code, base offset, log start offset, error message."""
+def _append(
+    ctx: RequestContext, topic: str, index: int, records: bytes | None, to_sync: list[PartitionLog]
+) -> PartitionResult:
+    """One partition's answer: error code, base offset, log start offset, error message.
+    A log that is due an fsync (`log.flush.interval.messages`) joins `to_sync`."""
     if not authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic):
         return PartitionResult(index, ErrorCode.topic_authorization_failed, -1, -1)
     partition_log = ctx.services.logs.log(topic, index)
@@ -60,7 +64,7 @@ def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None) 
     if not records:
         return PartitionResult(index, ErrorCode.invalid_record, -1, -1, "no record batches")
     try:
-        result = partition_log.append(records, now_ms=ctx.services.now_ms())
+        result = partition_log.append(records, now_ms=ctx.services.now_ms(), defer_sync=True)
     except InvalidRecordBatch as e:
         log.info("rejected batch", topic=topic, partition=index, reason=str(e))
         return PartitionResult(index, ErrorCode.corrupt_message, -1, -1, str(e))
@@ -69,15 +73,47 @@ def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None) 
         return PartitionResult(index, e.error_code, -1, -1, str(e))
     except StorageError as e:
         return PartitionResult(index, e.error_code, -1, -1, str(e))
+    if partition_log.sync_due:
+        to_sync.append(partition_log)
     ctx.services.notifier.notify((topic, index))
     return PartitionResult(index, ErrorCode.none, result.base_offset, result.log_start_offset)
 
 
+async def _synced(
+    ctx: RequestContext, topics: list[TopicResults], to_sync: list[PartitionLog]
+) -> list[TopicResults]:
+    """The answers once the logs' fsyncs (one batch per loop tick) are done; a partition
+    whose sync failed answers KAFKA_STORAGE_ERROR (its records are written, not durable)."""
+    failed = await ctx.services.group_commit.durable(to_sync)
+    if not failed:
+        return topics
+    logs = ctx.services.logs
+    bad = ErrorCode.kafka_storage_error
+    return [
+        (
+            name,
+            [
+                PartitionResult(p.partition, bad, -1, -1, "fsync failed")
+                if p.error_code == ErrorCode.none and id(logs.log(name, p.partition)) in failed
+                else p
+                for p in partitions
+            ],
+        )
+        for name, partitions in topics
+    ]
+
+
 async def handle(ctx: RequestContext, request: Request) -> EncodedResponse | None:
+    to_sync: list[PartitionLog] = []
     topics: list[TopicResults] = [
-        (topic.name, [_append(ctx, topic.name, p.index, p.records) for p in topic.partition_data])
+        (
+            topic.name,
+            [_append(ctx, topic.name, p.index, p.records, to_sync) for p in topic.partition_data],
+        )
         for topic in request.topic_data
     ]
+    if to_sync:  # only with log.flush.interval.messages: by default the flush duty syncs
+        topics = await _synced(ctx, topics, to_sync)
     if request.acks == 0:
         return None
     version = ctx.version
