@@ -49,6 +49,7 @@ from protocol.messages import encode_response
 from protocol.messages import error_response
 from protocol.messages import has_error_field
 from protocol.messages import peek_header
+from protocol.messages import response_frame
 
 log = structlog.get_logger("shoal.connection")
 
@@ -308,7 +309,7 @@ class KafkaConnection(asyncio.Protocol):
 
     @staticmethod
     def _encode(response: ResponsePayload | EncodedResponse, ctx: RequestContext) -> bytes:
-        return frame(encode_response(response, ctx.header.correlation_id, ctx.version))
+        return response_frame(response, ctx.header.correlation_id, ctx.version)
 
     def _observe(self, api: str, response: Any, started: float) -> None:
         metrics = self._services.metrics

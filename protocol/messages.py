@@ -33,6 +33,7 @@ from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 
 from protocol.api_keys import API_VERSIONS
+from protocol.framing import SIZE
 
 # api key, api version, correlation id: the fixed start of every request header version.
 HEADER_PREFIX = struct.Struct(">hhi")
@@ -160,12 +161,7 @@ def encode_response(
     header v0 so that a client that does not yet know our versions can read them (KIP-511).
     """
     if isinstance(body, EncodedResponse):
-        if body.version != version:
-            raise ValueError(f"an encoded v{body.version} response answers v{version}")
-        head = _CORRELATION_ID.pack(correlation_id)
-        if body.api_key != API_VERSIONS and response_type(body.api_key, version).__flexible__:
-            head += b"\x00"  # header v1: no tagged fields
-        return head + body.body
+        return b"".join(_encoded_parts(body, correlation_id, version))
     wire_type = response_type(body.__api_key__, version)
     buf = io.BytesIO()
     if body.__api_key__ == API_VERSIONS or not wire_type.__flexible__:
@@ -175,6 +171,27 @@ def encode_response(
     writer: Callable[[io.BytesIO, ResponsePayload], None] = _writer(wire_type)
     writer(buf, body)
     return buf.getvalue()
+
+
+def response_frame(
+    body: ResponsePayload | EncodedResponse, correlation_id: int, version: int
+) -> bytes:
+    """`encode_response` with its size prefix, as written to the socket. An encoded body
+    (record bytes, for a fetch) is copied once, into the frame."""
+    if isinstance(body, EncodedResponse):
+        parts = _encoded_parts(body, correlation_id, version)
+        return b"".join((SIZE.pack(sum(map(len, parts))), *parts))
+    payload = encode_response(body, correlation_id, version)
+    return SIZE.pack(len(payload)) + payload
+
+
+def _encoded_parts(body: EncodedResponse, correlation_id: int, version: int) -> list[bytes]:
+    if body.version != version:
+        raise ValueError(f"an encoded v{body.version} response answers v{version}")
+    head = _CORRELATION_ID.pack(correlation_id)
+    if body.api_key != API_VERSIONS and response_type(body.api_key, version).__flexible__:
+        head += b"\x00"  # header v1: no tagged fields
+    return [head, body.body]
 
 
 def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, ResponsePayload]:

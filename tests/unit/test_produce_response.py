@@ -21,8 +21,10 @@ from kio.static.primitive import i32
 from kio.static.primitive import i32Timedelta
 from kio.static.primitive import i64
 
+from protocol.framing import frame
 from protocol.messages import EncodedResponse
 from protocol.messages import encode_response
+from protocol.messages import response_frame
 from protocol.produce_response import MAX_VERSION
 from protocol.produce_response import MIN_VERSION
 from protocol.produce_response import PartitionResult
@@ -85,6 +87,7 @@ def test_bytes_match_kio(
     ours = EncodedResponse(0, version, encode_produce_response(version, results, throttle_ms))
     expected = encode_response(kio_response(version, results, throttle_ms), correlation_id, version)
     assert encode_response(ours, correlation_id, version) == expected
+    assert response_frame(ours, correlation_id, version) == frame(expected)  # as sent
 
 
 def test_an_unserved_version_is_refused() -> None:

@@ -23,8 +23,10 @@ from kio.static.primitive import i32
 from kio.static.primitive import i32Timedelta
 from kio.static.primitive import i64
 
+from protocol.framing import frame
 from protocol.messages import EncodedResponse
 from protocol.messages import encode_response
+from protocol.messages import response_frame
 from protocol.share_fetch_response import VERSIONS
 from protocol.share_fetch_response import AcquiredRange
 from protocol.share_fetch_response import PartitionAnswer
@@ -130,9 +132,12 @@ def test_bytes_match_kio(
         error_message=message,
         throttle_time_ms=throttle_ms,
     )
-    ours = encode_response(EncodedResponse(SHARE_FETCH, version, body), correlation_id, version)
-    expected = kio_response(version, answers, lock_ms, code, message, throttle_ms)
-    assert ours == encode_response(expected, correlation_id, version)
+    ours = EncodedResponse(SHARE_FETCH, version, body)
+    expected = encode_response(
+        kio_response(version, answers, lock_ms, code, message, throttle_ms), correlation_id, version
+    )
+    assert encode_response(ours, correlation_id, version) == expected
+    assert response_frame(ours, correlation_id, version) == frame(expected)  # as sent
 
 
 def test_an_unserved_version_is_refused() -> None:
