@@ -26,6 +26,7 @@ from broker.context import BrokerServices
 from broker.context import RequestContext
 from broker.handlers.api_versions import unsupported_version_response
 from broker.listeners import Listener
+from broker.logs import REQUEST
 from broker.principal import ANONYMOUS
 from broker.registry import Answer
 from broker.registry import Handler
@@ -289,9 +290,7 @@ class KafkaConnection(asyncio.Protocol):
         header = ctx.header
         api = handler.name
         started = time.perf_counter()
-        structlog.contextvars.bind_contextvars(
-            client_id=header.client_id, correlation_id=header.correlation_id, api=api
-        )
+        REQUEST.set((header.client_id, header.correlation_id, api))  # for every line logged
         response: Answer
         try:
             response = await handler.dispatch(ctx, body)
