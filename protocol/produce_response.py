@@ -46,6 +46,20 @@ class PartitionResult(NamedTuple):
 
 TopicResults = tuple[str, Sequence[PartitionResult]]
 
+# Encoded topic names, by (name, flexible): a producer names the same few topics every time.
+_NAMES: dict[tuple[str, bool], bytes] = {}
+_NAMES_MAX = 10_000
+
+
+def _name(name: str, flexible: bool) -> bytes:
+    key = (name, flexible)
+    encoded = _NAMES.get(key)
+    if encoded is None:
+        if len(_NAMES) >= _NAMES_MAX:
+            _NAMES.clear()
+        encoded = _NAMES[key] = string(name, flexible)
+    return encoded
+
 
 def encode_produce_response(
     version: int, topics: Sequence[TopicResults], throttle_time_ms: int = 0
@@ -59,7 +73,7 @@ def encode_produce_response(
     no_record_errors = array_length(0, flexible)
     out = [array_length(len(topics), flexible)]
     for name, partitions in topics:
-        out.append(string(name, flexible))
+        out.append(_name(name, flexible))
         out.append(array_length(len(partitions), flexible))
         for p in partitions:
             out.append(_PARTITION.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP))

@@ -13,8 +13,13 @@ INT16 = struct.Struct(">h")
 NO_TAGGED_FIELDS = b"\x00"
 
 
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+
+
 def uvarint(value: int) -> bytes:
     """An unsigned varint (compact lengths, tag counts)."""
+    if 0 <= value < 0x80:
+        return _ONE_BYTE[value]  # nearly every length and count on the hot path
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)

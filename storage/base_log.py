@@ -13,7 +13,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
-from contextlib import contextmanager
+from typing import Any
 
 import structlog
 
@@ -145,26 +145,14 @@ class SegmentedLog(ABC):
             base_offset=base, last_offset=offset - 1, log_start_offset=self.log_start_offset
         )
 
-    @contextmanager
-    def _disk_write(self) -> Iterator[None]:
+    def _disk_write(self) -> _DiskWrite:
         """OSError becomes KAFKA_STORAGE_ERROR, logged once per episode of failures.
 
         A failed segment write has already cut its partial bytes (`Segment.append`), so the
-        log is as it was; the next write that succeeds ends the episode.
+        log is as it was; the next write that succeeds ends the episode. (A small class, not
+        a generator context manager: this wraps every append.)
         """
-        try:
-            yield
-        except OSError as e:
-            if not self._failing:
-                self._failing = True
-                _log.error(
-                    "log write failed; appends answer KAFKA_STORAGE_ERROR until one succeeds",
-                    log=self.name, errno=e.errno, error=e.strerror,
-                )  # fmt: skip
-            raise KafkaStorageError(f"write to {self.name} failed: {e.strerror}") from e
-        if self._failing:
-            self._failing = False
-            _log.info("log writes resumed", log=self.name)
+        return _DiskWrite(self)
 
     def _maybe_roll(self, size: int, record_count: int, now_ms: int) -> None:
         active = self._segments[-1]
@@ -408,3 +396,29 @@ class SegmentedLog(ABC):
                 self._segments[i] = new
                 return True
         return False
+
+
+class _DiskWrite:
+    __slots__ = ("_log",)
+
+    def __init__(self, log: SegmentedLog) -> None:
+        self._log = log
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: Any
+    ) -> None:
+        log = self._log
+        if isinstance(error, OSError):
+            if not log._failing:
+                log._failing = True
+                _log.error(
+                    "log write failed; appends answer KAFKA_STORAGE_ERROR until one succeeds",
+                    log=log.name, errno=error.errno, error=error.strerror,
+                )  # fmt: skip
+            raise KafkaStorageError(f"write to {log.name} failed: {error.strerror}") from error
+        if error is None and log._failing:
+            log._failing = False
+            _log.info("log writes resumed", log=log.name)
