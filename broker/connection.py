@@ -9,9 +9,12 @@ transport's write buffer is full, so a fast producer cannot grow memory without 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections import deque
 from collections.abc import Coroutine
+from collections.abc import Generator
+from collections.abc import Iterable
 from typing import Any
 
 import structlog
@@ -24,7 +27,9 @@ from broker.context import BrokerServices
 from broker.context import RequestContext
 from broker.handlers.api_versions import unsupported_version_response
 from broker.listeners import Listener
+from broker.logs import REQUEST
 from broker.principal import ANONYMOUS
+from broker.registry import Answer
 from broker.registry import Handler
 from broker.response_errors import error_codes
 from broker.sasl.errors import AuthenticationFailed
@@ -38,6 +43,7 @@ from protocol.api_keys import SASL_HANDSHAKE
 from protocol.framing import FrameDecoder
 from protocol.framing import FrameError
 from protocol.framing import frame
+from protocol.messages import EncodedResponse
 from protocol.messages import RequestHeader
 from protocol.messages import UndecodableRequest
 from protocol.messages import UnknownApi
@@ -47,10 +53,14 @@ from protocol.messages import error_response
 from protocol.messages import has_error_field
 from protocol.messages import peek_client_id
 from protocol.messages import peek_header
+from protocol.messages import response_frame
 
 log = structlog.get_logger("shoal.connection")
 
 MAX_IN_FLIGHT = 64
+# Answers held back to share one write go out once they reach this size: past it a write costs
+# more than its system call, and the transport must see them to apply back-pressure.
+HOLD_MAX_BYTES = 64 * 1024
 # Decoding costs ~35 ms per MiB of acknowledgement ranges: a larger frame is decoded in a
 # thread (kio's reader lets the loop run meanwhile), so it never stalls other clients.
 DECODE_ON_LOOP_MAX_BYTES = 256 * 1024
@@ -88,6 +98,13 @@ class KafkaConnection(asyncio.Protocol):
         self._closing = False
         self._draining = False
         self._waiting: deque[bytes] = deque()  # frames read but not yet dispatched
+        self._pumping = False  # _pump is on the stack: a nested call leaves the work to it
+        # Responses ready to write, sent as one write: each write is a system call, and these
+        # VMs make system calls dear. While a read is being handled (`_holding`), the answers
+        # of all its frames wait for the end of it.
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._holding = False
 
     # asyncio callbacks -------------------------------------------------------------------------
 
@@ -123,8 +140,14 @@ class KafkaConnection(asyncio.Protocol):
         except FrameError as e:
             self.abort(f"bad frame: {e}")
             return
+        self._services.metrics.bytes_in.inc(len(data))  # once per read: each inc takes a lock
         self._waiting.extend(frames)
-        self._pump()
+        self._holding = True
+        try:
+            self._pump()
+        finally:
+            self._holding = False
+            self._flush()
 
     def pause_writing(self) -> None:
         self._writing_paused = True
@@ -139,8 +162,14 @@ class KafkaConnection(asyncio.Protocol):
     def _pump(self) -> None:
         """Dispatch waiting frames while there is room: one read may hold hundreds of frames,
         and each may produce a large response, so the in-flight limit gates dispatch too."""
-        while self._waiting and not self._closing and not self._busy():
-            self._dispatch(self._waiting.popleft())
+        if self._pumping:  # a handler finished during a dispatch: the loop below goes on
+            return
+        self._pumping = True
+        try:
+            while self._waiting and not self._closing and not self._busy():
+                self._dispatch(self._waiting.popleft())
+        finally:
+            self._pumping = False
         self._update_reading()
 
     def _busy(self) -> bool:
@@ -148,7 +177,6 @@ class KafkaConnection(asyncio.Protocol):
         return self._draining or self._writing_paused or in_flight >= MAX_IN_FLIGHT
 
     def _dispatch(self, payload: bytes) -> None:
-        self._services.metrics.bytes_in.inc(len(payload) + 4)
         if self._sasl is not None and self._sasl.expects_raw_token:
             self._start(self._raw_token(self._take_seq(), self._sasl, payload))
             return
@@ -177,7 +205,19 @@ class KafkaConnection(asyncio.Protocol):
         self._start(coro)
 
     def _start(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
+        """Run the request's first step at once, in its own context (its log fields): most
+        handlers (Produce, ShareAcknowledge, heartbeats) never wait, and a task per request
+        costs more than they do. One that waits goes on in a task from where it stopped."""
+        context = contextvars.copy_context()
+        try:
+            waiting_on = context.run(coro.send, None)
+        except StopIteration:
+            return
+        except Exception:  # _run answers handler failures itself: this is a bug of ours
+            log.exception("request failed", peer=self._peer)
+            self.abort("internal error")
+            return
+        task = asyncio.get_running_loop().create_task(_Resumed(coro, waiting_on), context=context)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         self._update_reading()
@@ -256,13 +296,9 @@ class KafkaConnection(asyncio.Protocol):
         header = ctx.header
         api = handler.name
         started = time.perf_counter()
-        structlog.contextvars.bind_contextvars(
-            client_id=header.client_id,
-            correlation_id=header.correlation_id,
-            api=api,
-            principal=str(ctx.principal),
-        )
-        response: ResponsePayload | None
+        # For every line logged while serving it (the principal is made a string only then).
+        REQUEST.set((header.client_id, header.correlation_id, api, ctx.principal))
+        response: Answer
         try:
             response = await handler.dispatch(ctx, body)
             out = None if response is None else self._encode(response, ctx)
@@ -274,37 +310,56 @@ class KafkaConnection(asyncio.Protocol):
                 header.api_key, header.api_version, ErrorCode.unknown_server_error
             )
             out = self._encode(response, ctx)
-        self._observe(api, response, out, started)
+        self._observe(api, response, started)
         self._complete(seq, out)
 
     @staticmethod
-    def _encode(response: ResponsePayload, ctx: RequestContext) -> bytes:
-        return frame(encode_response(response, ctx.header.correlation_id, ctx.version))
+    def _encode(response: ResponsePayload | EncodedResponse, ctx: RequestContext) -> bytes:
+        return response_frame(response, ctx.header.correlation_id, ctx.version)
 
-    def _observe(self, api: str, response: Any, out: bytes | None, started: float) -> None:
+    def _observe(self, api: str, response: Any, started: float) -> None:
         metrics = self._services.metrics
-        metrics.requests.labels(request=api).inc()
-        metrics.latency.labels(request=api).observe(time.perf_counter() - started)
-        if response is not None:  # top-level and partition-level codes, as Kafka counts them
-            for code in error_codes(response):
-                metrics.errors.labels(request=api, error=code.name).inc()
-        if out is not None:
-            metrics.bytes_out.inc(len(out))
+        count, latency = metrics.request_children(api)
+        count.inc()
+        latency.observe(time.perf_counter() - started)
+        # Top-level and partition-level codes, as Kafka counts them; a hot API's own
+        # serialiser lists its codes beside the bytes.
+        if isinstance(response, EncodedResponse):
+            codes: Iterable[int] = response.error_codes
+        else:
+            codes = () if response is None else error_codes(response)
+        for code in codes:
+            metrics.errors.labels(request=api, error=ErrorCode(code).name).inc()
 
     def _complete(self, seq: int, out: bytes | None) -> None:
         self._ready[seq] = out
-        transport = self._transport
         while self._next_to_write in self._ready:
             data = self._ready.pop(self._next_to_write)
             self._next_to_write += 1
-            if data is not None and transport is not None and not self._closing:
-                transport.write(data)
+            if data is not None:
+                self._out.append(data)
+                self._out_bytes += len(data)
+        if not self._holding or self._out_bytes >= HOLD_MAX_BYTES:
+            self._flush()
         if self._sasl is not None and self._sasl.state is SaslState.FAILED:
+            self._flush()
             self.close()  # after the failure is written, as Kafka does
             return
         if self._sasl is not None and self._sasl.authenticated:
             self._decoder.max_frame_bytes = self._services.config.socket_request_max_bytes
         self._pump()
+
+    def _flush(self) -> None:
+        """Write the responses that are ready, in one write."""
+        out = self._out
+        if not out:
+            return
+        transport = self._transport
+        if transport is not None and not self._closing:
+            transport.write(out[0] if len(out) == 1 else b"".join(out))
+            self._services.metrics.bytes_out.inc(self._out_bytes)
+        out.clear()
+        self._out_bytes = 0
 
     def _update_reading(self) -> None:
         if self._transport is None or self._closing:
@@ -339,3 +394,32 @@ class KafkaConnection(asyncio.Protocol):
         """Graceful shutdown: take no new requests, let the in-flight ones finish."""
         self._draining = True
         self._update_reading()
+
+
+class _Resumed(Coroutine[Any, Any, None]):
+    """A coroutine that has already run its first step, with what that step yielded (the
+    future it waits on): a Task drives the rest. A Task sends None to resume a coroutine (a
+    future's result is read by the awaiter), so the first send hands over that future."""
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: Coroutine[Any, Any, None], first: Any) -> None:
+        self._coro = coro
+        self._first: Any = first
+
+    def send(self, value: Any) -> Any:
+        first = self._first
+        if first is not None:
+            self._first = None
+            return first
+        return self._coro.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        self._first = None
+        return self._coro.throw(*args)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        raise TypeError("a resumed request is driven by its Task, never awaited")

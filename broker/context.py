@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from broker.clock import Clock
 from broker.clock import WallClock
 from broker.config import BrokerConfig
+from broker.group_commit import GroupCommit
 from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
 from broker.principal import ANONYMOUS
@@ -55,6 +56,7 @@ class BrokerServices:
     record_deletion: RecordDeletion
     credentials: ScramCredentialStore
     offsets: OffsetStore  # consumer groups' committed offsets
+    group_commit: GroupCommit  # fsyncs produce requests need, one batch per loop tick
     # One credential change at a time: each is applied, written, or rolled back whole.
     credentials_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # Listener name -> the (host, port) Metadata gives its clients; filled in when bound.

@@ -4,9 +4,32 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
+from contextvars import ContextVar
 from typing import Any
 
 import structlog
+
+# The request being served (client id, correlation id, API name, principal), set by the
+# connection in the request's own context: one ContextVar set per request costs a sixth of
+# structlog's bind_contextvars of three fields, and every line logged while serving it carries
+# them.
+REQUEST: ContextVar[tuple[str | None, int, str, object] | None] = ContextVar(
+    "shoal_request", default=None
+)
+
+
+def merge_request(
+    logger: Any, method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """structlog processor: the request fields of `REQUEST`, under the keys callers expect."""
+    request = REQUEST.get()
+    if request is not None:
+        event_dict.setdefault("client_id", request[0])
+        event_dict.setdefault("correlation_id", request[1])
+        event_dict.setdefault("api", request[2])
+        event_dict.setdefault("principal", str(request[3]))
+    return event_dict
 
 
 def configure(level: str = "info", json: bool | None = None, stream: Any = None) -> None:
@@ -20,6 +43,7 @@ def configure(level: str = "info", json: bool | None = None, stream: Any = None)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            merge_request,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,

@@ -92,6 +92,8 @@ class BrokerMetrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        # Children of `requests` and `latency` by API: a label lookup per request is dear.
+        self._request_children: dict[str, tuple[Counter, Histogram]] = {}
         self.bytes_in = Counter(
             "kafka_network_requestmetrics_requestbytes_bytes",
             "Request frames received, in bytes (all APIs).",
@@ -142,14 +144,19 @@ class BrokerMetrics:
             ["ackType"],
             registry=r,
         )
-        for name in ACK_TYPE_NAMES.values():
-            self.record_acks.labels(ackType=name)
+        # Children bound once (each shown at 0 from the start): acks are counted per request.
+        self._record_acks_by_type = {
+            ack_type: self.record_acks.labels(ackType=name)
+            for ack_type, name in ACK_TYPE_NAMES.items()
+        }
         self.share_acks = Counter(
             f"{SHARE}_shareacknowledgementpersec",
             "ShareAcknowledgement: acknowledgement requests per partition, and failures.",
             ["result"],
             registry=r,
         )
+        self._share_acks_ok = self.share_acks.labels(result="ok")
+        self._share_acks_failed = self.share_acks.labels(result="failed")
         self.lock_timeouts = Counter(
             f"{SHARE}_acquisitionlocktimeoutpersec",
             "Records whose acquisition lock expired before they were acknowledged.",
@@ -208,6 +215,14 @@ class BrokerMetrics:
             "kafka_log_logcleaner_passes", "Cleaning passes over a partition.", registry=r
         )
 
+    def request_children(self, api: str) -> tuple[Counter, Histogram]:
+        """The request counter and latency histogram of one API."""
+        children = self._request_children.get(api)
+        if children is None:
+            children = self.requests.labels(request=api), self.latency.labels(request=api)
+            self._request_children[api] = children
+        return children
+
     def on_cleaning(self, bytes_read: int, records_removed: int) -> None:
         self.cleaner_passes.inc()
         self.cleaner_bytes.inc(bytes_read)
@@ -225,12 +240,13 @@ class BrokerMetrics:
         self.records_acquired.inc(records)
 
     def on_acknowledgement(self, ok: bool, records: Mapping[AcknowledgeType, int]) -> None:
-        self.share_acks.labels(result="ok" if ok else "failed").inc()
+        (self._share_acks_ok if ok else self._share_acks_failed).inc()
         if not ok:
             return
         for ack_type, n in records.items():
-            if ack_type in ACK_TYPE_NAMES:  # GAP is not an acknowledgement type to count
-                self.record_acks.labels(ackType=ACK_TYPE_NAMES[ack_type]).inc(n)
+            child = self._record_acks_by_type.get(ack_type)
+            if child is not None:  # GAP is not an acknowledgement type to count
+                child.inc(n)
 
     def on_lock_timeouts(self, records: int) -> None:
         self.lock_timeouts.inc(records)

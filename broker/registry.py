@@ -27,6 +27,7 @@ from kio.static.protocol import ResponsePayload
 
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+from protocol.messages import EncodedResponse
 from protocol.messages import entity_tagged_defaults
 from protocol.messages import response_type
 
@@ -35,9 +36,12 @@ if TYPE_CHECKING:
 
 # A handler takes the union of the request classes it serves; `Never` accepts any such
 # parameter type, and `Handler.dispatch` is the one place that calls it with a request.
-HandleFn = Callable[["RequestContext", Never], Awaitable[ResponsePayload | None]]
+# A handler answers with a kio response, with the bytes of one written by a hot API's own
+# serialiser (`EncodedResponse`), or with None (no answer: Produce with acks=0).
+Answer = ResponsePayload | EncodedResponse | None
+HandleFn = Callable[["RequestContext", Never], Awaitable[Answer]]
 AclCheck = tuple[AclOperation, ResourceType]
-_Dispatchable = Callable[["RequestContext", RequestPayload], Awaitable[ResponsePayload | None]]
+_Dispatchable = Callable[["RequestContext", RequestPayload], Awaitable[Answer]]
 
 
 def _version(entity: type[RequestPayload] | type[ResponsePayload]) -> int:
@@ -119,13 +123,18 @@ class Handler:
         """The response class that answers a request of `version`."""
         return self._response_by_version[version]
 
-    async def dispatch(
-        self, ctx: RequestContext, request: RequestPayload
-    ) -> ResponsePayload | None:
+    async def dispatch(self, ctx: RequestContext, request: RequestPayload) -> Answer:
         """Run the handler on a request of one of its versions, and check what it returns."""
         if type(request) not in self.requests:
             raise TypeError(f"{self.name} does not serve {type(request).__qualname__}")
         response = await cast(_Dispatchable, self.handle)(ctx, request)
+        if isinstance(response, EncodedResponse):
+            if (response.api_key, response.version) != (self.api_key, request.__version__):
+                raise WrongResponse(
+                    f"{self.name} v{request.__version__} returned encoded bytes of api key "
+                    f"{response.api_key} v{response.version}"
+                )
+            return response
         expected = self._response_by_version[request.__version__]
         if response is not None and type(response) is not expected:
             raise WrongResponse(

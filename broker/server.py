@@ -28,6 +28,7 @@ from broker.config import log_config
 from broker.connection import KafkaConnection
 from broker.context import BrokerServices
 from broker.dynamic_config import DynamicBrokerConfigs
+from broker.group_commit import GroupCommit
 from broker.group_lag import GroupLagCollector
 from broker.handlers import build_registry
 from broker.listeners import advertised_endpoint
@@ -179,6 +180,8 @@ class Server:
                 initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
             )
 
+        # Periodic fsyncs and group commits run here, one at a time, never on the event loop.
+        self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-flush")
         self.services = BrokerServices(
             logs=logs,
             group_configs=group_configs,
@@ -204,6 +207,7 @@ class Server:
             ),
             credentials=ScramCredentialStore.in_data_dir(data_dir),
             offsets=OffsetStore.open(logs, clock.now_ms),
+            group_commit=GroupCommit(self._flusher),
             notifier=notifier,
             metrics=metrics,
             registry=build_registry(),
@@ -229,8 +233,6 @@ class Server:
         self._connections: set[KafkaConnection] = set()
         self._servers: list[asyncio.Server] = []
         self._duties: set[asyncio.Task[None]] = set()
-        # Periodic fsyncs run here, one flush at a time, never on the event loop.
-        self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-flush")
         # Share snapshot files are written here, one at a time; stop() waits for the one under
         # way before it writes the rest itself (two writers of one file collide on its .tmp).
         self._snapshotter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-snapshot")

@@ -35,9 +35,11 @@ from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 
 from protocol.api_keys import API_VERSIONS
+from protocol.framing import SIZE
 
 # api key, api version, correlation id: the fixed start of every request header version.
 HEADER_PREFIX = struct.Struct(">hhi")
+_CORRELATION_ID = struct.Struct(">i")  # the whole of response header v0; v1 adds tagged fields
 
 E = TypeVar("E")
 
@@ -62,6 +64,19 @@ class RequestHeader:
 class Request:
     header: RequestHeader
     body: RequestPayload
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedResponse:
+    """A response body already in wire form for one version, written by a hot API's own
+    serialiser (tested byte for byte against kio's); `encode_response` puts the header on."""
+
+    api_key: int
+    version: int
+    body: bytes
+    error_code: int = 0  # the top-level error code
+    # Every non-zero code in it, top-level and per partition, for the request metrics.
+    error_codes: tuple[int, ...] = ()
 
 
 def peek_header(frame: bytes) -> tuple[int, int, int]:
@@ -185,7 +200,9 @@ def encode_request(body: RequestPayload, correlation_id: int, client_id: str | N
     return buf.getvalue()
 
 
-def encode_response(body: ResponsePayload, correlation_id: int, version: int) -> bytes:
+def encode_response(
+    body: ResponsePayload | EncodedResponse, correlation_id: int, version: int
+) -> bytes:
     """Header and body of a response to a request of `version`, without the size prefix.
 
     `body` may be of a newer version's class than `version` (a handler answers every version
@@ -193,6 +210,8 @@ def encode_response(body: ResponsePayload, correlation_id: int, version: int) ->
     has, by name, and that version also decides the header. ApiVersions responses always use
     header v0 so that a client that does not yet know our versions can read them (KIP-511).
     """
+    if isinstance(body, EncodedResponse):
+        return b"".join(_encoded_parts(body, correlation_id, version))
     wire_type = response_type(body.__api_key__, version)
     buf = io.BytesIO()
     if body.__api_key__ == API_VERSIONS or not wire_type.__flexible__:
@@ -202,6 +221,27 @@ def encode_response(body: ResponsePayload, correlation_id: int, version: int) ->
     writer: Callable[[io.BytesIO, ResponsePayload], None] = _writer(wire_type)
     writer(buf, body)
     return buf.getvalue()
+
+
+def response_frame(
+    body: ResponsePayload | EncodedResponse, correlation_id: int, version: int
+) -> bytes:
+    """`encode_response` with its size prefix, as written to the socket. An encoded body
+    (record bytes, for a fetch) is copied once, into the frame."""
+    if isinstance(body, EncodedResponse):
+        parts = _encoded_parts(body, correlation_id, version)
+        return b"".join((SIZE.pack(sum(map(len, parts))), *parts))
+    payload = encode_response(body, correlation_id, version)
+    return SIZE.pack(len(payload)) + payload
+
+
+def _encoded_parts(body: EncodedResponse, correlation_id: int, version: int) -> list[bytes]:
+    if body.version != version:
+        raise ValueError(f"an encoded v{body.version} response answers v{version}")
+    head = _CORRELATION_ID.pack(correlation_id)
+    if body.api_key != API_VERSIONS and response_type(body.api_key, version).__flexible__:
+        head += b"\x00"  # header v1: no tagged fields
+    return [head, body.body]
 
 
 def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, ResponsePayload]:

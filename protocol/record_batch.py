@@ -95,8 +95,10 @@ class ControlRecordType(IntEnum):
     COMMIT = 1
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
+class BatchHeader(NamedTuple):
+    """A batch header as stored; a tuple because one is made per batch on every append and
+    every walk, and a frozen dataclass costs several times as much to build."""
+
     base_offset: int
     batch_length: int
     partition_leader_epoch: int

@@ -13,7 +13,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
-from contextlib import contextmanager
+from typing import Any
 
 import structlog
 
@@ -91,7 +91,7 @@ class SegmentedLog(ABC):
 
     # --- appending --------------------------------------------------------------------
 
-    def append(self, records: Buffer, *, now_ms: int) -> AppendResult:
+    def append(self, records: Buffer, *, now_ms: int, defer_sync: bool = False) -> AppendResult:
         headers = validate_batches(records)
         if any(h.is_control for h in headers):
             raise InvalidRecordBatch("control", "clients may not write control batches")
@@ -105,7 +105,7 @@ class SegmentedLog(ABC):
                 log_start_offset=self.log_start_offset,
                 duplicate=True,
             )
-        return self._append(records, headers, now_ms)
+        return self._append(records, headers, now_ms, defer_sync)
 
     def append_control(self, batch: Buffer, *, now_ms: int) -> AppendResult:
         headers = validate_batches(batch)
@@ -113,7 +113,9 @@ class SegmentedLog(ABC):
             raise InvalidRecordBatch("control", "append_control takes control batches only")
         return self._append(batch, headers, now_ms)
 
-    def _append(self, records: Buffer, headers: list[BatchHeader], now_ms: int) -> AppendResult:
+    def _append(
+        self, records: Buffer, headers: list[BatchHeader], now_ms: int, defer_sync: bool = False
+    ) -> AppendResult:
         buf = bytearray(records)
         count = sum(h.record_count for h in headers)
         with self._disk_write():
@@ -136,33 +138,21 @@ class SegmentedLog(ABC):
         if active.roll_base_ms is None:
             active.roll_base_ms = now_ms
         self._unflushed_messages += count
-        if self._unflushed_messages >= self.config.flush_messages:
+        if not defer_sync and self.sync_due:
             with self._disk_write():
                 self.flush()
         return AppendResult(
             base_offset=base, last_offset=offset - 1, log_start_offset=self.log_start_offset
         )
 
-    @contextmanager
-    def _disk_write(self) -> Iterator[None]:
+    def _disk_write(self) -> _DiskWrite:
         """OSError becomes KAFKA_STORAGE_ERROR, logged once per episode of failures.
 
         A failed segment write has already cut its partial bytes (`Segment.append`), so the
-        log is as it was; the next write that succeeds ends the episode.
+        log is as it was; the next write that succeeds ends the episode. (A small class, not
+        a generator context manager: this wraps every append.)
         """
-        try:
-            yield
-        except OSError as e:
-            if not self._failing:
-                self._failing = True
-                _log.error(
-                    "log write failed; appends answer KAFKA_STORAGE_ERROR until one succeeds",
-                    log=self.name, errno=e.errno, error=e.strerror,
-                )  # fmt: skip
-            raise KafkaStorageError(f"write to {self.name} failed: {e.strerror}") from e
-        if self._failing:
-            self._failing = False
-            _log.info("log writes resumed", log=self.name)
+        return _DiskWrite(self)
 
     def _maybe_roll(self, size: int, record_count: int, now_ms: int) -> None:
         active = self._segments[-1]
@@ -338,6 +328,10 @@ class SegmentedLog(ABC):
 
     # --- maintenance ------------------------------------------------------------------
 
+    @property
+    def sync_due(self) -> bool:
+        return self._unflushed_messages >= self.config.flush_messages
+
     def flush(self) -> None:
         for segment in self._segments:
             if segment.dirty:
@@ -402,3 +396,29 @@ class SegmentedLog(ABC):
                 self._segments[i] = new
                 return True
         return False
+
+
+class _DiskWrite:
+    __slots__ = ("_log",)
+
+    def __init__(self, log: SegmentedLog) -> None:
+        self._log = log
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: Any
+    ) -> None:
+        log = self._log
+        if isinstance(error, OSError):
+            if not log._failing:
+                log._failing = True
+                _log.error(
+                    "log write failed; appends answer KAFKA_STORAGE_ERROR until one succeeds",
+                    log=log.name, errno=error.errno, error=error.strerror,
+                )  # fmt: skip
+            raise KafkaStorageError(f"write to {log.name} failed: {error.strerror}") from error
+        if error is None and log._failing:
+            log._failing = False
+            _log.info("log writes resumed", log=log.name)

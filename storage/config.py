@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 from storage.errors import InvalidConfig
@@ -105,10 +106,13 @@ class LogConfig:
     min_cleanable_dirty_ratio: float = 0.5
     min_compaction_lag_ms: int = 0
 
+    # Parsed from cleanup_policy once: `compact` is asked on every append.
+    _compact: bool = field(init=False, repr=False, compare=False)
+
     @property
     def compact(self) -> bool:
         """Keys are required and the cleaner keeps the latest record of each."""
-        return "compact" in self._policies
+        return self._compact
 
     @property
     def delete(self) -> bool:
@@ -120,6 +124,7 @@ class LogConfig:
         return {p.strip() for p in self.cleanup_policy.split(",")}
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_compact", "compact" in self._policies)
         # Positions in the offset index are int32, so a segment cannot outgrow that.
         if not 14 <= self.segment_bytes <= _INT32_MAX:
             raise InvalidConfig(f"segment.bytes {self.segment_bytes} out of range")

@@ -42,8 +42,12 @@ class PartitionLog(Protocol):
         """The next offset to assign (= high watermark on a single broker)."""
         ...
 
-    def append(self, records: Buffer, *, now_ms: int) -> AppendResult:
+    def append(self, records: Buffer, *, now_ms: int, defer_sync: bool = False) -> AppendResult:
         """Append a Produce ``records`` blob (one or more batches), offsets assigned here.
+
+        When ``log.flush.interval.messages`` is reached the log is fsynced before this returns,
+        unless ``defer_sync``: then ``sync_due`` says so, and the caller has the fsync run
+        (off the event loop, one for every append of a loop tick) before it answers.
 
         :raises protocol.record_batch.InvalidRecordBatch: corrupt or control input.
         :raises storage.errors.OutOfOrderSequence:
@@ -86,6 +90,11 @@ class PartitionLog(Protocol):
         ...
 
     def flush(self) -> None: ...
+
+    @property
+    def sync_due(self) -> bool:
+        """``log.flush.interval.messages`` records are appended and not yet synced."""
+        ...
 
     def start_flush(self) -> list[PendingSync]:
         """Mark every dirty segment clean and return their fsyncs, to run in a thread."""

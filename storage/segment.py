@@ -115,6 +115,11 @@ class Segment(ABC):
         self.bytes_since_index = 0
         self.offset_index = OffsetIndex()
         self.time_index = TimeIndex()
+        # Base offset and position of each batch tracked since the last offset index entry:
+        # consumers read at the tail, and without these every fetch there walks up to an index
+        # interval of headers. Bounded by the index interval; rebuilt on any re-tracking.
+        self._tail_offsets: list[int] = []
+        self._tail_positions: list[int] = []
         self.damage = DamageMap()
         # ListOffsets MAX_TIMESTAMP answers from data batches only: share-state control batches
         # carry the broker's clock and would otherwise win. -1: no data batch seen.
@@ -208,10 +213,16 @@ class Segment(ABC):
         if _holds_data(header) and header.max_timestamp > self.max_data_timestamp:
             self.max_data_timestamp = header.max_timestamp
             self.max_data_offset = base_offset
+        tail = self._tail_offsets
+        if self.bytes_since_index > self.index_interval_bytes or (tail and base_offset <= tail[-1]):
+            tail.clear()
+            self._tail_positions.clear()
         if self.bytes_since_index > self.index_interval_bytes:
             self.offset_index.append(relative, position)
             self.time_index.maybe_append(self.max_timestamp, self.max_timestamp_offset)
             self.bytes_since_index = 0
+        tail.append(base_offset)
+        self._tail_positions.append(position)
         self.bytes_since_index += header.size
         self.next_offset = base_offset + header.last_offset_delta + 1
 
@@ -320,7 +331,11 @@ class Segment(ABC):
 
         :raises CorruptRecords: ``offset`` lies in a damaged stretch.
         """
-        start = self.offset_index.lookup(offset - self.base_offset)
+        i = bisect_right(self._tail_offsets, offset) - 1
+        if i >= 0 and self._tail_positions[i] < self.size:
+            start = self._tail_positions[i]  # the batch itself, or one before it
+        else:
+            start = self.offset_index.lookup(offset - self.base_offset)
         found = None
         for position, header in self.iter_headers(start):
             if header.last_offset >= offset:

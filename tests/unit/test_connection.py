@@ -217,6 +217,27 @@ async def test_a_refused_version_keeps_its_place_in_line(wire: Wire) -> None:
     assert (correlation_id, body.error_code) == (2, ErrorCode.unsupported_version)
 
 
+async def test_answers_ready_within_one_read_go_out_in_one_write(wire: Wire) -> None:
+    # Handlers that never wait answer during the read: one write (one system call) for all.
+    wire.finish(1, 2, 3)
+    wire.send(request(1) + request(2) + request(3))
+    writes = [e for e in wire.transport.events if isinstance(e, bytes)]
+    assert len(writes) == 1
+    assert wire.answers == [1, 2, 3]
+
+
+async def test_a_handler_that_never_waits_answers_without_a_task(wire: Wire) -> None:
+    wire.finish(1)
+    wire.send(request(1))
+    assert wire.answers == [1]  # before any loop turn: no task was needed
+
+    wire.send(request(2))  # this one waits on its gate: it goes on in a task
+    assert wire.started == [1, 2]
+    wire.finish(2)
+    await settle()
+    assert wire.answers == [1, 2]
+
+
 # framing ---------------------------------------------------------------------------------------
 
 

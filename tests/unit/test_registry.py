@@ -40,6 +40,7 @@ from protocol.acl import AclOperation
 from protocol.acl import ResourceType as AclResourceType
 from protocol.api_keys import FIND_COORDINATOR
 from protocol.messages import ZERO_VALUES
+from protocol.messages import EncodedResponse
 from protocol.messages import RequestHeader
 from protocol.messages import decode_response
 from protocol.messages import encode_response
@@ -221,6 +222,24 @@ async def test_dispatch_refuses_an_undeclared_response_class() -> None:
     h = handler(answer, find_v4.FindCoordinatorRequest, acl=())
     with pytest.raises(WrongResponse):
         await h.dispatch(_context(4), find_v4.FindCoordinatorRequest(coordinator_keys=("g",)))
+
+
+@pytest.mark.parametrize(("key", "version"), [(FIND_COORDINATOR, 3), (FIND_COORDINATOR, 2), (0, 3)])
+async def test_dispatch_takes_encoded_bytes_only_of_its_own_key_and_version(
+    key: int, version: int
+) -> None:
+    answer_bytes = EncodedResponse(key, version, b"")
+
+    async def answer(ctx: RequestContext, request: find_v3.FindCoordinatorRequest) -> Any:
+        return answer_bytes
+
+    h = handler(answer, find_v3.FindCoordinatorRequest, acl=())
+    request = find_v3.FindCoordinatorRequest(key="g")
+    if (key, version) == (FIND_COORDINATOR, 3):
+        assert await h.dispatch(_context(3), request) is answer_bytes
+    else:
+        with pytest.raises(WrongResponse):
+            await h.dispatch(_context(3), request)
 
 
 async def test_dispatch_refuses_a_request_class_not_declared() -> None:

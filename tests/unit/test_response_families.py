@@ -4,10 +4,7 @@ the same bytes: not where a tagged field's default is an entity (see
 
 from __future__ import annotations
 
-import datetime
-
 import pytest
-from kio.schema.errors import ErrorCode
 from kio.schema.fetch import v12 as fetch_v12
 from kio.schema.fetch import v15 as fetch_v15
 from kio.schema.produce import v9
@@ -16,9 +13,7 @@ from kio.schema.produce import v11
 from kio.schema.produce import v12
 
 from broker.handlers import HANDLERS
-from broker.handlers import produce
 from broker.registry import handler
-from protocol.messages import encode_response
 from protocol.messages import entity_tagged_defaults
 
 
@@ -41,30 +36,3 @@ def test_the_registry_refuses_a_newer_family_for_such_a_version() -> None:
 
 def test_every_registered_handler_passes_the_check() -> None:
     assert any(h.name == "Produce" for h in HANDLERS)  # they were built, so the check held
-
-
-def _partition(m: object) -> object:
-    return m.PartitionProduceResponse(  # type: ignore[attr-defined]
-        index=0, error_code=ErrorCode.none, base_offset=5, log_start_offset=0, record_errors=(),
-        error_message=None,
-    )  # fmt: skip
-
-
-@pytest.mark.parametrize("version", [10, 11])
-def test_produce_v10_and_v11_bodies_have_no_tagged_leader(version: int) -> None:
-    """What the handler builds for v10 encodes as a genuine v10 body with defaults would."""
-    m = produce.RESPONSES[version]
-    body = m.ProduceResponse(
-        responses=(m.TopicProduceResponse(name="t", partition_responses=(_partition(m),)),),
-        throttle_time=datetime.timedelta(0),
-    )
-    stray = v12.ProduceResponse(
-        responses=(
-            v12.response.TopicProduceResponse(
-                name="t", partition_responses=(_partition(v12.response),)
-            ),
-        ),
-        throttle_time=datetime.timedelta(0),
-    )
-    good, bad = encode_response(body, 1, version), encode_response(stray, 1, version)
-    assert len(bad) - len(good) == 11  # the stray tag: what v12's classes used to put out

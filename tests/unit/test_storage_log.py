@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kio.records.readers import read_batch
@@ -89,6 +91,29 @@ def test_read_from_middle_of_batch_returns_whole_batch(make_log: MakeLog) -> Non
     decoded, size = read_batch(data, 0)
     assert size == len(data)
     assert [r.offset for r in decoded.records] == [3, 4, 5, 6, 7]
+
+
+def test_a_read_at_the_tail_walks_no_header_before_its_batch(make_log: MakeLog) -> None:
+    # Consumers read at the tail, one small batch at a time: the walk starts at the batch
+    # itself, not at the last sparse index entry (an index interval of headers back).
+    log = make_log(LogConfig())
+    for _ in range(40):
+        log.append(batch(1), now_ms=TS)
+    segment = log.segments[-1]
+    walks: list[int] = []
+    walk = segment.iter_headers
+
+    def recording(position: int = 0, *, strict: bool = False) -> Iterator[tuple[int, Any]]:
+        walks.append(position)
+        return walk(position, strict=strict)
+
+    segment.iter_headers = recording  # type: ignore[method-assign]
+    for offset in (39, 25, 0):
+        located = segment.locate(offset)
+        assert located is not None
+        assert walks[-1] == located[0]
+        assert located[1].base_offset == offset
+    assert read_all(log)[-1][0] == 39
 
 
 def test_max_bytes_honoured_but_at_least_one_batch(make_log: MakeLog) -> None:

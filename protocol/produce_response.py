@@ -1,0 +1,92 @@
+"""ProduceResponse v3-v12 written straight from plain values: the hot path's own serialiser.
+
+A broker answers every produce request, and for one-record batches kio's generic writer (plus
+the dataclasses it writes from) cost more than the append itself. kio stays the source of
+truth: `tests/unit/test_produce_response.py` checks these bytes against kio's writer for every
+version on Hypothesis-generated results, so the two can never disagree.
+
+Layout (ProduceResponse.json): responses [name, partition_responses [index int32, error_code
+int16, base_offset int64, log_append_time_ms int64, log_start_offset int64 (v5+), record_errors
+[] (v8+), error_message nullable string (v8+)]], throttle_time_ms int32. v9+ is flexible:
+compact strings and arrays, and an empty tagged-field section after each struct (the current
+leader and node endpoints, tagged from v10, keep their defaults: kio leaves them out).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from protocol.wire import INT32
+from protocol.wire import INT64
+from protocol.wire import NO_TAGGED_FIELDS
+from protocol.wire import array_length
+from protocol.wire import nullable_string
+from protocol.wire import string
+
+MIN_VERSION = 3
+MAX_VERSION = 12
+FIRST_FLEXIBLE = 9
+
+NO_TIMESTAMP = -1  # log_append_time_ms: the topic uses CreateTime
+
+_PARTITION = struct.Struct(">ihqq")  # index, error code, base offset, log append time
+
+
+class PartitionResult(NamedTuple):
+    """One partition's answer to a produce request."""
+
+    partition: int
+    error_code: int
+    base_offset: int
+    log_start_offset: int
+    error_message: str | None = None
+
+
+TopicResults = tuple[str, Sequence[PartitionResult]]
+
+# Encoded topic names, by (name, flexible): a producer names the same few topics every time.
+_NAMES: dict[tuple[str, bool], bytes] = {}
+_NAMES_MAX = 10_000
+
+
+def _name(name: str, flexible: bool) -> bytes:
+    key = (name, flexible)
+    encoded = _NAMES.get(key)
+    if encoded is None:
+        if len(_NAMES) >= _NAMES_MAX:
+            _NAMES.clear()
+        encoded = _NAMES[key] = string(name, flexible)
+    return encoded
+
+
+def encode_produce_response(
+    version: int, topics: Sequence[TopicResults], throttle_time_ms: int = 0
+) -> bytes:
+    """The response body (no header) for a request of `version`."""
+    if not MIN_VERSION <= version <= MAX_VERSION:
+        raise ValueError(f"ProduceResponse v{version} is not served by this encoder")
+    flexible = version >= FIRST_FLEXIBLE
+    with_start = version >= 5
+    with_errors = version >= 8
+    no_record_errors = array_length(0, flexible)
+    out = [array_length(len(topics), flexible)]
+    for name, partitions in topics:
+        out.append(_name(name, flexible))
+        out.append(array_length(len(partitions), flexible))
+        for p in partitions:
+            out.append(_PARTITION.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP))
+            if with_start:
+                out.append(INT64.pack(p.log_start_offset))
+            if with_errors:
+                out.append(no_record_errors)
+                out.append(nullable_string(p.error_message, flexible))
+            if flexible:
+                out.append(NO_TAGGED_FIELDS)  # of the partition
+        if flexible:
+            out.append(NO_TAGGED_FIELDS)  # of the topic
+    out.append(INT32.pack(throttle_time_ms))
+    if flexible:
+        out.append(NO_TAGGED_FIELDS)  # of the response
+    return b"".join(out)
