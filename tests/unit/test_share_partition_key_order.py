@@ -31,6 +31,8 @@ from broker.share.share_partition import BatchSpan
 from broker.share.share_partition import SharePartition
 from tests.unit.test_share_partition_support import FakeLog
 from tests.unit.test_share_partition_support import Limits
+from tests.unit.test_share_partition_support import Rec
+from tests.unit.test_share_partition_support import WindowModel
 from tests.unit.test_share_partition_support import make_partition
 
 AVAILABLE = RecordState.AVAILABLE
@@ -40,14 +42,6 @@ ARCHIVED = RecordState.ARCHIVED
 MEMBERS = ("A", "B", "C")
 # 32-bit key hashes spread over the hash space (so every member owns some), and null keys.
 KEYS = (None, 7, 1 << 30, (2 << 30) + 3, (3 << 30) + 9, 0xFFFFFFFF)
-
-
-@dataclass
-class Rec:
-    state: RecordState
-    count: int
-    owner: str | None = None
-    deadline: int | None = None
 
 
 @dataclass
@@ -71,36 +65,13 @@ class KeyedLog(FakeLog):
         }
 
 
-class Model:
+class Model(WindowModel):
     """The key rule applied per offset; window bookkeeping as the SharePartition model."""
 
     def __init__(self, limits: Limits, keys: dict[int, int | None]) -> None:
-        self.limits = limits
+        super().__init__(limits, 0)
         self.keys = keys
-        self.spso = self.speo = 0
-        self.recs: dict[int, Rec] = {}
         self.fetched_at: dict[str, int] = {}
-
-    def next_fetch_offset(self) -> int | None:
-        for o in range(self.spso, self.speo):
-            if self.recs[o].state is AVAILABLE:
-                return o
-        full = self.speo - self.spso >= self.limits.current.max_record_locks
-        return None if full else self.speo
-
-    def advance(self) -> None:
-        while self.spso < self.speo and self.recs[self.spso].state in (ACKNOWLEDGED, ARCHIVED):
-            del self.recs[self.spso]
-            self.spso += 1
-
-    def archive_absent(self, first: int, last: int) -> None:
-        for o in range(max(first, self.spso), last + 1):
-            if o >= self.speo:
-                self.recs[o] = Rec(ARCHIVED, 0)
-                self.speo = o + 1
-            elif self.recs[o].state is AVAILABLE:
-                self.recs[o] = Rec(ARCHIVED, self.recs[o].count)
-        self.advance()
 
     def owner(self, key: int, now: int) -> str:
         live = sorted(m for m, t in self.fetched_at.items() if now - t <= AFFINITY_IDLE_MS)

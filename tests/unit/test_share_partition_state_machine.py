@@ -11,7 +11,6 @@ plan whose write "failed" is dropped, after which the partition is as it was.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import groupby
 
 from hypothesis import HealthCheck
@@ -36,6 +35,8 @@ from broker.share.share_state_persister import _empties as empties_window
 from broker.share.share_state_persister import _window_after as window_after
 from tests.unit.test_share_partition_support import FakeLog
 from tests.unit.test_share_partition_support import Limits
+from tests.unit.test_share_partition_support import Rec
+from tests.unit.test_share_partition_support import WindowModel
 from tests.unit.test_share_partition_support import make_partition
 
 AVAILABLE = RecordState.AVAILABLE
@@ -46,46 +47,12 @@ ARCHIVED = RecordState.ARCHIVED
 MEMBERS = ("A", "B", "C")
 
 
-@dataclass
-class Rec:
-    state: RecordState
-    count: int
-    owner: str | None = None
-    deadline: int | None = None
-
-    def key(self) -> tuple[RecordState, int, str | None, int | None]:
-        return self.state, self.count, self.owner, self.deadline
-
-
-class Model:
+class Model(WindowModel):
     """The reference: the rules of DESIGN.md and seed 000/002, applied per offset."""
 
     def __init__(self, limits: Limits, start: int) -> None:
-        self.limits = limits
-        self.spso = self.speo = start
-        self.recs: dict[int, Rec] = {}
+        super().__init__(limits, start)
         self.changes: dict[int, tuple[RecordState, int]] = {}
-
-    def next_fetch_offset(self) -> int | None:
-        for o in range(self.spso, self.speo):
-            if self.recs[o].state is AVAILABLE:
-                return o
-        full = self.speo - self.spso >= self.limits.current.max_record_locks
-        return None if full else self.speo
-
-    def advance(self) -> None:
-        while self.spso < self.speo and self.recs[self.spso].state in (ACKNOWLEDGED, ARCHIVED):
-            del self.recs[self.spso]
-            self.spso += 1
-
-    def archive_absent(self, first: int, last: int) -> None:
-        for o in range(max(first, self.spso), last + 1):
-            if o >= self.speo:
-                self.recs[o] = Rec(ARCHIVED, 0)
-                self.speo = o + 1
-            elif self.recs[o].state is AVAILABLE:
-                self.recs[o] = Rec(ARCHIVED, self.recs[o].count)
-        self.advance()
 
     def acquire(
         self, member: str, spans: list[BatchSpan], max_records: int, now: int

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
+from broker.share.record_state import RecordState
 from broker.share.share_partition import AcquiredRecords
 from broker.share.share_partition import BatchSpan
 from broker.share.share_partition import ShareLimits
@@ -109,3 +110,50 @@ def fetch(
     if offset is None:
         return []
     return sp.acquire(member, log.read_from(offset), max_records=max_records, now_ms=now)
+
+
+AVAILABLE = RecordState.AVAILABLE
+ACKNOWLEDGED = RecordState.ACKNOWLEDGED
+ARCHIVED = RecordState.ARCHIVED
+
+
+@dataclass
+class Rec:
+    state: RecordState
+    count: int
+    owner: str | None = None
+    deadline: int | None = None
+
+    def key(self) -> tuple[RecordState, int, str | None, int | None]:
+        return self.state, self.count, self.owner, self.deadline
+
+
+class WindowModel:
+    """The window of a per-offset reference model (SPSO, SPEO and each record's state), as
+    the SharePartition models of test_share_partition_state_machine and _key_order keep it."""
+
+    def __init__(self, limits: Limits, start: int) -> None:
+        self.limits = limits
+        self.spso = self.speo = start
+        self.recs: dict[int, Rec] = {}
+
+    def next_fetch_offset(self) -> int | None:
+        for o in range(self.spso, self.speo):
+            if self.recs[o].state is AVAILABLE:
+                return o
+        full = self.speo - self.spso >= self.limits.current.max_record_locks
+        return None if full else self.speo
+
+    def advance(self) -> None:
+        while self.spso < self.speo and self.recs[self.spso].state in (ACKNOWLEDGED, ARCHIVED):
+            del self.recs[self.spso]
+            self.spso += 1
+
+    def archive_absent(self, first: int, last: int) -> None:
+        for o in range(max(first, self.spso), last + 1):
+            if o >= self.speo:
+                self.recs[o] = Rec(ARCHIVED, 0)
+                self.speo = o + 1
+            elif self.recs[o].state is AVAILABLE:
+                self.recs[o] = Rec(ARCHIVED, self.recs[o].count)
+        self.advance()
