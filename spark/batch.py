@@ -20,12 +20,12 @@ from pyspark.sql.datasource import DataSourceReader
 from pyspark.sql.datasource import InputPartition
 
 from client.admin import Admin
+from spark.arrow import batches_to_arrow
 from spark.fetcher import Fetcher
 from spark.fetcher import OffsetRange
 from spark.fetcher import resolve_offset
 from spark.options import BatchOptions
 from spark.options import OffsetBound
-from spark.rows import Columns
 
 
 class RangePartition(InputPartition):
@@ -63,12 +63,21 @@ def read_range(bootstrap: str, offsets: OffsetRange, max_bytes: int) -> Iterator
     with asyncio.Runner() as runner:  # one loop for the whole task, stepped between yields
         fetcher = Fetcher(bootstrap, client_id="shoal-spark-reader")
         try:
-            offset = offsets.start
-            while offset < offsets.end:
-                rest = OffsetRange(offsets.topic, offsets.partition, offset, offsets.end)
-                records, offset = runner.run(fetcher.read_round(rest, max_bytes))
-                if records:
-                    yield Columns.of(records, shared=False).to_arrow()
+            offset, end = offsets.start, offsets.end
+            while offset < end:
+                data, nxt = runner.run(
+                    fetcher.read_raw(offsets.topic, offsets.partition, offset, end, max_bytes)
+                )
+                batch = batches_to_arrow(
+                    data,
+                    topic=offsets.topic,
+                    partition=offsets.partition,
+                    first=offset,
+                    last=end - 1,
+                )
+                if batch.num_rows:
+                    yield batch
+                offset = nxt
         finally:
             runner.run(fetcher.close())
 

@@ -17,9 +17,6 @@ from client.cluster import Cluster
 from client.cluster import schema
 from client.errors import KafkaError
 from client.errors import error_for
-from client.records import AcquiredRange
-from client.records import ConsumerRecord
-from client.records import decode_acquired
 from protocol import api_keys
 from protocol.messages import build
 
@@ -96,17 +93,17 @@ class Fetcher:
             raise error_for(p.error_code, f"Fetch {topic}-{partition}@{offset}")
         return bytes(p.records or b""), int(p.high_watermark)
 
-    async def read_round(self, r: OffsetRange, max_bytes: int) -> tuple[list[ConsumerRecord], int]:
-        """The records of one Fetch within `r`, and the offset to fetch next (>= r.end: done)."""
-        data, high_watermark = await self.fetch(r.topic, r.partition, r.start, max_bytes)
-        records = decode_acquired(
-            r.topic, r.partition, data, [AcquiredRange(r.start, r.end - 1, 0)]
-        )
+    async def read_raw(
+        self, topic: str, partition: int, offset: int, end: int, max_bytes: int
+    ) -> tuple[bytes, int]:
+        """The stored batches of one Fetch from `offset`, undecoded, and the offset to fetch
+        next (>= `end`: done). The batches may hold records outside [offset, end)."""
+        data, high_watermark = await self.fetch(topic, partition, offset, max_bytes)
         nxt = _next_offset(data)
-        if nxt is None or nxt <= r.start:
+        if nxt is None or nxt <= offset:
             # No whole batch came back: the range runs past the log end (or the log shrank).
-            return records, r.end if high_watermark <= r.start else r.start + 1
-        return records, nxt
+            return data, end if high_watermark <= offset else offset + 1
+        return data, nxt
 
 
 def _next_offset(data: bytes) -> int | None:

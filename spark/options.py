@@ -16,6 +16,11 @@ from dataclasses import dataclass
 AT_LEAST_ONCE = "at-least-once"
 AT_MOST_ONCE = "at-most-once"
 _ACK_MODES = (AT_LEAST_ONCE, AT_MOST_ONCE)
+# How a micro-batch's records reach the executors (spark.stream): the driver ships the stored
+# batches it acquired, or each task fetches its ranges from the broker. The first is the default.
+SHIP = "ship"
+FETCH = "fetch"
+DATA_PATHS = (SHIP, FETCH)
 
 
 def _get(options: Mapping[str, str], *names: str) -> str | None:
@@ -37,6 +42,13 @@ def _int(options: Mapping[str, str], name: str, default: int | None, minimum: in
         raise ValueError(f"option {name} must be an integer, got {raw!r}") from None
     if value < minimum:
         raise ValueError(f"option {name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _choice(options: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    value = (_get(options, name) or choices[0]).lower()
+    if value not in choices:
+        raise ValueError(f"option {name} must be one of {choices}, got {value!r}")
     return value
 
 
@@ -79,6 +91,7 @@ class StreamOptions:
     poll_timeout_ms: int
     renew_interval_ms: int | None
     max_records_per_batch: int
+    data_path: str
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamOptions:
@@ -98,13 +111,15 @@ class StreamOptions:
             bootstrap=bootstrap_of(options),
             topics=topics_of(options),
             group=group,
-            max_records_per_trigger=_int(options, "maxRecordsPerTrigger", None, 1),
+            max_records_per_trigger=_int(options, "maxRecordsPerTrigger", None, 1)
+            or _int(options, "maxOffsetsPerTrigger", None, 1),  # Spark's Kafka source name
             num_partitions=_int(options, "numPartitions", None, 1),
             ack_mode=ack_mode,
             ack_dir=_get(options, "ackDir") or default_ack_dir(group),
             poll_timeout_ms=_int(options, "pollTimeoutMs", 1000, 0) or 0,
             renew_interval_ms=_int(options, "renewIntervalMs", None, 50),
             max_records_per_batch=_int(options, "maxRecordsPerBatch", 1_000_000, 1) or 1,
+            data_path=_choice(options, "dataPath", DATA_PATHS),
         )
 
 
