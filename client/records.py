@@ -1,6 +1,7 @@
 """Record batches on the client side: building them with kio for Produce, decoding fetched ones.
 
-Decoding happens here and only here: the consumer must look at records, the broker never does.
+Records are decoded on the client only (here, and all at once into Arrow in `client.arrow_batches`):
+the consumer must look at records, the broker never does.
 """
 
 from __future__ import annotations
@@ -8,39 +9,36 @@ from __future__ import annotations
 import bisect
 import datetime
 import io
-import struct
 from collections.abc import Iterator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 
-from kio.records.readers import read_batch
 from kio.records.schema import NewRecordBatch
 from kio.records.schema import Record as KioRecord
 from kio.records.schema import RecordHeader
 from kio.records.writers import write_new_batch
-from kio.schema.errors import ErrorCode
-from kio.serial.readers import read_signed_varint
-from kio.serial.readers import read_signed_varlong
 from kio.static.primitive import TZAwareMicros
 from kio.static.primitive import i8
 from kio.static.primitive import i16
 from kio.static.primitive import i32
 from kio.static.primitive import i64
 
-from client.errors import KafkaError
+from client.fetched_batches import FetchedBatch
+from client.fetched_batches import corrupt
+from client.fetched_batches import fetched_batches
+from protocol.record_batch import Buffer
+from protocol.record_batch import InvalidRecordBatch
+from protocol.record_batch import read_varint
 
-# v2 batch header: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
-# lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, count.
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_LOG_OVERHEAD = 12  # baseOffset + batchLength precede the length-counted part
-_COMPRESSION_MASK = 0x07
-_TIMESTAMP_TYPE_BIT = 0x08
-_CONTROL_BIT = 0x20
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
+
+Header = tuple[str, bytes | None]
+# timestamp delta, key, value, headers
+ParsedRecord = tuple[int, bytes | None, bytes | None, list[Header]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,63 +135,87 @@ class _Ranges:
         return i >= 0 and self._ranges[i].last_offset >= first
 
 
-def _timestamp_deltas(buf: bytes, pos: int, count: int) -> Iterator[int]:
-    """Each record's timestamp delta: kio's Record keeps whole seconds only."""
+def _nullable_bytes(data: Buffer, pos: int, end: int) -> tuple[bytes | None, int]:
+    length, pos = read_varint(data, pos)
+    if length < 0:
+        return None, pos
+    if pos + length > end:
+        raise corrupt(f"{length} bytes at {pos} run past their record")
+    return bytes(data[pos : pos + length]), pos + length
+
+
+def _record(data: Buffer, pos: int) -> tuple[int, int, ParsedRecord]:
+    """The record at `pos`: its offset delta, where the next one starts, and its fields."""
+    length, pos = read_varint(data, pos)
+    end = pos + length
+    if length < 1 or end > len(data):
+        raise corrupt(f"record of {length} bytes at {pos}")
+    ts_delta, p = read_varint(data, pos + 1)  # after the attributes byte
+    offset_delta, p = read_varint(data, p)
+    key, p = _nullable_bytes(data, p, end)
+    value, p = _nullable_bytes(data, p, end)
+    count, p = read_varint(data, p)
+    if count < 0:
+        raise corrupt(f"record at {pos} has {count} headers")
+    headers: list[Header] = []
     for _ in range(count):
-        length, size = read_signed_varint(buf, pos)
-        delta, _ = read_signed_varlong(buf, pos + size + 1)  # after the attributes byte
-        yield int(delta)
-        pos += size + int(length)
+        h_key, p = _nullable_bytes(data, p, end)
+        h_value, p = _nullable_bytes(data, p, end)
+        headers.append(((h_key or b"").decode("utf-8", "replace"), h_value))
+    if p != end:
+        raise corrupt(f"record at {pos} ends at {p}, its length says {end}")
+    return offset_delta, end, (ts_delta, key, value, headers)
 
 
 def decode_acquired(
-    topic: str, partition: int, data: bytes, acquired: Sequence[AcquiredRange]
+    topic: str, partition: int, data: Buffer, acquired: Sequence[AcquiredRange]
 ) -> list[ConsumerRecord]:
     """The records of `data` (stored batches as the broker returned them) that we acquired.
 
     Control batches and records outside the acquired ranges are dropped; a truncated batch at
-    the end (the broker may cut at MaxBytes) is ignored.
+    the end (the broker may cut at MaxBytes) is ignored; compressed batches are decompressed.
+    One record at a time: the reference that `client.arrow_batches` is tested against.
+
+    :raises KafkaError: CORRUPT_MESSAGE for a batch or record that does not parse.
     """
     ranges = _Ranges(acquired)
+    if not acquired:
+        return []
+    lo = min(r.first_offset for r in acquired)
+    hi = max(r.last_offset for r in acquired)
     out: list[ConsumerRecord] = []
-    pos = 0
-    while pos + _HEADER.size <= len(data):
-        (base, length, _, magic, _, attrs, last_delta, base_ts, max_ts, *_, count) = (
-            _HEADER.unpack_from(data, pos)
-        )
-        end = pos + _LOG_OVERHEAD + length
-        if end > len(data):
-            break
-        if magic != 2:
-            raise KafkaError(ErrorCode.corrupt_message, f"record batch magic {magic}")
-        if attrs & _CONTROL_BIT or not ranges.overlaps(base, base + last_delta):
-            pos = end
+    for batch in fetched_batches(data, lo, hi):
+        if not ranges.overlaps(batch.base_offset, batch.last_offset):
             continue
-        if attrs & _COMPRESSION_MASK:
-            raise KafkaError(
-                ErrorCode.unsupported_compression_type, "compressed batches are not supported"
-            )
-        batch, _ = read_batch(data, pos)
-        log_append = bool(attrs & _TIMESTAMP_TYPE_BIT)
-        deltas = _timestamp_deltas(data, pos + _HEADER.size, count)
-        for rec, delta in zip(batch.records, deltas, strict=True):
-            acquired_range = ranges.find(int(rec.offset))
+        out.extend(_acquired_records(topic, partition, batch, ranges))
+    return out
+
+
+def _acquired_records(
+    topic: str, partition: int, batch: FetchedBatch, ranges: _Ranges
+) -> Iterator[ConsumerRecord]:
+    pos = 0
+    try:
+        for _ in range(batch.record_count):
+            offset_delta, pos, (ts_delta, key, value, headers) = _record(batch.records, pos)
+            offset = batch.base_offset + offset_delta
+            acquired_range = ranges.find(offset)
             if acquired_range is None:
                 continue
-            out.append(
-                ConsumerRecord(
-                    topic=topic,
-                    partition=partition,
-                    offset=int(rec.offset),
-                    key=rec.key,
-                    value=rec.value,
-                    headers=[
-                        ((h.key or b"").decode("utf-8", "replace"), h.value) for h in rec.headers
-                    ],
-                    timestamp_ms=max_ts if log_append else base_ts + delta,
-                    timestamp_type=LOG_APPEND_TIME if log_append else CREATE_TIME,
-                    delivery_count=acquired_range.delivery_count,
-                )
+            yield ConsumerRecord(
+                topic=topic,
+                partition=partition,
+                offset=offset,
+                key=key,
+                value=value,
+                headers=headers,
+                timestamp_ms=(
+                    batch.max_timestamp
+                    if batch.log_append_time
+                    else batch.base_timestamp + ts_delta
+                ),
+                timestamp_type=LOG_APPEND_TIME if batch.log_append_time else CREATE_TIME,
+                delivery_count=acquired_range.delivery_count,
             )
-        pos = end
-    return out
+    except (IndexError, InvalidRecordBatch) as e:
+        raise corrupt(f"batch at offset {batch.base_offset}: {e}") from e
