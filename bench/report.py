@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.phases import Row
+from bench.spark_phase import spark_ratios
 
 PRODUCE_GOAL = 500_000  # records/s
 SHARE_GOAL = 300_000  # records/s with 4 consumers
@@ -97,6 +98,7 @@ def ratios(rows: list[Row]) -> list[str]:
         ("share-4-durable", "share-4-volatile"),
         lambda on, off: on.rate / off.rate,
     )
+    out.extend(spark_ratios(by))
     return out
 
 

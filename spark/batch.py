@@ -20,17 +20,27 @@ from pyspark.sql.datasource import DataSourceReader
 from pyspark.sql.datasource import InputPartition
 
 from client.admin import Admin
-from spark.arrow import batches_to_arrow
 from spark.fetcher import Fetcher
 from spark.fetcher import OffsetRange
 from spark.fetcher import resolve_offset
 from spark.options import BatchOptions
 from spark.options import OffsetBound
+from spark.ranges import Span
+from spark.ranges import split_spans
 
 
 class RangePartition(InputPartition):
-    def __init__(self, bootstrap: str, offsets: OffsetRange, max_bytes: int) -> None:
-        super().__init__((bootstrap, offsets, max_bytes))
+    def __init__(self, bootstrap: str, ranges: list[OffsetRange], max_bytes: int) -> None:
+        super().__init__((bootstrap, ranges, max_bytes))
+
+
+def split_ranges(ranges: list[OffsetRange], pieces: int | None) -> list[list[OffsetRange]]:
+    """One task per partition (`pieces=None`), or `pieces` tasks of about as many offsets."""
+    spans = [Span(r.topic, r.partition, r.start, r.end - 1, 0) for r in ranges]
+    return [
+        [OffsetRange(s.topic, s.partition, s.first, s.last + 1) for s in piece]
+        for piece in split_spans(spans, pieces)
+    ]
 
 
 def _spec(bound: OffsetBound, topic: str, partition: int, default: str) -> str | int:
@@ -58,26 +68,15 @@ async def plan(opts: BatchOptions) -> list[OffsetRange]:
     return out
 
 
-def read_range(bootstrap: str, offsets: OffsetRange, max_bytes: int) -> Iterator[Any]:
-    """Arrow batches of the records of `offsets`, one per Fetch round."""
+def read_ranges(bootstrap: str, ranges: list[OffsetRange], max_bytes: int) -> Iterator[Any]:
+    """Arrow batches of the records of `ranges`, one per Fetch round."""
     with asyncio.Runner() as runner:  # one loop for the whole task, stepped between yields
         fetcher = Fetcher(bootstrap, client_id="shoal-spark-reader")
         try:
-            offset, end = offsets.start, offsets.end
-            while offset < end:
-                data, nxt = runner.run(
-                    fetcher.read_raw(offsets.topic, offsets.partition, offset, end, max_bytes)
+            for r in ranges:
+                yield from fetcher.arrow_rounds(
+                    runner, r.topic, r.partition, r.start, r.end, max_bytes
                 )
-                batch = batches_to_arrow(
-                    data,
-                    topic=offsets.topic,
-                    partition=offsets.partition,
-                    first=offset,
-                    last=end - 1,
-                )
-                if batch.num_rows:
-                    yield batch
-                offset = nxt
         finally:
             runner.run(fetcher.close())
 
@@ -89,11 +88,12 @@ class ShoalBatchReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         ranges = asyncio.run(plan(self.opts))  # planning is one call on the driver
         return [
-            RangePartition(self.opts.bootstrap, r, self.opts.max_partition_bytes) for r in ranges
+            RangePartition(self.opts.bootstrap, piece, self.opts.max_partition_bytes)
+            for piece in split_ranges(ranges, self.opts.num_partitions)
         ]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         if partition.value is None:  # PySpark's placeholder when there is nothing to read
             return iter(())
-        bootstrap, offsets, max_bytes = partition.value
-        return read_range(bootstrap, offsets, max_bytes)
+        bootstrap, ranges, max_bytes = partition.value
+        return read_ranges(bootstrap, ranges, max_bytes)

@@ -7,12 +7,16 @@ move to `client/` as is (it imports only `client` and kio).
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from client.admin import Admin
+from client.arrow_batches import batches_to_arrow
 from client.cluster import Cluster
 from client.cluster import schema
 from client.errors import KafkaError
@@ -104,6 +108,33 @@ class Fetcher:
             # No whole batch came back: the range runs past the log end (or the log shrank).
             return data, end if high_watermark <= offset else offset + 1
         return data, nxt
+
+    def arrow_rounds(
+        self,
+        runner: asyncio.Runner,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        max_bytes: int,
+        delivery_count: int | None = None,
+    ) -> Iterator[Any]:
+        """Arrow batches of the records of offsets [start, end), one per Fetch, each Fetch run
+        on `runner` (a synchronous caller: a Spark task)."""
+        offset = start
+        while offset < end:
+            data, nxt = runner.run(self.read_raw(topic, partition, offset, end, max_bytes))
+            batch = batches_to_arrow(
+                data,
+                topic=topic,
+                partition=partition,
+                first=offset,
+                last=end - 1,
+                delivery_count=delivery_count,
+            )
+            if batch.num_rows:
+                yield batch
+            offset = nxt
 
 
 def _next_offset(data: bytes) -> int | None:

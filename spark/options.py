@@ -150,6 +150,7 @@ class BatchOptions:
     ending: OffsetBound
     starting_timestamp: int | None
     max_partition_bytes: int
+    num_partitions: int | None = None  # Spark tasks; by default one per Kafka partition
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> BatchOptions:
@@ -160,6 +161,7 @@ class BatchOptions:
             ending=_offset_bound(_get(options, "endingOffsets"), "endingOffsets", "latest"),
             starting_timestamp=_int(options, "startingTimestamp", None, 0),
             max_partition_bytes=_int(options, "fetch.max.bytes", 8 << 20, 1024) or 8 << 20,
+            num_partitions=_int(options, "numPartitions", None, 1),
         )
 
 

@@ -69,6 +69,7 @@ from pyspark.sql.streaming.datasource import ReadMaxRows
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from client.admin import Admin
+from client.arrow_batches import batches_to_arrow
 from client.errors import KafkaError
 from client.records import AcquiredData
 from client.share_acks import AcknowledgeType
@@ -76,7 +77,6 @@ from client.share_consumer import AckResults
 from client.share_consumer import ShareConsumer
 from spark.acks import RecordKey
 from spark.acks import take_verdicts
-from spark.arrow import batches_to_arrow
 from spark.fetcher import Fetcher
 from spark.loop import LoopThread
 from spark.options import AT_MOST_ONCE
@@ -444,22 +444,15 @@ def read_spans(bootstrap: str, spans: list[Span]) -> Iterator[Any]:
         fetcher = Fetcher(bootstrap, client_id="shoal-spark-reader")
         try:
             for s in spans:
-                offset = s.first
-                while offset <= s.last:
-                    data, nxt = runner.run(
-                        fetcher.read_raw(s.topic, s.partition, offset, s.last + 1, _FETCH_BYTES)
-                    )
-                    batch = batches_to_arrow(
-                        data,
-                        topic=s.topic,
-                        partition=s.partition,
-                        first=offset,
-                        last=s.last,
-                        delivery_count=s.delivery_count,
-                    )
-                    if batch.num_rows:
-                        yield batch
-                    offset = nxt
+                yield from fetcher.arrow_rounds(
+                    runner,
+                    s.topic,
+                    s.partition,
+                    s.first,
+                    s.last + 1,
+                    _FETCH_BYTES,
+                    s.delivery_count,
+                )
         finally:
             runner.run(fetcher.close())
 
