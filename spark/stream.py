@@ -9,18 +9,27 @@ the stream reader object, which PySpark keeps in one Python process on the drive
 query (`python_streaming_source_runner`), calling `latestOffset`, `partitions`, `commit` and
 `stop` on it in turn.
 
-- `latestOffset` acquires up to the read limit (`maxRecordsPerTrigger`) from the group with a
-  `ShareConsumer` in explicit mode, keeps them under a new offset `{"seq": n}` and returns it.
-- `partitions` hands the records themselves to the executors, as picklable column lists split
-  into `numPartitions` pieces (by default one per Kafka partition); `read` only turns them into
-  an Arrow batch: it is stateless and needs no connection.
-- While a batch is planned or running, a task on the reader's private event loop RENEWs the
-  locks of its records every third of the lock duration, so a slow batch keeps them.
-- A batch is ACCEPTed once Spark has committed it. Spark asks a source for its next offset only
-  after writing the previous batch to the commit log (and calls `commit` even later, when the
-  next batch is planned, or never if none is), so `latestOffset(start)` accepts every batch up
-  to `start`, and `commit(end)` does the same for completeness. Records that `shoal_ack` marked
-  in `foreachBatch` are REJECTed or RELEASEd instead (see `spark.acks`).
+- `latestOffset` acquires up to the read limit (`maxRecordsPerTrigger`, or Spark's spelling
+  `maxOffsetsPerTrigger`) from the group with a `ShareConsumer` in explicit mode, polling until
+  the limit is reached (whole stored batches: it may pass it by less than one) or two short
+  polls bring nothing; it keeps the batch under a new offset `{"seq": n}` and returns it.
+- The driver plans by ranges, never by records (`spark.ranges`): a batch is its acquired ranges
+  `(partition, first, last, delivery count)` and the stored batches the ShareFetches brought,
+  undecoded. `partitions` splits them into `numPartitions` tasks (by default one per Kafka
+  partition), cutting only between stored batches; `read` decodes its share straight into
+  Arrow on the executor (`client.arrow_batches`). With `dataPath=fetch` the tasks get only
+  their ranges and fetch the records by offset themselves (see spark/__init__.py for why the
+  default ships the bytes).
+- While a batch is planned or running, a task on the reader's private event loop RENEWs its
+  ranges every third of the lock duration, so a slow batch keeps them.
+- A batch is ACCEPTed, range by range, once Spark has committed it. Spark asks a source for its
+  next offset only after writing the previous batch to the commit log (and calls `commit` even
+  later, when the next batch is planned, or never if none is), so `latestOffset(start)` accepts
+  every batch up to `start`: the acknowledgements ride on the ShareFetch that acquires the next
+  batch (one round trip, and the broker frees the locks before it acquires), or go alone when
+  no fetch follows; `commit(end)` does the same for completeness. Records that `shoal_ack`
+  marked in `foreachBatch` are carved out of the ranges and REJECTed or RELEASEd instead (see
+  `spark.acks`).
 - `stop` (query stopped or failed) RELEASEs what was not accepted and leaves the group: those
   records go to another member or to this query when it restarts, with a higher delivery count.
   A batch Spark replays after a restart (planned, not committed) comes back empty: its records
@@ -32,19 +41,24 @@ Executor-side consumers were the alternative: each task would join the group and
 own records. But then the member that acquired a record is a task that is gone by the time the
 driver commits, so it could not acknowledge after the commit: it would have to accept before
 the sink wrote anything (at-most-once) or leave the records to time out (every record delivered
-at least twice). The cost of the driver design is that records pass through the driver; the
-read limit bounds that per batch.
+at least twice). The cost of the driver design is that the stored batches pass through the
+driver (as bytes: about 0.2 us of driver CPU per record); the read limit bounds that per batch.
 
 Options: `kafka.bootstrap.servers` (or `bootstrap.servers`), `subscribe`, `group`,
-`maxRecordsPerTrigger`, `numPartitions`, `acknowledgementMode` (`at-least-once`, the default,
-or `at-most-once`: accept when the batch is planned), `ackDir`, `pollTimeoutMs` (how long one
-trigger waits for records, default 1000), `renewIntervalMs`, `maxRecordsPerBatch` (a cap when
-Spark asks for all available records, default 1,000,000).
+`maxRecordsPerTrigger` (or `maxOffsetsPerTrigger`), `numPartitions`, `acknowledgementMode`
+(`at-least-once`, the default, or `at-most-once`: accept when the batch is planned), `ackDir`,
+`pollTimeoutMs` (how long one trigger waits for records, default 1000), `renewIntervalMs`,
+`maxRecordsPerBatch` (a cap when Spark asks for all available records, default 1,000,000),
+`dataPath` (`ship`, the default, or `fetch`).
 
 `Trigger.AvailableNow` is supported (`SupportsTriggerAvailableNow`): when it starts, the
-reader notes each subscribed partition's end offset, and the run ends once a poll brings no
-record below those ends (records produced later that arrive in the same poll are processed, not
-released, since releasing would cost them a delivery attempt).
+reader notes each subscribed partition's end offset, and the run ends once the group is
+drained below them: no record below those ends is available or acquired by anyone in the group,
+that is every share-partition's start offset (DescribeShareGroupOffsets) has reached its end.
+So several queries (or other consumers) in one group share the work and each ends when all of
+it is done; a query waits while others hold records, and gives up with a warning after
+2 minutes in which the group made no progress. Records produced later that arrive in a poll
+are processed, not released, since releasing would cost them a delivery attempt.
 """
 
 from __future__ import annotations
