@@ -85,3 +85,12 @@ def test_carve_leaves_marked_offsets_alone() -> None:
         (15, 15, "x"),
         (16, 20, None),
     ]
+
+
+def test_the_decoders_arrow_schema_is_the_one_spark_expects() -> None:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from client.arrow_batches import SCHEMA as ARROW
+    from spark.rows import SCHEMA
+
+    assert to_arrow_schema(SCHEMA, timezone="UTC").equals(ARROW)
