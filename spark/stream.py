@@ -108,6 +108,7 @@ log = logging.getLogger(__name__)
 
 _TOP_UP_WAIT_S = 0.05  # once a batch has records, how long one more poll may wait for more
 _TOP_UP_EMPTY_POLLS = 2  # ... and how many empty ones end it
+_DRAIN_POLL_S = 0.2  # AvailableNow: how often an idle reader asks whether the group is drained
 _DRAIN_PATIENCE_S = 120.0  # AvailableNow: give up waiting on the group after no progress
 _FETCH_BYTES = 8 << 20  # per Fetch of a task that reads its ranges from the broker
 _TICK_S = 0.1
@@ -189,6 +190,8 @@ class ShareGroupSession:
             while got < limit:
                 self.consumer.max_records = limit - got
                 wait = _TOP_UP_WAIT_S if got else max(0.0, deadline - loop.time())
+                if self.available_now and not got:
+                    wait = min(wait, _DRAIN_POLL_S)
                 acquired = await self.consumer.poll_acquired(wait)
                 if acquired:
                     out.extend(acquired)
@@ -201,14 +204,13 @@ class ShareGroupSession:
                     if empty >= _TOP_UP_EMPTY_POLLS:
                         break
                     continue
-                if loop.time() < deadline:
+                if self.available_now:  # no deadline: wait until the group is drained
+                    if await self._is_drained(drain):
+                        self.drained = True
+                        break
                     continue
-                if not self.available_now:
+                if loop.time() >= deadline:
                     break
-                if await self._is_drained(drain):
-                    self.drained = True
-                    break
-                deadline = loop.time() + timeout  # others still hold records below the ends
             await self.consumer.commit_sync()  # acks that no poll could carry
         if self.available_now and out and not self._below_targets(out):
             # Only records produced after the start: process them, and end after this batch
