@@ -23,6 +23,7 @@ from client.admin import Admin
 from spark.fetcher import Fetcher
 from spark.fetcher import OffsetRange
 from spark.fetcher import resolve_offset
+from spark.fetcher import task_loop
 from spark.options import BatchOptions
 from spark.options import OffsetBound
 from spark.ranges import Span
@@ -70,15 +71,15 @@ async def plan(opts: BatchOptions) -> list[OffsetRange]:
 
 def read_ranges(bootstrap: str, ranges: list[OffsetRange], max_bytes: int) -> Iterator[Any]:
     """Arrow batches of the records of `ranges`, one per Fetch round."""
-    with asyncio.Runner() as runner:  # one loop for the whole task, stepped between yields
+    with task_loop() as loop:
         fetcher = Fetcher(bootstrap, client_id="shoal-spark-reader")
         try:
             for r in ranges:
                 yield from fetcher.arrow_rounds(
-                    runner, r.topic, r.partition, r.start, r.end, max_bytes
+                    loop, r.topic, r.partition, r.start, r.end, max_bytes
                 )
         finally:
-            runner.run(fetcher.close())
+            loop.run_until_complete(fetcher.close())
 
 
 class ShoalBatchReader(DataSourceReader):

@@ -92,6 +92,7 @@ from client.share_consumer import ShareConsumer
 from spark.acks import RecordKey
 from spark.acks import take_verdicts
 from spark.fetcher import Fetcher
+from spark.fetcher import task_loop
 from spark.loop import LoopThread
 from spark.options import AT_MOST_ONCE
 from spark.options import SHIP
@@ -456,12 +457,12 @@ def read_shipment(pieces: list[Shipment]) -> Iterator[Any]:
 
 def read_spans(bootstrap: str, spans: list[Span]) -> Iterator[Any]:
     """Arrow batches of the records of `spans`, fetched by offset (one per Fetch)."""
-    with asyncio.Runner() as runner:  # one loop for the whole task, stepped between yields
+    with task_loop() as loop:
         fetcher = Fetcher(bootstrap, client_id="shoal-spark-reader")
         try:
             for s in spans:
                 yield from fetcher.arrow_rounds(
-                    runner,
+                    loop,
                     s.topic,
                     s.partition,
                     s.first,
@@ -470,7 +471,7 @@ def read_spans(bootstrap: str, spans: list[Span]) -> Iterator[Any]:
                     s.delivery_count,
                 )
         finally:
-            runner.run(fetcher.close())
+            loop.run_until_complete(fetcher.close())
 
 
 class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

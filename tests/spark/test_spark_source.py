@@ -279,6 +279,28 @@ def test_micro_batches_follow_the_read_limit_within_one_stored_batch(
     assert all(n > limit - 100 for n in sizes[:-1]), sizes
 
 
+def test_tasks_that_fetch_their_ranges_read_every_record(
+    source: Any, broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """dataPath=fetch: the driver hands out ranges only, the tasks read them by offset."""
+    spark = source
+    create_topic(broker.bootstrap, "ranges", 2)
+    produce(broker.bootstrap, "ranges", 2000, partitions=2, batch=100)
+    configure_group(broker.bootstrap, "ranges-group")
+    sink = Collector()
+    df = _stream(
+        spark, broker, "ranges", "ranges-group", dataPath="fetch", numPartitions=3,
+        maxRecordsPerTrigger=700,
+    )  # fmt: skip
+    _run_available_now(df, sink, tmp_path / "ck")
+    rows = sink.rows
+    assert sorted((r.partition, r.offset) for r in rows) == sorted(
+        (i % 2, i // 2) for i in range(2000)
+    )
+    assert {r.value for r in rows} == {f"v{i}".encode() for i in range(2000)}
+    assert {r.deliveryCount for r in rows} == {1}
+
+
 def test_failed_batch_comes_back_with_delivery_count_two(
     source: Any, broker: BrokerProcess, tmp_path: Path
 ) -> None:
