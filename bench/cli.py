@@ -20,6 +20,7 @@ from confluent_kafka.admin import ResourcePatternType
 from confluent_kafka.admin import ResourceType
 
 from bench import compaction_phase  # noqa: F401 - registers the "compaction" phase
+from bench import decode_phase  # noqa: F401 - registers the "decode" phase
 from bench import durable_phase  # noqa: F401 - registers the "durable" phase
 from bench import report
 from bench import security

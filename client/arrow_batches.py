@@ -1,11 +1,13 @@
 """Fetched record batches straight into Arrow columns, with almost no per-record Python.
 
-A record's length is a varint, so where each record starts depends on the one before: one tight
-loop finds the starts (about 0.2 µs a record). Everything else is read for all records at once
-with numpy: the k-th byte of every record's next varint is gathered in one step, and a field
-rarely needs more than two such steps. Keys, values and headers never become Python objects:
-an Arrow binary array whose offsets alternate field start / field end views the records buffer
-without a copy, and one `take` of its even elements packs the fields into Arrow's layout.
+A record's length is a varint, so within a batch each record's start depends on the one
+before. Many batches are walked in lockstep with numpy (record i of every batch at once); a few
+long ones by a tight Python loop (about 0.2 µs a record). Everything else is read for all
+records at once with numpy: the k-th byte of every record's next varint is gathered in one
+step, and a field rarely needs more than two such steps. Keys, values and headers never become
+Python objects: an Arrow binary array whose offsets alternate field start / field end views the
+records buffer without a copy, and one `take` of the fields' elements packs them into Arrow's
+layout. Measured with `python -m bench --only decode`.
 
 `client.records.decode_acquired` is the one-record-at-a-time reference that this decoder is
 tested against (tests/unit/test_arrow_batches.py).
@@ -13,6 +15,7 @@ tested against (tests/unit/test_arrow_batches.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -41,11 +44,13 @@ SCHEMA = pa.schema(
     ]
 )
 SCHEMA_WITHOUT_HEADERS = SCHEMA.remove(SCHEMA.get_field_index("headers"))
-_PADDING = bytes(16)  # past the last record: a varint read there stops, in bounds
+_PADDING = bytes(16)  # after the last record: zeros stop any varint read there, in bounds
 _MAX_VARINT = 10
 # One lockstep numpy step costs ~15 µs, plain Python ~0.16 µs a record: below this many
 # batches, Python is cheaper.
 _LOCKSTEP_MIN_BATCHES = 96
+# Headers: numpy steps while at least this many records have a j-th header, Python after.
+_FEW_RECORDS = 8
 
 IntArray = Any  # numpy int64 array (numpy's typing of fancy indexing is too loose to help)
 
@@ -71,17 +76,47 @@ def batches_to_arrow(
     :raises KafkaError: CORRUPT_MESSAGE for a batch or record that does not parse or fails its
         CRC; UNSUPPORTED_COMPRESSION_TYPE for an unknown codec.
     """
-    batches = list(fetched_batches(data, first, last))
+    return _to_arrow(data, topic, partition, [(first, last, delivery_count)], include_headers)
+
+
+def acquired_to_arrow(
+    data: Buffer,
+    *,
+    topic: str,
+    partition: int,
+    acquired: Sequence[tuple[int, int, int]],
+    include_headers: bool = True,
+) -> pa.RecordBatch:
+    """As `batches_to_arrow`, for the records in any of the disjoint `acquired` ranges
+    (first offset, last offset, delivery count: a ShareFetch's AcquiredRecords), each row with
+    its range's delivery count. One pass over `data` whatever the number of ranges."""
+    return _to_arrow(data, topic, partition, acquired, include_headers)
+
+
+def _to_arrow(
+    data: Buffer,
+    topic: str,
+    partition: int,
+    ranges: Sequence[tuple[int, int, int | None]],
+    include_headers: bool,
+) -> pa.RecordBatch:
+    ranges = sorted(ranges, key=lambda r: r[0])
+    lo = ranges[0][0] if ranges else 1
+    hi = max((r[1] for r in ranges), default=0)
+    batches = list(fetched_batches(data, lo, hi))
     buf = b"".join([*(b.records for b in batches), _PADDING])
     arr = np.frombuffer(buf, np.uint8)
     starts, batch_of = _record_starts(buf, arr, batches)
-    rec = _Records(arr, starts)
+    rec = _Records(buf, arr, starts)
     base_offset = np.array([b.base_offset for b in batches], np.int64)[batch_of]
     offsets = base_offset + rec.offset_delta
-    keep = (offsets >= first) & (offsets <= last)
+    firsts = np.array([r[0] for r in ranges], np.int64)
+    lasts = np.array([r[1] for r in ranges], np.int64)
+    in_range = np.maximum(np.searchsorted(firsts, offsets, side="right") - 1, 0)
+    keep = (offsets >= lo) & (offsets <= lasts[in_range]) if ranges else offsets < 0
     if not keep.all():
         rec.select(keep)
-        offsets, batch_of = offsets[keep], batch_of[keep]
+        offsets, batch_of, in_range = offsets[keep], batch_of[keep], in_range[keep]
     n = len(offsets)
     columns = [
         _binary(buf, *rec.key),
@@ -93,7 +128,11 @@ def batches_to_arrow(
     ]
     if include_headers:
         columns.append(rec.headers.to_arrow(buf))
-    columns.append(pa.repeat(pa.scalar(delivery_count, pa.int32()), n))
+    if any(r[2] is None for r in ranges):
+        columns.append(pa.nulls(n, pa.int32()))
+    else:
+        counts = np.array([r[2] for r in ranges], np.int32)
+        columns.append(pa.array(counts[in_range] if ranges else counts, pa.int32()))
     schema = SCHEMA if include_headers else SCHEMA_WITHOUT_HEADERS
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
@@ -201,8 +240,8 @@ class _Records:
     """Every record's fields as (start, length; -1 for null) arrays, all checked to lie
     within their record (as the reference does, records outside the window included)."""
 
-    def __init__(self, arr: IntArray, starts: IntArray) -> None:
-        self.arr = arr
+    def __init__(self, buf: bytes, arr: IntArray, starts: IntArray) -> None:
+        self.buf, self.arr = buf, arr
         length, body = _varints(arr, starts)
         if len(length) and length.min() < 1:
             raise corrupt("record of length below 1")
@@ -252,12 +291,16 @@ class _Headers:
         fields = [np.zeros(int(list_start[-1]), np.int64) for _ in range(4)]
         j = 0
         where = np.flatnonzero(count)
-        while len(where):
+        while len(where) >= _FEW_RECORDS:
             flat = list_start[where] + j
             fields[0][flat], fields[1][flat] = records.field(where)
             fields[2][flat], fields[3][flat] = records.field(where)
             j += 1
             where = where[count[where] > j]
+        for r in where.tolist():  # a few records with many headers: one numpy step costs more
+            first, stop = int(list_start[r]) + j, int(list_start[r + 1])
+            records.pos[r] = _fields(records.buf, int(records.pos[r]), int(records.end[r]),
+                                     [f[first:stop] for f in fields])  # fmt: skip
         return cls(count, fields)
 
     def select(self, keep: IntArray) -> None:
@@ -278,6 +321,22 @@ class _Headers:
         return pa.ListArray.from_arrays(
             pa.array(list_offsets), entries, type=SCHEMA.field("headers").type
         )
+
+
+def _fields(buf: bytes, pos: int, end: int, out: list[IntArray]) -> int:
+    """Read (key, value) header pairs from `pos` into `out` (key start, key length, value
+    start, value length; views into the flattened arrays), one at a time; where they end."""
+    try:
+        for i in range(len(out[0])):
+            for f in (0, 2):
+                length, start = read_varint(buf, pos)
+                pos = start + max(length, 0)
+                out[f][i], out[f + 1][i] = start, length
+                if pos > end:
+                    raise corrupt("a header runs past its record")
+    except (IndexError, InvalidRecordBatch) as e:
+        raise corrupt(f"record header at {pos}: {e}") from e
+    return pos
 
 
 def _binary(buf: bytes, start: IntArray, length: IntArray) -> pa.Array:

@@ -11,6 +11,7 @@ from typing import Any
 import cramjam
 import pytest
 from hypothesis import HealthCheck
+from hypothesis import event
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -38,6 +39,7 @@ from protocol.records import build_stored_batch
 pa = pytest.importorskip("pyarrow")
 from client import arrow_batches  # noqa: E402
 from client.arrow_batches import SCHEMA  # noqa: E402
+from client.arrow_batches import acquired_to_arrow  # noqa: E402
 from client.arrow_batches import batches_to_arrow  # noqa: E402
 
 TOPIC, PARTITION = "orders", 3
@@ -87,7 +89,8 @@ blobs = st.none() | st.binary(max_size=40)
 records = st.builds(
     GenRecord,
     key=blobs,
-    value=st.none() | st.binary(max_size=300),
+    # ~8 KiB values make 3-byte record lengths
+    value=st.none() | st.binary(max_size=300) | st.integers(8200, 8300).map(b"v".__mul__),
     headers=st.lists(
         st.tuples(st.none() | st.text(max_size=8).map(str.encode) | st.binary(max_size=4), blobs),
         max_size=3,
@@ -104,9 +107,11 @@ batch_specs = st.tuples(
 
 
 @st.composite
-def fetches(draw: st.DrawFn) -> bytes:
-    out, base = [], draw(st.integers(0, 2**40))
-    for recs, codec, log_append, control in draw(st.lists(batch_specs, max_size=6)):
+def fetches(draw: st.DrawFn) -> tuple[bytes, int, int]:
+    """Batches as a fetch returns them, and an offset window [first, last] around them."""
+    out, start = [], draw(st.integers(0, 2**40))
+    base = start
+    for recs, codec, log_append, control in draw(st.lists(batch_specs, min_size=1, max_size=6)):
         if control:
             out.append(build_control_batch(base, 7, 0, 1, [(b"\x00\x00\x00\x01", b"x")]))
             base += 1
@@ -115,7 +120,9 @@ def fetches(draw: st.DrawFn) -> bytes:
         base += 1 + struct.unpack_from(">i", batch, ATTRIBUTES_POS + 2)[0]
     data = b"".join(out)
     cut = draw(st.sampled_from([0, 0, 1, 30, 200]))  # the broker cuts at MaxBytes
-    return data[: len(data) - cut] if cut < len(data) else data
+    first = max(0, start + draw(st.integers(-3, base - start + 3)))
+    last = first + draw(st.sampled_from([0, 2, 10, 50, 2**62]))
+    return (data[: len(data) - cut] if cut < len(data) else data), first, last
 
 
 def _expected(records: list[ConsumerRecord], shared: bool, headers: bool) -> dict[str, list[Any]]:
@@ -144,13 +151,11 @@ def _both(
     data: bytes, first: int, last: int, dc: int | None, headers: bool
 ) -> tuple[Any, list[ConsumerRecord] | None]:
     """Each decoder's answer, or the KafkaError it raised; the fast one's two ways of finding
-    records (batches in lockstep, or one after another) must agree too."""
+    records and headers (numpy steps across records, or plain Python) must agree too."""
     answers: list[Any] = []
-    for lockstep_min in (1, arrow_batches._LOCKSTEP_MIN_BATCHES):
-        saved, arrow_batches._LOCKSTEP_MIN_BATCHES = (
-            arrow_batches._LOCKSTEP_MIN_BATCHES,
-            lockstep_min,
-        )
+    saved = arrow_batches._LOCKSTEP_MIN_BATCHES, arrow_batches._FEW_RECORDS
+    for numpy_from in (1, 10**9):
+        arrow_batches._LOCKSTEP_MIN_BATCHES = arrow_batches._FEW_RECORDS = numpy_from
         try:
             answers.append(
                 batches_to_arrow(
@@ -166,13 +171,13 @@ def _both(
         except KafkaError as e:
             answers.append(e)
         finally:
-            arrow_batches._LOCKSTEP_MIN_BATCHES = saved
-    lockstep, fast = answers
+            arrow_batches._LOCKSTEP_MIN_BATCHES, arrow_batches._FEW_RECORDS = saved
+    numpy_steps, fast = answers
     if isinstance(fast, KafkaError):
-        assert isinstance(lockstep, KafkaError)
-        assert lockstep.error_code == fast.error_code
+        assert isinstance(numpy_steps, KafkaError)
+        assert numpy_steps.error_code == fast.error_code
     else:
-        assert lockstep.equals(fast)
+        assert numpy_steps.equals(fast)
     try:
         ref: Any = decode_acquired(TOPIC, PARTITION, data, [AcquiredRange(first, last, dc or 1)])
     except KafkaError as e:
@@ -181,20 +186,38 @@ def _both(
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    data=fetches(),
-    window=st.tuples(st.integers(0, 2**40 + 200), st.integers(0, 300)),
-    dc=st.none() | st.integers(1, 5),
-    headers=st.booleans(),
-)
+@given(fetch=fetches(), dc=st.none() | st.integers(1, 5), headers=st.booleans())
 def test_agrees_with_the_reference(
-    data: bytes, window: tuple[int, int], dc: int | None, headers: bool
+    fetch: tuple[bytes, int, int], dc: int | None, headers: bool
 ) -> None:
-    first, span = window
-    fast, ref = _both(data, first, first + span, dc, headers)
+    data, first, last = fetch
+    fast, ref = _both(data, first, last, dc, headers)
     assert not isinstance(fast, KafkaError) and not isinstance(ref, KafkaError), (fast, ref)
     assert fast.schema == (SCHEMA if headers else SCHEMA.remove(SCHEMA.get_field_index("headers")))
     assert _actual(fast) == _expected(ref, dc is not None, headers)
+    event(f"{'some' if ref else 'no'} records in the window")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fetch=fetches(), cuts=st.lists(st.integers(0, 40), max_size=10), data=st.data())
+def test_acquired_ranges_agree_with_the_reference(
+    fetch: tuple[bytes, int, int], cuts: list[int], data: st.DataObject
+) -> None:
+    """Several acquired ranges (a ShareFetch's), each with its delivery count, in one pass."""
+    records, first, _ = fetch
+    points = sorted({first + c for c in cuts})
+    ranges = [
+        AcquiredRange(a, b, data.draw(st.integers(1, 9)))
+        for a, b in zip(points[::2], points[1::2], strict=False)
+    ]
+    ref = decode_acquired(TOPIC, PARTITION, records, ranges)
+    fast = acquired_to_arrow(
+        records,
+        topic=TOPIC,
+        partition=PARTITION,
+        acquired=[(r.first_offset, r.last_offset, r.delivery_count) for r in ranges],
+    )
+    assert _actual(fast) == _expected(ref, True, True)
 
 
 @settings(max_examples=300, deadline=None)
@@ -303,3 +326,11 @@ def test_control_batches_and_nothing_in_window() -> None:
     assert batches_to_arrow(data, topic=TOPIC, partition=0, first=2).num_rows == 0
     assert batches_to_arrow(b"", topic=TOPIC, partition=0).schema == SCHEMA
     assert CONTROL_MASK  # control batches are the ones with this bit
+
+
+def test_schema_is_the_arrow_form_of_the_spark_sources() -> None:
+    """What Spark expects from `read()` for spark/rows.py's SCHEMA, field for field."""
+    types = pytest.importorskip("pyspark.sql.pandas.types")
+    from spark.rows import SCHEMA as SPARK_SCHEMA
+
+    assert SCHEMA.equals(types.to_arrow_schema(SPARK_SCHEMA, timezone="UTC"), check_metadata=True)
