@@ -83,7 +83,7 @@ from pyspark.sql.streaming.datasource import ReadMaxRows
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from client.admin import Admin
-from client.arrow_batches import batches_to_arrow
+from client.arrow_batches import acquired_to_arrow
 from client.errors import KafkaError
 from client.records import AcquiredData
 from client.share_acks import AcknowledgeType
@@ -440,19 +440,12 @@ def _stop_on_sigterm(reader: ShoalStreamReader) -> None:
 
 
 def read_shipment(pieces: list[Shipment]) -> Iterator[Any]:
-    """Arrow batches of the spans of shipped stored batches (one per span)."""
+    """Arrow batches of the spans of shipped stored batches (one pass per piece)."""
     for p in pieces:
-        for s in p.spans:
-            batch = batches_to_arrow(
-                p.data,
-                topic=p.topic,
-                partition=p.partition,
-                first=s.first,
-                last=s.last,
-                delivery_count=s.delivery_count,
-            )
-            if batch.num_rows:
-                yield batch
+        acquired = [(s.first, s.last, s.delivery_count) for s in p.spans]
+        batch = acquired_to_arrow(p.data, topic=p.topic, partition=p.partition, acquired=acquired)
+        if batch.num_rows:
+            yield batch
 
 
 def read_spans(bootstrap: str, spans: list[Span]) -> Iterator[Any]:
