@@ -18,7 +18,7 @@ from tests.spark.conftest import configure_group
 from tests.spark.conftest import create_topic
 from tests.spark.conftest import produce
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 _DRIVER = """
 import json, os, sys
