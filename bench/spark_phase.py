@@ -242,7 +242,10 @@ def _codec_row(b: Bench, codec: str) -> Row:
         _produce_compressed(b, topic, codec)
     cpu0 = b.broker.cpu_seconds()
     seconds, streamed, _, error = _timed_stream(_shoal_stream(b, topic, 4))
-    read = _shoal_read(b, topic, 4).count()
+    try:
+        read = _shoal_read(b, topic, 4).count()
+    except Exception as e:  # a reader that cannot decode the codec fails the action
+        read, error = 0, f"{error}; read failed: {str(e).splitlines()[0]}"
     notes = [f"stream {streamed:,}, read {read:,} of {_CODEC_RECORDS:,}{error}"]
     if streamed != _CODEC_RECORDS or read != _CODEC_RECORDS:
         notes.append("INCOMPLETE")
