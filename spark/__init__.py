@@ -17,14 +17,15 @@ objects). Two ways to get the bytes to them were built and measured (`dataPath`)
 - `fetch`: each task gets only its ranges and reads them with a plain Fetch by offset, as
   Spark's own Kafka source reads offset ranges; the data crosses the loopback twice.
 
-Measured without Spark (400,000 records of 100 B, 4 partitions, batches of 500, micro-batches of
-100,000, CPU time, on the 2-core development machine): the driver spends 0.20 us per record to
-acquire, plan and keep a batch (it spent ~12 us decoding before) and 0.08 us pickling a `ship`
-batch; a task decodes at 1.2 us per record from shipped bytes, but spends 3.7 us per record when
-it fetches them itself (request, response parsing, a connection per task), and the broker
-serves every record twice. So `ship` is the default; `fetch` stays for drivers that should not
-carry the bytes (very large micro-batches on a small driver). `make bench` (spark phase) prints
-both against trivial Arrow sources.
+Measured without Spark (400,000 records of 100 B, 4 partitions, stored batches of 500,
+micro-batches of 100,000, process CPU time, 2-core development machine shared with other
+work): the driver spends 0.22 us per record to acquire, plan and keep a batch (it spent ~12 us
+decoding before) and 0.08 us pickling a `ship` batch; a task decodes shipped bytes at 1.2-1.4 us
+per record, and spends 1.5-1.6 us per record when it fetches them itself (the broker serving
+every record a second time on top). Through Spark (`make bench`'s spark phase, 1M records,
+`python -m bench --only spark --repeat 1`): `ship` at 4 tasks 165k records/s with 0.21 s of
+broker CPU, `fetch` 136k records/s with 1.00 s. So `ship` is the default; `fetch` stays for
+drivers that should not carry the bytes (very large micro-batches on a small driver).
 """
 
 from spark.acks import shoal_ack
