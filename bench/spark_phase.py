@@ -21,6 +21,7 @@ Register it by importing this module after `bench.phases` defines the registry.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -99,13 +100,15 @@ def _timed_stream(df: Any) -> tuple[float, int, int, str]:
         .option("checkpointLocation", checkpoint)
         .start()
     )
-    q.awaitTermination(900)
+    with contextlib.suppress(Exception):  # a failed query is reported from q.exception()
+        q.awaitTermination(900)
     seconds = time.monotonic() - start
     shutil.rmtree(checkpoint, ignore_errors=True)
     progress = q.recentProgress
     rows = sum(p["numInputRows"] for p in progress)
     batches = sum(1 for p in progress if p["numInputRows"])
-    error = f"; failed: {q.exception()}" if q.exception() is not None else ""
+    failure = q.exception()
+    error = f"; failed: {str(failure).splitlines()[0]}" if failure is not None else ""
     return seconds, rows, batches, error
 
 
