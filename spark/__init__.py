@@ -23,9 +23,10 @@ work): the driver spends 0.22 us per record to acquire, plan and keep a batch (i
 decoding before) and 0.08 us pickling a `ship` batch; a task decodes shipped bytes at 1.2-1.4 us
 per record, and spends 1.5-1.6 us per record when it fetches them itself (the broker serving
 every record a second time on top). Through Spark (`make bench`'s spark phase, 1M records,
-`python -m bench --only spark --repeat 1`): `ship` at 4 tasks 165k records/s with 0.21 s of
-broker CPU, `fetch` 136k records/s with 1.00 s. So `ship` is the default; `fetch` stays for
-drivers that should not carry the bytes (very large micro-batches on a small driver).
+`python -m bench --only spark --repeat 1`, two runs): `ship` at 4 tasks 165k-167k records/s
+with 0.18-0.21 s of broker CPU, `fetch` 136k-148k records/s with 0.93-1.00 s. So `ship` is
+the default; `fetch` stays for drivers that should not carry the bytes (very large micro-batches
+on a small driver).
 """
 
 from spark.acks import shoal_ack
