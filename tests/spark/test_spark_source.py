@@ -260,7 +260,7 @@ def test_micro_batches_follow_the_read_limit_within_one_stored_batch(
     """Spark's `maxOffsetsPerTrigger` spelling; stored batches of 100 records, 4 partitions
     (the group lets 2,000 records of each be in flight, more than one batch needs)."""
     spark = source
-    topic, group, total = f"limit-{limit}", f"limit-group-{limit}", 4 * limit + 2000
+    topic, group, total = f"limit-{limit}", f"limit-group-{limit}", 3 * limit + 1000
     create_topic(broker.bootstrap, topic, 4)
     produce(broker.bootstrap, topic, total, partitions=4, batch=100)
     configure_group(broker.bootstrap, group)
