@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.phases import Row
+from bench.spark_phase import spark_ratios
 
 PRODUCE_GOAL = 500_000  # records/s
 SHARE_GOAL = 300_000  # records/s with 4 consumers
@@ -115,6 +116,7 @@ def ratios(rows: list[Row]) -> list[str]:
         lambda on, off: on.rate / off.rate,
     )
     out.extend(small_ratios(by))
+    out.extend(spark_ratios(by))
     return out
 
 

@@ -106,6 +106,17 @@ class AcquiredRange:
     delivery_count: int
 
 
+@dataclass(frozen=True, slots=True)
+class AcquiredData:
+    """What one ShareFetch brought for one partition: the acquired ranges and the stored
+    batches holding them, undecoded (a reader that plans by ranges never looks inside)."""
+
+    topic: str
+    partition: int
+    ranges: tuple[AcquiredRange, ...]
+    data: bytes
+
+
 class _Ranges:
     """Acquired ranges sorted by first offset, for offset lookups by bisection."""
 

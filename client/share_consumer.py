@@ -27,6 +27,7 @@ from client.errors import ClientStateError
 from client.errors import KafkaError
 from client.errors import UnsupportedVersionError
 from client.errors import error_for
+from client.records import AcquiredData
 from client.records import AcquiredRange
 from client.records import ConsumerRecord
 from client.records import decode_acquired
@@ -140,6 +141,22 @@ class ShareConsumer:
         sends them (a renew ShareFetch) and returns no records.
         :raises KafkaError: the group or the broker failed in a way a retry will not fix.
         """
+        if self.acknowledgement_mode == "implicit":
+            self._check_open()
+            self._accept_delivered()
+        records: list[ConsumerRecord] = []
+        for a in await self.poll_acquired(timeout_s):
+            records.extend(decode_acquired(a.topic, a.partition, a.data, a.ranges))
+        for r in records:
+            self._delivered.setdefault((self._topic_ids[r.topic], r.partition), {})[r.offset] = r
+        return records
+
+    async def poll_acquired(self, timeout_s: float = 1.0) -> list[AcquiredData]:
+        """As `poll`, but the acquired ranges and their stored batches, undecoded.
+
+        Records acquired this way are acknowledged with `acknowledge_range` (explicit mode):
+        the consumer keeps no per-record state for them.
+        """
         self._check_open()
         if not self._membership.subscription:
             raise ClientStateError("poll() before subscribe()")
@@ -147,8 +164,6 @@ class ShareConsumer:
         deadline = loop.time() + max(timeout_s, 0.0)
         await self.cluster.bootstrap()
         self._membership.start()
-        if self.acknowledgement_mode == "implicit":
-            self._accept_delivered()
         joined = await self._membership.wait_joined(deadline - loop.time())
         self._raise_fatal()
         if not joined:
@@ -161,16 +176,13 @@ class ShareConsumer:
                     return []
             while True:
                 left_ms = int((deadline - loop.time()) * 1000)
-                records = await self._fetch_round(
+                acquired = await self._fetch_round(
                     await self._plans(renew=False),
                     renew=False,
                     max_wait_ms=max(0, min(left_ms, _MAX_WAIT_MS)),
                 )
-                if records or loop.time() >= deadline:
-                    break
-        for r in records:
-            self._delivered.setdefault((self._topic_ids[r.topic], r.partition), {})[r.offset] = r
-        return records
+                if acquired or loop.time() >= deadline:
+                    return acquired
 
     def acknowledge(
         self, record: ConsumerRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT
@@ -195,6 +207,29 @@ class ShareConsumer:
         self._pending.setdefault((topic_id, record.partition), {})[record.offset] = type
         if type is not AcknowledgeType.RENEW:  # RENEW keeps the record acquired by us
             del held[record.offset]
+
+    def acknowledge_range(
+        self, topic: str, partition: int, first: int, last: int, type: AcknowledgeType
+    ) -> None:
+        """Acknowledge offsets `first..last` of a partition alike (explicit mode), as one
+        range whatever its length; sent on the next poll or commit. Meant for ranges from
+        `poll_acquired`: the broker, not this client, checks that we hold them.
+
+        :raises ClientStateError: implicit mode, or the topic was never fetched.
+        :raises UnsupportedVersionError: RENEW, and the broker lacks ShareFetch/Acknowledge v2.
+        """
+        self._check_open()
+        if self.acknowledgement_mode != "explicit":
+            raise ClientStateError("acknowledge_range() needs acknowledgement_mode='explicit'")
+        type = AcknowledgeType(type)
+        if type is AcknowledgeType.RENEW and not self._renew_supported():
+            raise UnsupportedVersionError("RENEW needs ShareFetch and ShareAcknowledge v2")
+        topic_id = self._topic_ids.get(topic)
+        if topic_id is None:
+            raise ClientStateError(f"{topic} was never fetched by this consumer")
+        if first > last:
+            raise ValueError(f"empty range {first}..{last}")
+        self._pending.setdefault((topic_id, partition), {})[(first, last)] = type
 
     async def commit_sync(self) -> AckResults:
         """Send pending acknowledgements in ShareAcknowledge; the result of each partition.
@@ -232,13 +267,13 @@ class ShareConsumer:
 
     async def _fetch_round(
         self, plans: list[FetchPlan], *, renew: bool, max_wait_ms: int
-    ) -> list[ConsumerRecord]:
+    ) -> list[AcquiredData]:
         if not plans:
             await asyncio.sleep(min(max_wait_ms, 100) / 1000)
             return []
         results = await asyncio.gather(*(self._share_fetch(p, renew, max_wait_ms) for p in plans))
         acked: AckResults = {}
-        records: list[ConsumerRecord] = []
+        records: list[AcquiredData] = []
         for recs, acks in results:
             records.extend(recs)
             acked.update(acks)
@@ -274,7 +309,7 @@ class ShareConsumer:
 
     async def _share_fetch(
         self, plan: FetchPlan, renew: bool, max_wait_ms: int
-    ) -> tuple[list[ConsumerRecord], AckResults]:
+    ) -> tuple[list[AcquiredData], AckResults]:
         version = 2 if self.cluster.supports(API_SHARE_FETCH, 2) else 1
         epoch = plan.session.take_epoch()
         req = share_fetch_request(
@@ -294,7 +329,7 @@ class ShareConsumer:
             return [], await self._session_failed(plan.session, plan.acks, resp)
         plan.settle(epoch)
         self._note_lock_timeout(resp)
-        records: list[ConsumerRecord] = []
+        records: list[AcquiredData] = []
         acked: dict[TopicPartitionId, ErrorCode] = dict.fromkeys(plan.acks, ErrorCode.none)
         for topic in resp.responses:
             for p in topic.partitions:
@@ -306,17 +341,17 @@ class ShareConsumer:
                 elif p.error_code != ErrorCode.none:
                     log.warning("ShareFetch %s: %s", tp, p.error_code.name)
                 if p.acquired_records:
-                    records.extend(await self._decode(tp, p))
+                    records.append(await self._acquired(tp, p))
         return records, await self._named(acked)
 
-    async def _decode(self, tp: TopicPartitionId, p: Any) -> list[ConsumerRecord]:
+    async def _acquired(self, tp: TopicPartitionId, p: Any) -> AcquiredData:
         info = await self.cluster.topic_by_id(tp[0])
         self._topic_ids[info.name] = tp[0]
-        ranges = [
+        ranges = tuple(
             AcquiredRange(int(a.first_offset), int(a.last_offset), int(a.delivery_count))
             for a in p.acquired_records
-        ]
-        return decode_acquired(info.name, tp[1], bytes(p.records or b""), ranges)
+        )
+        return AcquiredData(info.name, tp[1], ranges, bytes(p.records or b""))
 
     async def _session_failed(
         self, session: ShareSession, acks: dict[TopicPartitionId, PartitionAcks], resp: Any

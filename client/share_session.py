@@ -16,12 +16,13 @@ from dataclasses import field
 from typing import Any
 
 from client.cluster import schema
+from client.share_acks import AckKey
 from client.share_acks import AcknowledgeType
 from client.share_acks import ack_batches
 from protocol.messages import build
 
 TopicPartitionId = tuple[uuid.UUID, int]
-PartitionAcks = dict[int, AcknowledgeType]
+PartitionAcks = dict[AckKey, AcknowledgeType]
 
 OPEN_EPOCH = 0
 CLOSE_EPOCH = -1

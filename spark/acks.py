@@ -22,7 +22,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +84,10 @@ def write_verdicts(ack_dir: str, entries: list[list[Any]]) -> Path:
 
 
 def take_verdicts(
-    ack_dir: str, held: Mapping[RecordKey, object]
+    ack_dir: str, held: Callable[[RecordKey], bool]
 ) -> dict[RecordKey, AcknowledgeType]:
-    """The verdicts in `ack_dir` for records in `held`; files fully applied are deleted."""
+    """The verdicts in `ack_dir` for records that `held` says we hold; files fully applied are
+    deleted. (Asked per verdict entry, which are few, never per held record.)"""
     directory = Path(ack_dir)
     if not directory.is_dir():
         return {}
@@ -104,7 +105,7 @@ def take_verdicts(
         matched = 0
         for topic, partition, offset, count, verdict in entries:
             key = (str(topic), int(partition), int(offset), int(count))
-            if key in held and verdict in _VERDICTS:
+            if verdict in _VERDICTS and held(key):
                 out[key] = _VERDICTS[verdict]
                 matched += 1
         if matched == len(entries) or now - mtime > _STALE_S:

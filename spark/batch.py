@@ -24,15 +24,25 @@ from pyspark.sql.datasource import InputPartition
 from client.admin import Admin
 from spark.fetcher import Fetcher
 from spark.fetcher import OffsetRange
+from spark.fetcher import task_loop
 from spark.offsets import plan_ranges
 from spark.options import BatchOptions
-from spark.rows import Columns
-from spark.rows import without_headers
+from spark.ranges import Span
+from spark.ranges import split_spans
 
 
 class RangePartition(InputPartition):
-    def __init__(self, bootstrap: str, offsets: OffsetRange, max_bytes: int) -> None:
-        super().__init__((bootstrap, offsets, max_bytes))
+    def __init__(self, bootstrap: str, ranges: list[OffsetRange], max_bytes: int) -> None:
+        super().__init__((bootstrap, ranges, max_bytes))
+
+
+def split_ranges(ranges: list[OffsetRange], pieces: int | None) -> list[list[OffsetRange]]:
+    """One task per partition (`pieces=None`), or `pieces` tasks of about as many offsets."""
+    spans = [Span(r.topic, r.partition, r.start, r.end - 1, 0) for r in ranges]
+    return [
+        [OffsetRange(s.topic, s.partition, s.first, s.last + 1) for s in piece]
+        for piece in split_spans(spans, pieces)
+    ]
 
 
 async def plan(opts: BatchOptions) -> list[OffsetRange]:
@@ -43,21 +53,20 @@ async def plan(opts: BatchOptions) -> list[OffsetRange]:
         return await plan_ranges(admin, opts)
 
 
-def read_range(
-    bootstrap: str, offsets: OffsetRange, max_bytes: int, opts: BatchOptions
+def read_ranges(
+    bootstrap: str, ranges: list[OffsetRange], max_bytes: int, opts: BatchOptions
 ) -> Iterator[Any]:
-    """Arrow batches of the records of `offsets`, one per Fetch round."""
-    with asyncio.Runner() as runner:  # one loop for the whole task, stepped between yields
+    """Arrow batches of the records of `ranges`, one per Fetch round."""
+    with task_loop() as loop:
         fetcher = Fetcher(bootstrap, client_id=opts.client_id, security=opts.security)
         try:
-            offset = offsets.start
-            while offset < offsets.end:
-                rest = OffsetRange(offsets.topic, offsets.partition, offset, offsets.end)
-                records, offset = runner.run(fetcher.read_round(rest, max_bytes))
-                if records:
-                    yield Columns.of(records, shared=False).to_arrow()
+            for r in ranges:
+                yield from fetcher.arrow_rounds(
+                    loop, r.topic, r.partition, r.start, r.end, max_bytes,
+                    include_headers=opts.include_headers,
+                )  # fmt: skip
         finally:
-            runner.run(fetcher.close())
+            loop.run_until_complete(fetcher.close())
 
 
 class ShoalBatchReader(DataSourceReader):
@@ -67,12 +76,12 @@ class ShoalBatchReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         ranges = asyncio.run(plan(self.opts))  # planning is one call on the driver
         return [
-            RangePartition(self.opts.bootstrap, r, self.opts.max_partition_bytes) for r in ranges
+            RangePartition(self.opts.bootstrap, piece, self.opts.max_partition_bytes)
+            for piece in split_ranges(ranges, self.opts.num_partitions)
         ]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         if partition.value is None:  # PySpark's placeholder when there is nothing to read
             return iter(())
-        bootstrap, offsets, max_bytes = partition.value
-        batches = read_range(bootstrap, offsets, max_bytes, self.opts)
-        return batches if self.opts.include_headers else without_headers(batches)
+        bootstrap, ranges, max_bytes = partition.value
+        return read_ranges(bootstrap, ranges, max_bytes, self.opts)

@@ -7,18 +7,20 @@ move to `client/` as is (it imports only `client` and kio).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from client.arrow_batches import batches_to_arrow
 from client.cluster import Cluster
 from client.cluster import schema
 from client.errors import KafkaError
 from client.errors import error_for
-from client.records import AcquiredRange
-from client.records import ConsumerRecord
-from client.records import decode_acquired
 from client.security import Security
 from protocol import api_keys
 from protocol.messages import build
@@ -98,17 +100,64 @@ class Fetcher:
             raise error_for(p.error_code, f"Fetch {topic}-{partition}@{offset}")
         return bytes(p.records or b""), int(p.high_watermark)
 
-    async def read_round(self, r: OffsetRange, max_bytes: int) -> tuple[list[ConsumerRecord], int]:
-        """The records of one Fetch within `r`, and the offset to fetch next (>= r.end: done)."""
-        data, high_watermark = await self.fetch(r.topic, r.partition, r.start, max_bytes)
-        records = decode_acquired(
-            r.topic, r.partition, data, [AcquiredRange(r.start, r.end - 1, 0)]
-        )
+    async def read_raw(
+        self, topic: str, partition: int, offset: int, end: int, max_bytes: int
+    ) -> tuple[bytes, int]:
+        """The stored batches of one Fetch from `offset`, undecoded, and the offset to fetch
+        next (>= `end`: done). The batches may hold records outside [offset, end)."""
+        data, high_watermark = await self.fetch(topic, partition, offset, max_bytes)
         nxt = _next_offset(data)
-        if nxt is None or nxt <= r.start:
+        if nxt is None or nxt <= offset:
             # No whole batch came back: the range runs past the log end (or the log shrank).
-            return records, r.end if high_watermark <= r.start else r.start + 1
-        return records, nxt
+            return data, end if high_watermark <= offset else offset + 1
+        return data, nxt
+
+    def arrow_rounds(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        max_bytes: int,
+        delivery_count: int | None = None,
+        *,
+        include_headers: bool = True,
+    ) -> Iterator[Any]:
+        """Arrow batches of the records of offsets [start, end), one per Fetch, each Fetch run
+        on `loop` (a synchronous caller: a Spark task; see `task_loop`); without the headers
+        column when `include_headers` is false (includeHeaders=false)."""
+        offset = start
+        while offset < end:
+            read = self.read_raw(topic, partition, offset, end, max_bytes)
+            data, nxt = loop.run_until_complete(read)
+            batch = batches_to_arrow(
+                data,
+                topic=topic,
+                partition=partition,
+                first=offset,
+                last=end - 1,
+                delivery_count=delivery_count,
+                include_headers=include_headers,
+            )
+            if batch.num_rows:
+                yield batch
+            offset = nxt
+
+
+@contextlib.contextmanager
+def task_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """One event loop for a whole Spark task, stepped between the batches it yields.
+
+    Not `asyncio.Runner`: in the main thread (a Python worker's) each `Runner.run` looks up its
+    SIGINT handler, and `signal.getsignal` formats the handler's repr, which holds the finished
+    task and so its result: a whole Fetch response, 10 ms per 8 MiB Fetch.
+    """
+    loop = asyncio.new_event_loop()
+    try:
+        yield loop
+    finally:
+        loop.close()
 
 
 def _next_offset(data: bytes) -> int | None:

@@ -28,6 +28,11 @@ from client.security import Security
 AT_LEAST_ONCE = "at-least-once"
 AT_MOST_ONCE = "at-most-once"
 _ACK_MODES = (AT_LEAST_ONCE, AT_MOST_ONCE)
+# How a micro-batch's records reach the executors (spark.stream): the driver ships the stored
+# batches it acquired, or each task fetches its ranges from the broker. The first is the default.
+SHIP = "ship"
+FETCH = "fetch"
+DATA_PATHS = (SHIP, FETCH)
 
 
 class OptionError(ValueError):
@@ -67,6 +72,7 @@ _STREAM = {
     "kafkaconsumer.polltimeoutms",
     "renewintervalms",
     "maxrecordsperbatch",
+    "datapath",
     *(f"kafka.{k}" for k in (*_CLIENT, "group.id")),
 }
 _BATCH = {
@@ -76,6 +82,7 @@ _BATCH = {
     "startingtimestamp",
     "startingoffsetsbytimestamp",
     "fetch.max.bytes",
+    "numpartitions",
     *(f"kafka.{k}" for k in (*_CLIENT, "fetch.max.bytes")),
 }
 _WRITE = {
@@ -192,6 +199,7 @@ _SPELLINGS = {
     "minoffsetspertrigger": "minOffsetsPerTrigger",
     "maxtriggerdelay": "maxTriggerDelay",
     "numpartitions": "numPartitions",
+    "datapath": "dataPath",
     "acknowledgementmode": "acknowledgementMode",
     "ackdir": "ackDir",
     "polltimeoutms": "pollTimeoutMs",
@@ -265,6 +273,13 @@ def _json(raw: str, name: str, example: str) -> Any:
         return json.loads(raw)
     except json.JSONDecodeError:
         raise OptionError(f"option {name} must be JSON such as {example}, got {raw!r}") from None
+
+
+def _choice(options: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    value = (_get(options, name) or choices[0]).lower()
+    if value not in choices:
+        raise OptionError(f"option {name} must be one of {choices}, got {value!r}")
+    return value
 
 
 # -- what every mode shares: the client, and which partitions ------------------------------
@@ -400,6 +415,7 @@ class StreamOptions:
     fail_on_data_loss: bool = True
     security: Security | None = None
     client_id: str = "shoal-spark"
+    data_path: str = DATA_PATHS[0]  # ship (the driver's bytes) or fetch
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamOptions:
@@ -449,6 +465,7 @@ class StreamOptions:
             fail_on_data_loss=_bool(options, "failOnDataLoss", True),
             security=client.security,
             client_id=client.client_id or "shoal-spark",
+            data_path=_choice(options, "dataPath", DATA_PATHS),
         )
 
 
@@ -502,6 +519,7 @@ class BatchOptions:
     fail_on_data_loss: bool = True
     security: Security | None = None
     client_id: str = "shoal-spark-reader"
+    num_partitions: int | None = None  # Spark tasks; by default one per Kafka partition
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> BatchOptions:
@@ -523,6 +541,7 @@ class BatchOptions:
             fail_on_data_loss=_bool(options, "failOnDataLoss", True),
             security=client.security,
             client_id=client.client_id or "shoal-spark-reader",
+            num_partitions=_int(options, "numPartitions", None, 1),
         )
 
 

@@ -14,7 +14,10 @@ from client.admin import ConfigResourceType
 from client.errors import ClientStateError
 from client.errors import UnsupportedVersionError
 from client.producer import Producer
+from client.records import AcquiredRange
 from client.records import ConsumerRecord
+from client.records import Record
+from client.records import decode_acquired
 from client.share_acks import AcknowledgeType
 from client.share_acks import ack_batches
 from client.share_consumer import ShareConsumer
@@ -85,6 +88,41 @@ def test_ack_batches_merge_adjacent_offsets_of_one_type() -> None:
     accept, release = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE
     acks = {5: accept, 1: accept, 2: accept, 3: release, 4: release, 9: accept}
     assert ack_batches(acks) == [(1, 2, [1]), (3, 4, [2]), (5, 5, [1]), (9, 9, [1])]
+
+
+def test_ack_batches_take_ranges_whole_and_let_a_later_key_win_an_overlap() -> None:
+    accept, release = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE
+    acks = {(10, 1_000_009): accept, 9: accept, (1_000_010, 1_000_020): release}
+    assert ack_batches(acks) == [(9, 1_000_009, [1]), (1_000_010, 1_000_020, [2])]
+    assert ack_batches({(1, 5): accept, 3: release}) == [(1, 2, [1]), (3, 3, [2]), (4, 5, [1])]
+
+
+async def test_acquired_ranges_are_acknowledged_by_range(broker: Server) -> None:
+    """`poll_acquired` hands undecoded batches and their ranges; `acknowledge_range` settles
+    them: accepted ranges never come back, a released one comes back with count 2."""
+    await _prepare(broker)
+    async with Producer(_bootstrap(broker)) as producer:
+        await producer.send_batch(TOPIC, 0, [Record(b"v%d" % i) for i in range(50)])
+    async with ShareConsumer(
+        _bootstrap(broker), GROUP, acknowledgement_mode="explicit"
+    ) as consumer:
+        consumer.subscribe([TOPIC])
+        got = []
+        for _ in range(20):
+            got = await consumer.poll_acquired(0.3)
+            if got:
+                break
+        assert [(a.topic, a.partition, a.ranges) for a in got] == [
+            (TOPIC, 0, (AcquiredRange(0, 49, 1),))
+        ]
+        assert len(decode_acquired(TOPIC, 0, got[0].data, got[0].ranges)) == 50
+        consumer.acknowledge_range(TOPIC, 0, 0, 39, AcknowledgeType.ACCEPT)
+        consumer.acknowledge_range(TOPIC, 0, 40, 49, AcknowledgeType.RELEASE)
+        assert await consumer.commit_sync() == {(TOPIC, 0): ErrorCode.none}
+        again = await _poll_until(consumer, 10)
+        assert [(r.offset, r.delivery_count) for r in again] == [(o, 2) for o in range(40, 50)]
+        with pytest.raises(ClientStateError):
+            consumer.acknowledge_range("never-fetched", 0, 0, 1, AcknowledgeType.ACCEPT)
 
 
 def test_member_id_is_22_urlsafe_characters() -> None:

@@ -220,6 +220,87 @@ def test_two_queries_in_one_group_split_the_records(
     assert asyncio.run(_poll_for(broker.bootstrap, "split-group", "split", 1.5)) == []
 
 
+def test_two_available_now_queries_in_one_group_share_the_work(
+    source: Any, broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """Each query waits until nobody in the group holds or can get a record below the end
+    offsets noted at its start, instead of ending on its first empty poll."""
+    spark = source
+    total = 1200
+    create_topic(broker.bootstrap, "drain", 2)
+    produce(broker.bootstrap, "drain", total, partitions=2)
+    configure_group(broker.bootstrap, "drain-group")
+
+    def slow(df: Any, batch_id: int) -> None:
+        time.sleep(0.3)  # keeps the first query busy while the second joins
+
+    sinks = [Collector(before=slow), Collector(before=slow)]
+    queries = [
+        _stream(spark, broker, "drain", "drain-group", maxOffsetsPerTrigger=300)
+        .writeStream.foreachBatch(sink)
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / f"ck{i}"))
+        .start()
+        for i, sink in enumerate(sinks)
+    ]
+    for q in queries:
+        assert q.awaitTermination(120), "an AvailableNow query did not end"
+        assert q.exception() is None
+    a, b = (sink.offsets() for sink in sinks)
+    assert a and b, f"one query got nothing ({len(a)} and {len(b)} rows)"
+    assert set(a).isdisjoint(b)
+    assert sorted(a + b) == sorted(("drain", i % 2, i // 2) for i in range(total))
+    assert asyncio.run(_poll_for(broker.bootstrap, "drain-group", "drain", 1.0)) == []
+
+
+@pytest.mark.parametrize("limit", [250, 5000])
+def test_micro_batches_follow_the_read_limit_within_one_stored_batch(
+    source: Any, broker: BrokerProcess, tmp_path: Path, limit: int
+) -> None:
+    """Spark's `maxOffsetsPerTrigger` spelling; stored batches of 100 records, 4 partitions
+    (the group lets 2,000 records of each be in flight, more than one batch needs)."""
+    spark = source
+    topic, group, total = f"limit-{limit}", f"limit-group-{limit}", 3 * limit + 1000
+    create_topic(broker.bootstrap, topic, 4)
+    produce(broker.bootstrap, topic, total, partitions=4, batch=100)
+    configure_group(broker.bootstrap, group)
+    df = _stream(spark, broker, topic, group, maxOffsetsPerTrigger=limit, numPartitions=2)
+    q = (
+        df.writeStream.format("noop")
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .start()
+    )
+    assert q.awaitTermination(120)
+    assert q.exception() is None
+    sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    assert sum(sizes) == total
+    assert all(n < limit + 100 for n in sizes), sizes
+    assert all(n > limit - 100 for n in sizes[:-1]), sizes
+
+
+def test_tasks_that_fetch_their_ranges_read_every_record(
+    source: Any, broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """dataPath=fetch: the driver hands out ranges only, the tasks read them by offset."""
+    spark = source
+    create_topic(broker.bootstrap, "ranges", 2)
+    produce(broker.bootstrap, "ranges", 2000, partitions=2, batch=100)
+    configure_group(broker.bootstrap, "ranges-group")
+    sink = Collector()
+    df = _stream(
+        spark, broker, "ranges", "ranges-group", dataPath="fetch", numPartitions=3,
+        maxRecordsPerTrigger=700,
+    )  # fmt: skip
+    _run_available_now(df, sink, tmp_path / "ck")
+    rows = sink.rows
+    assert sorted((r.partition, r.offset) for r in rows) == sorted(
+        (i % 2, i // 2) for i in range(2000)
+    )
+    assert {r.value for r in rows} == {f"v{i}".encode() for i in range(2000)}
+    assert {r.deliveryCount for r in rows} == {1}
+
+
 def test_failed_batch_comes_back_with_delivery_count_two(
     source: Any, broker: BrokerProcess, tmp_path: Path
 ) -> None:
