@@ -54,6 +54,28 @@ def _records(out: Path) -> list[tuple[int, str]]:
     ]
 
 
+def _moves(outs: list[Path]) -> int:
+    """How many assignment changes (A/R/L lines) the workers have logged so far."""
+    return sum(1 for o in outs for line in o.read_text().splitlines() if line[:1] in "ARL")
+
+
+def _read_once(
+    outs: list[Path], sent: set[tuple[int, str]], tag: str
+) -> list[list[tuple[int, str]]] | None:
+    """The records of `tag` each worker read: each exactly once while the group stays as it
+    was; if a member was fenced meanwhile (a heartbeat late on a loaded machine: Kafka fences
+    it too) its partitions were read again from the start (nothing is committed), so then
+    each at least once. None in that case."""
+    moves = _moves(outs)
+    got = _read(outs, sent, tag)
+    records = sorted(r for rs in got for r in rs)
+    if _moves(outs) == moves:
+        assert records == sorted(sent)
+        return got
+    assert set(records) == sent
+    return None
+
+
 def _wait_for(split: list[set[int]], outs: list[Path], timeout: float = 60) -> list[set[int]]:
     """Until the workers' holdings have the sizes in `split` and cover every partition."""
     deadline = time.monotonic() + timeout
@@ -110,10 +132,10 @@ def test_members_share_partitions_hand_them_over_and_expire(tmp_path: Path) -> N
         # Three members: two partitions each, every record read by its partition's owner only.
         owned = _wait_for([{0, 1}, {2, 3}, {4, 5}], outs)
         sent = _produce(broker.bootstrap, "first", 60)
-        got = _read(outs, sent, "first")
-        assert sorted(r for rs in got for r in rs) == sorted(sent)  # each exactly once
-        for held, records in zip(owned, got, strict=True):
-            assert {p for p, _ in records} <= held
+        got = _read_once(outs, sent, "first")
+        if got is not None:  # a stable group: each record read by its partition's owner only
+            for held, records in zip(owned, got, strict=True):
+                assert {p for p, _ in records} <= held
 
         # A member that closes revokes its partitions; the other two take them over.
         workers[0].send_signal(signal.SIGTERM)
@@ -123,8 +145,7 @@ def test_members_share_partitions_hand_them_over_and_expire(tmp_path: Path) -> N
         owned = _wait_for([set(), {0, 1, 2}, {3, 4, 5}], outs)
         assert owned[1] | owned[2] == set(range(PARTITIONS))
         sent = _produce(broker.bootstrap, "second", 60)
-        got = _read(outs[1:], sent, "second")
-        assert sorted(r for rs in got for r in rs) == sorted(sent)
+        _read_once(outs[1:], sent, "second")
 
         # A member killed outright is removed after the session timeout: the last one has all.
         workers[1].kill()
