@@ -31,6 +31,7 @@ from confluent_kafka import TopicPartition
 from bench.phases import Bench
 from bench.phases import Row
 from bench.phases import phase
+from bench.phases import reap
 from bench.security import client_settings
 from bench.workers import CONSUMER_SETTINGS
 
@@ -234,10 +235,7 @@ def _group_run(b: Bench, topic: str, key: str, protocol: str) -> Row:
         b.broker.profile_stop(f"group-{key}")
     finally:
         done.set()
-        for p in procs:
-            p.join(30)
-            if p.is_alive():
-                p.kill()
+        reap(procs)
     committed = max((e["committed"] for e in progress.ends.values()), default=time.monotonic())
     return Row(
         key=f"group-{CONSUMERS}-{key}",

@@ -11,10 +11,12 @@ import multiprocessing
 import queue
 import time
 from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
 from multiprocessing.context import SpawnContext
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
@@ -297,10 +299,7 @@ def _share_run(
     cpu = b.broker.cpu_seconds() - cpu0
     b.broker.profile_stop(f"share-{consumers}")
     done.set()
-    for p in procs:
-        p.join(30)
-        if p.is_alive():
-            p.kill()
+    reap(procs)
     acked_at = max((e["acked"] for e in progress.ends.values()), default=time.monotonic())
     return Row(
         key=f"share-{consumers}",
@@ -342,3 +341,11 @@ def median_rows(runs: list[list[Row]]) -> list[Row]:
 
 def _median_by(row: Row) -> float:
     return row.latency_ms[1] if row.latency_ms is not None else row.rate
+
+
+def reap(procs: Iterable[BaseProcess], timeout_s: float = 30) -> None:
+    """Wait for worker processes to end; kill the ones still running after `timeout_s` each."""
+    for p in procs:
+        p.join(timeout_s)
+        if p.is_alive():
+            p.kill()

@@ -26,6 +26,7 @@ from bench import redis_peer
 from bench.phases import Bench
 from bench.phases import Row
 from bench.phases import phase
+from bench.phases import reap
 from bench.small_workers import explicit_share_worker
 from bench.small_workers import paced_produce_worker
 from bench.small_workers import small_produce_worker
@@ -87,10 +88,7 @@ class _Consumers:
         """Stop them: each sends its last acknowledgements and reports."""
         self.done.set()
         self.until(lambda: len(self.ends) == CONSUMERS, 60)
-        for p in self.procs:
-            p.join(30)
-            if p.is_alive():
-                p.kill()
+        reap(self.procs)
 
     def acked_at(self) -> float:
         return max((e["acked"] for e in self.ends.values()), default=time.monotonic())
