@@ -7,6 +7,7 @@ both implementations have the same semantics by construction.
 
 from __future__ import annotations
 
+import struct
 from abc import ABC
 from abc import abstractmethod
 from bisect import bisect_right
@@ -17,12 +18,14 @@ from typing import Any
 
 import structlog
 
+from protocol.record_batch import BASE_OFFSET_POS
+from protocol.record_batch import CONTROL_MASK
+from protocol.record_batch import LOG_OVERHEAD
 from protocol.record_batch import BatchHeader
 from protocol.record_batch import Buffer
 from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import iter_batch_headers
 from protocol.record_batch import record_timestamps
-from protocol.record_batch import rewrite_base_offset
 from protocol.record_batch import validate_batches
 from storage.cleaned_segment import CleanedCopy
 from storage.compacted import require_keys
@@ -37,6 +40,8 @@ from storage.segment import PendingSync
 from storage.segment import Segment
 
 _log = structlog.get_logger("shoal.storage")
+_BASE_OFFSET = struct.Struct(">q")  # rewritten in place: the CRC does not cover it
+assert BASE_OFFSET_POS == 0
 
 
 class SegmentedLog(ABC):
@@ -93,8 +98,9 @@ class SegmentedLog(ABC):
 
     def append(self, records: Buffer, *, now_ms: int, defer_sync: bool = False) -> AppendResult:
         headers = validate_batches(records)
-        if any(h.is_control for h in headers):
-            raise InvalidRecordBatch("control", "clients may not write control batches")
+        for h in headers:
+            if h.attributes & CONTROL_MASK:
+                raise InvalidRecordBatch("control", "clients may not write control batches")
         if self.config.compact:
             require_keys(records, headers)
         duplicate = self._producers.check(headers)
@@ -116,24 +122,32 @@ class SegmentedLog(ABC):
     def _append(
         self, records: Buffer, headers: list[BatchHeader], now_ms: int, defer_sync: bool = False
     ) -> AppendResult:
+        # Every produce request comes through here: plain statements, no context manager.
         buf = bytearray(records)
-        count = sum(h.record_count for h in headers)
-        with self._disk_write():
+        count = 0
+        for header in headers:
+            count += header.record_count
+        try:
             self._maybe_roll(len(buf), count, now_ms)
-            base = self.log_end_offset
+            base = offset = self.log_end_offset
             batches: list[tuple[int, BatchHeader]] = []
-            pos, offset = 0, base
+            pos = 0
             for header in headers:
-                rewrite_base_offset(buf, pos, offset)
+                _BASE_OFFSET.pack_into(buf, pos, offset)
                 batches.append((pos, header))
-                pos += header.size
+                pos += header.batch_length + LOG_OVERHEAD
                 offset += header.record_count
             active = self._segments[-1]
             active.append(buf, batches)
+        except OSError as e:
+            raise self._write_failed(e) from e
+        if self._failing:
+            self._write_resumed()
         # Only once the bytes are written: a failed write must not look like a success.
         offset = base
         for header in headers:
-            self._producers.update(header, offset)
+            if header.producer_id >= 0:  # idempotent (update skips the rest as well)
+                self._producers.update(header, offset)
             offset += header.record_count
         if active.roll_base_ms is None:
             active.roll_base_ms = now_ms
@@ -142,15 +156,28 @@ class SegmentedLog(ABC):
             with self._disk_write():
                 self.flush()
         return AppendResult(
-            base_offset=base, last_offset=offset - 1, log_start_offset=self.log_start_offset
+            base_offset=base, last_offset=offset - 1, log_start_offset=self._log_start
         )
+
+    def _write_failed(self, error: OSError) -> KafkaStorageError:
+        """The error to raise for a failed write, logged once per episode of failures."""
+        if not self._failing:
+            self._failing = True
+            _log.error(
+                "log write failed; appends answer KAFKA_STORAGE_ERROR until one succeeds",
+                log=self.name, errno=error.errno, error=error.strerror,
+            )  # fmt: skip
+        return KafkaStorageError(f"write to {self.name} failed: {error.strerror}")
+
+    def _write_resumed(self) -> None:
+        self._failing = False
+        _log.info("log writes resumed", log=self.name)
 
     def _disk_write(self) -> _DiskWrite:
         """OSError becomes KAFKA_STORAGE_ERROR, logged once per episode of failures.
 
         A failed segment write has already cut its partial bytes (`Segment.append`), so the
-        log is as it was; the next write that succeeds ends the episode. (A small class, not
-        a generator context manager: this wraps every append.)
+        log is as it was; the next write that succeeds ends the episode.
         """
         return _DiskWrite(self)
 
@@ -412,13 +439,6 @@ class _DiskWrite:
     ) -> None:
         log = self._log
         if isinstance(error, OSError):
-            if not log._failing:
-                log._failing = True
-                _log.error(
-                    "log write failed; appends answer KAFKA_STORAGE_ERROR until one succeeds",
-                    log=log.name, errno=error.errno, error=error.strerror,
-                )  # fmt: skip
-            raise KafkaStorageError(f"write to {log.name} failed: {error.strerror}") from error
+            raise log._write_failed(error) from error
         if error is None and log._failing:
-            log._failing = False
-            _log.info("log writes resumed", log=log.name)
+            log._write_resumed()

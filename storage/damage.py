@@ -98,6 +98,9 @@ class DamageMap:
     def mark_verified(self, start: int, end: int) -> None:
         """Merge [start, end) into the checked ranges (sequential reads keep one range)."""
         starts, ends = self._verified_starts, self._verified_ends
+        if ends and starts[-1] <= start <= ends[-1] <= end:
+            ends[-1] = end  # an append, or a reader at the tail: the last range grows
+            return
         i = bisect.bisect_left(ends, start)
         j = bisect.bisect_right(starts, end)
         if i < j:

@@ -22,6 +22,7 @@ import crc32c
 
 from protocol.record_batch import ATTRIBUTES_POS
 from protocol.record_batch import BATCH_HEADER_SIZE
+from protocol.record_batch import CONTROL_MASK
 from protocol.record_batch import BatchHeader
 from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import iter_batch_headers
@@ -199,19 +200,25 @@ class Segment(ABC):
             self._torn = False
             raise
         self.size += len(data)
+        track = self.track
         for pos, header in batches:
-            self.track(start + pos, self.next_offset, header)
+            track(start + pos, self.next_offset, header)
         self.damage.mark_verified(start, self.size)  # CRCs were checked on the way in
         self.dirty = True
 
     def track(self, position: int, base_offset: int, header: BatchHeader) -> None:
         """Account for one stored batch: indexes, max timestamp, next offset."""
         relative = base_offset - self.base_offset
-        if header.max_timestamp > self.max_timestamp:
-            self.max_timestamp = header.max_timestamp
+        max_timestamp = header.max_timestamp
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
             self.max_timestamp_offset = relative
-        if _holds_data(header) and header.max_timestamp > self.max_data_timestamp:
-            self.max_data_timestamp = header.max_timestamp
+        if (
+            max_timestamp > self.max_data_timestamp
+            and not header.attributes & CONTROL_MASK  # _holds_data, inlined: once per batch
+            and header.record_count > 0
+        ):
+            self.max_data_timestamp = max_timestamp
             self.max_data_offset = base_offset
         tail = self._tail_offsets
         if self.bytes_since_index > self.index_interval_bytes or (tail and base_offset <= tail[-1]):
@@ -430,9 +437,12 @@ class FileSegment(Segment):
         return os.pread(self._fd, size, position)
 
     def _write(self, data: bytes | bytearray) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
+        fd = self._fd
+        written = os.write(fd, data)
+        if written < len(data):  # a short write: rare (a signal, a nearly full disk)
+            view = memoryview(data)[written:]
+            while view:
+                view = view[os.write(fd, view) :]
 
     def truncate(self, size: int) -> None:
         os.ftruncate(self._fd, size)

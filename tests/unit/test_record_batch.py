@@ -261,3 +261,31 @@ def test_control_batch() -> None:
     decoded, _ = read_batch(data, 0)
     assert parse_control_record_key(decoded.records[0].key or b"") == (0, 1)
     assert header.size == len(data) and header.batch_length == len(data) - LOG_OVERHEAD
+
+
+def _with(batch: bytes, pos: int, value: bytes, *, reseal: bool = True) -> bytearray:
+    """`batch` with `value` at `pos`, its CRC made to match again unless `reseal` is false."""
+    out = bytearray(batch)
+    out[pos : pos + len(value)] = value
+    if reseal:
+        out[17:21] = crc32c.crc32c(out[ATTRIBUTES_POS:]).to_bytes(4, "big")
+    return out
+
+
+@pytest.mark.parametrize("size", [1, 20_000])  # a small blob is sliced, a large one viewed
+def test_each_refusal_names_its_reason(size: int) -> None:
+    good = build_batch([(b"k", b"v" * size)], timestamp_ms=TS)
+    attributes = good[ATTRIBUTES_POS : ATTRIBUTES_POS + 2]
+    cases = {
+        "magic": _with(good, 16, b"\x01"),
+        "length": good + good[:-1],  # a second batch that overruns the blob
+        "crc": _with(good, len(good) - 1, bytes([good[-1] ^ 1]), reseal=False),
+        # recordCount (57..60) and lastOffsetDelta (23..26) disagree, or count is 0
+        "count": _with(good, 57, (0).to_bytes(4, "big")),
+        "compression": _with(good, ATTRIBUTES_POS, bytes([attributes[0], attributes[1] | 7])),
+    }
+    for reason, blob in cases.items():
+        with pytest.raises(InvalidRecordBatch) as info:
+            validate_batches(blob)
+        assert info.value.reason == reason, blob[:70]
+    assert [h.record_count for h in validate_batches(good + good)] == [1, 1]
