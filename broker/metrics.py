@@ -107,6 +107,7 @@ class BrokerMetrics:
         # Per topic (kafka.server:type=BrokerTopicMetrics,topic=...): record bytes as Kafka's
         # BytesInPerSec (produced) and BytesOutPerSec (fetched and share-fetched) count them.
         self.topic_label = BoundedLabel("topic", MAX_TOPIC_LABELS)
+        self._bytes_in_children: dict[str, Counter] = {}
         self.topic_bytes_in = Counter(
             f"{TOPICS}_bytesin_bytes", "BytesInPerSec: record bytes appended by Produce.",
             ["topic"], registry=r,
@@ -264,7 +265,16 @@ class BrokerMetrics:
     # -- per topic, from the handlers ---------------------------------------------------------
 
     def on_bytes_in(self, topic: str, n: int) -> None:
-        self.topic_bytes_in.labels(topic=self.topic_label(topic)).inc(n)
+        # Once per produced partition: the child is looked up once per topic, not per call
+        # (labels() builds a key and takes a lock). Folded topics are not kept: the cache
+        # stays within the label cap.
+        child = self._bytes_in_children.get(topic)
+        if child is None:
+            label = self.topic_label(topic)
+            child = self.topic_bytes_in.labels(topic=label)
+            if label == topic:
+                self._bytes_in_children[topic] = child
+        child.inc(n)
 
     def on_bytes_out(self, topic: str, n: int) -> None:
         if n:

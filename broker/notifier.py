@@ -12,6 +12,8 @@ class Notifier:
         self._waiters: dict[Hashable, set[asyncio.Future[None]]] = {}
 
     def notify(self, key: Hashable) -> None:
+        if not self._waiters:  # every append notifies; most find nobody waiting
+            return
         for fut in self._waiters.pop(key, ()):
             if not fut.done():
                 fut.set_result(None)

@@ -58,13 +58,14 @@ def _append(
     A log that is due an fsync (`log.flush.interval.messages`) joins `to_sync`."""
     if not authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic):
         return PartitionResult(index, ErrorCode.topic_authorization_failed, -1, -1)
-    partition_log = ctx.services.logs.log(topic, index)
+    services = ctx.services
+    partition_log = services.logs.log(topic, index)
     if partition_log is None:
         return PartitionResult(index, ErrorCode.unknown_topic_or_partition, -1, -1)
     if not records:
         return PartitionResult(index, ErrorCode.invalid_record, -1, -1, "no record batches")
     try:
-        result = partition_log.append(records, now_ms=ctx.services.now_ms(), defer_sync=True)
+        result = partition_log.append(records, now_ms=services.now_ms(), defer_sync=True)
     except InvalidRecordBatch as e:
         log.info("rejected batch", topic=topic, partition=index, reason=str(e))
         return PartitionResult(index, ErrorCode.corrupt_message, -1, -1, str(e))
@@ -75,8 +76,8 @@ def _append(
         return PartitionResult(index, e.error_code, -1, -1, str(e))
     if partition_log.sync_due:
         to_sync.append(partition_log)
-    ctx.services.metrics.on_bytes_in(topic, len(records))
-    ctx.services.notifier.notify((topic, index))
+    services.metrics.on_bytes_in(topic, len(records))
+    services.notifier.notify((topic, index))
     return PartitionResult(index, ErrorCode.none, result.base_offset, result.log_start_offset)
 
 

@@ -6,6 +6,7 @@ import datetime
 import uuid
 from dataclasses import dataclass
 
+import pytest
 import structlog
 from kio.schema.errors import ErrorCode
 from kio.schema.share_fetch.v2.response import AcquiredRecords
@@ -100,3 +101,20 @@ def test_share_lag_keeps_the_most_lagging_series_and_says_what_it_left_out() -> 
     assert lag == {"g4": 2 + 4, "g3": 2 + 3, "g2": 2 + 2}
     assert families["shoal_sharegroup_lag_series_omitted"].samples[0].value == 2
     assert len(logs) == 1 and logs[0]["omitted"] == 2
+
+
+def test_bytes_in_per_topic_and_folded_past_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    from broker import metrics as metrics_module
+
+    monkeypatch.setattr(metrics_module, "MAX_TOPIC_LABELS", 2)
+    metrics = metrics_module.BrokerMetrics()
+    for topic, n in [("a", 10), ("b", 20), ("a", 5), ("c", 1), ("d", 2), ("c", 4)]:
+        metrics.on_bytes_in(topic, n)
+    counted = {
+        s.labels["topic"]: s.value
+        for family in metrics.registry.collect()
+        if family.name == f"{metrics_module.TOPICS}_bytesin_bytes"
+        for s in family.samples
+        if s.name.endswith("_total")
+    }
+    assert counted == {"a": 15, "b": 20, OTHER: 7}
