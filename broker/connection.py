@@ -318,18 +318,16 @@ class KafkaConnection(asyncio.Protocol):
         return response_frame(response, ctx.header.correlation_id, ctx.version)
 
     def _observe(self, api: str, response: Any, started: float) -> None:
-        metrics = self._services.metrics
-        count, latency = metrics.request_children(api)
-        count.inc()
-        latency.observe(time.perf_counter() - started)
+        stats = self._services.metrics.api_stats(api)
+        stats.observe(time.perf_counter() - started)
         # Top-level and partition-level codes, as Kafka counts them; a hot API's own
         # serialiser lists its codes beside the bytes.
         if isinstance(response, EncodedResponse):
             codes: Iterable[int] = response.error_codes
         else:
             codes = () if response is None else error_codes(response)
-        for code in codes:
-            metrics.errors.labels(request=api, error=ErrorCode(code).name).inc()
+        if codes:
+            self._services.metrics.request_stats.count_errors(api, codes)
 
     def _complete(self, seq: int, out: bytes | None) -> None:
         self._ready[seq] = out

@@ -13,11 +13,15 @@ into one `other` series and a log line says so once. Byte counters carry `_bytes
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Mapping
+from itertools import accumulate
 
 import structlog
+from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 from prometheus_client import Counter
 from prometheus_client import Gauge
@@ -26,8 +30,10 @@ from prometheus_client import disable_created_metrics
 from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from broker.share.record_state import AcknowledgeType
 
@@ -72,28 +78,9 @@ class BoundedLabel:
 class BrokerMetrics:
     def __init__(self) -> None:
         self.registry = r = CollectorRegistry()
-        # Requests (kafka.network:type=RequestMetrics).
-        self.requests = Counter(
-            "kafka_network_requestmetrics_requests",
-            "Requests handled, by API.",
-            ["request"],
-            registry=r,
-        )
-        self.errors = Counter(
-            "kafka_network_requestmetrics_errors",
-            "Error codes in responses, top-level and per partition (Kafka's ErrorsPerSec), by API.",
-            ["request", "error"],
-            registry=r,
-        )
-        self.latency = Histogram(
-            "kafka_network_requestmetrics_totaltime_seconds",
-            "Time from a request's arrival to its response being queued, by API.",
-            ["request"],
-            buckets=LATENCY_BUCKETS,
-            registry=r,
-        )
-        # Children of `requests` and `latency` by API: a label lookup per request is dear.
-        self._request_children: dict[str, tuple[Counter, Histogram]] = {}
+        # Requests (kafka.network:type=RequestMetrics): counted per request, exported at scrape.
+        self.request_stats = RequestStats()
+        r.register(self.request_stats)
         self.bytes_in = Counter(
             "kafka_network_requestmetrics_requestbytes_bytes",
             "Request frames received, in bytes (all APIs).",
@@ -111,6 +98,7 @@ class BrokerMetrics:
             f"{TOPICS}_bytesin_bytes", "BytesInPerSec: record bytes appended by Produce.",
             ["topic"], registry=r,
         )  # fmt: skip
+        self._bytes_in_by_topic: dict[str, Counter] = {}
         self.topic_bytes_out = Counter(
             f"{TOPICS}_bytesout_bytes",
             "BytesOutPerSec: record bytes returned by Fetch and ShareFetch.",
@@ -215,13 +203,9 @@ class BrokerMetrics:
             "kafka_log_logcleaner_passes", "Cleaning passes over a partition.", registry=r
         )
 
-    def request_children(self, api: str) -> tuple[Counter, Histogram]:
-        """The request counter and latency histogram of one API."""
-        children = self._request_children.get(api)
-        if children is None:
-            children = self.requests.labels(request=api), self.latency.labels(request=api)
-            self._request_children[api] = children
-        return children
+    def api_stats(self, api: str) -> ApiStats:
+        """The request count and latency of one API (the connection keeps it per API)."""
+        return self.request_stats.of(api)
 
     def on_cleaning(self, bytes_read: int, records_removed: int) -> None:
         self.cleaner_passes.inc()
@@ -264,7 +248,12 @@ class BrokerMetrics:
     # -- per topic, from the handlers ---------------------------------------------------------
 
     def on_bytes_in(self, topic: str, n: int) -> None:
-        self.topic_bytes_in.labels(topic=self.topic_label(topic)).inc(n)
+        child = self._bytes_in_by_topic.get(topic)
+        if child is None:  # a label lookup per produce request is dear: one per topic
+            child = self.topic_bytes_in.labels(topic=self.topic_label(topic))
+            if len(self._bytes_in_by_topic) < 2 * MAX_TOPIC_LABELS:  # bounded, as the labels
+                self._bytes_in_by_topic[topic] = child
+        child.inc(n)
 
     def on_bytes_out(self, topic: str, n: int) -> None:
         if n:
@@ -350,6 +339,91 @@ class BrokerMetrics:
         if server is not None:
             server.shutdown()
             server.server_close()
+
+
+class ApiStats:
+    """One API's requests: how many, and their latencies by histogram bucket."""
+
+    __slots__ = ("buckets", "count", "total")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0  # seconds
+        self.buckets = [0] * (len(LATENCY_BUCKETS) + 1)  # the last is +Inf
+
+    def observe(self, seconds: float) -> None:
+        self.count += 1
+        self.total += seconds
+        self.buckets[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+
+
+class RequestStats(Collector):
+    """Kafka's RequestMetrics (requests, total time, error codes) by API, as plain numbers.
+
+    A prometheus_client child takes a lock per increment (a histogram one per observation and
+    bucket), several per request; the loop alone adds to these, and a scrape reads them.
+    """
+
+    def __init__(self) -> None:
+        self._apis: dict[str, ApiStats] = {}
+        self._errors: dict[tuple[str, int], int] = {}
+
+    def of(self, api: str) -> ApiStats:
+        stats = self._apis.get(api)
+        if stats is None:
+            stats = self._apis[api] = ApiStats()
+        return stats
+
+    def count_errors(self, api: str, codes: Iterable[int]) -> None:
+        errors = self._errors
+        for code in codes:
+            key = (api, code)
+            errors[key] = errors.get(key, 0) + 1
+
+    def requests(self, api: str) -> int:
+        """Requests of `api` handled so far."""
+        stats = self._apis.get(api)
+        return 0 if stats is None else stats.count
+
+    def collect(self) -> Iterator[Metric]:
+        apis = sorted(self._apis.items())  # one C-level copy: the loop may add an API meanwhile
+        errors = sorted(self._errors.items())
+        requests = CounterMetricFamily(
+            "kafka_network_requestmetrics_requests", "Requests handled, by API.", labels=["request"]
+        )
+        latency = HistogramMetricFamily(
+            "kafka_network_requestmetrics_totaltime_seconds",
+            "Time from a request's arrival to its response being queued, by API.",
+            labels=["request"],
+        )
+        for api, stats in apis:
+            requests.add_metric([api], stats.count)
+            cumulative = list(accumulate(stats.buckets))
+            latency.add_metric(
+                [api],
+                [(_LE[i], n) for i, n in enumerate(cumulative)],
+                sum_value=stats.total,
+            )
+        failed = CounterMetricFamily(
+            "kafka_network_requestmetrics_errors",
+            "Error codes in responses, top-level and per partition (Kafka's ErrorsPerSec), by API.",
+            labels=["request", "error"],
+        )
+        for (api, code), n in errors:
+            failed.add_metric([api, _error_name(code)], n)
+        yield requests
+        yield latency
+        yield failed
+
+
+_LE = [floatToGoString(b) for b in LATENCY_BUCKETS] + ["+Inf"]  # type: ignore[no-untyped-call]
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
 
 
 _GROUP_KINDS = {
