@@ -81,6 +81,7 @@ class KafkaConnection(asyncio.Protocol):
         self._services = services
         self._connections = connections
         self._listener = listener
+        self._listener_name = listener.name if listener is not None else ""
         # Per-connection state.
         self._transport: asyncio.Transport | None = None
         self._principal = ANONYMOUS  # a client certificate's subject, or SASL's user
@@ -190,7 +191,7 @@ class KafkaConnection(asyncio.Protocol):
             self.abort(f"api key {key} before SASL authentication completed")
             return
         handler = self._services.registry.get(key)
-        if handler is None or not handler.supports(version):
+        if handler is None or not handler.min_version <= version <= handler.max_version:
             self._refuse_version(key, version, correlation_id, peek_client_id(payload))
             return
         if len(payload) > DECODE_ON_LOOP_MAX_BYTES:
@@ -241,15 +242,9 @@ class KafkaConnection(asyncio.Protocol):
     def _context(self, header: RequestHeader) -> RequestContext:
         sasl = self._sasl
         principal = sasl.principal if sasl is not None and sasl.principal else self._principal
-        return RequestContext(
-            self._services,
-            header,
-            self._peer,
-            principal=principal,
-            listener=self._listener.name if self._listener else "",
-            sasl=sasl,
-            acl_cache=self._acl_cache,
-        )
+        # Positional: keywords cost a frozen dataclass's __init__ more, once per request.
+        return RequestContext(self._services, header, self._peer, principal, self._acl_cache,
+                              self._listener_name, sasl)  # fmt: skip
 
     def _refuse_version(
         self, key: int, version: int, correlation_id: int, client_id: str | None
@@ -300,7 +295,9 @@ class KafkaConnection(asyncio.Protocol):
         REQUEST.set((header.client_id, header.correlation_id, api, ctx.principal))
         response: Answer
         try:
-            response = await handler.dispatch(ctx, body)
+            # `body` was read with the kio class of this key and version, which the handler
+            # serves (see `_dispatch`): `Handler.dispatch`'s type check would only repeat it.
+            response = handler.checked(header.api_version, await handler.run(ctx, body))
             out = None if response is None else self._encode(response, ctx)
         except asyncio.CancelledError:
             raise
