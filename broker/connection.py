@@ -79,6 +79,7 @@ class KafkaConnection(asyncio.Protocol):
         """`listener`: the one accepted on (None: a plaintext one, as in unit tests)."""
         # Shared server state.
         self._services = services
+        self._stats = services.metrics.request_stats
         self._connections = connections
         self._listener = listener
         self._listener_name = listener.name if listener is not None else ""
@@ -141,7 +142,7 @@ class KafkaConnection(asyncio.Protocol):
         except FrameError as e:
             self.abort(f"bad frame: {e}")
             return
-        self._services.metrics.bytes_in.inc(len(data))  # once per read: each inc takes a lock
+        self._stats.bytes_in += len(data)
         self._waiting.extend(frames)
         self._holding = True
         try:
@@ -315,8 +316,7 @@ class KafkaConnection(asyncio.Protocol):
         return response_frame(response, ctx.header.correlation_id, ctx.version)
 
     def _observe(self, api: str, response: Any, started: float) -> None:
-        stats = self._services.metrics.api_stats(api)
-        stats.observe(time.perf_counter() - started)
+        self._stats.of(api).observe(time.perf_counter() - started)
         # Top-level and partition-level codes, as Kafka counts them; a hot API's own
         # serialiser lists its codes beside the bytes.
         if isinstance(response, EncodedResponse):
@@ -324,7 +324,7 @@ class KafkaConnection(asyncio.Protocol):
         else:
             codes = () if response is None else error_codes(response)
         if codes:
-            self._services.metrics.request_stats.count_errors(api, codes)
+            self._stats.count_errors(api, codes)
 
     def _complete(self, seq: int, out: bytes | None) -> None:
         self._ready[seq] = out
@@ -352,7 +352,7 @@ class KafkaConnection(asyncio.Protocol):
         transport = self._transport
         if transport is not None and not self._closing:
             transport.write(out[0] if len(out) == 1 else b"".join(out))
-            self._services.metrics.bytes_out.inc(self._out_bytes)
+            self._stats.bytes_out += self._out_bytes
         out.clear()
         self._out_bytes = 0
 

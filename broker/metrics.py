@@ -81,16 +81,6 @@ class BrokerMetrics:
         # Requests (kafka.network:type=RequestMetrics): counted per request, exported at scrape.
         self.request_stats = RequestStats()
         r.register(self.request_stats)
-        self.bytes_in = Counter(
-            "kafka_network_requestmetrics_requestbytes_bytes",
-            "Request frames received, in bytes (all APIs).",
-            registry=r,
-        )
-        self.bytes_out = Counter(
-            "kafka_network_requestmetrics_responsebytes_bytes",
-            "Response frames sent, in bytes (all APIs).",
-            registry=r,
-        )
         # Per topic (kafka.server:type=BrokerTopicMetrics,topic=...): record bytes as Kafka's
         # BytesInPerSec (produced) and BytesOutPerSec (fetched and share-fetched) count them.
         self.topic_label = BoundedLabel("topic", MAX_TOPIC_LABELS)
@@ -202,10 +192,6 @@ class BrokerMetrics:
         self.cleaner_passes = Counter(
             "kafka_log_logcleaner_passes", "Cleaning passes over a partition.", registry=r
         )
-
-    def api_stats(self, api: str) -> ApiStats:
-        """The request count and latency of one API (the connection keeps it per API)."""
-        return self.request_stats.of(api)
 
     def on_cleaning(self, bytes_read: int, records_removed: int) -> None:
         self.cleaner_passes.inc()
@@ -358,7 +344,8 @@ class ApiStats:
 
 
 class RequestStats(Collector):
-    """Kafka's RequestMetrics (requests, total time, error codes) by API, as plain numbers.
+    """Kafka's RequestMetrics (requests, total time, error codes) by API, and the bytes of
+    request and response frames, as plain numbers.
 
     A prometheus_client child takes a lock per increment (a histogram one per observation and
     bucket), several per request; the loop alone adds to these, and a scrape reads them.
@@ -367,6 +354,8 @@ class RequestStats(Collector):
     def __init__(self) -> None:
         self._apis: dict[str, ApiStats] = {}
         self._errors: dict[tuple[str, int], int] = {}
+        self.bytes_in = 0  # request frames received (all APIs), added to once per read
+        self.bytes_out = 0  # response frames sent, once per write
 
     def of(self, api: str) -> ApiStats:
         stats = self._apis.get(api)
@@ -414,6 +403,16 @@ class RequestStats(Collector):
         yield requests
         yield latency
         yield failed
+        yield CounterMetricFamily(
+            "kafka_network_requestmetrics_requestbytes_bytes",
+            "Request frames received, in bytes (all APIs).",
+            value=self.bytes_in,
+        )
+        yield CounterMetricFamily(
+            "kafka_network_requestmetrics_responsebytes_bytes",
+            "Response frames sent, in bytes (all APIs).",
+            value=self.bytes_out,
+        )
 
 
 _LE = [floatToGoString(b) for b in LATENCY_BUCKETS] + ["+Inf"]  # type: ignore[no-untyped-call]

@@ -50,6 +50,10 @@ def reference(observed: list[tuple[str, float, list[int]]]) -> bytes:
         buckets=LATENCY_BUCKETS,
         registry=r,
     )
+    Counter("kafka_network_requestmetrics_requestbytes_bytes",
+            "Request frames received, in bytes (all APIs).", registry=r)  # fmt: skip
+    Counter("kafka_network_requestmetrics_responsebytes_bytes",
+            "Response frames sent, in bytes (all APIs).", registry=r)  # fmt: skip
     for api, secs, codes in observed:
         count.labels(request=api).inc()
         latency.labels(request=api).observe(secs)
@@ -69,10 +73,12 @@ def ours(observed: list[tuple[str, float, list[int]]]) -> bytes:
 
 
 def samples(exposition: bytes) -> dict[str, float]:
-    """Sample lines by name and labels (the order of families and HELP lines aside)."""
+    """Sample lines by name and labels, and the HELP and TYPE lines (the order aside)."""
     out = {}
     for line in exposition.decode().splitlines():
-        if line and not line.startswith("#"):
+        if line.startswith("#"):
+            out[line] = 0.0
+        elif line:
             name, _, value = line.rpartition(" ")
             out[name] = float(value)
     return out
@@ -90,9 +96,10 @@ def test_the_same_samples_as_prometheus_client(
 
 def test_the_broker_registry_serves_them() -> None:
     metrics = BrokerMetrics()
-    metrics.api_stats("Produce").observe(0.001)
+    metrics.request_stats.of("Produce").observe(0.001)
     metrics.request_stats.count_errors("Produce", [int(ErrorCode.corrupt_message)])
     assert metrics.request_stats.requests("Produce") == 1
+    metrics.request_stats.bytes_in += 120
     text = generate_latest(metrics.registry).decode()
     assert 'kafka_network_requestmetrics_requests_total{request="Produce"} 1.0' in text
     assert (
