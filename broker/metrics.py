@@ -84,11 +84,11 @@ class BrokerMetrics:
         # Per topic (kafka.server:type=BrokerTopicMetrics,topic=...): record bytes as Kafka's
         # BytesInPerSec (produced) and BytesOutPerSec (fetched and share-fetched) count them.
         self.topic_label = BoundedLabel("topic", MAX_TOPIC_LABELS)
-        self.topic_bytes_in = Counter(
-            f"{TOPICS}_bytesin_bytes", "BytesInPerSec: record bytes appended by Produce.",
-            ["topic"], registry=r,
-        )  # fmt: skip
-        self._bytes_in_by_topic: dict[str, Counter] = {}
+        # Added to once per produced batch: plain numbers, as RequestStats keeps.
+        self.topic_bytes_in = PlainCounter(
+            f"{TOPICS}_bytesin_bytes", "BytesInPerSec: record bytes appended by Produce.", "topic"
+        )
+        r.register(self.topic_bytes_in)
         self.topic_bytes_out = Counter(
             f"{TOPICS}_bytesout_bytes",
             "BytesOutPerSec: record bytes returned by Fetch and ShareFetch.",
@@ -234,12 +234,9 @@ class BrokerMetrics:
     # -- per topic, from the handlers ---------------------------------------------------------
 
     def on_bytes_in(self, topic: str, n: int) -> None:
-        child = self._bytes_in_by_topic.get(topic)
-        if child is None:  # a label lookup per produce request is dear: one per topic
-            child = self.topic_bytes_in.labels(topic=self.topic_label(topic))
-            if len(self._bytes_in_by_topic) < 2 * MAX_TOPIC_LABELS:  # bounded, as the labels
-                self._bytes_in_by_topic[topic] = child
-        child.inc(n)
+        counts = self.topic_bytes_in.values
+        label = topic if topic in counts else self.topic_label(topic)
+        counts[label] = counts.get(label, 0) + n
 
     def on_bytes_out(self, topic: str, n: int) -> None:
         if n:
@@ -325,6 +322,23 @@ class BrokerMetrics:
         if server is not None:
             server.shutdown()
             server.server_close()
+
+
+class PlainCounter(Collector):
+    """A counter with one label, as plain numbers the loop adds to (no lock per increment);
+    a series exists once its label value has been added to, as with prometheus_client's."""
+
+    def __init__(self, name: str, documentation: str, label: str) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._label = label
+        self.values: dict[str, float] = {}
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(self._name, self._documentation, labels=[self._label])
+        for value, n in sorted(self.values.items()):  # one C-level copy, as RequestStats does
+            family.add_metric([value], n)
+        yield family
 
 
 class ApiStats:

@@ -110,3 +110,20 @@ def test_the_broker_registry_serves_them() -> None:
         'kafka_network_requestmetrics_errors_total{error="corrupt_message",request="Produce"} 1.0'
         in text
     )
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.integers(0, 10**6)), max_size=20)
+)
+def test_topic_bytes_in_as_prometheus_client_counts_them(produced: list[tuple[str, int]]) -> None:
+    metrics = BrokerMetrics()
+    reference = CollectorRegistry()
+    counter = Counter("kafka_server_brokertopicmetrics_bytesin_bytes",
+                      "BytesInPerSec: record bytes appended by Produce.", ["topic"],
+                      registry=reference)  # fmt: skip
+    for topic, n in produced:
+        metrics.on_bytes_in(topic, n)
+        counter.labels(topic=topic).inc(n)
+    theirs = samples(generate_latest(reference))
+    mine = {k: v for k, v in samples(generate_latest(metrics.registry)).items() if "bytesin" in k}
+    assert mine == theirs
