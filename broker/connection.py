@@ -243,7 +243,7 @@ class KafkaConnection(asyncio.Protocol):
     def _context(self, header: RequestHeader) -> RequestContext:
         sasl = self._sasl
         principal = sasl.principal if sasl is not None and sasl.principal else self._principal
-        # Positional: keywords cost a frozen dataclass's __init__ more, once per request.
+        # Positional: keywords cost more, once per request.
         return RequestContext(self._services, header, self._peer, principal, self._acl_cache,
                               self._listener_name, sasl)  # fmt: skip
 

@@ -40,6 +40,9 @@ from protocol.framing import SIZE
 # api key, api version, correlation id: the fixed start of every request header version.
 HEADER_PREFIX = struct.Struct(">hhi")
 _CORRELATION_ID = struct.Struct(">i")  # the whole of response header v0; v1 adds tagged fields
+# A response frame's size and header, v0 and v1 (with its empty tagged-field section).
+_SIZE_HEADER_V0 = struct.Struct(">ii")
+_SIZE_HEADER_V1 = struct.Struct(">iiB")
 
 E = TypeVar("E")
 
@@ -238,8 +241,11 @@ def response_frame(
     """`encode_response` with its size prefix, as written to the socket. An encoded body
     (record bytes, for a fetch) is copied once, into the frame."""
     if isinstance(body, EncodedResponse):
-        parts = _encoded_parts(body, correlation_id, version)
-        return b"".join((SIZE.pack(sum(map(len, parts))), *parts))
+        if body.version != version:
+            raise ValueError(f"an encoded v{body.version} response answers v{version}")
+        if _flexible_header(body.api_key, version):  # header v1: no tagged fields
+            return _SIZE_HEADER_V1.pack(len(body.body) + 5, correlation_id, 0) + body.body
+        return _SIZE_HEADER_V0.pack(len(body.body) + 4, correlation_id) + body.body
     payload = encode_response(body, correlation_id, version)
     return SIZE.pack(len(payload)) + payload
 
