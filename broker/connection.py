@@ -327,7 +327,13 @@ class KafkaConnection(asyncio.Protocol):
             self._stats.count_errors(api, codes)
 
     def _complete(self, seq: int, out: bytes | None) -> None:
-        self._ready[seq] = out
+        if seq == self._next_to_write:  # next in line (nearly always): no need to hold it
+            self._next_to_write += 1
+            if out is not None:
+                self._out.append(out)
+                self._out_bytes += len(out)
+        else:
+            self._ready[seq] = out
         while self._next_to_write in self._ready:
             data = self._ready.pop(self._next_to_write)
             self._next_to_write += 1
