@@ -13,11 +13,15 @@ into one `other` series and a log line says so once. Byte counters carry `_bytes
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Mapping
+from itertools import accumulate
 
 import structlog
+from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 from prometheus_client import Counter
 from prometheus_client import Gauge
@@ -26,8 +30,10 @@ from prometheus_client import disable_created_metrics
 from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from broker.share.record_state import AcknowledgeType
 
@@ -72,46 +78,17 @@ class BoundedLabel:
 class BrokerMetrics:
     def __init__(self) -> None:
         self.registry = r = CollectorRegistry()
-        # Requests (kafka.network:type=RequestMetrics).
-        self.requests = Counter(
-            "kafka_network_requestmetrics_requests",
-            "Requests handled, by API.",
-            ["request"],
-            registry=r,
-        )
-        self.errors = Counter(
-            "kafka_network_requestmetrics_errors",
-            "Error codes in responses, top-level and per partition (Kafka's ErrorsPerSec), by API.",
-            ["request", "error"],
-            registry=r,
-        )
-        self.latency = Histogram(
-            "kafka_network_requestmetrics_totaltime_seconds",
-            "Time from a request's arrival to its response being queued, by API.",
-            ["request"],
-            buckets=LATENCY_BUCKETS,
-            registry=r,
-        )
-        # Children of `requests` and `latency` by API: a label lookup per request is dear.
-        self._request_children: dict[str, tuple[Counter, Histogram]] = {}
-        self.bytes_in = Counter(
-            "kafka_network_requestmetrics_requestbytes_bytes",
-            "Request frames received, in bytes (all APIs).",
-            registry=r,
-        )
-        self.bytes_out = Counter(
-            "kafka_network_requestmetrics_responsebytes_bytes",
-            "Response frames sent, in bytes (all APIs).",
-            registry=r,
-        )
+        # Requests (kafka.network:type=RequestMetrics): counted per request, exported at scrape.
+        self.request_stats = RequestStats()
+        r.register(self.request_stats)
         # Per topic (kafka.server:type=BrokerTopicMetrics,topic=...): record bytes as Kafka's
         # BytesInPerSec (produced) and BytesOutPerSec (fetched and share-fetched) count them.
         self.topic_label = BoundedLabel("topic", MAX_TOPIC_LABELS)
-        self._bytes_in_children: dict[str, Counter] = {}
-        self.topic_bytes_in = Counter(
-            f"{TOPICS}_bytesin_bytes", "BytesInPerSec: record bytes appended by Produce.",
-            ["topic"], registry=r,
-        )  # fmt: skip
+        # Added to once per produced batch: plain numbers, as RequestStats keeps.
+        self.topic_bytes_in = PlainCounter(
+            f"{TOPICS}_bytesin_bytes", "BytesInPerSec: record bytes appended by Produce.", "topic"
+        )
+        r.register(self.topic_bytes_in)
         self.topic_bytes_out = Counter(
             f"{TOPICS}_bytesout_bytes",
             "BytesOutPerSec: record bytes returned by Fetch and ShareFetch.",
@@ -216,14 +193,6 @@ class BrokerMetrics:
             "kafka_log_logcleaner_passes", "Cleaning passes over a partition.", registry=r
         )
 
-    def request_children(self, api: str) -> tuple[Counter, Histogram]:
-        """The request counter and latency histogram of one API."""
-        children = self._request_children.get(api)
-        if children is None:
-            children = self.requests.labels(request=api), self.latency.labels(request=api)
-            self._request_children[api] = children
-        return children
-
     def on_cleaning(self, bytes_read: int, records_removed: int) -> None:
         self.cleaner_passes.inc()
         self.cleaner_bytes.inc(bytes_read)
@@ -265,16 +234,9 @@ class BrokerMetrics:
     # -- per topic, from the handlers ---------------------------------------------------------
 
     def on_bytes_in(self, topic: str, n: int) -> None:
-        # Once per produced partition: the child is looked up once per topic, not per call
-        # (labels() builds a key and takes a lock). Folded topics are not kept: the cache
-        # stays within the label cap.
-        child = self._bytes_in_children.get(topic)
-        if child is None:
-            label = self.topic_label(topic)
-            child = self.topic_bytes_in.labels(topic=label)
-            if label == topic:
-                self._bytes_in_children[topic] = child
-        child.inc(n)
+        counts = self.topic_bytes_in.values
+        label = topic if topic in counts else self.topic_label(topic)
+        counts[label] = counts.get(label, 0) + n
 
     def on_bytes_out(self, topic: str, n: int) -> None:
         if n:
@@ -360,6 +322,121 @@ class BrokerMetrics:
         if server is not None:
             server.shutdown()
             server.server_close()
+
+
+class PlainCounter(Collector):
+    """A counter with one label, as plain numbers the loop adds to (no lock per increment);
+    a series exists once its label value has been added to, as with prometheus_client's."""
+
+    def __init__(self, name: str, documentation: str, label: str) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._label = label
+        self.values: dict[str, float] = {}
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(self._name, self._documentation, labels=[self._label])
+        for value, n in sorted(self.values.items()):  # one C-level copy, as RequestStats does
+            family.add_metric([value], n)
+        yield family
+
+
+class ApiStats:
+    """One API's requests: how many, and their latencies by histogram bucket."""
+
+    __slots__ = ("buckets", "count", "total")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0  # seconds
+        self.buckets = [0] * (len(LATENCY_BUCKETS) + 1)  # the last is +Inf
+
+    def observe(self, seconds: float) -> None:
+        self.count += 1
+        self.total += seconds
+        self.buckets[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+
+
+class RequestStats(Collector):
+    """Kafka's RequestMetrics (requests, total time, error codes) by API, and the bytes of
+    request and response frames, as plain numbers.
+
+    A prometheus_client child takes a lock per increment (a histogram one per observation and
+    bucket), several per request; the loop alone adds to these, and a scrape reads them.
+    """
+
+    def __init__(self) -> None:
+        self._apis: dict[str, ApiStats] = {}
+        self._errors: dict[tuple[str, int], int] = {}
+        self.bytes_in = 0  # request frames received (all APIs), added to once per read
+        self.bytes_out = 0  # response frames sent, once per write
+
+    def of(self, api: str) -> ApiStats:
+        stats = self._apis.get(api)
+        if stats is None:
+            stats = self._apis[api] = ApiStats()
+        return stats
+
+    def count_errors(self, api: str, codes: Iterable[int]) -> None:
+        errors = self._errors
+        for code in codes:
+            key = (api, code)
+            errors[key] = errors.get(key, 0) + 1
+
+    def requests(self, api: str) -> int:
+        """Requests of `api` handled so far."""
+        stats = self._apis.get(api)
+        return 0 if stats is None else stats.count
+
+    def collect(self) -> Iterator[Metric]:
+        apis = sorted(self._apis.items())  # one C-level copy: the loop may add an API meanwhile
+        errors = sorted(self._errors.items())
+        requests = CounterMetricFamily(
+            "kafka_network_requestmetrics_requests", "Requests handled, by API.", labels=["request"]
+        )
+        latency = HistogramMetricFamily(
+            "kafka_network_requestmetrics_totaltime_seconds",
+            "Time from a request's arrival to its response being queued, by API.",
+            labels=["request"],
+        )
+        for api, stats in apis:
+            requests.add_metric([api], stats.count)
+            cumulative = list(accumulate(stats.buckets))
+            latency.add_metric(
+                [api],
+                [(_LE[i], n) for i, n in enumerate(cumulative)],
+                sum_value=stats.total,
+            )
+        failed = CounterMetricFamily(
+            "kafka_network_requestmetrics_errors",
+            "Error codes in responses, top-level and per partition (Kafka's ErrorsPerSec), by API.",
+            labels=["request", "error"],
+        )
+        for (api, code), n in errors:
+            failed.add_metric([api, _error_name(code)], n)
+        yield requests
+        yield latency
+        yield failed
+        yield CounterMetricFamily(
+            "kafka_network_requestmetrics_requestbytes_bytes",
+            "Request frames received, in bytes (all APIs).",
+            value=self.bytes_in,
+        )
+        yield CounterMetricFamily(
+            "kafka_network_requestmetrics_responsebytes_bytes",
+            "Response frames sent, in bytes (all APIs).",
+            value=self.bytes_out,
+        )
+
+
+_LE = [floatToGoString(b) for b in LATENCY_BUCKETS] + ["+Inf"]  # type: ignore[no-untyped-call]
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
 
 
 _GROUP_KINDS = {

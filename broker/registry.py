@@ -67,10 +67,16 @@ class Handler:
     _response_by_version: dict[int, type[ResponsePayload]] = field(
         init=False, repr=False, compare=False
     )
+    # Read per request: computed once (properties over `requests` cost a call each).
+    api_key: int = field(init=False, repr=False, compare=False)
+    name: str = field(init=False, repr=False, compare=False)
+    min_version: int = field(init=False, repr=False, compare=False)
+    max_version: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.requests:
             raise ValueError("a handler serves at least one request version")
+        object.__setattr__(self, "name", self.requests[0].__name__.removesuffix("Request"))
         requests = tuple(sorted(self.requests, key=_version))
         keys = {r.__api_key__ for r in requests} | {r.__api_key__ for r in self.responses}
         if len(keys) != 1:
@@ -95,26 +101,13 @@ class Handler:
                 )
         object.__setattr__(self, "requests", requests)
         object.__setattr__(self, "_response_by_version", by_version)
+        object.__setattr__(self, "api_key", self.api_key_of(requests))
+        object.__setattr__(self, "min_version", versions[0])
+        object.__setattr__(self, "max_version", versions[-1])
 
     @staticmethod
     def api_key_of(requests: tuple[type[RequestPayload], ...]) -> int:
         return int(requests[0].__api_key__)
-
-    @property
-    def api_key(self) -> int:
-        return self.api_key_of(self.requests)
-
-    @property
-    def name(self) -> str:
-        return self.requests[0].__name__.removesuffix("Request")
-
-    @property
-    def min_version(self) -> int:
-        return int(self.requests[0].__version__)
-
-    @property
-    def max_version(self) -> int:
-        return int(self.requests[-1].__version__)
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -128,17 +121,32 @@ class Handler:
         if type(request) not in self.requests:
             raise TypeError(f"{self.name} does not serve {type(request).__qualname__}")
         response = await cast(_Dispatchable, self.handle)(ctx, request)
-        if isinstance(response, EncodedResponse):
-            if (response.api_key, response.version) != (self.api_key, request.__version__):
+        return self.checked(request.__version__, response)
+
+    def run(self, ctx: RequestContext, request: RequestPayload) -> Awaitable[Answer]:
+        """The handler's coroutine, without `dispatch`'s type check: for a caller that read
+        `request` with the kio class of a version this handler `supports` (the connection).
+        Check its answer with `checked`."""
+        return cast(_Dispatchable, self.handle)(ctx, request)
+
+    def checked(self, version: int, response: Answer) -> Answer:
+        """`response`, if it is what this handler declared for a request of `version`.
+
+        :raises WrongResponse: it is not.
+        """
+        if response is None:
+            return None
+        if type(response) is EncodedResponse:
+            if response.api_key != self.api_key or response.version != version:
                 raise WrongResponse(
-                    f"{self.name} v{request.__version__} returned encoded bytes of api key "
+                    f"{self.name} v{version} returned encoded bytes of api key "
                     f"{response.api_key} v{response.version}"
                 )
             return response
-        expected = self._response_by_version[request.__version__]
-        if response is not None and type(response) is not expected:
+        expected = self._response_by_version[version]
+        if type(response) is not expected:
             raise WrongResponse(
-                f"{self.name} v{request.__version__} returned {type(response).__module__}, "
+                f"{self.name} v{version} returned {type(response).__module__}, "
                 f"declared {expected.__module__}"
             )
         return response

@@ -50,6 +50,11 @@ class FrameDecoder:
             self._buffer += data
             data = bytes(self._buffer)
             self._buffer.clear()
+        elif len(data) >= 4 and type(data) is bytes:
+            # One whole frame per read: a client waiting on each answer sends just that.
+            (size,) = SIZE.unpack_from(data)
+            if size + 4 == len(data) and size <= self._max:
+                return [data[4:]]
         frames: list[bytes] = []
         pos = 0
         end = len(data)

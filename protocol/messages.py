@@ -16,9 +16,9 @@ import struct
 import typing
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
+from typing import NamedTuple
 from typing import TypeVar
 
 from kio.index import KioIndexError
@@ -40,6 +40,9 @@ from protocol.framing import SIZE
 # api key, api version, correlation id: the fixed start of every request header version.
 HEADER_PREFIX = struct.Struct(">hhi")
 _CORRELATION_ID = struct.Struct(">i")  # the whole of response header v0; v1 adds tagged fields
+# A response frame's size and header, v0 and v1 (with its empty tagged-field section).
+_SIZE_HEADER_V0 = struct.Struct(">ii")
+_SIZE_HEADER_V1 = struct.Struct(">iiB")
 
 E = TypeVar("E")
 
@@ -52,22 +55,21 @@ class UndecodableRequest(ValueError):
     """The header or body of a request does not parse."""
 
 
-@dataclass(frozen=True, slots=True)
-class RequestHeader:
+# NamedTuples, not frozen dataclasses: built once per request, and a frozen dataclass's
+# __init__ (object.__setattr__ per field) costs twice as much.
+class RequestHeader(NamedTuple):
     api_key: int
     api_version: int
     correlation_id: int
     client_id: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(NamedTuple):
     header: RequestHeader
     body: RequestPayload
 
 
-@dataclass(frozen=True, slots=True)
-class EncodedResponse:
+class EncodedResponse(NamedTuple):
     """A response body already in wire form for one version, written by a hot API's own
     serialiser (tested byte for byte against kio's); `encode_response` puts the header on."""
 
@@ -159,6 +161,20 @@ def _writer(entity: type[E]) -> Callable[[io.BytesIO, E], None]:
     return entity_writer(entity)  # type: ignore[type-var]
 
 
+# Per (api key, version): the kio readers of the header and body, and the body's class name.
+_Plan = tuple[Callable[[Any, int], tuple[Any, int]], Callable[[Any, int], tuple[Any, int]], str]
+_PLANS: dict[tuple[int, int], _Plan] = {}
+
+
+def _plan(key: int, version: int) -> _Plan:
+    plan = _PLANS.get((key, version))
+    if plan is None:
+        req_type = request_type(key, version)
+        header_type: Any = req_type.__header_schema__
+        plan = _PLANS[key, version] = (_reader(header_type), _reader(req_type), req_type.__name__)
+    return plan
+
+
 def decode_request(frame: bytes) -> Request:
     """Parse a request frame (without its size prefix).
 
@@ -166,21 +182,17 @@ def decode_request(frame: bytes) -> Request:
     :raises UndecodableRequest: the header or body does not parse, or bytes are left over.
     """
     key, version, _ = peek_header(frame)
-    req_type = request_type(key, version)
+    read_header, read_body, name = _plan(key, version)
     try:
-        header_type: Any = req_type.__header_schema__
-        header, pos = _reader(header_type)(frame, 0)
-        body, _ = _reader(req_type)(frame, pos)
+        header, pos = read_header(frame, 0)
+        body, _ = read_body(frame, pos)
     except (
         Exception
     ) as e:  # kio raises many kinds (KeyError for an unknown tag...): all mean "does not parse"
-        raise UndecodableRequest(f"{req_type.__name__}: {e}") from e
+        raise UndecodableRequest(f"{name}: {e}") from e
     # Bytes after the fields this version defines are ignored, as Apache Kafka does:
     # librdkafka's all-topics Metadata v12 carries three of them.
-    return Request(
-        RequestHeader(key, version, header.correlation_id, header.client_id),
-        body,
-    )
+    return Request(RequestHeader(key, version, header.correlation_id, header.client_id), body)
 
 
 def encode_request(body: RequestPayload, correlation_id: int, client_id: str | None) -> bytes:
@@ -229,8 +241,11 @@ def response_frame(
     """`encode_response` with its size prefix, as written to the socket. An encoded body
     (record bytes, for a fetch) is copied once, into the frame."""
     if isinstance(body, EncodedResponse):
-        parts = _encoded_parts(body, correlation_id, version)
-        return b"".join((SIZE.pack(sum(map(len, parts))), *parts))
+        if body.version != version:
+            raise ValueError(f"an encoded v{body.version} response answers v{version}")
+        if _flexible_header(body.api_key, version):  # header v1: no tagged fields
+            return _SIZE_HEADER_V1.pack(len(body.body) + 5, correlation_id, 0) + body.body
+        return _SIZE_HEADER_V0.pack(len(body.body) + 4, correlation_id) + body.body
     payload = encode_response(body, correlation_id, version)
     return SIZE.pack(len(payload)) + payload
 
@@ -239,9 +254,22 @@ def _encoded_parts(body: EncodedResponse, correlation_id: int, version: int) -> 
     if body.version != version:
         raise ValueError(f"an encoded v{body.version} response answers v{version}")
     head = _CORRELATION_ID.pack(correlation_id)
-    if body.api_key != API_VERSIONS and response_type(body.api_key, version).__flexible__:
+    if _flexible_header(body.api_key, version):
         head += b"\x00"  # header v1: no tagged fields
     return [head, body.body]
+
+
+_FLEXIBLE_HEADER: dict[tuple[int, int], bool] = {}
+
+
+def _flexible_header(api_key: int, version: int) -> bool:
+    """Whether a response of this key and version has header v1 (ApiVersions never does)."""
+    flexible = _FLEXIBLE_HEADER.get((api_key, version))
+    if flexible is None:
+        flexible = _FLEXIBLE_HEADER[api_key, version] = (
+            api_key != API_VERSIONS and response_type(api_key, version).__flexible__
+        )
+    return flexible
 
 
 def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, ResponsePayload]:

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from protocol.wire import INT32
-from protocol.wire import INT64
 from protocol.wire import NO_TAGGED_FIELDS
 from protocol.wire import array_length
 from protocol.wire import nullable_string
@@ -31,7 +30,15 @@ FIRST_FLEXIBLE = 9
 
 NO_TIMESTAMP = -1  # log_append_time_ms: the topic uses CreateTime
 
-_PARTITION = struct.Struct(">ihqq")  # index, error code, base offset, log append time
+# A partition's fixed fields, by version: index, error code, base offset, log append time,
+# then (v5+) log start offset, then (v8+) record_errors' length (always empty here).
+_PARTITION_V3 = struct.Struct(">ihqq")
+_PARTITION_V5 = struct.Struct(">ihqqq")
+_PARTITION_V8 = struct.Struct(">ihqqqi")
+_PARTITION_V9 = struct.Struct(">ihqqqB")
+# What follows them when there is no error message: a null string, and (v9+) no tags.
+_NO_MESSAGE_V8 = b"\xff\xff"
+_NO_MESSAGE_V9 = b"\x00" + NO_TAGGED_FIELDS
 
 
 class PartitionResult(NamedTuple):
@@ -68,22 +75,29 @@ def encode_produce_response(
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise ValueError(f"ProduceResponse v{version} is not served by this encoder")
     flexible = version >= FIRST_FLEXIBLE
-    with_start = version >= 5
-    with_errors = version >= 8
-    no_record_errors = array_length(0, flexible)
     out = [array_length(len(topics), flexible)]
     for name, partitions in topics:
         out.append(_name(name, flexible))
         out.append(array_length(len(partitions), flexible))
-        for p in partitions:
-            out.append(_PARTITION.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP))
-            if with_start:
-                out.append(INT64.pack(p.log_start_offset))
-            if with_errors:
-                out.append(no_record_errors)
-                out.append(nullable_string(p.error_message, flexible))
-            if flexible:
-                out.append(NO_TAGGED_FIELDS)  # of the partition
+        if version >= 8:
+            fixed = _PARTITION_V9 if flexible else _PARTITION_V8
+            no_errors = 1 if flexible else 0  # an empty array: compact length 0 + 1, or 0
+            no_message = _NO_MESSAGE_V9 if flexible else _NO_MESSAGE_V8
+            for p in partitions:
+                out.append(fixed.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP,
+                                      p.log_start_offset, no_errors))  # fmt: skip
+                if p.error_message is None:
+                    out.append(no_message)
+                else:
+                    out.append(nullable_string(p.error_message, flexible))
+                    if flexible:
+                        out.append(NO_TAGGED_FIELDS)  # of the partition
+        elif version >= 5:
+            out.extend(_PARTITION_V5.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP,
+                                          p.log_start_offset) for p in partitions)  # fmt: skip
+        else:
+            out.extend(_PARTITION_V3.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP)
+                       for p in partitions)  # fmt: skip
         if flexible:
             out.append(NO_TAGGED_FIELDS)  # of the topic
     out.append(INT32.pack(throttle_time_ms))

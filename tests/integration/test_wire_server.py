@@ -105,7 +105,7 @@ async def test_a_client_that_never_reads_cannot_pile_up_responses(server: Server
         with contextlib.suppress(BlockingIOError):
             sent += sock.send(requests[sent : sent + 65536])
         await asyncio.sleep(0.01)  # the broker runs in this loop
-    answered = server.services.metrics.requests.labels(request="Fetch")._value.get()
+    answered = server.services.metrics.request_stats.requests("Fetch")
     sock.close()
     # Each answer is ~1 MiB: without back-pressure all 50,000 (50 GiB) would be made.
     assert answered < 200, answered

@@ -30,6 +30,7 @@ from broker.connection import MAX_IN_FLIGHT
 from broker.connection import KafkaConnection
 from broker.context import BrokerServices
 from broker.context import RequestContext
+from broker.logs import REQUEST
 from broker.registry import HandleFn
 from broker.registry import Handler
 from broker.registry import Registry
@@ -119,6 +120,8 @@ class Wire:
     def __init__(self, data_dir: Path, **config: object) -> None:
         self.gates: defaultdict[int, asyncio.Event] = defaultdict(asyncio.Event)
         self.started: list[int] = []  # correlation ids, in the order handlers were entered
+        self.fields: list[object] = []  # REQUEST (the log fields) as each handler saw it
+        self.fail: set[int] = set()  # correlation ids whose handler raises once its gate opens
         registry = Registry([served_by(ApiVersionsRequest, ApiVersionsResponse, self._handle)])
         self.connection = KafkaConnection(broker_services(data_dir, registry, **config), set())
         self.transport = RecordingTransport()
@@ -130,7 +133,11 @@ class Wire:
     ) -> ApiVersionsResponse:
         cid = ctx.header.correlation_id
         self.started.append(cid)
+        self.fields.append(REQUEST.get())
         await self.gates[cid].wait()
+        self.fields.append(REQUEST.get())
+        if cid in self.fail:
+            raise RuntimeError("handler bug")
         return ApiVersionsResponse(
             error_code=ErrorCode.none,
             api_keys=(),
@@ -236,6 +243,33 @@ async def test_a_handler_that_never_waits_answers_without_a_task(wire: Wire) -> 
     wire.finish(2)
     await settle()
     assert wire.answers == [1, 2]
+
+
+async def test_log_fields_hold_for_the_whole_request_and_stay_inside_it(wire: Wire) -> None:
+    wire.finish(1)
+    wire.send(request(1) + request(2))  # the first never waits, the second goes on in a task
+    assert REQUEST.get() is None  # the fields did not leak into the reader's context
+    wire.finish(2)
+    await settle()
+    assert wire.answers == [1, 2]
+    one, two = (("test", str(cid), "ApiVersions", "User:ANONYMOUS") for cid in (1, 2))
+    assert [tuple(map(str, f)) if f else f for f in wire.fields] == [one, one, two, two]
+
+
+@pytest.mark.parametrize("waits", [False, True])
+async def test_a_failing_handler_answers_unknown_server_error(wire: Wire, waits: bool) -> None:
+    wire.fail.add(1)
+    if not waits:
+        wire.finish(1)
+    with capture_logs() as logs:
+        wire.send(request(1))
+        wire.finish(1)
+        await settle()
+    (answer,) = wire.transport.frames()
+    _, body = decode_response(API_VERSIONS, SERVED_VERSION, answer)
+    assert body.error_code == ErrorCode.unknown_server_error
+    assert [e["event"] for e in logs] == ["handler failed"]
+    assert wire.connection.idle
 
 
 # framing ---------------------------------------------------------------------------------------

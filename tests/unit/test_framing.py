@@ -39,6 +39,18 @@ def test_frames_come_out_whole_however_the_stream_is_cut(
     assert decoder.buffered == 0
 
 
+@given(payloads)
+def test_one_frame_per_read_comes_out_as_sent(items: list[bytes]) -> None:
+    decoder = FrameDecoder(max_frame_bytes=300)
+    assert [decoder.feed(frame(p)) for p in items] == [[p] for p in items]
+    assert decoder.buffered == 0
+
+
+def test_a_whole_frame_above_the_limit_in_one_read_is_refused() -> None:
+    with pytest.raises(FrameError):
+        FrameDecoder(max_frame_bytes=10).feed(frame(b"x" * 11))
+
+
 @given(st.integers(min_value=1001, max_value=2**31 - 1))
 def test_frame_above_the_limit_is_refused_before_its_body_arrives(size: int) -> None:
     decoder = FrameDecoder(max_frame_bytes=1000)

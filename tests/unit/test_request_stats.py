@@ -1,0 +1,129 @@
+"""RequestStats exports exactly what prometheus_client's own Counter and Histogram would.
+
+The connection counts requests, latencies and error codes in plain numbers (a prometheus child
+takes a lock per increment); the scrape must not tell the difference. Hypothesis makes the
+requests; the same ones go through both, and the two expositions are compared line by line.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
+from prometheus_client import CollectorRegistry
+from prometheus_client import Counter
+from prometheus_client import Histogram
+from prometheus_client import generate_latest
+
+from broker.metrics import LATENCY_BUCKETS
+from broker.metrics import BrokerMetrics
+from broker.metrics import RequestStats
+
+APIS = ["Produce", "ShareFetch", "ShareAcknowledge"]
+CODES = [
+    int(ErrorCode.none),
+    int(ErrorCode.unknown_topic_or_partition),
+    int(ErrorCode.invalid_record_state),
+]
+# Latencies on and around every bucket bound: `le` is inclusive.
+seconds = st.sampled_from(LATENCY_BUCKETS) | st.floats(0, 10, allow_nan=False)
+requests = st.lists(
+    st.tuples(st.sampled_from(APIS), seconds, st.lists(st.sampled_from(CODES[1:]), max_size=3)),
+    max_size=40,
+)
+
+
+def reference(observed: list[tuple[str, float, list[int]]]) -> bytes:
+    r = CollectorRegistry()
+    count = Counter("kafka_network_requestmetrics_requests", "Requests handled, by API.",
+                    ["request"], registry=r)  # fmt: skip
+    errors = Counter(
+        "kafka_network_requestmetrics_errors",
+        "Error codes in responses, top-level and per partition (Kafka's ErrorsPerSec), by API.",
+        ["request", "error"],
+        registry=r,
+    )
+    latency = Histogram(
+        "kafka_network_requestmetrics_totaltime_seconds",
+        "Time from a request's arrival to its response being queued, by API.",
+        ["request"],
+        buckets=LATENCY_BUCKETS,
+        registry=r,
+    )
+    Counter("kafka_network_requestmetrics_requestbytes_bytes",
+            "Request frames received, in bytes (all APIs).", registry=r)  # fmt: skip
+    Counter("kafka_network_requestmetrics_responsebytes_bytes",
+            "Response frames sent, in bytes (all APIs).", registry=r)  # fmt: skip
+    for api, secs, codes in observed:
+        count.labels(request=api).inc()
+        latency.labels(request=api).observe(secs)
+        for code in codes:
+            errors.labels(request=api, error=ErrorCode(code).name).inc()
+    return generate_latest(r)
+
+
+def ours(observed: list[tuple[str, float, list[int]]]) -> bytes:
+    r = CollectorRegistry()
+    stats = RequestStats()
+    r.register(stats)
+    for api, secs, codes in observed:
+        stats.of(api).observe(secs)
+        stats.count_errors(api, codes)
+    return generate_latest(r)
+
+
+def samples(exposition: bytes) -> dict[str, float]:
+    """Sample lines by name and labels, and the HELP and TYPE lines (the order aside)."""
+    out = {}
+    for line in exposition.decode().splitlines():
+        if line.startswith("#"):
+            out[line] = 0.0
+        elif line:
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
+
+
+@given(requests)
+def test_the_same_samples_as_prometheus_client(
+    observed: list[tuple[str, float, list[int]]],
+) -> None:
+    theirs, mine = samples(reference(observed)), samples(ours(observed))
+    assert mine.keys() == theirs.keys()
+    for name, value in theirs.items():
+        assert abs(mine[name] - value) <= 1e-9 * max(1.0, abs(value)), name
+
+
+def test_the_broker_registry_serves_them() -> None:
+    metrics = BrokerMetrics()
+    metrics.request_stats.of("Produce").observe(0.001)
+    metrics.request_stats.count_errors("Produce", [int(ErrorCode.corrupt_message)])
+    assert metrics.request_stats.requests("Produce") == 1
+    metrics.request_stats.bytes_in += 120
+    text = generate_latest(metrics.registry).decode()
+    assert 'kafka_network_requestmetrics_requests_total{request="Produce"} 1.0' in text
+    assert (
+        'kafka_network_requestmetrics_totaltime_seconds_bucket{le="0.001",request="Produce"} 1.0'
+        in text
+    )
+    assert (
+        'kafka_network_requestmetrics_errors_total{error="corrupt_message",request="Produce"} 1.0'
+        in text
+    )
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.integers(0, 10**6)), max_size=20)
+)
+def test_topic_bytes_in_as_prometheus_client_counts_them(produced: list[tuple[str, int]]) -> None:
+    metrics = BrokerMetrics()
+    reference = CollectorRegistry()
+    counter = Counter("kafka_server_brokertopicmetrics_bytesin_bytes",
+                      "BytesInPerSec: record bytes appended by Produce.", ["topic"],
+                      registry=reference)  # fmt: skip
+    for topic, n in produced:
+        metrics.on_bytes_in(topic, n)
+        counter.labels(topic=topic).inc(n)
+    theirs = samples(generate_latest(reference))
+    mine = {k: v for k, v in samples(generate_latest(metrics.registry)).items() if "bytesin" in k}
+    assert mine == theirs
