@@ -101,7 +101,9 @@ class SegmentedLog(ABC):
                 raise InvalidRecordBatch("control", "clients may not write control batches")
         if self.config.compact:
             require_keys(records, headers)
-        duplicate = self._producers.check(headers)
+        # Only idempotent producers (an id) are checked; the rest pay one comparison.
+        idempotent = len(headers) > 1 or headers[0].producer_id >= 0
+        duplicate = self._producers.check(headers) if idempotent else None
         if duplicate is not None:
             return AppendResult(
                 base_offset=duplicate.base_offset,
@@ -181,12 +183,15 @@ class SegmentedLog(ABC):
         active = self._segments[-1]
         if active.size == 0:
             return
-        too_old = (
-            active.roll_base_ms is not None
-            and now_ms - active.roll_base_ms >= self.config.segment_ms
-        )
-        too_big = active.size + size > self.config.segment_bytes
-        if too_big or too_old or not active.fits(record_count):
+        config = self.config
+        if (
+            active.size + size > config.segment_bytes
+            or (
+                active.roll_base_ms is not None
+                and now_ms - active.roll_base_ms >= config.segment_ms
+            )
+            or not active.fits(record_count)
+        ):
             self.roll()
 
     def roll(self) -> None:
