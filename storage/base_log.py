@@ -14,7 +14,6 @@ from bisect import bisect_right
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
-from typing import Any
 
 import structlog
 
@@ -41,7 +40,6 @@ from storage.segment import Segment
 
 _log = structlog.get_logger("shoal.storage")
 _BASE_OFFSET = struct.Struct(">q")  # rewritten in place: the CRC does not cover it
-assert BASE_OFFSET_POS == 0
 
 
 class SegmentedLog(ABC):
@@ -103,7 +101,9 @@ class SegmentedLog(ABC):
                 raise InvalidRecordBatch("control", "clients may not write control batches")
         if self.config.compact:
             require_keys(records, headers)
-        duplicate = self._producers.check(headers)
+        # Only idempotent producers (an id) are checked; the rest pay one comparison.
+        idempotent = len(headers) > 1 or headers[0].producer_id >= 0
+        duplicate = self._producers.check(headers) if idempotent else None
         if duplicate is not None:
             return AppendResult(
                 base_offset=duplicate.base_offset,
@@ -133,7 +133,7 @@ class SegmentedLog(ABC):
             batches: list[tuple[int, BatchHeader]] = []
             pos = 0
             for header in headers:
-                _BASE_OFFSET.pack_into(buf, pos, offset)
+                _BASE_OFFSET.pack_into(buf, pos + BASE_OFFSET_POS, offset)
                 batches.append((pos, header))
                 pos += header.batch_length + LOG_OVERHEAD
                 offset += header.record_count
@@ -153,14 +153,20 @@ class SegmentedLog(ABC):
             active.roll_base_ms = now_ms
         self._unflushed_messages += count
         if not defer_sync and self.sync_due:
-            with self._disk_write():
+            try:
                 self.flush()
+            except OSError as e:
+                raise self._write_failed(e) from e
         return AppendResult(
             base_offset=base, last_offset=offset - 1, log_start_offset=self._log_start
         )
 
     def _write_failed(self, error: OSError) -> KafkaStorageError:
-        """The error to raise for a failed write, logged once per episode of failures."""
+        """KAFKA_STORAGE_ERROR for a failed write, logged once per episode of failures.
+
+        A failed segment write has already cut its partial bytes (`Segment.append`), so the
+        log is as it was; the next write that succeeds ends the episode.
+        """
         if not self._failing:
             self._failing = True
             _log.error(
@@ -173,24 +179,19 @@ class SegmentedLog(ABC):
         self._failing = False
         _log.info("log writes resumed", log=self.name)
 
-    def _disk_write(self) -> _DiskWrite:
-        """OSError becomes KAFKA_STORAGE_ERROR, logged once per episode of failures.
-
-        A failed segment write has already cut its partial bytes (`Segment.append`), so the
-        log is as it was; the next write that succeeds ends the episode.
-        """
-        return _DiskWrite(self)
-
     def _maybe_roll(self, size: int, record_count: int, now_ms: int) -> None:
         active = self._segments[-1]
         if active.size == 0:
             return
-        too_old = (
-            active.roll_base_ms is not None
-            and now_ms - active.roll_base_ms >= self.config.segment_ms
-        )
-        too_big = active.size + size > self.config.segment_bytes
-        if too_big or too_old or not active.fits(record_count):
+        config = self.config
+        if (
+            active.size + size > config.segment_bytes
+            or (
+                active.roll_base_ms is not None
+                and now_ms - active.roll_base_ms >= config.segment_ms
+            )
+            or not active.fits(record_count)
+        ):
             self.roll()
 
     def roll(self) -> None:
@@ -423,22 +424,3 @@ class SegmentedLog(ABC):
                 self._segments[i] = new
                 return True
         return False
-
-
-class _DiskWrite:
-    __slots__ = ("_log",)
-
-    def __init__(self, log: SegmentedLog) -> None:
-        self._log = log
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: Any
-    ) -> None:
-        log = self._log
-        if isinstance(error, OSError):
-            raise log._write_failed(error) from error
-        if error is None and log._failing:
-            log._write_resumed()
