@@ -203,8 +203,9 @@ async def _handle(
         s.share_fetch, group_id, member_id, readable,
         renew_allowed=isinstance(request, ShareFetchRequestV2), now_ms=s.now_ms(),
     )  # fmt: skip
-    acks |= refused_acks(request.topics, denied)
-    unknown = update.unknown | _denied(request.topics, denied)
+    if denied:  # rare: most fetches skip building these maps
+        acks |= refused_acks(request.topics, denied)
+    unknown = update.unknown | _denied(request.topics, denied) if denied else update.unknown
     if update.session is None:
         s.share_fetch.close_session(group_id, member_id, s.now_ms())
         return _response(ctx, group_id, acks, {})

@@ -46,8 +46,9 @@ class Persister(Protocol):
         the next read does not meet the damage again."""
         ...
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> None:
-        """Make a planned change durable before it is applied (`Plan.changes`).
+    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
+        """Make a planned change durable before it is applied (`Plan.changes`): the offset of
+        the one-record control batch written, or None if nothing was written to the log.
 
         :raises storage.errors.KafkaStorageError: nothing was written; drop the plan.
         """
@@ -101,8 +102,8 @@ class NoPersister:
     ) -> PersistedState | None:
         return None
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> None:
-        pass
+    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
+        return None
 
     def checkpoint(
         self,

@@ -573,6 +573,17 @@ class SharePartition:
             self._ranges.merge_tail()
         self._advance_spso()
 
+    def pass_own_record(self, offset: int) -> bool:
+        """The one-record control batch this share-partition's state was just written as, at
+        `offset`: when the window is empty and ends there, SPSO and SPEO move past it now, as
+        the next fetch's read would move them (control offsets are never delivered; recovery
+        passes it the same way). A consumer at the log end that acknowledges all it holds then
+        does not read the log, nor wake fetchers, once per acknowledgement for nothing."""
+        if not offset == self.spso == self.speo:
+            return False
+        self._archive_absent(offset, offset)
+        return True
+
     def _append_available(self, first: int, last: int) -> InFlightBatch:
         # Offsets from SPEO on are AVAILABLE with count 0; they enter the window as such and
         # then move through the transition table like any other record.

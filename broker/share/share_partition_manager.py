@@ -375,7 +375,7 @@ class SharePartitionManager:
     def _commit(self, sp: SharePartition, plan: Plan, now_ms: int) -> Outcome | ErrorCode:
         """Write the plan's durable ranges, then apply it; if the write fails, drop it."""
         try:
-            self._persister.write(sp, plan.changes, now_ms)
+            written = self._persister.write(sp, plan.changes, now_ms)
         except StorageError as e:
             self._metrics.on_share_state_write_failure()
             log.warning(
@@ -384,7 +384,10 @@ class SharePartitionManager:
                 error=str(e),
             )  # fmt: skip
             return e.error_code
-        return sp.apply(plan, now_ms=now_ms)
+        outcome = sp.apply(plan, now_ms=now_ms)
+        if written is not None:
+            sp.pass_own_record(written)
+        return outcome
 
     def _topic_name(self, topic_id: uuid.UUID) -> str | None:
         topic = self._logs.topic_by_id(topic_id)

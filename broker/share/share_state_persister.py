@@ -178,26 +178,30 @@ class ShareStatePersister:
         _log_recovered(key, recorded, state)
         return recorded
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> None:
+    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
         """Make a planned change durable before it is applied: a delta, or a checkpoint when due.
+        The offset of the record written (None: nothing written).
 
         :raises storage.errors.KafkaStorageError: nothing was written; drop the plan.
         """
         if not changes:
-            return
+            return None
         chain = self._chains.get(sp.key)
-        if chain is not None and chain.length < self._max_deltas and not _empties(sp, changes):
+        empties = _empties(sp, changes)
+        if chain is not None and chain.length < self._max_deltas and not empties:
             store = self._store(sp.key)
             if store is None:
-                return
+                return None
             offset = store.append(
                 ShareDelta(sp.group_id, chain.epoch, chain.last_offset, _batches(changes)), now_ms
             )
             chain.last_offset = offset
             chain.length += 1
-            return
-        start, states = _window_after(sp, changes)
-        self._write_checkpoint(sp.key, start, sp.speo, states, now_ms)
+            return offset
+        # An emptied window (a consumer at the log end acknowledging all it holds: the common
+        # case) is recorded as it will be, with no range to merge.
+        start, states = (sp.speo, ()) if empties else _window_after(sp, changes)
+        return self._write_checkpoint(sp.key, start, sp.speo, states, now_ms)
 
     def checkpoint(
         self,
@@ -258,14 +262,15 @@ class ShareStatePersister:
         end: int,
         states: tuple[StateBatch, ...],
         now_ms: int,
-    ) -> None:
+    ) -> int | None:
         store = self._store(key)
         if store is None:
-            return
+            return None
         old = self._chains.get(key)
         epoch = 1 if old is None else next_epoch(old.epoch)
         offset = store.append(ShareCheckpoint(key[0], epoch, start, end, states), now_ms)
         self._chains[key] = Chain(epoch, offset, offset, 0, old.snapshot_offset if old else None)
+        return offset
 
     def checkpoint_offset(self, key: SharePartitionKey) -> int | None:
         chain = self._chains.get(key)

@@ -60,12 +60,12 @@ class CrashBeforeArchive:
         self.armed = False
         self.disk_full = False
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> None:
+    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
         if self.armed and any(c.state is ARCHIVED for c in changes):
             raise Crash
         if self.disk_full and any(c.state is ARCHIVED for c in changes):
             raise KafkaStorageError("No space left on device")
-        self.inner.write(sp, changes, now_ms)
+        return self.inner.write(sp, changes, now_ms)
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)

@@ -74,3 +74,32 @@ async def test_nothing_to_wait_on_or_no_time_left_returns_the_last_result() -> N
         monotonic=clock,
     )
     assert (no_keys, timed_out) == (0, 0)
+
+
+async def test_a_notification_resumes_the_waiter_in_the_next_loop_pass() -> None:
+    """On a busy loop each pass costs a share consumer's record latency: one pass, not two."""
+    notifier = Notifier()
+    task = asyncio.create_task(notifier.wait(["k"], 30))
+    await asyncio.sleep(0)  # the task now waits on "k"
+    notifier.notify("k")
+    await asyncio.sleep(0)  # one pass of the loop
+    assert task.done()
+    assert task.result() is True
+    assert not notifier._waiters
+
+
+async def test_a_wait_times_out_and_leaves_no_waiter_behind() -> None:
+    notifier = Notifier()
+    assert await notifier.wait(["k", "j"], 0.01) is False
+    assert not notifier._waiters
+    notifier.notify("k")  # nothing left to wake
+
+
+async def test_a_cancelled_wait_leaves_no_waiter_behind() -> None:
+    notifier = Notifier()
+    task = asyncio.create_task(notifier.wait(["k"], 30))
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert task.cancelled()
+    assert not notifier._waiters

@@ -173,8 +173,8 @@ class Ordered:
     ) -> PersistedState | None:
         return self.inner.read(key, log_start_offset, now_ms)
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> None:
-        self.inner.write(sp, changes, now_ms)
+    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
+        return self.inner.write(sp, changes, now_ms)
 
     def checkpoint(
         self,

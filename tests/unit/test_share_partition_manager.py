@@ -96,10 +96,10 @@ class Recording:
     ) -> PersistedState | None:
         return self.inner.read(key, log_start_offset, now_ms)
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> None:
+    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
         if changes:
             self.calls.append("write")
-        self.inner.write(sp, changes, now_ms)
+        return self.inner.write(sp, changes, now_ms)
 
     def delete(self, key: SharePartitionKey, start_offset: int, now_ms: int) -> None:
         self.calls.append("delete")
@@ -241,3 +241,36 @@ def test_an_acknowledgement_that_makes_room_in_a_full_window_wakes_fetchers() ->
     assert manager.acknowledge("G", "A", topic.topic_id, 0, [(0, 49, [ACCEPT])], 1) == 0
     assert woken == [("t", 0)]  # room again, over records 100-149 already in the log
     assert fetch("B") == [(100, 149)]
+
+
+def test_a_consumer_at_the_log_end_does_not_read_its_own_acknowledgement_record() -> None:
+    """The control batch an acknowledgement is written as lies where the next fetch would
+    read: it is stepped over at once, so the fetch after the acknowledgement reads nothing
+    and wakes nobody, and a restart (which reads and archives it) comes to the same place."""
+    b = Broker(durable=True)
+    assert b.fetch("m", 0) == [(0, 9, 1)]  # offset 10: the first checkpoint
+    assert b.ack("m", [(0, 9, [ACCEPT])], 1) == ErrorCode.none  # offset 11: the next one
+    sp = b.partition()
+    assert (sp.spso, sp.speo, b.plog.log_end_offset) == (12, 12, 12)
+    assert sp.next_fetch_offset() == b.plog.log_end_offset  # nothing left to read
+    assert b.woken == []
+
+    restarted = SharePartitionManager(b.logs, b.configs, persister=ShareStatePersister(b.logs))
+    b.plog.append(build_batch([(None, b"v")], timestamp_ms=1), now_ms=2)  # offset 12
+    for manager in (b.manager, restarted):
+        got = manager.fetch(
+            "G", "n", b.topic.topic_id, 0, max_bytes=1 << 20, max_records=500, now_ms=3
+        )
+        assert [(a.first_offset, a.last_offset) for a in got.acquired] == [(12, 12)]
+
+
+def test_a_record_written_behind_other_data_is_left_to_the_read() -> None:
+    """Records produced after the acquired ones lie before the acknowledgement's control
+    batch: nothing is stepped over, they are read and delivered as usual."""
+    b = Broker(durable=True)
+    assert b.fetch("m", 0) == [(0, 9, 1)]
+    b.plog.append(build_batch([(None, b"v")] * 2, timestamp_ms=1), now_ms=1)  # 11-12
+    assert b.ack("m", [(0, 9, [ACCEPT])], 2) == ErrorCode.none  # its record at 13
+    sp = b.partition()
+    assert (sp.spso, sp.speo) == (11, 11)
+    assert b.fetch("m", 3) == [(11, 12, 1)]

@@ -25,7 +25,7 @@ from storage.share_state_store import read_snapshot_file
 from storage.share_state_store import snapshot_groups
 from tests.unit.test_share_partition_support import Limits
 
-ACCEPT, RELEASE = 1, 2
+ACCEPT, RELEASE, REJECT = 1, 2, 3
 
 
 class Topic:
@@ -146,3 +146,19 @@ def test_no_persister_keeps_nothing() -> None:
     assert persister.read(t.key(), 0, 3) is None
     assert not persister.has_state(t.key()) and persister.groups() == set()
     assert t.control_batches() == 0
+
+
+def test_an_emptied_window_is_checkpointed_at_its_end_and_the_offset_returned() -> None:
+    """A consumer at the log end acknowledging all it holds: a checkpoint of an empty window
+    at SPEO, whose offset the write returns (the manager steps over it)."""
+    t = Topic()
+    persister: Persister = ShareStatePersister(t.logs)
+    sp = t.partition()
+    load(persister, sp, 0, 0)  # the first checkpoint, at offset 10
+    sp.acquire("m", [BatchSpan(0, 9, False)], max_records=500, now_ms=0)
+    plan = sp.plan_acknowledge("m", [(0, 6, [ACCEPT]), (7, 9, [REJECT])])
+    assert isinstance(plan, Plan)
+    assert persister.write(sp, plan.changes, 1) == 11
+    sp.apply(plan, now_ms=1)
+    assert ShareStatePersister(t.logs).read(t.key(), 0, 2) == PersistedState(10, 10, ())
+    assert persister.write(sp, [], 2) is None  # nothing to write, nothing written
