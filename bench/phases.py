@@ -72,9 +72,10 @@ class Bench:
     plain_topic: str | None = None  # what the last produce phase wrote, for fetch
     notes: list[str] = field(default_factory=list)
 
-    def create_topic(self, name: str) -> None:
+    def create_topic(self, name: str, partitions: int | None = None) -> None:
+        """A topic of `partitions` (default: the run's `partitions`)."""
         futures = self.admin.create_topics(
-            [NewTopic(name, num_partitions=self.partitions, replication_factor=1)],
+            [NewTopic(name, num_partitions=partitions or self.partitions, replication_factor=1)],
             operation_timeout=10,
         )
         for future in futures.values():

@@ -151,14 +151,19 @@ def small_ratios(by: dict[str, Row]) -> list[str]:
         live = by["small-live"].cpu_us_per_record / by["redis-small-live"].cpu_us_per_record
         # Issue 15's goal was set on this measure (1.6-1.7x when it was filed).
         out.append(f"small live: Shoal / Redis CPU per record (goal <= 1) = {live:.2f}")
-    if has("latency", "redis-latency"):
-        ours, theirs = by["latency"].latency_ms, by["redis-latency"].latency_ms
+    for key, shape, goal in (
+        ("latency-shared", "1 partition as the 1 stream", " (goal <= 3)"),
+        ("latency", "a partition per consumer", ""),
+    ):
+        if not has(key, "redis-latency"):
+            continue
+        ours, theirs = by[key].latency_ms, by["redis-latency"].latency_ms
         if ours is not None and theirs is not None and theirs[1] > 0:
-            out.append(f"latency: Shoal / Redis p99 (goal <= 3) = {ours[1] / theirs[1]:.2f}")
-            out.append(f"latency: Shoal / Redis p50 = {ours[0] / theirs[0]:.2f}")
+            out.append(f"latency, {shape}: Shoal / Redis p99{goal} = {ours[1] / theirs[1]:.2f}")
+            out.append(f"latency, {shape}: Shoal / Redis p50 = {ours[0] / theirs[0]:.2f}")
         # At a fixed rate each request carries about one record: the per-request cost shows.
-        cpu = by["latency"].cpu_us_per_record / by["redis-latency"].cpu_us_per_record
-        out.append(f"latency: Shoal / Redis CPU per record at the fixed rate = {cpu:.2f}")
+        cpu = by[key].cpu_us_per_record / by["redis-latency"].cpu_us_per_record
+        out.append(f"latency, {shape}: Shoal / Redis CPU per record at the fixed rate = {cpu:.2f}")
     return out
 
 

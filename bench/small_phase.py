@@ -6,6 +6,8 @@
   XREADGROUP COUNT 50 and one XACK per entry. CPU is the server process's, from /proc.
 - "latency": records at a fixed rate (2,000/s) for ~10 s after a warm-up, the send time in the
   value; 4 consumers acknowledging each record measure send-to-poll time: p50, p99, p99.9.
+  Twice: on one partition the 4 share (the Redis peer's shape, one stream: the goal's row),
+  then on a partition per consumer.
 
 Without redis-server (or redis-py) the peer's rows are skipped with a message saying how to get
 it. Register the phases by importing this module after `bench.phases` defines the registry.
@@ -233,7 +235,7 @@ def _percentile(ordered: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
-def _latency(b: Bench, side: _Side, label: str) -> Row:
+def _latency(b: Bench, side: _Side, label: str, key: str = "latency") -> Row:
     """Paced records through 4 consumers: warm up until each consumer got one (or 20 s), then
     measure `latency_seconds` at `latency_rate`."""
     consumers = _Consumers(b, side.consume, side.consume_args, latency=True)
@@ -258,7 +260,7 @@ def _latency(b: Bench, side: _Side, label: str) -> Row:
         consumers.until(lambda: sum(consumers.measured) >= expected, 30)
         cpu = side.cpu() - cpu0
         if not side.name:
-            b.broker.profile_stop("latency")
+            b.broker.profile_stop(key)
     finally:
         consumers.finish()
         producer.join(30)
@@ -276,7 +278,7 @@ def _latency(b: Bench, side: _Side, label: str) -> Row:
     if result.get("client_logs"):
         notes.append(_client_logs(result))
     return Row(
-        key=f"{side.name}latency",
+        key=f"{side.name}{key}",
         label=label,
         records=len(ordered),
         seconds=result["end"] - result["start"],
@@ -288,8 +290,9 @@ def _latency(b: Bench, side: _Side, label: str) -> Row:
     )
 
 
-def _shoal(b: Bench, topic: str) -> _Side:
-    b.create_topic(topic)
+def _shoal(b: Bench, topic: str, partitions: int | None = None) -> _Side:
+    partitions = partitions or b.partitions
+    b.create_topic(topic, partitions)
     group = f"bench-{topic}"
     b.set_group_config(group, "share.auto.offset.reset", "earliest")
     bootstrap = b.broker.bootstrap
@@ -297,9 +300,9 @@ def _shoal(b: Bench, topic: str) -> _Side:
         name="",
         cpu=b.broker.cpu_seconds,
         produce=small_produce_worker,
-        produce_args=(bootstrap, topic, b.partitions),
+        produce_args=(bootstrap, topic, partitions),
         paced=paced_produce_worker,
-        paced_args=(bootstrap, topic, b.partitions),
+        paced_args=(bootstrap, topic, partitions),
         consume=explicit_share_worker,
         consume_args=(bootstrap, group, topic),
     )
@@ -380,13 +383,26 @@ def small_phase(b: Bench) -> list[Row]:
 @phase("latency", "end-to-end latency at a fixed rate, 4 consumers acking each; Redis peer")
 def latency_phase(b: Bench) -> list[Row]:
     rate = f"{b.latency_rate:,} records/s"
-    shoal = _latency(
+    stamp = time.time_ns()
+    # The peer's shape: one Redis stream read by the 4 consumers of a group, so any idle one
+    # takes the next entry. In Shoal that is one partition shared by the 4 share consumers;
+    # with one partition per consumer (as the simple assignor gives 4 members of 4
+    # partitions) a record waits for its one consumer's next ShareFetch.
+    shared = _latency(
         b,
-        _shoal(b, f"bench-latency-{time.time_ns()}"),
-        f"latency at {rate}, {CONSUMERS} ShareConsumers, explicit ACCEPT",
+        _shoal(b, f"bench-latency-shared-{stamp}", 1),
+        f"latency at {rate}, 1 partition, {CONSUMERS} ShareConsumers, explicit ACCEPT",
+        key="latency-shared",
     )
-    peer = f"Redis Streams latency at {rate}, {CONSUMERS} consumers, XACK each"
+    spread = _latency(
+        b,
+        _shoal(b, f"bench-latency-{stamp}"),
+        f"latency at {rate}, {b.partitions} partitions, {CONSUMERS} ShareConsumers, explicit"
+        " ACCEPT",
+    )
+    peer = f"Redis Streams latency at {rate}, 1 stream, {CONSUMERS} consumers, XACK each"
     return [
-        shoal,
+        shared,
+        spread,
         *_with_redis(lambda server: [_latency(b, _redis(server, "bench-latency"), peer)]),
     ]

@@ -100,6 +100,7 @@ def test_small_ratios_compare_cpu_per_record_end_to_end_and_p99() -> None:
         _row("redis-small-consume", 10_000, 0.5, 0.2, peer=True),  # 20
         _row("small-live", 10_000, 2.0, 1.1),  # 110
         _row("redis-small-live", 10_000, 2.0, 0.55, peer=True),  # 55
+        _row("latency-shared", 20_000, 10.0, 6.0, latency_ms=(1.0, 1.0, 3.0)),
         _row("latency", 20_000, 10.0, 8.0, latency_ms=(2.0, 7.0, 12.0)),
         _row("redis-latency", 20_000, 10.0, 1.6, latency_ms=(0.2, 0.4, 2.0), peer=True),
     ]
@@ -108,8 +109,13 @@ def test_small_ratios_compare_cpu_per_record_end_to_end_and_p99() -> None:
     assert "small: Shoal / Redis CPU per record, produce then consume = 4.00" in lines
     assert "small: Shoal / Redis produce records/s = 0.50" in lines
     assert "small live: Shoal / Redis CPU per record (goal <= 1) = 2.00" in lines
-    assert "latency: Shoal / Redis p99 (goal <= 3) = 17.50" in lines
-    assert "latency: Shoal / Redis CPU per record at the fixed rate = 5.00" in lines
+    # The goal is read on the peer's shape (one partition as the one stream); a partition per
+    # consumer is reported beside it.
+    shared, spread = "1 partition as the 1 stream", "a partition per consumer"
+    assert f"latency, {shared}: Shoal / Redis p99 (goal <= 3) = 2.50" in lines
+    assert f"latency, {shared}: Shoal / Redis CPU per record at the fixed rate = 3.75" in lines
+    assert f"latency, {spread}: Shoal / Redis p99 = 17.50" in lines
+    assert f"latency, {spread}: Shoal / Redis CPU per record at the fixed rate = 5.00" in lines
     assert any(line.endswith("(issue 15 baseline; goal >= 5) = 1.11") for line in lines)
     assert report.small_ratios({"small-produce": rows[0], "small-consume": rows[1]})[-1] == (
         "small: produce records/s / 9,000 (issue 15 baseline; goal >= 5) = 1.11"
