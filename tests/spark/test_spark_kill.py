@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.brokers import BrokerProcess
+from tests.spark.conftest import JVM_OPTIONS
 from tests.spark.conftest import configure_group
 from tests.spark.conftest import create_topic
 from tests.spark.conftest import produce
@@ -40,7 +41,8 @@ df = (
     .option("kafka.bootstrap.servers", bootstrap)
     .option("subscribe", topic)
     .option("group", group)
-    .option("maxRecordsPerTrigger", "500")
+    # Small batches while it runs (it is killed mid-stream); the restart drains the rest at once.
+    .option("maxRecordsPerTrigger", "500" if mode == "run" else "5000")
     .option("pollTimeoutMs", "500")
     .load()
 )
@@ -53,7 +55,10 @@ def sink(batch, batch_id):
     os.replace(path + ".tmp", path)
 
 q = df.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
-q = q.trigger(availableNow=True) if mode == "drain" else q.trigger(processingTime="1 second")
+if mode == "drain":
+    q = q.trigger(availableNow=True)
+else:
+    q = q.trigger(processingTime="200 milliseconds")
 q.start().awaitTermination()
 """
 
@@ -64,6 +69,7 @@ def _driver(tmp: Path, broker: BrokerProcess, mode: str) -> subprocess.Popen[byt
     root = str(Path(__file__).resolve().parents[2])
     env = {
         **os.environ,
+        **JVM_OPTIONS,
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
