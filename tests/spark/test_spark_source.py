@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
+from client import Admin
 from client import ConsumerRecord
 from client import ShareConsumer
 from spark import ShoalDataSource
 from spark import shoal_ack
+from spark.group_state import backlog
 from tests.brokers import BrokerProcess
 from tests.spark.conftest import configure_group
 from tests.spark.conftest import create_topic
@@ -76,6 +78,18 @@ async def _poll_for(bootstrap: str, group: str, topic: str, seconds: float) -> l
             got.extend(await consumer.poll(0.3))
         # explicit mode, nothing acknowledged: close() releases whatever came
     return got
+
+
+def _unacknowledged(bootstrap: str, group: str, topic: str) -> int | None:
+    """The group's records of `topic` not yet accepted or archived (acquired, released or never
+    delivered), as DescribeShareGroupOffsets counts them: 0 means nothing is left, without
+    waiting for a poll to come back empty. None while the group has not started a partition."""
+
+    async def ask() -> int | None:
+        async with Admin(bootstrap) as admin:
+            return await backlog(admin, group, (topic,))
+
+    return asyncio.run(ask())
 
 
 # -- registration ---------------------------------------------------------------------------
@@ -157,11 +171,11 @@ def test_stream_reads_every_record_once_then_nothing_is_left(
     source: Any, broker: BrokerProcess, tmp_path: Path
 ) -> None:
     spark = source
-    total = 50_000
+    total = 20_000  # three micro-batches over four partitions
     create_topic(broker.bootstrap, "big", 4)
     produce(broker.bootstrap, "big", total, partitions=4, batch=500)
     configure_group(broker.bootstrap, "big-group")
-    df = _stream(spark, broker, "big", "big-group", maxRecordsPerTrigger=20_000)
+    df = _stream(spark, broker, "big", "big-group", maxRecordsPerTrigger=8_000)
     q = (
         df.writeStream.format("memory")
         .queryName("big_out")
@@ -188,13 +202,13 @@ def test_two_queries_in_one_group_split_the_records(
     source: Any, broker: BrokerProcess, tmp_path: Path
 ) -> None:
     spark = source
-    total = 10_000
+    total = 4000  # sixteen micro-batches between the two
     create_topic(broker.bootstrap, "split", 2)
     produce(broker.bootstrap, "split", total, partitions=2)
     configure_group(broker.bootstrap, "split-group")
     sinks = [Collector(), Collector()]
     queries = [
-        _stream(spark, broker, "split", "split-group", maxRecordsPerTrigger=500)
+        _stream(spark, broker, "split", "split-group", maxRecordsPerTrigger=250)
         .writeStream.foreachBatch(sink)
         .trigger(processingTime="100 milliseconds")
         .option("checkpointLocation", str(tmp_path / f"ck{i}"))
@@ -207,8 +221,10 @@ def test_two_queries_in_one_group_split_the_records(
             assert time.monotonic() < deadline, "the two queries did not read everything"
             assert all(q.exception() is None for q in queries)
             time.sleep(0.2)
-        # Let each query reach its next trigger, which accepts its last batch.
-        time.sleep(2.0)
+        # Each query accepts its last batch at its next trigger.
+        while _unacknowledged(broker.bootstrap, "split-group", "split") != 0:
+            assert time.monotonic() < deadline, "the last batches were not accepted"
+            time.sleep(0.1)
     finally:
         for q in queries:
             q.stop()
@@ -217,7 +233,7 @@ def test_two_queries_in_one_group_split_the_records(
     assert set(a).isdisjoint(b), "a record went to both queries"
     assert len(a) + len(b) == total
     assert a and b, "one query got nothing: the group did not share the work"
-    assert asyncio.run(_poll_for(broker.bootstrap, "split-group", "split", 1.5)) == []
+    assert _unacknowledged(broker.bootstrap, "split-group", "split") == 0  # none released
 
 
 def test_two_available_now_queries_in_one_group_share_the_work(
@@ -250,7 +266,7 @@ def test_two_available_now_queries_in_one_group_share_the_work(
     assert a and b, f"one query got nothing ({len(a)} and {len(b)} rows)"
     assert set(a).isdisjoint(b)
     assert sorted(a + b) == sorted(("drain", i % 2, i // 2) for i in range(total))
-    assert asyncio.run(_poll_for(broker.bootstrap, "drain-group", "drain", 1.0)) == []
+    assert _unacknowledged(broker.bootstrap, "drain-group", "drain") == 0
 
 
 @pytest.mark.parametrize("limit", [250, 5000])
@@ -345,7 +361,7 @@ def test_failed_batch_comes_back_with_delivery_count_two(
 def test_slow_batch_keeps_its_records_by_renewing_locks(
     source: Any, broker: BrokerProcess, tmp_path: Path, renew: bool
 ) -> None:
-    """Group lock 2 s, a batch that takes 5 s: RENEW keeps every record with this query. The
+    """Group lock 2 s, a batch that takes 4 s: RENEW keeps every record with this query. The
     control renews too late, and the rival member does get the records."""
     spark = source
     topic, group = f"slow-{renew}", f"slow-group-{renew}"
@@ -357,13 +373,13 @@ def test_slow_batch_keeps_its_records_by_renewing_locks(
     def slow(df: Any, batch_id: int) -> None:
         if not started.is_set():  # the first batch only
             started.set()
-            time.sleep(5)  # 2.5 lock durations
+            time.sleep(4)  # 2 lock durations
 
     stolen: list[ConsumerRecord] = []
 
     def rival() -> None:
         if started.wait(60):
-            stolen.extend(asyncio.run(_poll_for(broker.bootstrap, group, topic, 4.0)))
+            stolen.extend(asyncio.run(_poll_for(broker.bootstrap, group, topic, 3.5)))
 
     thief = threading.Thread(target=rival)
     thief.start()
@@ -381,7 +397,7 @@ def test_slow_batch_keeps_its_records_by_renewing_locks(
     assert stolen == [], f"another member got {len(stolen)} records of the running batch"
     assert sorted(o for _, _, o in sink.offsets()) == list(range(200))
     assert {r.deliveryCount for r in sink.rows} == {1}
-    assert asyncio.run(_poll_for(broker.bootstrap, group, topic, 1.0)) == []
+    assert _unacknowledged(broker.bootstrap, group, topic) == 0
 
 
 def test_shoal_ack_rejects_or_releases_failed_rows(
