@@ -23,6 +23,13 @@ from tests.brokers import BrokerProcess
 
 pyspark = pytest.importorskip("pyspark")
 
+# Test-only flags for every JVM the Spark tests start (this session's, the kill test's drivers,
+# the README script's; `java` reads JDK_JAVA_OPTIONS, so Spark's launcher JVM gets them too):
+# each lives for seconds to a minute, where C2's compiling costs more CPU than it wins back
+# (about 40% less CPU for a start-up and a few small queries), and one GC thread suits two
+# cores. They change nothing that a test checks.
+JVM_OPTIONS = {"JDK_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
@@ -35,9 +42,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     root = str(Path(__file__).resolve().parents[2])
-    saved = {
-        k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")
-    }
+    names = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH", *JVM_OPTIONS)
+    saved = {k: os.environ.get(k) for k in names}
+    os.environ.update(JVM_OPTIONS)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     # The repository root holds pyspark_shoal.py, which Spark's lookup finds for "shoal".

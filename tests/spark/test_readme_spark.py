@@ -7,7 +7,9 @@ venv's, so `format("shoal")` must be found by Spark's own lookup (the install pu
 repository root on sys.path) and Spark's Python workers must run this interpreter (importing
 `spark` sets PYSPARK_PYTHON). The one change to the text: the broker's address. The README
 says 127.0.0.1:9092; the test's broker listens on a free port instead (9092 may be taken on
-a shared machine), and every "127.0.0.1:9092" is rewritten to it.
+a shared machine), and every "127.0.0.1:9092" is rewritten to it. The one addition to a new
+shell's environment: JDK_JAVA_OPTIONS, the JIT settings every Spark test's JVM runs with (see
+conftest.py), for speed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.brokers import BrokerProcess
+from tests.spark.conftest import JVM_OPTIONS
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).parents[2]
@@ -51,7 +54,7 @@ def _env_of_a_new_shell(tmp_path: Path) -> dict[str, str]:
     ]
     env["PATH"] = os.pathsep.join(path)
     env["HOME"] = str(tmp_path)  # Spark's ivy cache and the like stay out of the real home
-    return env
+    return env | JVM_OPTIONS  # the JIT's settings only: the README's code runs as written
 
 
 def test_readme_spark_examples_run_as_written_from_another_directory(

@@ -9,18 +9,11 @@ from typing import Any
 
 import pytest
 
-from spark import ShoalDataSource
 from tests.brokers import BrokerProcess
 from tests.spark.conftest import create_topic
 from tests.spark.conftest import produce
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def source(spark: Any) -> Any:
-    spark.dataSource.register(ShoalDataSource)
-    return spark
 
 
 def _load_error(reader: Any, **options: str) -> str:
@@ -31,11 +24,9 @@ def _load_error(reader: Any, **options: str) -> str:
     return str(e.value)
 
 
-def test_a_wrong_option_fails_load_with_a_message_on_top(
-    source: Any, broker: BrokerProcess
-) -> None:
+def test_a_wrong_option_fails_load_with_a_message_on_top(spark: Any, broker: BrokerProcess) -> None:
     base = {"kafka.bootstrap.servers": broker.bootstrap, "subscribe": "orders"}
-    shown = _load_error(source.read.format("shoal"), **base, maxOffsetPerTrigger="5")
+    shown = _load_error(spark.read.format("shoal"), **base, maxOffsetPerTrigger="5")
     assert "option maxoffsetpertrigger is not supported" in shown, shown
     assert "did you mean maxOffsetsPerTrigger?" in shown, shown
     # Spark prints the worker's traceback: it is the message and the one frame that raised it,
@@ -44,23 +35,23 @@ def test_a_wrong_option_fails_load_with_a_message_on_top(
     assert "spark/options.py" not in shown, shown
 
     shown = _load_error(
-        source.readStream.format("shoal"), **base, group="g", startingOffsets="earliest"
+        spark.readStream.format("shoal"), **base, group="g", startingOffsets="earliest"
     )
     assert "In a stream, option startingOffsets is not supported" in shown, shown
     assert "share.auto.offset.reset" in shown, shown
     shown = _load_error(
-        source.readStream.format("shoal"), **base, group="g", **{"kafka.sasl.mechanism": "GSSAPI"}
+        spark.readStream.format("shoal"), **base, group="g", **{"kafka.sasl.mechanism": "GSSAPI"}
     )
     assert "kafka.sasl.mechanism=GSSAPI is not supported" in shown, shown
 
 
 def test_assign_and_include_headers_as_in_sparks_kafka_source(
-    source: Any, broker: BrokerProcess
+    spark: Any, broker: BrokerProcess
 ) -> None:
     create_topic(broker.bootstrap, "picked", 3)
     produce(broker.bootstrap, "picked", 30, partitions=3)
     df = (
-        source.read.format("shoal")
+        spark.read.format("shoal")
         .option("kafka.bootstrap.servers", broker.bootstrap)
         .option("assign", json.dumps({"picked": [2]}))
         .option("includeHeaders", "false")
@@ -73,7 +64,7 @@ def test_assign_and_include_headers_as_in_sparks_kafka_source(
     partial = json.dumps({"picked": {"0": 0}})
     with pytest.raises(Exception, match="must name every partition read") as e:
         (
-            source.read.format("shoal")
+            spark.read.format("shoal")
             .option("kafka.bootstrap.servers", broker.bootstrap)
             .option("subscribe", "picked")
             .option("startingOffsets", partial)
