@@ -158,3 +158,28 @@ async def test_a_denied_write_is_answered_and_counted(secured: Server) -> None:
     assert answers(socket) == [(1, denied, -1), (2, denied, -1)]
     assert error_counts(secured) == {"topic_authorization_failed": 2}
     assert secured.services.logs.log(TOPIC, 0).log_end_offset == 0  # type: ignore[union-attr]
+
+
+class FailingSyncs:
+    """Group commit whose fsync of one log fails (a disk error): a fake, for that one case."""
+
+    def __init__(self, failing: object) -> None:
+        self.failing = failing
+
+    async def durable(self, logs: list[object]) -> set[int]:
+        await asyncio.sleep(0)  # the answer waits, as on the flush thread
+        return {id(log) for log in logs if log is self.failing}
+
+
+async def test_a_failed_fsync_is_answered_as_a_storage_error_and_counted(tmp_path: Path) -> None:
+    srv = make_server(tmp_path / "data", **{"log.flush.interval.messages": 1})
+    try:
+        srv.services.logs.create_topic(TOPIC, 2, {})
+        srv.services.group_commit = FailingSyncs(srv.services.logs.log(TOPIC, 1))  # type: ignore[assignment]
+        socket = serve(srv, produce(1, 0, one_record(b"a")), produce(2, 1, one_record(b"b")))
+        for _ in range(5):  # let the waiting requests finish
+            await asyncio.sleep(0)
+        assert answers(socket) == [(1, ErrorCode.none, 0), (2, ErrorCode.kafka_storage_error, -1)]
+        assert error_counts(srv) == {"kafka_storage_error": 1}
+    finally:
+        srv.services.logs.close()
