@@ -47,6 +47,7 @@ from protocol.messages import EncodedResponse
 from protocol.messages import RequestHeader
 from protocol.messages import UndecodableRequest
 from protocol.messages import UnknownApi
+from protocol.messages import decode_peeked
 from protocol.messages import decode_request
 from protocol.messages import encode_response
 from protocol.messages import error_response
@@ -199,11 +200,13 @@ class KafkaConnection(asyncio.Protocol):
             coro = self._decode_off_loop(self._take_seq(), handler, payload)
         else:
             try:
-                request = decode_request(payload)
+                request = decode_peeked(payload, key, version)
             except (UndecodableRequest, UnknownApi) as e:
                 self.abort(f"undecodable request: {e}")
                 return
-            coro = self._run(self._take_seq(), self._context(request.header), handler, request.body)
+            seq = self._next_seq  # _take_seq, inline on the hot path
+            self._next_seq = seq + 1
+            coro = self._run(seq, self._context(request.header), handler, request.body)
         self._start(coro)
 
     def _start(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -298,8 +301,11 @@ class KafkaConnection(asyncio.Protocol):
         try:
             # `body` was read with the kio class of this key and version, which the handler
             # serves (see `_dispatch`): `Handler.dispatch`'s type check would only repeat it.
-            response = handler.checked(header.api_version, await handler.run(ctx, body))
-            out = None if response is None else self._encode(response, ctx)
+            version = header.api_version
+            response = handler.checked(version, await handler.run(ctx, body))
+            out: bytes | None = None
+            if response is not None:
+                out = response_frame(response, header.correlation_id, version)
         except asyncio.CancelledError:
             raise
         except Exception:

@@ -182,6 +182,12 @@ def decode_request(frame: bytes) -> Request:
     :raises UndecodableRequest: the header or body does not parse, or bytes are left over.
     """
     key, version, _ = peek_header(frame)
+    return decode_peeked(frame, key, version)
+
+
+def decode_peeked(frame: bytes, key: int, version: int) -> Request:
+    """`decode_request` of a frame whose key and version `peek_header` has already read (a
+    connection peeks to pick the handler: once per request is enough)."""
     read_header, read_body, name = _plan(key, version)
     try:
         header, pos = read_header(frame, 0)

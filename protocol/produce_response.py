@@ -39,6 +39,10 @@ _PARTITION_V9 = struct.Struct(">ihqqqB")
 # What follows them when there is no error message: a null string, and (v9+) no tags.
 _NO_MESSAGE_V8 = b"\xff\xff"
 _NO_MESSAGE_V9 = b"\x00" + NO_TAGGED_FIELDS
+# The usual answer of a flexible version (one topic, one partition, no message), after its
+# topic's name: the partition's fixed fields, a null message and the partition's, the topic's
+# and (after throttle_time_ms) the response's empty tagged fields.
+_ONE_PARTITION_V9 = struct.Struct(">ihqqqBBBBiB")
 
 
 class PartitionResult(NamedTuple):
@@ -53,19 +57,32 @@ class PartitionResult(NamedTuple):
 
 TopicResults = tuple[str, Sequence[PartitionResult]]
 
-# Encoded topic names, by (name, flexible): a producer names the same few topics every time.
-_NAMES: dict[tuple[str, bool], bytes] = {}
+# Encoded topic names, by flexible then name: a producer names the same few topics every time
+# (one dict each: a str key hashes for free, a (name, flexible) tuple does not).
+_NAMES: tuple[dict[str, bytes], dict[str, bytes]] = ({}, {})
 _NAMES_MAX = 10_000
+# Per name, what precedes a flexible one-topic, one-partition answer's fixed fields.
+_ONE_TOPIC_V9: dict[str, bytes] = {}
 
 
 def _name(name: str, flexible: bool) -> bytes:
-    key = (name, flexible)
-    encoded = _NAMES.get(key)
+    names = _NAMES[flexible]
+    encoded = names.get(name)
     if encoded is None:
-        if len(_NAMES) >= _NAMES_MAX:
-            _NAMES.clear()
-        encoded = _NAMES[key] = string(name, flexible)
+        if len(names) >= _NAMES_MAX:
+            names.clear()
+        encoded = names[name] = string(name, flexible)
     return encoded
+
+
+def _one_topic_v9(name: str) -> bytes:
+    prefix = _ONE_TOPIC_V9.get(name)
+    if prefix is None:
+        if len(_ONE_TOPIC_V9) >= _NAMES_MAX:
+            _ONE_TOPIC_V9.clear()
+        # One topic, its name, one partition (compact array lengths are n + 1).
+        prefix = _ONE_TOPIC_V9[name] = b"\x02" + string(name, True) + b"\x02"
+    return prefix
 
 
 def encode_produce_response(
@@ -75,32 +92,46 @@ def encode_produce_response(
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise ValueError(f"ProduceResponse v{version} is not served by this encoder")
     flexible = version >= FIRST_FLEXIBLE
+    if flexible and len(topics) == 1:  # one-record producers: one pack, no list to join
+        name, partitions = topics[0]
+        if len(partitions) == 1 and partitions[0].error_message is None:
+            p = partitions[0]
+            return _one_topic_v9(name) + _ONE_PARTITION_V9.pack(
+                p.partition, p.error_code, p.base_offset, NO_TIMESTAMP, p.log_start_offset,
+                1, 0, 0, 0, throttle_time_ms, 0)  # fmt: skip
     out = [array_length(len(topics), flexible)]
     for name, partitions in topics:
         out.append(_name(name, flexible))
         out.append(array_length(len(partitions), flexible))
-        if version >= 8:
-            fixed = _PARTITION_V9 if flexible else _PARTITION_V8
-            no_errors = 1 if flexible else 0  # an empty array: compact length 0 + 1, or 0
-            no_message = _NO_MESSAGE_V9 if flexible else _NO_MESSAGE_V8
-            for p in partitions:
-                out.append(fixed.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP,
-                                      p.log_start_offset, no_errors))  # fmt: skip
-                if p.error_message is None:
-                    out.append(no_message)
-                else:
-                    out.append(nullable_string(p.error_message, flexible))
-                    if flexible:
-                        out.append(NO_TAGGED_FIELDS)  # of the partition
-        elif version >= 5:
-            out.extend(_PARTITION_V5.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP,
-                                          p.log_start_offset) for p in partitions)  # fmt: skip
-        else:
-            out.extend(_PARTITION_V3.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP)
-                       for p in partitions)  # fmt: skip
+        _partitions(out, version, flexible, partitions)
         if flexible:
             out.append(NO_TAGGED_FIELDS)  # of the topic
     out.append(INT32.pack(throttle_time_ms))
     if flexible:
         out.append(NO_TAGGED_FIELDS)  # of the response
     return b"".join(out)
+
+
+def _partitions(
+    out: list[bytes], version: int, flexible: bool, partitions: Sequence[PartitionResult]
+) -> None:
+    """One topic's partition answers, appended to `out`."""
+    if version >= 8:
+        fixed = _PARTITION_V9 if flexible else _PARTITION_V8
+        no_errors = 1 if flexible else 0  # an empty array: compact length 0 + 1, or 0
+        no_message = _NO_MESSAGE_V9 if flexible else _NO_MESSAGE_V8
+        for p in partitions:
+            out.append(fixed.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP,
+                                  p.log_start_offset, no_errors))  # fmt: skip
+            if p.error_message is None:
+                out.append(no_message)
+            else:
+                out.append(nullable_string(p.error_message, flexible))
+                if flexible:
+                    out.append(NO_TAGGED_FIELDS)  # of the partition
+    elif version >= 5:
+        out.extend(_PARTITION_V5.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP,
+                                      p.log_start_offset) for p in partitions)  # fmt: skip
+    else:
+        out.extend(_PARTITION_V3.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP)
+                   for p in partitions)  # fmt: skip

@@ -100,3 +100,24 @@ def test_an_unserved_version_is_refused() -> None:
 def test_an_encoded_response_answers_only_its_own_version() -> None:
     with pytest.raises(ValueError, match="answers v9"):
         encode_response(EncodedResponse(0, 10, encode_produce_response(10, [])), 1, 9)
+
+
+one_partition = st.builds(
+    PartitionResult,
+    partition=st.integers(-(2**31), 2**31 - 1),
+    error_code=codes,
+    base_offset=int64,
+    log_start_offset=int64,
+)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@given(name=text, partition=one_partition, throttle_ms=st.integers(0, 2**31 - 1))
+def test_one_topic_one_partition_matches_kio(
+    version: int, name: str, partition: PartitionResult, throttle_ms: int
+) -> None:
+    """The shape of every one-record producer's answer, which v9+ writes in one pack."""
+    results: list[TopicResults] = [(name, [partition])]
+    ours = encode_produce_response(version, results, throttle_ms)
+    expected = encode_response(kio_response(version, results, throttle_ms), 7, version)
+    assert encode_response(EncodedResponse(0, version, ours), 7, version) == expected
