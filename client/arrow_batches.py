@@ -57,6 +57,9 @@ _FEW_RECORDS = 8
 # A batch's records are first guessed to be as long as the first one (values of one size are
 # common); a guess that holds for fewer than this many records hands the batch to `_chain`.
 _STRIDE_MIN_RUN = 64
+# Guesses checked in one step: this many, doubled while every guess holds. Bounded so that
+# short runs in a long batch cost at most ~16 checks per record, never a pass over the batch.
+_STRIDE_WINDOW = 1024
 
 IntArray = Any  # numpy int64 array (numpy's typing of fancy indexing is too loose to help)
 
@@ -200,12 +203,13 @@ def _record_sizes(arr: IntArray, pos: IntArray) -> IntArray:
 def _walk(buf: bytes, arr: IntArray, pos: int, end: int, out: IntArray) -> int:
     """Write the starts of `len(out)` records from `pos` on into `out`; where the last ends.
 
-    Runs of records of one size are found with numpy: guess that all the next records are as
-    long as the one at `pos`, read the length at every guessed start at once, and keep the
-    guesses up to the first that disagrees (each kept guess is proven by the one before it: a
-    record of that size ends where the next guess starts). A run shorter than `_STRIDE_MIN_RUN`
-    records leaves the rest to `_chain`, so mixed sizes cost one numpy step more than before."""
-    done, count = 0, len(out)
+    Runs of records of one size are found with numpy: guess that the next records (a window of
+    them) are as long as the one at `pos`, read the length at every guessed start at once, keep
+    the guesses up to the first that disagrees (each kept guess is proven by the one before it:
+    a record of that size ends where the next guess starts). A run shorter than
+    `_STRIDE_MIN_RUN` records leaves the rest to `_chain`, so mixed sizes cost one numpy step
+    of at most `_STRIDE_WINDOW` guesses more than before."""
+    done, count, window = 0, len(out), _STRIDE_WINDOW
     while done < count:
         b0, b1 = buf[pos], buf[pos + 1]  # in bounds: `buf` ends with _PADDING
         if b0 >= 0x80 and b1 >= 0x80:  # a long record (>= 8 KiB): few per batch
@@ -214,13 +218,15 @@ def _walk(buf: bytes, arr: IntArray, pos: int, end: int, out: IntArray) -> int:
         size = 1 + (b0 >= 0x80) + ((zigzag >> 1) ^ -(zigzag & 1))
         if size < 2 or pos + size > end:  # damaged: `_chain` says how
             break
-        guesses = pos + size * np.arange(min(count - done, (end - pos) // size), dtype=np.int64)
+        n = min(count - done, (end - pos) // size, window)
+        guesses = pos + size * np.arange(n, dtype=np.int64)
         wrong = np.flatnonzero(_short_sizes(arr, guesses) != size)
-        run = int(wrong[0]) if len(wrong) else len(guesses)
+        run = int(wrong[0]) if len(wrong) else n
         out[done : done + run] = guesses[:run]
         done, pos = done + run, pos + run * size
         if run < _STRIDE_MIN_RUN:
             break
+        window = 2 * window if run == n else _STRIDE_WINDOW
     if done == count:
         return pos
     rest = _chain(buf, pos, count - done)
