@@ -27,6 +27,9 @@ from protocol import api_keys
 from protocol.messages import build
 
 _MAX_WAIT = datetime.timedelta(milliseconds=0)
+# A task's first Fetch is the one nothing overlaps: asked smaller, it comes back in a few ms
+# instead of 25-150 ms for 8 MiB, and the task starts decoding while the next one comes.
+_FIRST_FETCH_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,19 +149,22 @@ class Fetcher:
 
         One Fetch ahead: the next one (in this range or the next) is sent before this one's
         records are decoded and handed to Spark, so the broker reads and sends it meanwhile
-        instead of waiting to be asked. At most two responses are held.
+        instead of waiting to be asked. At most two responses are held. The task's first Fetch
+        asks at most `_FIRST_FETCH_BYTES`, to start decoding sooner.
         """
         todo = iter([(r, dc) for r, dc in ranges if r.start < r.end])
 
-        def ask(r: OffsetRange, dc: int | None, offset: int) -> _Ask:
-            answer = loop.create_task(self.read_raw(r.topic, r.partition, offset, r.end, max_bytes))
+        def ask(r: OffsetRange, dc: int | None, offset: int, size: int = max_bytes) -> _Ask:
+            answer = loop.create_task(self.read_raw(r.topic, r.partition, offset, r.end, size))
             loop.run_until_complete(asyncio.sleep(0))  # one step: it is sent, awaiting the answer
             return _Ask(r, dc, offset, answer)
 
-        def first(item: tuple[OffsetRange, int | None] | None) -> _Ask | None:
-            return None if item is None else ask(item[0], item[1], item[0].start)
+        def first(
+            item: tuple[OffsetRange, int | None] | None, size: int = max_bytes
+        ) -> _Ask | None:
+            return None if item is None else ask(item[0], item[1], item[0].start, size)
 
-        ahead = first(next(todo, None))
+        ahead = first(next(todo, None), min(max_bytes, _FIRST_FETCH_BYTES))
         try:
             while ahead is not None:
                 this = ahead

@@ -16,6 +16,7 @@ from client.records import Record
 from tests.brokers import BrokerProcess
 
 pytest.importorskip("pyspark")  # spark/__init__ imports the data source, which needs PySpark
+from spark import fetcher as fetcher_module
 from spark.fetcher import Fetcher
 from spark.fetcher import OffsetRange
 from spark.fetcher import task_loop
@@ -40,12 +41,13 @@ async def _produce(bootstrap: str) -> None:
 
 
 def _counting_fetches(fetcher: Fetcher) -> list[int]:
-    """A one-item list counting the Fetch requests `fetcher` makes, as they are made."""
-    made = [0]
+    """The MaxBytes of each Fetch request `fetcher` makes, listed as they are made."""
+    made: list[int] = []
     request = fetcher.cluster.request
 
     def counted(body: Any, **kwargs: Any) -> Any:
-        made[0] += type(body).__name__ == "FetchRequest"
+        if type(body).__name__ == "FetchRequest":
+            made.append(body.max_bytes)
         return request(body, **kwargs)
 
     fetcher.cluster.request = counted  # type: ignore[method-assign]
@@ -53,8 +55,9 @@ def _counting_fetches(fetcher: Fetcher) -> list[int]:
 
 
 def test_ranges_in_turn_with_the_next_fetch_already_sent(
-    broker_process: BrokerProcess, caplog: pytest.LogCaptureFixture
+    broker_process: BrokerProcess, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(fetcher_module, "_FIRST_FETCH_BYTES", 4096)
     asyncio.run(_produce(broker_process.bootstrap))
     ranges = [
         (OffsetRange(TOPIC, 0, 7, 431), None),
@@ -68,7 +71,7 @@ def test_ranges_in_turn_with_the_next_fetch_already_sent(
             got: list[tuple[int, int, bytes, int | None]] = []
             made_at_yield = []
             for batch in fetcher.arrow_ranges(loop, ranges, 16 * 1024):
-                made_at_yield.append(made[0])
+                made_at_yield.append(len(made))
                 cols = batch.to_pydict()
                 got += zip(
                     cols["partition"], cols["offset"], cols["value"], cols["deliveryCount"],
@@ -80,6 +83,8 @@ def test_ranges_in_turn_with_the_next_fetch_already_sent(
             # When the k-th batch reached the caller, Fetch k+1 had been made (the last: none).
             n = len(made_at_yield)
             assert n > 10 and made_at_yield == [*range(2, n + 1), n]
+            # The first Fetch asks less, to start sooner; the rest ask the full size.
+            assert made == [4096] + [16 * 1024] * (n - 1)
 
             # Closed after its first batch (as under a LIMIT): the Fetch ahead is dropped, and
             # the same connection then answers the next reader correctly.
