@@ -31,6 +31,10 @@ every record a second time on top). Through Spark (`make bench`'s spark phase, 1
 with 0.18-0.21 s of broker CPU, `fetch` 136k-148k records/s with 0.93-1.00 s. So `ship` is
 the default; `fetch` stays for drivers that should not carry the bytes (very large micro-batches
 on a small driver).
+
+Where a batch read's time goes at numPartitions=4 (CPU-bound across the JVM, the Python workers
+and the broker; the task's decode was the largest part) is profiled, with figures, in
+spark/README.md.
 """
 
 import os

@@ -60,11 +60,9 @@ def read_ranges(
     with task_loop() as loop:
         fetcher = Fetcher(bootstrap, client_id=opts.client_id, security=opts.security)
         try:
-            for r in ranges:
-                yield from fetcher.arrow_rounds(
-                    loop, r.topic, r.partition, r.start, r.end, max_bytes,
-                    include_headers=opts.include_headers,
-                )  # fmt: skip
+            yield from fetcher.arrow_ranges(
+                loop, [(r, None) for r in ranges], max_bytes, include_headers=opts.include_headers
+            )
         finally:
             loop.run_until_complete(fetcher.close())
 

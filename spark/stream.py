@@ -98,6 +98,7 @@ from client.share_consumer import ShareConsumer
 from spark.acks import RecordKey
 from spark.acks import take_verdicts
 from spark.fetcher import Fetcher
+from spark.fetcher import OffsetRange
 from spark.fetcher import task_loop
 from spark.group_state import StreamChecks
 from spark.loop import LoopThread
@@ -465,16 +466,11 @@ def read_spans(bootstrap: str, spans: list[Span], opts: StreamOptions) -> Iterat
     with task_loop() as loop:
         fetcher = Fetcher(bootstrap, client_id=opts.client_id, security=opts.security)
         try:
-            for s in spans:
-                yield from fetcher.arrow_rounds(
-                    loop,
-                    s.topic,
-                    s.partition,
-                    s.first,
-                    s.last + 1,
-                    _FETCH_BYTES,
-                    s.delivery_count,
-                )
+            ranges = [
+                (OffsetRange(s.topic, s.partition, s.first, s.last + 1), s.delivery_count)
+                for s in spans
+            ]
+            yield from fetcher.arrow_ranges(loop, ranges, _FETCH_BYTES)
         finally:
             loop.run_until_complete(fetcher.close())
 

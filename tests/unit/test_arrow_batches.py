@@ -150,12 +150,19 @@ def _actual(rb: Any) -> dict[str, list[Any]]:
 def _both(
     data: bytes, first: int, last: int, dc: int | None, headers: bool
 ) -> tuple[Any, list[ConsumerRecord] | None]:
-    """Each decoder's answer, or the KafkaError it raised; the fast one's two ways of finding
-    records and headers (numpy steps across records, or plain Python) must agree too."""
+    """Each decoder's answer, or the KafkaError it raised; the fast one's ways of finding
+    records and headers (numpy steps across records, runs of one size within a batch, or plain
+    Python) must agree too."""
     answers: list[Any] = []
-    saved = arrow_batches._LOCKSTEP_MIN_BATCHES, arrow_batches._FEW_RECORDS
-    for numpy_from in (1, 10**9):
-        arrow_batches._LOCKSTEP_MIN_BATCHES = arrow_batches._FEW_RECORDS = numpy_from
+    m = arrow_batches
+    saved = m._LOCKSTEP_MIN_BATCHES, m._FEW_RECORDS, m._STRIDE_MIN_RUN
+    never = 10**9
+    for m._LOCKSTEP_MIN_BATCHES, m._FEW_RECORDS, m._STRIDE_MIN_RUN in (
+        saved,  # as configured
+        (1, 1, 64),  # numpy steps across batches and across headers
+        (never, never, 1),  # runs of one size only, however short
+        (never, never, never),  # plain Python
+    ):
         try:
             answers.append(
                 batches_to_arrow(
@@ -171,13 +178,14 @@ def _both(
         except KafkaError as e:
             answers.append(e)
         finally:
-            arrow_batches._LOCKSTEP_MIN_BATCHES, arrow_batches._FEW_RECORDS = saved
-    numpy_steps, fast = answers
-    if isinstance(fast, KafkaError):
-        assert isinstance(numpy_steps, KafkaError)
-        assert numpy_steps.error_code == fast.error_code
-    else:
-        assert numpy_steps.equals(fast)
+            m._LOCKSTEP_MIN_BATCHES, m._FEW_RECORDS, m._STRIDE_MIN_RUN = saved
+    *others, fast = answers
+    for other in others:
+        if isinstance(fast, KafkaError):
+            assert isinstance(other, KafkaError)
+            assert other.error_code == fast.error_code
+        else:
+            assert other.equals(fast)
     try:
         ref: Any = decode_acquired(TOPIC, PARTITION, data, [AcquiredRange(first, last, dc or 1)])
     except KafkaError as e:
@@ -334,3 +342,38 @@ def test_schema_is_the_arrow_form_of_the_spark_sources() -> None:
     from spark.rows import SCHEMA as SPARK_SCHEMA
 
     assert SCHEMA.equals(types.to_arrow_schema(SPARK_SCHEMA, timezone="UTC"), check_metadata=True)
+
+
+# Records of a few sizes in runs, as producers of fixed-size values write them: what the
+# decoder's runs-of-one-size walk (`_walk`) takes in numpy steps.
+sized_runs = st.lists(
+    st.tuples(
+        st.sampled_from([None, b"", b"k" * 3]),  # key
+        st.sampled_from([None, b"", b"v" * 60, b"v" * 61, b"v" * 200, b"v" * 8300]),  # value
+        st.integers(1, 150),  # records in the run
+        st.sampled_from([0, 0, 0, 1]),  # an offset gap before each record of the run
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs=st.lists(sized_runs, min_size=1, max_size=3), cut=st.sampled_from([0, 0, 7]))
+def test_runs_of_one_size_agree_with_the_reference(
+    runs: list[list[tuple[bytes | None, bytes | None, int, int]]], cut: int
+) -> None:
+    data, base = b"", 0
+    for batch_runs in runs:
+        recs = [
+            GenRecord(key, value, [], 5 * i, gap)
+            for key, value, n, gap in batch_runs
+            for i in range(n)
+        ]
+        batch = _batch(base, recs, Compression.NONE, False)
+        data += batch
+        base += 1 + struct.unpack_from(">i", batch, ATTRIBUTES_POS + 2)[0]
+    data = data[: len(data) - cut]
+    fast, ref = _both(data, 0, 2**63 - 1, None, True)
+    assert not isinstance(fast, KafkaError) and not isinstance(ref, KafkaError), (fast, ref)
+    assert _actual(fast) == _expected(ref, False, True)
