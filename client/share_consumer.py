@@ -192,12 +192,7 @@ class ShareConsumer:
         :raises ClientStateError: implicit mode, or the record is not held by this consumer.
         :raises UnsupportedVersionError: RENEW, and the broker lacks ShareFetch/Acknowledge v2.
         """
-        self._check_open()
-        if self.acknowledgement_mode != "explicit":
-            raise ClientStateError("acknowledge() needs acknowledgement_mode='explicit'")
-        type = AcknowledgeType(type)
-        if type is AcknowledgeType.RENEW and not self._renew_supported():
-            raise UnsupportedVersionError("RENEW needs ShareFetch and ShareAcknowledge v2")
+        type = self._explicit_type("acknowledge()", type)
         topic_id = self._topic_ids.get(record.topic)
         held = self._delivered.get((topic_id, record.partition)) if topic_id else None
         if topic_id is None or held is None or record.offset not in held:
@@ -218,12 +213,7 @@ class ShareConsumer:
         :raises ClientStateError: implicit mode, or the topic was never fetched.
         :raises UnsupportedVersionError: RENEW, and the broker lacks ShareFetch/Acknowledge v2.
         """
-        self._check_open()
-        if self.acknowledgement_mode != "explicit":
-            raise ClientStateError("acknowledge_range() needs acknowledgement_mode='explicit'")
-        type = AcknowledgeType(type)
-        if type is AcknowledgeType.RENEW and not self._renew_supported():
-            raise UnsupportedVersionError("RENEW needs ShareFetch and ShareAcknowledge v2")
+        type = self._explicit_type("acknowledge_range()", type)
         topic_id = self._topic_ids.get(topic)
         if topic_id is None:
             raise ClientStateError(f"{topic} was never fetched by this consumer")
@@ -455,6 +445,20 @@ class ShareConsumer:
         timeout = getattr(resp, "acquisition_lock_timeout", None)
         if timeout is not None:
             self._lock_timeout_ms = int(timeout.total_seconds() * 1000)
+
+    def _explicit_type(self, caller: str, type: AcknowledgeType) -> AcknowledgeType:
+        """The checks every explicit acknowledgement makes first; `type` as an AcknowledgeType.
+
+        :raises ClientStateError: closed, or implicit mode.
+        :raises UnsupportedVersionError: RENEW, and the broker lacks ShareFetch/Acknowledge v2.
+        """
+        self._check_open()
+        if self.acknowledgement_mode != "explicit":
+            raise ClientStateError(f"{caller} needs acknowledgement_mode='explicit'")
+        type = AcknowledgeType(type)
+        if type is AcknowledgeType.RENEW and not self._renew_supported():
+            raise UnsupportedVersionError("RENEW needs ShareFetch and ShareAcknowledge v2")
+        return type
 
     def _renew_supported(self) -> bool:
         return self.cluster.supports(API_SHARE_FETCH, 2) and self.cluster.supports(
