@@ -16,6 +16,7 @@ from bench.phases import Bench
 from bench.phases import Row
 from bench.phases import _share_run
 from bench.phases import phase
+from bench.workers import produce_untimed
 
 KEYS, CONSUMERS, TOPIC = 1_000, 8, "bench-keyed"
 
@@ -27,15 +28,7 @@ def _produce_keyed(b: Bench, records: int) -> None:
         future.result(timeout=30)
     producer = Producer({"bootstrap.servers": b.broker.bootstrap, "linger.ms": 20})
     value = b"x" * b.value_size
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(TOPIC, value, key=b"key-%04d" % (i % KEYS), partition=0)
-                break
-            except BufferError:
-                producer.poll(0.005)
-    if producer.flush(120):
-        raise RuntimeError(f"produce to {TOPIC} did not finish")
+    produce_untimed(producer, TOPIC, records, value, 1, key=lambda i: b"key-%04d" % (i % KEYS))
     b.topics[TOPIC] = records
 
 

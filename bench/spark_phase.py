@@ -38,6 +38,7 @@ from confluent_kafka.admin import ConfigResource
 from bench.phases import Bench
 from bench.phases import Row
 from bench.phases import phase
+from bench.workers import produce_untimed
 
 _SESSION: Any = None
 _TOPIC = "bench-spark"
@@ -226,15 +227,7 @@ def _produce_compressed(b: Bench, topic: str, codec: str) -> None:
         }
     )
     value = b"v" * b.value_size
-    for i in range(_CODEC_RECORDS):
-        while True:
-            try:
-                producer.produce(topic, value, key=b"%d" % i, partition=i % b.partitions)
-                break
-            except BufferError:
-                producer.poll(0.05)
-    if producer.flush(60):
-        raise RuntimeError(f"producing to {topic} did not finish")
+    produce_untimed(producer, topic, _CODEC_RECORDS, value, b.partitions, key=lambda i: b"%d" % i)
     b.topics[topic] = _CODEC_RECORDS
 
 

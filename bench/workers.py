@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Barrier
 from multiprocessing.synchronize import Event
@@ -50,6 +51,30 @@ SHARE_SETTINGS: dict[str, Any] = {
     "share.acknowledgement.mode": "implicit",
     "log_level": 3,  # hide the per-instance "share consumer is in Preview" warning
 }
+
+
+def produce_untimed(
+    producer: Producer,
+    topic: str,
+    records: int,
+    value: bytes,
+    partitions: int,
+    key: Callable[[int], bytes | None] = lambda i: None,
+) -> None:
+    """Fill a topic before a phase (not timed): `records` records spread over `partitions`,
+    waiting for librdkafka's queue when it is full, then flushed.
+
+    :raises RuntimeError: the flush did not finish.
+    """
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value, key=key(i), partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.005)
+    if producer.flush(120):
+        raise RuntimeError(f"producing to {topic} did not finish")
 
 
 def produce_worker(
