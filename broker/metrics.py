@@ -89,32 +89,41 @@ class BrokerMetrics:
             f"{TOPICS}_bytesin_bytes", "BytesInPerSec: record bytes appended by Produce.", "topic"
         )
         r.register(self.topic_bytes_in)
-        self.topic_bytes_out = Counter(
+        # Added to once per fetch or share fetch: plain numbers like the bytes in.
+        self.topic_bytes_out = PlainCounter(
             f"{TOPICS}_bytesout_bytes",
             "BytesOutPerSec: record bytes returned by Fetch and ShareFetch.",
-            ["topic"], registry=r,
-        )  # fmt: skip
-        self.share_fetch_requests = Counter(
+            "topic",
+        )
+        self.share_fetch_requests = PlainCounter(
             f"{TOPICS}_totalsharefetchrequestspersec",
             "TotalShareFetchRequestsPerSec: ShareFetch requests naming the topic.",
-            ["topic"], registry=r,
-        )  # fmt: skip
-        self.share_fetch_failed = Counter(
+            "topic",
+        )
+        self.share_fetch_failed = PlainCounter(
             f"{TOPICS}_failedsharefetchrequestspersec",
             "FailedShareFetchRequestsPerSec: ShareFetch requests with a partition error.",
-            ["topic"], registry=r,
-        )  # fmt: skip
-        self.share_ack_requests = Counter(
+            "topic",
+        )
+        self.share_ack_requests = PlainCounter(
             f"{TOPICS}_totalshareacknowledgementrequestspersec",
             "TotalShareAcknowledgementRequestsPerSec: requests acknowledging the topic's records "
             "(ShareAcknowledge, and acknowledgements carried by ShareFetch).",
-            ["topic"], registry=r,
-        )  # fmt: skip
-        self.share_ack_failed = Counter(
+            "topic",
+        )
+        self.share_ack_failed = PlainCounter(
             f"{TOPICS}_failedshareacknowledgementrequestspersec",
             "FailedShareAcknowledgementRequestsPerSec: those with a partition error.",
-            ["topic"], registry=r,
-        )  # fmt: skip
+            "topic",
+        )
+        for plain in (
+            self.topic_bytes_out,
+            self.share_fetch_requests,
+            self.share_fetch_failed,
+            self.share_ack_requests,
+            self.share_ack_failed,
+        ):
+            r.register(plain)
         # Share groups (KIP-932, KIP-1103, KIP-1222).
         self.record_acks = Counter(
             f"{SHARE}_recordacknowledgementspersec",
@@ -233,28 +242,40 @@ class BrokerMetrics:
 
     # -- per topic, from the handlers ---------------------------------------------------------
 
+    def _topic(self, counts: dict[str, float], topic: str) -> str:
+        """The topic's label value: itself once admitted (a key of `counts`), else as the cap
+        decides."""
+        return topic if topic in counts else self.topic_label(topic)
+
     def on_bytes_in(self, topic: str, n: int) -> None:
         counts = self.topic_bytes_in.values
-        label = topic if topic in counts else self.topic_label(topic)
+        label = self._topic(counts, topic)
         counts[label] = counts.get(label, 0) + n
 
     def on_bytes_out(self, topic: str, n: int) -> None:
         if n:
-            self.topic_bytes_out.labels(topic=self.topic_label(topic)).inc(n)
+            counts = self.topic_bytes_out.values
+            label = self._topic(counts, topic)
+            counts[label] = counts.get(label, 0) + n
 
     def on_share_fetch(self, failed_by_topic: Mapping[str, bool]) -> None:
         """One ShareFetch: for each topic it named, whether a partition of it failed."""
-        for topic, failed in failed_by_topic.items():
-            label = self.topic_label(topic)
-            self.share_fetch_requests.labels(topic=label).inc()
-            self.share_fetch_failed.labels(topic=label).inc(failed)  # 0 too: the series exists
+        self._count_requests(self.share_fetch_requests, self.share_fetch_failed, failed_by_topic)
 
     def on_share_acknowledgement(self, failed_by_topic: Mapping[str, bool]) -> None:
         """One request's acknowledgements: for each topic, whether a partition's failed."""
-        for topic, failed in failed_by_topic.items():
-            label = self.topic_label(topic)
-            self.share_ack_requests.labels(topic=label).inc()
-            self.share_ack_failed.labels(topic=label).inc(failed)  # 0 too: the series exists
+        self._count_requests(self.share_ack_requests, self.share_ack_failed, failed_by_topic)
+
+    def _count_requests(
+        self, total: PlainCounter, failed: PlainCounter, failed_by_topic: Mapping[str, bool]
+    ) -> None:
+        """A request per topic in `total`, and in `failed` if it failed (0 too: the series
+        exists, as a prometheus_client child shows 0 once it is made)."""
+        counts, failures = total.values, failed.values
+        for topic, fail in failed_by_topic.items():
+            label = self._topic(counts, topic)
+            counts[label] = counts.get(label, 0) + 1
+            failures[label] = failures.get(label, 0) + fail
 
     def gauges(
         self,

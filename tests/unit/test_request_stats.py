@@ -127,3 +127,62 @@ def test_topic_bytes_in_as_prometheus_client_counts_them(produced: list[tuple[st
     theirs = samples(generate_latest(reference))
     mine = {k: v for k, v in samples(generate_latest(metrics.registry)).items() if "bytesin" in k}
     assert mine == theirs
+
+
+SHARE_COUNTERS = {
+    "totalsharefetchrequestspersec": "TotalShareFetchRequestsPerSec: ShareFetch requests"
+    " naming the topic.",
+    "failedsharefetchrequestspersec": "FailedShareFetchRequestsPerSec: ShareFetch requests with"
+    " a partition error.",
+    "totalshareacknowledgementrequestspersec": "TotalShareAcknowledgementRequestsPerSec:"
+    " requests acknowledging the topic's records (ShareAcknowledge, and acknowledgements"
+    " carried by ShareFetch).",
+    "failedshareacknowledgementrequestspersec": "FailedShareAcknowledgementRequestsPerSec:"
+    " those with a partition error.",
+    "bytesout_bytes": "BytesOutPerSec: record bytes returned by Fetch and ShareFetch.",
+}
+topics = st.sampled_from(["a", "b", "c", "d"])
+share_requests = st.lists(
+    st.tuples(
+        st.sampled_from(["fetch", "ack"]),
+        st.dictionaries(topics, st.booleans(), max_size=3),
+        st.lists(st.tuples(topics, st.integers(0, 10**6)), max_size=3),
+    ),
+    max_size=20,
+)
+
+
+@given(share_requests)
+def test_share_topic_counters_as_prometheus_client_counts_them(
+    observed: list[tuple[str, dict[str, bool], list[tuple[str, int]]]],
+) -> None:
+    """ShareFetch and acknowledgement requests per topic, failed ones (0 included: the series
+    exists once the topic is named) and bytes out: the same samples as prometheus_client's."""
+    metrics = BrokerMetrics()
+    reference = CollectorRegistry()
+    counter = {
+        name: Counter(f"kafka_server_brokertopicmetrics_{name}", doc, ["topic"], registry=reference)
+        for name, doc in SHARE_COUNTERS.items()
+    }
+    for kind, failed_by_topic, sent in observed:
+        if kind == "fetch":
+            metrics.on_share_fetch(failed_by_topic)
+            total, failed = "totalsharefetchrequestspersec", "failedsharefetchrequestspersec"
+        else:
+            metrics.on_share_acknowledgement(failed_by_topic)
+            total = "totalshareacknowledgementrequestspersec"
+            failed = "failedshareacknowledgementrequestspersec"
+        for topic, fail in failed_by_topic.items():
+            counter[total].labels(topic=topic).inc()
+            counter[failed].labels(topic=topic).inc(fail)
+        for topic, n in sent:
+            metrics.on_bytes_out(topic, n)
+            if n:  # no series for a topic nothing was sent from, as before
+                counter["bytesout_bytes"].labels(topic=topic).inc(n)
+    theirs = samples(generate_latest(reference))
+    mine = {
+        k: v
+        for k, v in samples(generate_latest(metrics.registry)).items()
+        if any(name in k for name in SHARE_COUNTERS)
+    }
+    assert mine == theirs
