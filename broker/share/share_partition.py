@@ -222,6 +222,13 @@ class SharePartition:
     def in_flight_count(self) -> int:
         return self.speo - self.spso
 
+    def holds_back_fetchers(self) -> bool:
+        """Whether a fetch may now find records in the log past SPEO and still acquire none:
+        the window is at its record-lock limit, or the group orders by key (a record waits
+        while its key is held). Otherwise an append's notification is all a waiter needs."""
+        limits = self._limits()
+        return self.speo - self.spso >= limits.max_record_locks or limits.key_ordering
+
     def acquired_count(self) -> int:
         return self._locks.records
 

@@ -312,7 +312,8 @@ class SharePartitionManager:
             code = acknowledge_nothing_held(batches)
             self._metrics.on_acknowledgement(code == ErrorCode.none, count_ack_types(batches))
             return code
-        spso = sp.spso
+        # Only a window that held fetchers back has waiters for the room an ack makes.
+        spso = sp.spso if sp.holds_back_fetchers() else None
         plan = sp.plan_acknowledge(member_id, batches)
         result = plan if isinstance(plan, ErrorCode) else self._commit(sp, plan, now_ms)
         if isinstance(result, ErrorCode):
@@ -426,7 +427,9 @@ class SharePartitionManager:
             topic = self._logs.topic_by_id(sp.topic_id)
             plog = self._logs.log(topic.name, sp.partition) if topic else None
             # Records came back, or SPSO moved and the window may take records already in the
-            # log (fetchers that found it full, or every key of theirs held, wait on this).
+            # log (fetchers that found it full, or every key of theirs held, wait on this;
+            # `spso_before` is None when the window held nobody back: with room in it, every
+            # record in the log was offered to the waiters when it was appended).
             grew = spso_before is not None and sp.spso > spso_before
             if topic is not None and (
                 offset != sp.speo or (grew and plog is not None and offset < plog.log_end_offset)

@@ -243,6 +243,21 @@ def test_an_acknowledgement_that_makes_room_in_a_full_window_wakes_fetchers() ->
     assert fetch("B") == [(100, 149)]
 
 
+def test_an_acknowledgement_with_room_in_the_window_wakes_nobody() -> None:
+    """Records past SPEO were offered to every waiter when they were appended; with room in
+    the window (and no key ordering) nothing an acknowledgement does lets a waiter take more,
+    so it is not woken to read the log for nothing (at a fixed rate: one wake-up per
+    waiting consumer per record)."""
+    b = Broker()
+    assert b.fetch("A", 0) == [(0, 9, 1)]
+    b.plog.append(build_batch([(None, b"v")], timestamp_ms=1), now_ms=1)  # 10: B's to take
+    assert b.ack("A", [(0, 9, [ACCEPT])], 1) == ErrorCode.none
+    sp = b.partition()
+    assert (sp.spso, sp.next_fetch_offset(), b.plog.log_end_offset) == (10, 10, 11)
+    assert b.woken == []
+    assert b.fetch("B", 2) == [(10, 10, 1)]
+
+
 def test_a_consumer_at_the_log_end_does_not_read_its_own_acknowledgement_record() -> None:
     """The control batch an acknowledgement is written as lies where the next fetch would
     read: it is stepped over at once, so the fetch after the acknowledgement reads nothing
