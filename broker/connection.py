@@ -342,8 +342,9 @@ class KafkaConnection(asyncio.Protocol):
         sasl = self._sasl
         principal = sasl.principal if sasl is not None and sasl.principal else self._principal
         # Positional: keywords cost more, once per request.
-        return RequestContext(self._services, header, self._peer, principal, self._acl_cache,
-                              self._listener_name, sasl)  # fmt: skip
+        # tuple.__new__: a NamedTuple's own __new__ is Python code, a frame per request.
+        return tuple.__new__(RequestContext, (self._services, header, self._peer, principal,
+                             self._acl_cache, self._listener_name, sasl))  # fmt: skip
 
     def _refuse_version(
         self, key: int, version: int, correlation_id: int, client_id: str | None

@@ -198,7 +198,11 @@ def decode_peeked(frame: bytes, key: int, version: int) -> Request:
         raise UndecodableRequest(f"{name}: {e}") from e
     # Bytes after the fields this version defines are ignored, as Apache Kafka does:
     # librdkafka's all-topics Metadata v12 carries three of them.
-    return Request(RequestHeader(key, version, header.correlation_id, header.client_id), body)
+    # tuple.__new__: a NamedTuple's own __new__ is Python code, a frame per call.
+    new = tuple.__new__
+    return new(
+        Request, (new(RequestHeader, (key, version, header.correlation_id, header.client_id)), body)
+    )
 
 
 def encode_request(body: RequestPayload, correlation_id: int, client_id: str | None) -> bytes:
