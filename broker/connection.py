@@ -486,14 +486,12 @@ class KafkaConnection(asyncio.Protocol):
         self._update_reading()
 
 
-_HANDED_OVER = object()  # `_Resumed._first` once the first step's yield has been passed on
-
-
 class _Resumed(Coroutine[Any, Any, Any]):
     """A coroutine that has already run its first step, with what that step yielded (the
-    future it waits on, or None for a bare yield): a Task, or a coroutine awaiting this,
-    drives the rest. A Task sends None to resume a coroutine (a future's result is read by
-    the awaiter), so the first send hands over what was yielded."""
+    future it waits on): a Task, or a coroutine awaiting this, drives the rest. A Task sends
+    None to resume a coroutine (a future's result is read by the awaiter), so the first send
+    hands over that future. A bare yield (None) has already let the loop run: the first send
+    resumes the coroutine."""
 
     __slots__ = ("_coro", "_first")
 
@@ -503,8 +501,8 @@ class _Resumed(Coroutine[Any, Any, Any]):
 
     def send(self, value: Any) -> Any:
         first = self._first
-        if first is not _HANDED_OVER:
-            self._first = _HANDED_OVER
+        if first is not None:
+            self._first = None
             return first
         return self._coro.send(value)
 
@@ -512,7 +510,7 @@ class _Resumed(Coroutine[Any, Any, Any]):
         return self.send(None)
 
     def throw(self, *args: Any) -> Any:
-        self._first = _HANDED_OVER
+        self._first = None
         return self._coro.throw(*args)
 
     def close(self) -> None:
