@@ -12,6 +12,7 @@ import asyncio
 import contextvars
 import time
 from collections import deque
+from collections.abc import Callable
 from collections.abc import Coroutine
 from collections.abc import Generator
 from collections.abc import Iterable
@@ -243,10 +244,12 @@ class KafkaConnection(asyncio.Protocol):
             try:
                 waiting_on = coro.send(None)
             except StopIteration as done:
-                self._answer(seq, ctx, handler, done.value, started)
-                return
+                waiting_on, answer = _DONE, done.value
             except Exception:
                 self._failed(seq, ctx, handler, started)
+                return
+            if waiting_on is _DONE:  # here, not in the `except`: no StopIteration to chain to
+                self._answer(seq, ctx, handler, answer, started)
                 return
             context = contextvars.copy_context()
         except Exception:  # the answer's own steps failed: a bug of ours
@@ -255,24 +258,16 @@ class KafkaConnection(asyncio.Protocol):
             return
         finally:
             REQUEST.reset(token)
-        rest = self._finish(seq, ctx, handler, _Resumed(coro, waiting_on), started)
+        rest = _Answered(
+            coro,
+            waiting_on,
+            lambda answer: self._answer(seq, ctx, handler, answer, started),
+            lambda: self._failed(seq, ctx, handler, started),
+        )
         task = asyncio.get_running_loop().create_task(rest, context=context)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         self._update_reading()
-
-    async def _finish(
-        self, seq: int, ctx: RequestContext, handler: Handler, rest: _Resumed, started: float
-    ) -> None:
-        """A handler that waited: the rest of it, then its answer, in its task."""
-        try:
-            answer = await rest
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            self._failed(seq, ctx, handler, started)
-            return
-        self._answer(seq, ctx, handler, answer, started)
 
     def _answer(
         self, seq: int, ctx: RequestContext, handler: Handler, answer: Answer, started: float
@@ -486,12 +481,14 @@ class KafkaConnection(asyncio.Protocol):
         self._update_reading()
 
 
+_DONE = object()  # `_serve`: the handler answered in its first step
+
+
 class _Resumed(Coroutine[Any, Any, Any]):
     """A coroutine that has already run its first step, with what that step yielded (the
-    future it waits on): a Task, or a coroutine awaiting this, drives the rest. A Task sends
-    None to resume a coroutine (a future's result is read by the awaiter), so the first send
-    hands over that future. A bare yield (None) has already let the loop run: the first send
-    resumes the coroutine."""
+    future it waits on): a Task drives the rest. A Task sends None to resume a coroutine (a
+    future's result is read by the awaiter), so the first send hands over that future. A bare
+    yield (None) has already let the loop run: the first send resumes the coroutine."""
 
     __slots__ = ("_coro", "_first")
 
@@ -506,9 +503,6 @@ class _Resumed(Coroutine[Any, Any, Any]):
             return first
         return self._coro.send(value)
 
-    def __next__(self) -> Any:
-        return self.send(None)
-
     def throw(self, *args: Any) -> Any:
         self._first = None
         return self._coro.throw(*args)
@@ -516,5 +510,46 @@ class _Resumed(Coroutine[Any, Any, Any]):
     def close(self) -> None:
         self._coro.close()
 
-    def __await__(self) -> Generator[Any, None, Any]:
-        return self  # type: ignore[return-value]  # an iterator with send and throw, as awaits need
+    def __await__(self) -> Generator[Any, None, None]:
+        raise TypeError("a resumed request is driven by its Task, never awaited")
+
+
+class _Answered(_Resumed):
+    """A handler resumed by its Task; once it returns, or raises, the connection answers
+    (`_serve`'s `_answer` or `_failed`). Cancellation reaches the handler's await as it would
+    a coroutine's, even before the Task's first step."""
+
+    __slots__ = ("_answer", "_failed")
+
+    def __init__(
+        self,
+        coro: Coroutine[Any, Any, Answer],
+        first: Any,
+        answer: Callable[[Answer], None],
+        failed: Callable[[], None],
+    ) -> None:
+        super().__init__(coro, first)
+        self._answer = answer
+        self._failed = failed
+
+    def send(self, value: Any) -> Any:
+        try:
+            return super().send(value)
+        except StopIteration as done:
+            answer = done.value
+        except Exception:
+            self._failed()  # in the `except`: its log line carries the traceback
+            raise StopIteration from None
+        self._answer(answer)
+        raise StopIteration
+
+    def throw(self, *args: Any) -> Any:
+        try:
+            return super().throw(*args)
+        except StopIteration as done:
+            answer = done.value
+        except Exception:
+            self._failed()
+            raise StopIteration from None
+        self._answer(answer)
+        raise StopIteration
