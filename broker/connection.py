@@ -12,6 +12,7 @@ import asyncio
 import contextvars
 import time
 from collections import deque
+from collections.abc import Callable
 from collections.abc import Coroutine
 from collections.abc import Generator
 from collections.abc import Iterable
@@ -28,6 +29,7 @@ from broker.context import RequestContext
 from broker.handlers.api_versions import unsupported_version_response
 from broker.listeners import Listener
 from broker.logs import REQUEST
+from broker.metrics import ApiStats
 from broker.principal import ANONYMOUS
 from broker.registry import Answer
 from broker.registry import Handler
@@ -43,6 +45,7 @@ from protocol.api_keys import SASL_HANDSHAKE
 from protocol.framing import FrameDecoder
 from protocol.framing import FrameError
 from protocol.framing import frame
+from protocol.messages import HEADER_PREFIX
 from protocol.messages import EncodedResponse
 from protocol.messages import RequestHeader
 from protocol.messages import UndecodableRequest
@@ -53,7 +56,6 @@ from protocol.messages import encode_response
 from protocol.messages import error_response
 from protocol.messages import has_error_field
 from protocol.messages import peek_client_id
-from protocol.messages import peek_header
 from protocol.messages import response_frame
 
 log = structlog.get_logger("shoal.connection")
@@ -81,6 +83,8 @@ class KafkaConnection(asyncio.Protocol):
         # Shared server state.
         self._services = services
         self._stats = services.metrics.request_stats
+        self._api_stats: dict[str, ApiStats] = {}  # this connection's lookups in _stats
+        self._handlers = services.registry.by_key
         self._connections = connections
         self._listener = listener
         self._listener_name = listener.name if listener is not None else ""
@@ -168,12 +172,27 @@ class KafkaConnection(asyncio.Protocol):
         if self._pumping:  # a handler finished during a dispatch: the loop below goes on
             return
         self._pumping = True
+        waiting = self._waiting
         try:
-            while self._waiting and not self._closing and not self._busy():
-                self._dispatch(self._waiting.popleft())
+            while waiting and not self._closing:
+                # `_busy`, inline: this runs once per request
+                if (
+                    self._draining
+                    or self._writing_paused
+                    or self._next_seq - self._next_to_write >= MAX_IN_FLIGHT
+                ):
+                    break
+                self._dispatch(waiting.popleft())
         finally:
             self._pumping = False
-        self._update_reading()
+        busy = (
+            bool(waiting)
+            or self._draining
+            or self._writing_paused
+            or self._next_seq - self._next_to_write >= MAX_IN_FLIGHT
+        )
+        if busy is not self._reading_paused:  # `_update_reading` has something to do
+            self._update_reading()
 
     def _busy(self) -> bool:
         in_flight = self._next_seq - self._next_to_write
@@ -183,16 +202,15 @@ class KafkaConnection(asyncio.Protocol):
         if self._sasl is not None and self._sasl.expects_raw_token:
             self._start(self._raw_token(self._take_seq(), self._sasl, payload))
             return
-        try:
-            key, version, correlation_id = peek_header(payload)
-        except UndecodableRequest as e:
-            self.abort(str(e))
+        if len(payload) < HEADER_PREFIX.size:
+            self.abort(f"frame of {len(payload)} bytes is shorter than a header")
             return
+        key, version, correlation_id = HEADER_PREFIX.unpack_from(payload)  # peek_header, inline
         sasl = self._sasl
         if sasl is not None and not sasl.authenticated and key not in BEFORE_AUTHENTICATION:
             self.abort(f"api key {key} before SASL authentication completed")
             return
-        handler = self._services.registry.get(key)
+        handler = self._handlers.get(key)
         if handler is None or not handler.min_version <= version <= handler.max_version:
             self._refuse_version(key, version, correlation_id, peek_client_id(payload))
             return
@@ -206,8 +224,89 @@ class KafkaConnection(asyncio.Protocol):
                 return
             seq = self._next_seq  # _take_seq, inline on the hot path
             self._next_seq = seq + 1
-            coro = self._run(seq, self._context(request.header), handler, request.body)
+            self._serve(seq, self._context(request.header), handler, request.body)
+            return
         self._start(coro)
+
+    def _serve(self, seq: int, ctx: RequestContext, handler: Handler, body: RequestPayload) -> None:
+        """Run the handler's first step here, with no task: most handlers (Produce,
+        ShareAcknowledge, heartbeats) never wait, and a task, or even a context of its own,
+        costs more than they do. `REQUEST` (the log fields) is set for that step and reset
+        after it; a handler that waits goes on in a task, in a copy of the context taken
+        with `REQUEST` still set, from where it stopped."""
+        header = ctx.header
+        started = time.perf_counter()
+        token = REQUEST.set((header.client_id, header.correlation_id, handler.name, ctx.principal))
+        try:
+            # `Handler.run` without its two calls: `body` was read with the kio class of this
+            # key and version, which the handler serves (see `_dispatch`).
+            coro = handler.handle(ctx, body)  # type: ignore[arg-type]
+            try:
+                waiting_on = coro.send(None)
+            except StopIteration as done:
+                waiting_on, answer = _DONE, done.value
+            except Exception:
+                self._failed(seq, ctx, handler, started)
+                return
+            if waiting_on is _DONE:  # here, not in the `except`: no StopIteration to chain to
+                self._answer(seq, ctx, handler, answer, started)
+                return
+            context = contextvars.copy_context()
+        except Exception:  # the answer's own steps failed: a bug of ours
+            log.exception("request failed", peer=self._peer)
+            self.abort("internal error")
+            return
+        finally:
+            REQUEST.reset(token)
+        rest = _Answered(
+            coro,
+            waiting_on,
+            lambda answer: self._answer(seq, ctx, handler, answer, started),
+            lambda: self._failed(seq, ctx, handler, started),
+        )
+        task = asyncio.get_running_loop().create_task(rest, context=context)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        self._update_reading()
+
+    def _answer(
+        self, seq: int, ctx: RequestContext, handler: Handler, answer: Answer, started: float
+    ) -> None:
+        """What the handler answered, checked, encoded and queued in request order."""
+        header = ctx.header
+        try:
+            response = handler.checked(header.api_version, answer)
+            out = (
+                None
+                if response is None
+                else response_frame(response, header.correlation_id, header.api_version)
+            )
+        except Exception:
+            self._failed(seq, ctx, handler, started)
+            return
+        # `_observe`, inline for the answers written by a hot API's own serialiser.
+        if type(response) is not EncodedResponse:
+            self._observe(handler.name, response, started)
+        else:
+            api = handler.name
+            stats = self._api_stats.get(api)
+            if stats is None:
+                stats = self._api_stats[api] = self._stats.of(api)
+            stats.observe(time.perf_counter() - started)
+            if response.error_codes:
+                self._stats.count_errors(api, response.error_codes)
+        self._complete(seq, out)
+
+    def _failed(self, seq: int, ctx: RequestContext, handler: Handler, started: float) -> None:
+        """The handler raised (called in its `except` block, for the traceback): the request
+        is answered UNKNOWN_SERVER_ERROR."""
+        log.exception("handler failed", peer=self._peer)
+        header = ctx.header
+        response = error_response(
+            header.api_key, header.api_version, ErrorCode.unknown_server_error
+        )
+        self._observe(handler.name, response, started)
+        self._complete(seq, self._encode(response, ctx))
 
     def _start(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run the request's first step at once, in its own context (its log fields): most
@@ -247,8 +346,9 @@ class KafkaConnection(asyncio.Protocol):
         sasl = self._sasl
         principal = sasl.principal if sasl is not None and sasl.principal else self._principal
         # Positional: keywords cost more, once per request.
-        return RequestContext(self._services, header, self._peer, principal, self._acl_cache,
-                              self._listener_name, sasl)  # fmt: skip
+        # tuple.__new__: a NamedTuple's own __new__ is Python code, a frame per request.
+        return tuple.__new__(RequestContext, (self._services, header, self._peer, principal,
+                             self._acl_cache, self._listener_name, sasl))  # fmt: skip
 
     def _refuse_version(
         self, key: int, version: int, correlation_id: int, client_id: str | None
@@ -287,42 +387,17 @@ class KafkaConnection(asyncio.Protocol):
         except (UndecodableRequest, UnknownApi) as e:
             self.abort(f"undecodable request: {e}")
             return
-        await self._run(seq, self._context(request.header), handler, request.body)
-
-    async def _run(
-        self, seq: int, ctx: RequestContext, handler: Handler, body: RequestPayload
-    ) -> None:
-        header = ctx.header
-        api = handler.name
-        started = time.perf_counter()
-        # For every line logged while serving it (the principal is made a string only then).
-        REQUEST.set((header.client_id, header.correlation_id, api, ctx.principal))
-        response: Answer
-        try:
-            # `body` was read with the kio class of this key and version, which the handler
-            # serves (see `_dispatch`): `Handler.dispatch`'s type check would only repeat it.
-            version = header.api_version
-            response = handler.checked(version, await handler.run(ctx, body))
-            out: bytes | None = None
-            if response is not None:
-                out = response_frame(response, header.correlation_id, version)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("handler failed", peer=self._peer)
-            response = error_response(
-                header.api_key, header.api_version, ErrorCode.unknown_server_error
-            )
-            out = self._encode(response, ctx)
-        self._observe(api, response, started)
-        self._complete(seq, out)
+        self._serve(seq, self._context(request.header), handler, request.body)
 
     @staticmethod
     def _encode(response: ResponsePayload | EncodedResponse, ctx: RequestContext) -> bytes:
         return response_frame(response, ctx.header.correlation_id, ctx.version)
 
     def _observe(self, api: str, response: Any, started: float) -> None:
-        self._stats.of(api).observe(time.perf_counter() - started)
+        stats = self._api_stats.get(api)  # RequestStats.of, once per API per connection
+        if stats is None:
+            stats = self._api_stats[api] = self._stats.of(api)
+        stats.observe(time.perf_counter() - started)
         # Top-level and partition-level codes, as Kafka counts them; a hot API's own
         # serialiser lists its codes beside the bytes.
         if isinstance(response, EncodedResponse):
@@ -348,13 +423,16 @@ class KafkaConnection(asyncio.Protocol):
                 self._out_bytes += len(data)
         if not self._holding or self._out_bytes >= HOLD_MAX_BYTES:
             self._flush()
-        if self._sasl is not None and self._sasl.state is SaslState.FAILED:
-            self._flush()
-            self.close()  # after the failure is written, as Kafka does
-            return
-        if self._sasl is not None and self._sasl.authenticated:
-            self._decoder.max_frame_bytes = self._services.config.socket_request_max_bytes
-        self._pump()
+        sasl = self._sasl
+        if sasl is not None:
+            if sasl.state is SaslState.FAILED:
+                self._flush()
+                self.close()  # after the failure is written, as Kafka does
+                return
+            if sasl.authenticated:
+                self._decoder.max_frame_bytes = self._services.config.socket_request_max_bytes
+        if not self._pumping:  # else the dispatch loop on the stack goes on by itself
+            self._pump()
 
     def _flush(self) -> None:
         """Write the responses that are ready, in one write."""
@@ -403,14 +481,18 @@ class KafkaConnection(asyncio.Protocol):
         self._update_reading()
 
 
-class _Resumed(Coroutine[Any, Any, None]):
+_DONE = object()  # `_serve`: the handler answered in its first step
+
+
+class _Resumed(Coroutine[Any, Any, Any]):
     """A coroutine that has already run its first step, with what that step yielded (the
     future it waits on): a Task drives the rest. A Task sends None to resume a coroutine (a
-    future's result is read by the awaiter), so the first send hands over that future."""
+    future's result is read by the awaiter), so the first send hands over that future. A bare
+    yield (None) has already let the loop run: the first send resumes the coroutine."""
 
     __slots__ = ("_coro", "_first")
 
-    def __init__(self, coro: Coroutine[Any, Any, None], first: Any) -> None:
+    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
         self._coro = coro
         self._first: Any = first
 
@@ -430,3 +512,44 @@ class _Resumed(Coroutine[Any, Any, None]):
 
     def __await__(self) -> Generator[Any, None, None]:
         raise TypeError("a resumed request is driven by its Task, never awaited")
+
+
+class _Answered(_Resumed):
+    """A handler resumed by its Task; once it returns, or raises, the connection answers
+    (`_serve`'s `_answer` or `_failed`). Cancellation reaches the handler's await as it would
+    a coroutine's, even before the Task's first step."""
+
+    __slots__ = ("_answer", "_failed")
+
+    def __init__(
+        self,
+        coro: Coroutine[Any, Any, Answer],
+        first: Any,
+        answer: Callable[[Answer], None],
+        failed: Callable[[], None],
+    ) -> None:
+        super().__init__(coro, first)
+        self._answer = answer
+        self._failed = failed
+
+    def send(self, value: Any) -> Any:
+        try:
+            return super().send(value)
+        except StopIteration as done:
+            answer = done.value
+        except Exception:
+            self._failed()  # in the `except`: its log line carries the traceback
+            raise StopIteration from None
+        self._answer(answer)
+        raise StopIteration
+
+    def throw(self, *args: Any) -> Any:
+        try:
+            return super().throw(*args)
+        except StopIteration as done:
+            answer = done.value
+        except Exception:
+            self._failed()
+            raise StopIteration from None
+        self._answer(answer)
+        raise StopIteration

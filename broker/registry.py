@@ -11,13 +11,14 @@ advertised is exactly what is registered.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from collections.abc import Callable
+from collections.abc import Coroutine
 from collections.abc import Iterable
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
 from typing import TYPE_CHECKING
+from typing import Any
 from typing import Never
 from typing import cast
 
@@ -39,9 +40,10 @@ if TYPE_CHECKING:
 # A handler answers with a kio response, with the bytes of one written by a hot API's own
 # serialiser (`EncodedResponse`), or with None (no answer: Produce with acks=0).
 Answer = ResponsePayload | EncodedResponse | None
-HandleFn = Callable[["RequestContext", Never], Awaitable[Answer]]
+# An `async def`: the connection runs its first step itself (see `KafkaConnection._serve`).
+HandleFn = Callable[["RequestContext", Never], Coroutine[Any, Any, Answer]]
 AclCheck = tuple[AclOperation, ResourceType]
-_Dispatchable = Callable[["RequestContext", RequestPayload], Awaitable[Answer]]
+_Dispatchable = Callable[["RequestContext", RequestPayload], Coroutine[Any, Any, Answer]]
 
 
 def _version(entity: type[RequestPayload] | type[ResponsePayload]) -> int:
@@ -123,7 +125,7 @@ class Handler:
         response = await cast(_Dispatchable, self.handle)(ctx, request)
         return self.checked(request.__version__, response)
 
-    def run(self, ctx: RequestContext, request: RequestPayload) -> Awaitable[Answer]:
+    def run(self, ctx: RequestContext, request: RequestPayload) -> Coroutine[Any, Any, Answer]:
         """The handler's coroutine, without `dispatch`'s type check: for a caller that read
         `request` with the kio class of a version this handler `supports` (the connection).
         Check its answer with `checked`."""
@@ -170,17 +172,18 @@ def handler(
 
 class Registry:
     def __init__(self, handlers: Iterable[Handler] = ()) -> None:
-        self._by_key: dict[int, Handler] = {}
+        # Read by each connection per request (a dict lookup costs less than a `get` call).
+        self.by_key: dict[int, Handler] = {}
         for h in handlers:
             self.register(h)
 
     def register(self, handler: Handler) -> None:
-        if handler.api_key in self._by_key:
+        if handler.api_key in self.by_key:
             raise ValueError(f"api key {handler.api_key} ({handler.name}) registered twice")
-        self._by_key[handler.api_key] = handler
+        self.by_key[handler.api_key] = handler
 
     def get(self, api_key: int) -> Handler | None:
-        return self._by_key.get(api_key)
+        return self.by_key.get(api_key)
 
     def __iter__(self) -> Iterator[Handler]:
-        return iter(self._by_key[key] for key in sorted(self._by_key))
+        return iter(self.by_key[key] for key in sorted(self.by_key))

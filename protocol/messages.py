@@ -188,7 +188,7 @@ def decode_request(frame: bytes) -> Request:
 def decode_peeked(frame: bytes, key: int, version: int) -> Request:
     """`decode_request` of a frame whose key and version `peek_header` has already read (a
     connection peeks to pick the handler: once per request is enough)."""
-    read_header, read_body, name = _plan(key, version)
+    read_header, read_body, name = _PLANS.get((key, version)) or _plan(key, version)
     try:
         header, pos = read_header(frame, 0)
         body, _ = read_body(frame, pos)
@@ -198,7 +198,11 @@ def decode_peeked(frame: bytes, key: int, version: int) -> Request:
         raise UndecodableRequest(f"{name}: {e}") from e
     # Bytes after the fields this version defines are ignored, as Apache Kafka does:
     # librdkafka's all-topics Metadata v12 carries three of them.
-    return Request(RequestHeader(key, version, header.correlation_id, header.client_id), body)
+    # tuple.__new__: a NamedTuple's own __new__ is Python code, a frame per call.
+    new = tuple.__new__
+    return new(
+        Request, (new(RequestHeader, (key, version, header.correlation_id, header.client_id)), body)
+    )
 
 
 def encode_request(body: RequestPayload, correlation_id: int, client_id: str | None) -> bytes:
@@ -249,7 +253,10 @@ def response_frame(
     if isinstance(body, EncodedResponse):
         if body.version != version:
             raise ValueError(f"an encoded v{body.version} response answers v{version}")
-        if _flexible_header(body.api_key, version):  # header v1: no tagged fields
+        flexible = _FLEXIBLE_HEADER.get((body.api_key, version))  # once per request: no call
+        if flexible is None:
+            flexible = _flexible_header(body.api_key, version)
+        if flexible:  # header v1: no tagged fields
             return _SIZE_HEADER_V1.pack(len(body.body) + 5, correlation_id, 0) + body.body
         return _SIZE_HEADER_V0.pack(len(body.body) + 4, correlation_id) + body.body
     payload = encode_response(body, correlation_id, version)

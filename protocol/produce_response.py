@@ -96,7 +96,8 @@ def encode_produce_response(
         name, partitions = topics[0]
         if len(partitions) == 1 and partitions[0].error_message is None:
             p = partitions[0]
-            return _one_topic_v9(name) + _ONE_PARTITION_V9.pack(
+            prefix = _ONE_TOPIC_V9.get(name) or _one_topic_v9(name)  # a call only the first time
+            return prefix + _ONE_PARTITION_V9.pack(
                 p.partition, p.error_code, p.base_offset, NO_TIMESTAMP, p.log_start_offset,
                 1, 0, 0, 0, throttle_time_ms, 0)  # fmt: skip
     out = [array_length(len(topics), flexible)]

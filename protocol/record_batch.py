@@ -208,7 +208,7 @@ def validate_batches(buf: Buffer) -> list[BatchHeader]:
     while pos < end:
         if end - pos < BATCH_HEADER_SIZE:
             parse_header(view, pos)  # raises "length"
-        header = BatchHeader._make(_HEADER.unpack_from(view, pos))
+        header = tuple.__new__(BatchHeader, _HEADER.unpack_from(view, pos))  # _make, no frame
         _, length, _, magic, crc, attributes, delta, _, _, _, _, _, count = header
         size = length + LOG_OVERHEAD
         if not (

@@ -129,7 +129,7 @@ class SegmentedLog(ABC):
             count += header.record_count
         try:
             self._maybe_roll(len(buf), count, now_ms)
-            base = offset = self.log_end_offset
+            base = offset = self._segments[-1].next_offset  # log_end_offset, no call
             batches: list[tuple[int, BatchHeader]] = []
             pos = 0
             for header in headers:
@@ -157,9 +157,8 @@ class SegmentedLog(ABC):
                 self.flush()
             except OSError as e:
                 raise self._write_failed(e) from e
-        return AppendResult(
-            base_offset=base, last_offset=offset - 1, log_start_offset=self._log_start
-        )
+        # tuple.__new__: a NamedTuple's own __new__ is Python code, a frame per append.
+        return tuple.__new__(AppendResult, (base, offset - 1, self._log_start, -1, False))
 
     def _write_failed(self, error: OSError) -> KafkaStorageError:
         """KAFKA_STORAGE_ERROR for a failed write, logged once per episode of failures.

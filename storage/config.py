@@ -106,13 +106,9 @@ class LogConfig:
     min_cleanable_dirty_ratio: float = 0.5
     min_compaction_lag_ms: int = 0
 
-    # Parsed from cleanup_policy once: `compact` is asked on every append.
-    _compact: bool = field(init=False, repr=False, compare=False)
-
-    @property
-    def compact(self) -> bool:
-        """Keys are required and the cleaner keeps the latest record of each."""
-        return self._compact
+    # Keys are required and the cleaner keeps the latest record of each. Parsed from
+    # cleanup_policy once, and a plain attribute: it is read on every append.
+    compact: bool = field(init=False, repr=False, compare=False)
 
     @property
     def delete(self) -> bool:
@@ -124,7 +120,7 @@ class LogConfig:
         return {p.strip() for p in self.cleanup_policy.split(",")}
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_compact", "compact" in self._policies)
+        object.__setattr__(self, "compact", "compact" in self._policies)
         # Positions in the offset index are int32, so a segment cannot outgrow that.
         if not 14 <= self.segment_bytes <= _INT32_MAX:
             raise InvalidConfig(f"segment.bytes {self.segment_bytes} out of range")

@@ -25,12 +25,13 @@ def default_capacity() -> int:
 class FileHandles:
     def __init__(self, capacity: int | None = None) -> None:
         self.capacity = capacity or default_capacity()
-        self._open: OrderedDict[Path, int] = OrderedDict()
+        # By path as a str: a Path's hash is a Python call, and `fd` runs on every append.
+        self._open: OrderedDict[str, int] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._open)
 
-    def fd(self, path: Path) -> int:
+    def fd(self, path: str) -> int:
         """An open read-write, append descriptor of `path` (created if missing)."""
         fd = self._open.get(path)
         if fd is not None:
@@ -43,13 +44,13 @@ class FileHandles:
         self._open[path] = fd
         return fd
 
-    def detach(self, path: Path) -> int | None:
+    def detach(self, path: Path | str) -> int | None:
         """Forget `path`'s descriptor without closing it: the caller closes it (a thread can,
         when closing frees a replaced file's blocks)."""
-        return self._open.pop(path, None)
+        return self._open.pop(str(path), None)
 
-    def close(self, path: Path) -> None:
-        fd = self._open.pop(path, None)
+    def close(self, path: Path | str) -> None:
+        fd = self._open.pop(str(path), None)
         if fd is not None:
             os.close(fd)
 

@@ -23,6 +23,7 @@ import crc32c
 from protocol.record_batch import ATTRIBUTES_POS
 from protocol.record_batch import BATCH_HEADER_SIZE
 from protocol.record_batch import CONTROL_MASK
+from protocol.record_batch import LOG_OVERHEAD
 from protocol.record_batch import BatchHeader
 from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import iter_batch_headers
@@ -230,7 +231,7 @@ class Segment(ABC):
             self.bytes_since_index = 0
         tail.append(base_offset)
         self._tail_positions.append(position)
-        self.bytes_since_index += header.size
+        self.bytes_since_index += header.batch_length + LOG_OVERHEAD  # header.size, no call
         self.next_offset = base_offset + header.last_offset_delta + 1
 
     def note_data_max(self, timestamp: int, base_offset: int) -> None:
@@ -410,6 +411,7 @@ class FileSegment(Segment):
         self.directory = directory
         stem = segment_stem(base_offset)
         self.log_path = directory / f"{stem}.log"
+        self._handle_key = str(self.log_path)  # HANDLES's key, made once
         self.index_path = directory / f"{stem}.index"
         self.time_index_path = directory / f"{stem}.timeindex"
         self.data_max_path = directory / f"{stem}{DATA_MAX_SUFFIX}"
@@ -431,7 +433,7 @@ class FileSegment(Segment):
         """Opened on demand: idle segments hold no descriptor (storage.file_handles)."""
         if self._closed:  # never re-create the file of a closed or deleted segment
             raise OSError(errno.EBADF, f"{self.log_path} is closed")
-        return HANDLES.fd(self.log_path)
+        return HANDLES.fd(self._handle_key)
 
     def read(self, position: int, size: int) -> bytes:
         return os.pread(self._fd, size, position)

@@ -37,6 +37,7 @@ from broker.registry import Registry
 from broker.registry import handler
 from protocol.framing import FrameDecoder
 from protocol.framing import frame
+from protocol.messages import EncodedResponse
 from protocol.messages import decode_response
 from protocol.messages import encode_request
 from tests.brokers import make_server
@@ -270,6 +271,95 @@ async def test_a_failing_handler_answers_unknown_server_error(wire: Wire, waits:
     assert body.error_code == ErrorCode.unknown_server_error
     assert [e["event"] for e in logs] == ["handler failed"]
     assert wire.connection.idle
+
+
+def one_handler(data_dir: Path, handle: HandleFn) -> tuple[KafkaConnection, RecordingTransport]:
+    """A connection whose registry serves ApiVersions v3 with `handle` alone."""
+    registry = Registry([served_by(ApiVersionsRequest, ApiVersionsResponse, handle)])
+    connection = KafkaConnection(broker_services(data_dir, registry), set())
+    transport = RecordingTransport()
+    transport.protocol = connection
+    connection.connection_made(transport)
+    return connection, transport
+
+
+@pytest.mark.parametrize("before_its_task_runs", [False, True])
+async def test_a_waiting_handler_is_cancelled_where_it_waits_when_the_connection_is_lost(
+    tmp_path: Path, before_its_task_runs: bool
+) -> None:
+    # The handler's first step runs outside any task; the task that goes on from its await
+    # must still deliver the cancellation there, so the handler's own clean-up runs.
+    cancelled: list[object] = []
+
+    async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
+        try:
+            await asyncio.Event().wait()  # never set
+        except asyncio.CancelledError:
+            cancelled.append(REQUEST.get())
+            raise
+        raise AssertionError("the event is never set")
+
+    connection, transport = one_handler(tmp_path / "data", handle)
+    connection.data_received(request(7))
+    if not before_its_task_runs:
+        await settle()
+    connection.connection_lost(None)
+    await settle()
+    assert [(f[1], f[2]) for f in cancelled if f] == [(7, "ApiVersions")]  # with its log fields
+    assert transport.frames() == []
+
+
+@pytest.mark.parametrize("waits", [False, True])
+async def test_an_answer_of_another_api_is_answered_unknown_server_error(
+    tmp_path: Path, waits: bool
+) -> None:
+    async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> Any:
+        if waits:
+            await asyncio.sleep(0.001)
+        # Bytes of another API's answer, of the request's version: they would frame as they are.
+        return EncodedResponse(0, SERVED_VERSION, b"")
+
+    connection, transport = one_handler(tmp_path / "data", handle)
+    with capture_logs() as logs:
+        connection.data_received(request(1))
+        for _ in range(100):
+            if transport.frames():
+                break
+            await asyncio.sleep(0.005)
+    (answer,) = transport.frames()
+    _, body = decode_response(API_VERSIONS, SERVED_VERSION, answer)
+    assert body.error_code == ErrorCode.unknown_server_error
+    assert [e["event"] for e in logs] == ["handler failed"]
+    assert connection.idle
+
+
+async def test_a_bare_yield_resumes_the_handler_on_its_task_s_first_step(tmp_path: Path) -> None:
+    # `await asyncio.sleep(0)` yields None: the loop has run once the task starts, so the
+    # task resumes the handler at once rather than yielding a second time.
+    passes = 0
+
+    def count_passes() -> None:
+        nonlocal passes
+        passes += 1
+        asyncio.get_running_loop().call_soon(count_passes)
+
+    async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
+        await asyncio.sleep(0)
+        return ApiVersionsResponse(
+            error_code=ErrorCode.none,
+            api_keys=(),
+            throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+        )
+
+    connection, transport = one_handler(tmp_path / "data", handle)
+    asyncio.get_running_loop().call_soon(count_passes)
+    connection.data_received(request(1))
+    for _ in range(10):
+        if transport.frames():
+            break
+        await asyncio.sleep(0)
+    assert transport.frames()
+    assert passes == 1
 
 
 # framing ---------------------------------------------------------------------------------------
