@@ -10,7 +10,6 @@ import asyncio
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,15 +19,11 @@ from client import ConfigResourceType
 from client import Producer
 from client import Record
 from tests.brokers import BrokerProcess
+from tests.spark.jvm import ROOT
+from tests.spark.jvm import class_archive
+from tests.spark.jvm import jvm_env
 
 pyspark = pytest.importorskip("pyspark")
-
-# Test-only flags for every JVM the Spark tests start (this session's, the kill test's drivers,
-# the README script's; `java` reads JDK_JAVA_OPTIONS, so Spark's launcher JVM gets them too):
-# each lives for seconds to a minute, where C2's compiling costs more CPU than it wins back
-# (about 40% less CPU for a start-up and a few small queries), and one GC thread suits two
-# cores. They change nothing that a test checks.
-JVM_OPTIONS = {"JDK_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
 
 
 @pytest.fixture(scope="module")
@@ -38,19 +33,17 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def driver_env() -> dict[str, str]:
+    """What a Spark driver started by a test adds to its environment: the JVM settings
+    (jvm.py), with the class archive, made on first use."""
+    return jvm_env(class_archive())
+
+
+def session_builder() -> Any:
+    """The tests' local session: two cores, no UI, and settings that make small queries quick."""
     from pyspark.sql import SparkSession
 
-    root = str(Path(__file__).resolve().parents[2])
-    names = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH", *JVM_OPTIONS)
-    saved = {k: os.environ.get(k) for k in names}
-    os.environ.update(JVM_OPTIONS)
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    # The repository root holds pyspark_shoal.py, which Spark's lookup finds for "shoal".
-    paths = [root, os.environ.get("PYTHONPATH", "")]
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-    session = (
+    return (
         SparkSession.builder.master("local[2]")
         .appName("shoal-spark-tests")
         .config("spark.ui.enabled", "false")
@@ -59,8 +52,20 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.streaming.pollingDelay", "10ms")
         .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
     )
+
+
+@pytest.fixture(scope="session")
+def spark(driver_env: dict[str, str]) -> Iterator[Any]:
+    names = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH", *driver_env)
+    saved = {k: os.environ.get(k) for k in names}
+    os.environ.update(driver_env)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # The repository root holds pyspark_shoal.py, which Spark's lookup finds for "shoal".
+    paths = [str(ROOT), os.environ.get("PYTHONPATH", "")]
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    session = session_builder().getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     try:
         yield session
