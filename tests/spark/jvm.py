@@ -61,28 +61,32 @@ def _fingerprint() -> str | None:
 
 def class_archive() -> Path | None:
     """The archive for this JDK and Spark, made now if there is none (under a lock: xdist's
-    workers wait for the one that makes it). None if it cannot be made."""
+    workers wait for the one that makes it). None if it cannot be made; a failed attempt
+    leaves `<archive>.failed`, so later runs do not pay for another (delete it to retry)."""
     key = _fingerprint()
     if key is None:
         return None
     cache = _cache_dir()
     archive = cache / f"spark-{key}.jsa"
+    failed = archive.with_suffix(".failed")
     if archive.exists():
         return archive
     try:
         cache.mkdir(parents=True, exist_ok=True)
         with open(cache / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if not archive.exists():
-                _make(archive)
+            if not archive.exists() and not failed.exists() and not _make(archive):
+                failed.touch()
     except OSError:
         return None
     return archive if archive.exists() else None
 
 
-def _make(archive: Path) -> None:
-    """One training driver exits and writes the archive; only a complete one gets its name.
-    A failed training's JVM may still write its part: the lock holder clears them."""
+def _make(archive: Path) -> bool:
+    """One training driver exits and writes the archive; only a complete one gets its name
+    (the JVM exits with 1 if it cannot write it all; a truncated archive would crash every
+    JVM that maps it). A failed training's JVM may still write its part: the lock holder
+    clears them."""
     for old in archive.parent.glob("*.part"):
         old.unlink(missing_ok=True)
     fd, part = tempfile.mkstemp(dir=archive.parent, prefix=archive.name, suffix=".part")
@@ -107,10 +111,12 @@ def _make(archive: Path) -> None:
         )
         if done.returncode == 0 and Path(part).exists():
             os.replace(part, archive)
+            return True
     except subprocess.TimeoutExpired:
         pass
     finally:
         Path(part).unlink(missing_ok=True)
+    return False
 
 
 def jvm_env(archive: Path | None = None) -> dict[str, str]:
