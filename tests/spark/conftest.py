@@ -20,6 +20,7 @@ from client import Producer
 from client import Record
 from tests.brokers import BrokerProcess
 from tests.spark.jvm import ROOT
+from tests.spark.jvm import ArchiveWriter
 from tests.spark.jvm import class_archive
 from tests.spark.jvm import jvm_env
 
@@ -34,8 +35,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 
 @pytest.fixture(scope="session")
 def driver_env() -> dict[str, str]:
-    """What a Spark driver started by a test adds to its environment: the JVM settings
-    (jvm.py), with the class archive, made on first use."""
+    """What a Spark driver started by a test adds to its environment: the JVM settings and
+    the class archive if there is one (jvm.py)."""
     return jvm_env(class_archive())
 
 
@@ -57,9 +58,11 @@ def session_builder() -> Any:
 
 @pytest.fixture(scope="session")
 def spark(driver_env: dict[str, str]) -> Iterator[Any]:
-    names = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH", *driver_env)
+    writer = ArchiveWriter.start()  # None if there is an archive or another writer
+    env = writer.env() if writer is not None else driver_env
+    names = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH", *env)
     saved = {k: os.environ.get(k) for k in names}
-    os.environ.update(driver_env)
+    os.environ.update(env)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     # The repository root holds pyspark_shoal.py, which Spark's lookup finds for "shoal".
@@ -67,10 +70,13 @@ def spark(driver_env: dict[str, str]) -> Iterator[Any]:
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     session = session_builder().getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    jvm = session.sparkContext._gateway.proc
     try:
         yield session
     finally:
         session.stop()
+        if writer is not None:
+            writer.finish(jvm)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

@@ -3,12 +3,14 @@ start-up.
 
 A Spark driver spends most of its first seconds loading and verifying some 15,000 classes
 from Spark's jars, and every driver here (each xdist worker's session, the kill test's
-drivers, the README's script) does it again. Java's class-data sharing (AppCDS) maps them
-from an archive instead: `-XX:ArchiveClassesAtExit` writes one when a training driver exits
-(`python -m tests.spark.class_archive`), `-XX:SharedArchiveFile` reads it. It is made once
-per JDK and Spark (its name holds their fingerprint) in the user's cache directory. Making
-or using it may fail (no space, another JDK, a changed jar): the JVM then loads the classes
-from the jars, as without it, so a missing or stale archive only costs time.
+driver, the README's script) does it again. Java's class-data sharing (AppCDS) maps them
+from an archive instead: `-XX:SharedArchiveFile` reads it, `-XX:ArchiveClassesAtExit`
+writes it when a JVM exits. The first test session without one has its own session's JVM
+write it at the end (`ArchiveWriter`: the other xdist worker and concurrent runs go on
+without); later runs use it. It lives in the user's cache directory, named by a fingerprint
+of the JDK and Spark's jars. Writing or using it may fail (no space, another JDK, a changed
+jar): the JVM then loads the classes from the jars, as without it, so a missing or stale
+archive only costs time.
 """
 
 from __future__ import annotations
@@ -18,9 +20,8 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
+from typing import IO
 
 # Each test JVM lives for seconds to a minute, where C2's compiling costs more CPU than it wins
 # back (about 40% less CPU for a start-up and a few small queries), and one GC thread suits two
@@ -60,63 +61,65 @@ def _fingerprint() -> str | None:
 
 
 def class_archive() -> Path | None:
-    """The archive for this JDK and Spark, made now if there is none (under a lock: xdist's
-    workers wait for the one that makes it). None if it cannot be made; a failed attempt
-    leaves `<archive>.failed`, so later runs do not pay for another (delete it to retry)."""
+    """The archive for this JDK and Spark, if one was written."""
     key = _fingerprint()
-    if key is None:
-        return None
-    cache = _cache_dir()
-    archive = cache / f"spark-{key}.jsa"
-    failed = archive.with_suffix(".failed")
-    if archive.exists():
-        return archive
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        with open(cache / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not archive.exists() and not failed.exists() and not _make(archive):
-                failed.touch()
-    except OSError:
-        return None
-    return archive if archive.exists() else None
+    archive = _cache_dir() / f"spark-{key}.jsa" if key else None
+    return archive if archive is not None and archive.exists() else None
 
 
-def _make(archive: Path) -> bool:
-    """One training driver exits and writes the archive; only a complete one gets its name
-    (the JVM exits with 1 if it cannot write it all; a truncated archive would crash every
-    JVM that maps it). A failed training's JVM may still write its part: the lock holder
-    clears them."""
-    for old in archive.parent.glob("*.part"):
-        old.unlink(missing_ok=True)
-    fd, part = tempfile.mkstemp(dir=archive.parent, prefix=archive.name, suffix=".part")
-    os.close(fd)
-    os.unlink(part)  # the JVM creates it
-    env = {
-        **os.environ,
-        **jvm_env(),
-        "SPARK_SUBMIT_OPTS": f"{LOG_OPTIONS} -XX:ArchiveClassesAtExit={part}",
-        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-    }
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "tests.spark.class_archive"],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=300,
-        )
-        if done.returncode == 0 and Path(part).exists():
-            os.replace(part, archive)
-            return True
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        Path(part).unlink(missing_ok=True)
-    return False
+class ArchiveWriter:
+    """Has a session's JVM write the archive when it exits, if there is none and nobody else
+    is writing one (a lock held for the session). Only a complete archive gets its name: the
+    JVM exits with 1 if it cannot write it all, and a truncated archive would crash every JVM
+    that maps it (tried: SIGBUS). After a failure the next run tries again: it costs that
+    run's JVM a few seconds at exit."""
+
+    def __init__(self, archive: Path, lock: IO[str]) -> None:
+        self.archive = archive
+        self.lock = lock
+        self.part = archive.with_name(f"{archive.name}.{os.getpid()}.part")
+
+    @classmethod
+    def start(cls) -> ArchiveWriter | None:
+        key = _fingerprint()
+        if key is None:
+            return None
+        archive = _cache_dir() / f"spark-{key}.jsa"
+        if archive.exists():
+            return None
+        try:
+            archive.parent.mkdir(parents=True, exist_ok=True)
+            lock = open(archive.parent / ".lock", "w")  # noqa: SIM115 (held until finish)
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return None
+        if archive.exists():
+            lock.close()
+            return None
+        for old in archive.parent.glob("*.part"):  # from a run that was killed
+            old.unlink(missing_ok=True)
+        return cls(archive, lock)
+
+    def env(self) -> dict[str, str]:
+        return {
+            "JDK_JAVA_OPTIONS": JIT_OPTIONS,
+            "SPARK_SUBMIT_OPTS": f"{LOG_OPTIONS} -XX:ArchiveClassesAtExit={self.part}",
+        }
+
+    def finish(self, jvm: subprocess.Popen[bytes]) -> None:
+        """After the session stopped: ends its JVM (Spark's gateway exits on EOF), which
+        writes the archive, and names it."""
+        try:
+            if jvm.stdin is not None:
+                jvm.stdin.close()
+            code = jvm.wait(120)
+            if code == 0 and self.part.exists():
+                os.replace(self.part, self.archive)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        finally:
+            self.part.unlink(missing_ok=True)
+            self.lock.close()
 
 
 def jvm_env(archive: Path | None = None) -> dict[str, str]:
