@@ -10,7 +10,6 @@ import asyncio
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,15 +19,12 @@ from client import ConfigResourceType
 from client import Producer
 from client import Record
 from tests.brokers import BrokerProcess
+from tests.spark.jvm import ROOT
+from tests.spark.jvm import ArchiveWriter
+from tests.spark.jvm import class_archive
+from tests.spark.jvm import jvm_env
 
 pyspark = pytest.importorskip("pyspark")
-
-# Test-only flags for every JVM the Spark tests start (this session's, the kill test's drivers,
-# the README script's; `java` reads JDK_JAVA_OPTIONS, so Spark's launcher JVM gets them too):
-# each lives for seconds to a minute, where C2's compiling costs more CPU than it wins back
-# (about 40% less CPU for a start-up and a few small queries), and one GC thread suits two
-# cores. They change nothing that a test checks.
-JVM_OPTIONS = {"JDK_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
 
 
 @pytest.fixture(scope="module")
@@ -38,19 +34,17 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def driver_env() -> dict[str, str]:
+    """What a Spark driver started by a test adds to its environment: the JVM settings and
+    the class archive if there is one (jvm.py)."""
+    return jvm_env(class_archive())
+
+
+def session_builder() -> Any:
+    """The tests' local session: two cores, no UI, and settings that make small queries quick."""
     from pyspark.sql import SparkSession
 
-    root = str(Path(__file__).resolve().parents[2])
-    names = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH", *JVM_OPTIONS)
-    saved = {k: os.environ.get(k) for k in names}
-    os.environ.update(JVM_OPTIONS)
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    # The repository root holds pyspark_shoal.py, which Spark's lookup finds for "shoal".
-    paths = [root, os.environ.get("PYTHONPATH", "")]
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-    session = (
+    return (
         SparkSession.builder.master("local[2]")
         .appName("shoal-spark-tests")
         .config("spark.ui.enabled", "false")
@@ -59,13 +53,30 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.streaming.pollingDelay", "10ms")
         .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
     )
+
+
+@pytest.fixture(scope="session")
+def spark(driver_env: dict[str, str]) -> Iterator[Any]:
+    writer = ArchiveWriter.start()  # None if there is an archive or another writer
+    env = writer.env() if writer is not None else driver_env
+    names = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH", *env)
+    saved = {k: os.environ.get(k) for k in names}
+    os.environ.update(env)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # The repository root holds pyspark_shoal.py, which Spark's lookup finds for "shoal".
+    paths = [str(ROOT), os.environ.get("PYTHONPATH", "")]
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    session = session_builder().getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    jvm = session.sparkContext._gateway.proc
     try:
         yield session
     finally:
         session.stop()
+        if writer is not None:
+            writer.finish(jvm)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

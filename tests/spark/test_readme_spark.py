@@ -8,8 +8,8 @@ repository root on sys.path) and Spark's Python workers must run this interprete
 `spark` sets PYSPARK_PYTHON). The one change to the text: the broker's address. The README
 says 127.0.0.1:9092; the test's broker listens on a free port instead (9092 may be taken on
 a shared machine), and every "127.0.0.1:9092" is rewritten to it. The one addition to a new
-shell's environment: JDK_JAVA_OPTIONS, the JIT settings every Spark test's JVM runs with (see
-conftest.py), for speed.
+shell's environment: the JVM settings every Spark test's driver runs with, for speed (JIT flags
+and the class archive, see jvm.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 
 from tests.brokers import BrokerProcess
-from tests.spark.conftest import JVM_OPTIONS
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).parents[2]
@@ -38,7 +37,7 @@ def spark_blocks() -> tuple[list[str], list[str]]:
     return [b for kind, b in blocks if kind == "sh"], [b for kind, b in blocks if kind == "python"]
 
 
-def _env_of_a_new_shell(tmp_path: Path) -> dict[str, str]:
+def _env_of_a_new_shell(tmp_path: Path, driver_env: dict[str, str]) -> dict[str, str]:
     """The environment without anything that would find Shoal for Spark: no PYTHONPATH or
     PYSPARK_*, and no directory on PATH whose python3 is this venv's."""
     env = {
@@ -54,17 +53,17 @@ def _env_of_a_new_shell(tmp_path: Path) -> dict[str, str]:
     ]
     env["PATH"] = os.pathsep.join(path)
     env["HOME"] = str(tmp_path)  # Spark's ivy cache and the like stay out of the real home
-    return env | JVM_OPTIONS  # the JIT's settings only: the README's code runs as written
+    return env | driver_env  # JVM settings only: the README's code runs as written
 
 
 def test_readme_spark_examples_run_as_written_from_another_directory(
-    broker: BrokerProcess, tmp_path: Path
+    broker: BrokerProcess, tmp_path: Path, driver_env: dict[str, str]
 ) -> None:
     shell, python = spark_blocks()
     assert shell and len(python) >= 4, "the README's Spark section lost its examples"
     assert all(README_ADDRESS in b for b in (*shell, *python[1:])), "an example lost its address"
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))
-    env = _env_of_a_new_shell(tmp_path)
+    env = _env_of_a_new_shell(tmp_path, driver_env)
     for block in shell:
         script = block.replace(README_ADDRESS, broker.bootstrap)
         done = subprocess.run(
@@ -105,7 +104,7 @@ def test_sparks_lookup_sees_pyspark_shoal_from_any_directory(tmp_path: Path) -> 
     """Spark finds Python data sources with `pkgutil.iter_modules()`, which sees sys.path only
     (not setuptools' editable-install import hook): the install must put pyspark_shoal there.
     A venv installed before pyproject.toml said so needs `make install` once more."""
-    env = _env_of_a_new_shell(tmp_path)
+    env = _env_of_a_new_shell(tmp_path, {})  # no JVM here
     found = subprocess.run(
         [
             sys.executable,

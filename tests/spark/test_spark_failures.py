@@ -19,7 +19,6 @@ import pytest
 
 from client import ConsumerRecord
 from tests.brokers import BrokerProcess
-from tests.spark.conftest import JVM_OPTIONS
 from tests.spark.conftest import configure_group
 from tests.spark.conftest import create_topic
 from tests.spark.conftest import produce
@@ -70,14 +69,14 @@ q.trigger(processingTime="200 milliseconds").start().awaitTermination()
 
 
 def _driver(
-    tmp: Path, broker: BrokerProcess, out: Path, checkpoint: Path
+    tmp: Path, broker: BrokerProcess, out: Path, checkpoint: Path, driver_env: dict[str, str]
 ) -> subprocess.Popen[bytes]:
     script = tmp / "driver.py"
     script.write_text(_DRIVER)
     root = str(Path(__file__).resolve().parents[2])
     env = {
         **os.environ,
-        **JVM_OPTIONS,
+        **driver_env,
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
@@ -94,7 +93,7 @@ def _driver(
 
 @pytest.mark.slow
 def test_kill_9_of_the_driver_loses_nothing(
-    spark: Any, broker: BrokerProcess, tmp_path: Path
+    spark: Any, broker: BrokerProcess, tmp_path: Path, driver_env: dict[str, str]
 ) -> None:
     total = 3000
     create_topic(broker.bootstrap, "killed", 1)
@@ -105,7 +104,7 @@ def test_kill_9_of_the_driver_loses_nothing(
     out, checkpoint = tmp_path / "out", tmp_path / "ck"
     out.mkdir()
 
-    first = _driver(tmp_path, broker, out, checkpoint)
+    first = _driver(tmp_path, broker, out, checkpoint, driver_env)
     try:
         deadline = time.monotonic() + 240
         while len(list(out.glob("run-*.json"))) < 2:
