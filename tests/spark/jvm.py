@@ -90,8 +90,12 @@ class ArchiveWriter:
         try:
             archive.parent.mkdir(parents=True, exist_ok=True)
             lock = open(archive.parent / ".lock", "w")  # noqa: SIM115 (held until finish)
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            return None
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # another session writes it (the other xdist worker, say)
+            lock.close()
             return None
         if archive.exists():
             lock.close()
