@@ -309,15 +309,15 @@ class KafkaConnection(asyncio.Protocol):
         self._complete(seq, self._encode(response, ctx))
 
     def _start(self, coro: Coroutine[Any, Any, None]) -> None:
-        """Run the request's first step at once, in its own context (its log fields): most
-        handlers (Produce, ShareAcknowledge, heartbeats) never wait, and a task per request
-        costs more than they do. One that waits goes on in a task from where it stopped."""
+        """Run a coroutine of the connection's own (a request decoded off the loop, a raw SASL
+        token) to its first wait, in a context of its own; it goes on in a task from there.
+        Handlers of requests decoded on the loop are run by `_serve`."""
         context = contextvars.copy_context()
         try:
             waiting_on = context.run(coro.send, None)
         except StopIteration:
             return
-        except Exception:  # _run answers handler failures itself: this is a bug of ours
+        except Exception:  # `_serve` answers handler failures itself: this is a bug of ours
             log.exception("request failed", peer=self._peer)
             self.abort("internal error")
             return
