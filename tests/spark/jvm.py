@@ -119,6 +119,11 @@ class ArchiveWriter:
             code = jvm.wait(120)
             if code == 0 and self.part.exists():
                 os.replace(self.part, self.archive)
+                # Each venv (its jars' paths) has its own fingerprint: keep only the newest
+                # archive, not ~170 MB per checkout ever made (a JVM mapping one keeps it).
+                for other in self.archive.parent.glob("spark-*.jsa"):
+                    if other != self.archive:
+                        other.unlink(missing_ok=True)
         except (OSError, subprocess.TimeoutExpired):
             pass
         finally:
