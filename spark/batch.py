@@ -21,11 +21,9 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceReader
 from pyspark.sql.datasource import InputPartition
 
-from client.admin import Admin
 from spark.fetcher import Fetcher
 from spark.fetcher import OffsetRange
 from spark.fetcher import task_loop
-from spark.offsets import plan_ranges
 from spark.options import BatchOptions
 from spark.ranges import Span
 from spark.ranges import split_spans
@@ -43,14 +41,6 @@ def split_ranges(ranges: list[OffsetRange], pieces: int | None) -> list[list[Off
         [OffsetRange(s.topic, s.partition, s.first, s.last + 1) for s in piece]
         for piece in split_spans(spans, pieces)
     ]
-
-
-async def plan(opts: BatchOptions) -> list[OffsetRange]:
-    """The [start, end) range of every partition read (see `spark.offsets`)."""
-    async with Admin(
-        opts.bootstrap, client_id="shoal-spark-planner", security=opts.security
-    ) as admin:
-        return await plan_ranges(admin, opts)
 
 
 def read_ranges(
@@ -72,6 +62,9 @@ class ShoalBatchReader(DataSourceReader):
         self.opts = opts
 
     def partitions(self) -> Sequence[InputPartition]:
+        # Imported here: the tasks that unpickle this reader only fetch, and need no admin.
+        from spark.offsets import plan
+
         ranges = asyncio.run(plan(self.opts))  # planning is one call on the driver
         return [
             RangePartition(self.opts.bootstrap, piece, self.opts.max_partition_bytes)

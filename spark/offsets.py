@@ -146,6 +146,14 @@ async def _one(
     return OffsetRange(topic, p, start, end), warning  # start >= end: nothing to read
 
 
+async def plan(opts: BatchOptions) -> list[OffsetRange]:
+    """The [start, end) range of every partition a batch read covers (`plan_ranges`)."""
+    async with Admin(
+        opts.bootstrap, client_id="shoal-spark-planner", security=opts.security
+    ) as admin:
+        return await plan_ranges(admin, opts)
+
+
 async def plan_ranges(admin: Admin, opts: BatchOptions) -> list[OffsetRange]:
     """The non-empty [start, end) range of every partition the read covers.
 

@@ -3,6 +3,10 @@
 Register it once per session with `spark.dataSource.register(ShoalDataSource)`, then use
 `format("shoal")`. (Spark 4 also registers, without a call, every `DataSource` named
 `DefaultSource` in a top-level module whose name starts with `pyspark_`: see spark/README.md.)
+
+Spark runs many short Python workers (one to look data sources up, one to create this object,
+one to plan each read, ...), and each imports this module afresh: the readers and writers, and
+the client modules they need, are imported by the method that makes them.
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ from pyspark.sql.datasource import DataSourceStreamWriter
 from pyspark.sql.datasource import DataSourceWriter
 from pyspark.sql.types import StructType
 
-from spark.batch import ShoalBatchReader
 from spark.options import BatchOptions
 from spark.options import OptionError
 from spark.options import StreamOptions
@@ -26,9 +29,6 @@ from spark.options import WriteOptions
 from spark.options import check_at_load
 from spark.options import include_headers_of
 from spark.rows import schema_of
-from spark.stream import ShoalStreamReader
-from spark.writer import ShoalStreamWriter
-from spark.writer import ShoalWriter
 
 T = TypeVar("T")
 
@@ -46,15 +46,23 @@ class ShoalDataSource(DataSource):
         return schema_of(include_headers=include_headers_of(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        from spark.batch import ShoalBatchReader
+
         return ShoalBatchReader(_checked(BatchOptions.parse, self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from spark.stream import ShoalStreamReader
+
         return ShoalStreamReader(_checked(StreamOptions.parse, self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from spark.writer import ShoalWriter
+
         return ShoalWriter(_checked(WriteOptions.parse, self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from spark.writer import ShoalStreamWriter
+
         return ShoalStreamWriter(_checked(WriteOptions.parse, self.options), schema)
 
 

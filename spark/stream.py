@@ -7,7 +7,8 @@ on the driver, after the executors have read it. So the records of a batch must 
 kept alive and acknowledged by one long-lived member that learns when the batch is committed:
 the stream reader object, which PySpark keeps in one Python process on the driver for the whole
 query (`python_streaming_source_runner`), calling `latestOffset`, `partitions`, `commit` and
-`stop` on it in turn.
+`stop` on it in turn. That member is `spark.share_session.ShareGroupSession`, made on first
+use and imported only there: Spark's tasks unpickle this reader too, and only decode.
 
 - `latestOffset` acquires up to the read limit (`maxRecordsPerTrigger`, or Spark's spelling
   `maxOffsetsPerTrigger`) from the group with a `ShareConsumer` in explicit mode, polling until
@@ -73,12 +74,11 @@ import logging
 import os
 import signal
 import threading
-import time
 from collections.abc import Iterator
 from collections.abc import Sequence
-from dataclasses import dataclass
 from dataclasses import replace
 from types import FrameType
+from typing import TYPE_CHECKING
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader
@@ -88,41 +88,23 @@ from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.streaming.datasource import ReadMaxRows
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from client.admin import Admin
 from client.arrow_batches import acquired_to_arrow
-from client.errors import KafkaError
-from client.records import AcquiredData
-from client.share_acks import AcknowledgeType
-from client.share_consumer import AckResults
-from client.share_consumer import ShareConsumer
-from spark.acks import RecordKey
-from spark.acks import take_verdicts
-from spark.fetcher import Fetcher
-from spark.fetcher import OffsetRange
-from spark.fetcher import task_loop
-from spark.group_state import StreamChecks
-from spark.loop import LoopThread
-from spark.offsets import pattern_topics
-from spark.options import AT_MOST_ONCE
 from spark.options import SHIP
 from spark.options import StreamOptions
 from spark.ranges import Shipment
 from spark.ranges import Span
-from spark.ranges import carve
 from spark.ranges import count
 from spark.ranges import shipments
-from spark.ranges import spans_of
 from spark.ranges import split_spans
 from spark.rows import without_headers
 
+if TYPE_CHECKING:
+    from spark.group_state import StreamChecks
+    from spark.share_session import ShareGroupSession
+
 log = logging.getLogger(__name__)
 
-_TOP_UP_WAIT_S = 0.05  # once a batch has records, how long one more poll may wait for more
-_TOP_UP_EMPTY_POLLS = 2  # ... and how many empty ones end it
-_DRAIN_POLL_S = 0.2  # AvailableNow: how often an idle reader asks whether the group is drained
-_DRAIN_PATIENCE_S = 120.0  # AvailableNow: give up waiting on the group after no progress
 _FETCH_BYTES = 8 << 20  # per Fetch of a task that reads its ranges from the broker
-_TICK_S = 0.1
 
 
 class ShipmentPartition(InputPartition):
@@ -143,289 +125,6 @@ class SpanPartition(InputPartition):
 
     def __repr__(self) -> str:
         return f"SpanPartition({sum(len(s) for s in self.value[1])} offsets)"
-
-
-@dataclass
-class _Batch:
-    seq: int
-    spans: list[Span]
-    acquired: list[AcquiredData]  # kept only when the driver ships the bytes
-    settled: bool = False
-
-
-class ShareGroupSession:
-    """The driver-side member: a ShareConsumer on a private loop, the batches it holds (as
-    ranges), and the task that renews their locks. Every method is called from Spark's (one)
-    thread; the consumer is only touched on the loop."""
-
-    def __init__(self, opts: StreamOptions) -> None:
-        self.opts = opts
-        self.loop = LoopThread("shoal-share-reader")
-        self.consumer = ShareConsumer(
-            opts.bootstrap,
-            opts.group,
-            acknowledgement_mode="explicit",
-            client_id=opts.client_id,
-            security=opts.security,
-            on_acknowledgement=_log_failures,
-        )
-        self.consumer.subscribe(opts.topics)
-        self.batches: dict[int, _Batch] = {}
-        self.available_now = False
-        self.targets: dict[tuple[str, int], tuple[int, int]] = {}  # (earliest, end) at start
-        self.drained = False
-        self._admin: Admin | None = None
-        self._touched = time.monotonic()
-        self._lock = self.loop.run(self._make_lock())
-        self._renewer = self.loop.spawn(self._renew_forever())
-
-    @staticmethod
-    async def _make_lock() -> asyncio.Lock:
-        return asyncio.Lock()
-
-    # -- acquiring ----------------------------------------------------------------------------
-
-    def acquire(self, limit: int) -> list[AcquiredData]:
-        return self.loop.run(self._acquire(limit))
-
-    async def _acquire(self, limit: int) -> list[AcquiredData]:
-        """Up to about `limit` records (whole stored batches), polling until the limit is
-        reached or the group has no more for now; the first poll carries the acknowledgements
-        that `settle_through` queued."""
-        loop = asyncio.get_running_loop()
-        timeout = self.opts.poll_timeout_ms / 1000
-        deadline = loop.time() + timeout
-        out: list[AcquiredData] = []
-        got = empty = 0
-        drain = _DrainWatch()
-        async with self._lock:
-            while got < limit:
-                self.consumer.max_records = limit - got
-                wait = _TOP_UP_WAIT_S if got else max(0.0, deadline - loop.time())
-                if self.available_now and not got:
-                    wait = min(wait, _DRAIN_POLL_S)
-                acquired = await self.consumer.poll_acquired(wait)
-                if acquired:
-                    out.extend(acquired)
-                    got += count(acquired)
-                    self._touched = time.monotonic()
-                    empty = 0
-                    continue
-                if got:
-                    empty += 1
-                    if empty >= _TOP_UP_EMPTY_POLLS:
-                        break
-                    continue
-                if self.available_now:  # no deadline: wait until the group is drained
-                    if await self._is_drained(drain):
-                        self.drained = True
-                        break
-                    continue
-                if loop.time() >= deadline:
-                    break
-            await self.consumer.commit_sync()  # acks that no poll could carry
-        if self.available_now and out and not self._below_targets(out):
-            # Only records produced after the start: process them, and end after this batch
-            # if nobody holds anything below the ends.
-            self.drained = await self._run_is_drained()
-        return out
-
-    async def _run_is_drained(self) -> bool:
-        async with self._lock:
-            return await self._is_drained(None)
-
-    def _below_targets(self, acquired: list[AcquiredData]) -> bool:
-        for a in acquired:
-            _, end = self.targets.get((a.topic, a.partition), (0, 1 << 62))
-            if any(r.first_offset < end for r in a.ranges):
-                return True
-        return False
-
-    def prepare_available_now(self) -> None:
-        self.available_now = True
-        self.targets = self.loop.run(self._end_offsets())
-
-    async def _end_offsets(self) -> dict[tuple[str, int], tuple[int, int]]:
-        admin = self._admin = Admin(
-            self.opts.bootstrap, client_id="shoal-spark-admin", security=self.opts.security
-        )
-        await admin.cluster.bootstrap()
-        out: dict[tuple[str, int], tuple[int, int]] = {}
-        for topic in self.opts.topics:
-            info = await admin.cluster.topic(topic)
-            for p in info.partitions:
-                earliest = await admin.list_offsets(topic, p, "earliest")
-                out[(topic, p)] = (earliest, await admin.list_offsets(topic, p, "latest"))
-        return out
-
-    async def _is_drained(self, watch: _DrainWatch | None) -> bool:
-        """No record below the noted end offsets is available or acquired by anyone in the
-        group: every share-partition's start offset (SPSO) has reached its end."""
-        assert self._admin is not None
-        wanted = [tp for tp, (lo, end) in self.targets.items() if end > lo]
-        if not wanted:
-            return True
-        try:
-            offsets = await self._admin.describe_share_group_offsets(self.opts.group, wanted)
-        except (KafkaError, OSError) as e:
-            log.info("describing the group's offsets failed: %s", e)
-            offsets = {}
-        starts = {tp: offsets[tp].start_offset if tp in offsets else -1 for tp in wanted}
-        if all(starts[tp] >= self.targets[tp][1] for tp in wanted):
-            return True
-        if watch is not None and watch.stalled(sum(starts.values())):
-            log.warning(
-                "AvailableNow: the group made no progress below the end offsets for %.0f s "
-                "(start offsets %s, ends %s); ending the run",
-                _DRAIN_PATIENCE_S,
-                starts,
-                {tp: self.targets[tp][1] for tp in wanted},
-            )
-            return True
-        return False
-
-    # -- acknowledging ------------------------------------------------------------------------
-
-    def hold(self, seq: int, acquired: list[AcquiredData]) -> None:
-        keep = acquired if self.opts.data_path == SHIP else []
-        batch = self.batches[seq] = _Batch(seq, spans_of(acquired), keep)
-        if self.opts.ack_mode == AT_MOST_ONCE:
-            self.loop.run(self._settle([batch], verdicts=False, send=True))
-
-    def settle_through(self, seq: int, *, send: bool) -> None:
-        """Spark committed every batch up to `seq`: acknowledge them and forget them. With
-        `send` false the acknowledgements wait for the next poll, which follows at once."""
-        done = [b for s, b in sorted(self.batches.items()) if s <= seq]
-        if not done:
-            return
-        self.loop.run(self._settle([b for b in done if not b.settled], verdicts=True, send=send))
-        for b in done:
-            del self.batches[b.seq]
-
-    def flush(self) -> None:
-        self.loop.run(self._flush())
-
-    async def _flush(self) -> None:
-        async with self._lock:
-            await self.consumer.commit_sync()
-
-    async def _settle(self, batches: list[_Batch], *, verdicts: bool, send: bool) -> None:
-        spans = [s for b in batches for s in b.spans]
-        if not spans:
-            return
-        found: dict[RecordKey, AcknowledgeType] = {}
-        if verdicts:
-            found = take_verdicts(self.opts.ack_dir, _holds(spans))
-        marked: dict[tuple[str, int, int], dict[int, AcknowledgeType]] = {}
-        for (topic, partition, offset, dc), verdict in found.items():
-            marked.setdefault((topic, partition, dc), {})[offset] = verdict
-        async with self._lock:
-            for s in spans:
-                mine = marked.get((s.topic, s.partition, s.delivery_count), {})
-                for first, last, kind in carve(s, mine):
-                    self.consumer.acknowledge_range(
-                        s.topic, s.partition, first, last, kind or AcknowledgeType.ACCEPT
-                    )
-            if send:
-                await self.consumer.commit_sync()
-        for b in batches:
-            b.settled = True
-        if found:
-            log.info("batch verdicts: %d rejected or released", len(found))
-
-    def pending_after(self, seq: int) -> int | None:
-        """The highest batch planned after `seq` and not yet committed, if any."""
-        later = [s for s in self.batches if s > seq]
-        return max(later) if later else None
-
-    def between(self, start: int, end: int) -> list[_Batch]:
-        return [b for s, b in sorted(self.batches.items()) if start < s <= end]
-
-    # -- renewing -----------------------------------------------------------------------------
-
-    def _renew_interval(self) -> float:
-        if self.opts.renew_interval_ms is not None:
-            return self.opts.renew_interval_ms / 1000
-        lock_ms = self.consumer.acquisition_lock_timeout_ms or 30_000
-        return max(0.05, lock_ms / 3000)
-
-    async def _renew_forever(self) -> None:
-        while True:
-            await asyncio.sleep(_TICK_S)
-            if time.monotonic() - self._touched < self._renew_interval():
-                continue
-            try:
-                await self._renew()
-            except Exception as e:  # a failed renewal must not end the loop
-                log.warning("renewing record locks failed: %s", e)
-            self._touched = time.monotonic()
-
-    async def _renew(self) -> None:
-        async with self._lock:
-            held = [s for b in self.batches.values() if not b.settled for s in b.spans]
-            if not held:
-                return
-            for s in held:
-                self.consumer.acknowledge_range(
-                    s.topic, s.partition, s.first, s.last, AcknowledgeType.RENEW
-                )
-            await self.consumer.commit_sync()
-
-    # -- closing ------------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """RELEASE what was not accepted, leave the group, stop the loop."""
-        try:
-            self._renewer.cancel()
-            self.loop.run(self._close(), timeout=30)
-        except Exception as e:
-            log.warning("closing the share consumer failed: %s", e)
-        finally:
-            self.loop.close()
-
-    async def _close(self) -> None:
-        async with self._lock:
-            for b in self.batches.values():
-                if not b.settled:
-                    for s in b.spans:
-                        self.consumer.acknowledge_range(
-                            s.topic, s.partition, s.first, s.last, AcknowledgeType.RELEASE
-                        )
-            self.batches.clear()
-            await self.consumer.close()
-            if self._admin is not None:
-                await self._admin.close()
-
-
-class _DrainWatch:
-    """How long the group's start offsets have stood still."""
-
-    def __init__(self) -> None:
-        self.progress = -2
-        self.since = time.monotonic()
-
-    def stalled(self, progress: int) -> bool:
-        if progress != self.progress:
-            self.progress, self.since = progress, time.monotonic()
-        return time.monotonic() - self.since > _DRAIN_PATIENCE_S
-
-
-def _log_failures(results: AckResults) -> None:
-    failed = {tp: code.name for tp, code in results.items() if code != 0}
-    if failed:  # their locks were lost: they are delivered again (at-least-once)
-        log.warning("acknowledging or renewing failed for %s", failed)
-
-
-def _holds(spans: list[Span]) -> Any:
-    by_tp: dict[tuple[str, int, int], list[Span]] = {}
-    for s in spans:
-        by_tp.setdefault((s.topic, s.partition, s.delivery_count), []).append(s)
-
-    def held(key: RecordKey) -> bool:
-        topic, partition, offset, dc = key
-        return any(s.first <= offset <= s.last for s in by_tp.get((topic, partition, dc), ()))
-
-    return held
 
 
 def _stop_on_sigterm(reader: ShoalStreamReader) -> None:
@@ -463,6 +162,10 @@ def read_shipment(pieces: list[Shipment]) -> Iterator[Any]:
 
 def read_spans(bootstrap: str, spans: list[Span], opts: StreamOptions) -> Iterator[Any]:
     """Arrow batches of the records of `spans`, fetched by offset (one per Fetch)."""
+    from spark.fetcher import Fetcher
+    from spark.fetcher import OffsetRange
+    from spark.fetcher import task_loop
+
     with task_loop() as loop:
         fetcher = Fetcher(bootstrap, client_id=opts.client_id, security=opts.security)
         try:
@@ -488,6 +191,11 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _group(self) -> ShareGroupSession:
         if self._session is None:
+            # Here, not at the top: a task that unpickles this reader only decodes.
+            from spark.group_state import StreamChecks
+            from spark.offsets import pattern_topics
+            from spark.share_session import ShareGroupSession
+
             if self.opts.pattern is not None:  # a share group subscribes by names
                 self.opts = replace(self.opts, topics=asyncio.run(pattern_topics(self.opts)))
             self._session = ShareGroupSession(self.opts)
