@@ -5,12 +5,18 @@ A Spark driver spends most of its first seconds loading and verifying some 15,00
 from Spark's jars, and every driver here (each xdist worker's session, the kill test's
 driver, the README's script) does it again. Java's class-data sharing (AppCDS) maps them
 from an archive instead: `-XX:SharedArchiveFile` reads it, `-XX:ArchiveClassesAtExit`
-writes it when a JVM exits. The first test session without one has its own session's JVM
-write it at the end (`ArchiveWriter`: the other xdist worker and concurrent runs go on
-without); later runs use it. It lives in the user's cache directory, named by a fingerprint
-of the JDK and Spark's jars. Writing or using it may fail (no space, another JDK, a changed
-jar): the JVM then loads the classes from the jars, as without it, so a missing or stale
-archive only costs time.
+writes it when a JVM exits. It lives in the user's cache directory, named by a fingerprint
+of the JDK and Spark's jars (so each venv has its own). Writing or using it may fail (no
+space, another JDK, a changed jar): the JVM then loads the classes from the jars, as without
+it, so a missing or stale archive only costs time.
+
+Writing one costs the run that writes it about 30 s (measured, `pytest tests/spark -n 2`: no
+archive 104 s, writing one 137 s, using one 86-89 s): the writing JVM runs ~25% slower and
+spends ~15 s of CPU dumping at exit. A run in a new checkout that is never run again (CI, a
+fresh clone) would pay that for nothing, so the first run of a venv only notes that it ran
+(`spark-<key>.ran`); the second has its own session's JVM write the archive at the end
+(`ArchiveWriter`: the other xdist worker and concurrent runs go on without); later runs use
+it.
 """
 
 from __future__ import annotations
@@ -68,11 +74,11 @@ def class_archive() -> Path | None:
 
 
 class ArchiveWriter:
-    """Has a session's JVM write the archive when it exits, if there is none and nobody else
-    is writing one (a lock held for the session). Only a complete archive gets its name: the
-    JVM exits with 1 if it cannot write it all, and a truncated archive would crash every JVM
-    that maps it (tried: SIGBUS). After a failure the next run tries again: it costs that
-    run's JVM a few seconds at exit."""
+    """Has a session's JVM write the archive when it exits, if there is none, an earlier run
+    of this venv noted itself, and nobody else is writing one (a lock held for the session).
+    Only a complete archive gets its name: the JVM exits with 1 if it cannot write it all, and
+    a truncated archive would crash every JVM that maps it (tried: SIGBUS). After a failure
+    the next run tries again."""
 
     def __init__(self, archive: Path, lock: IO[str]) -> None:
         self.archive = archive
@@ -87,8 +93,14 @@ class ArchiveWriter:
         archive = _cache_dir() / f"spark-{key}.jsa"
         if archive.exists():
             return None
+        ran = archive.with_suffix(".ran")
+        # One run's xdist workers share its id: the note must be an earlier run's.
+        run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid {os.getpid()}"
         try:
             archive.parent.mkdir(parents=True, exist_ok=True)
+            if not ran.exists() or ran.read_text() == run:  # write next run (see the top)
+                ran.write_text(run)
+                return None
             lock = open(archive.parent / ".lock", "w")  # noqa: SIM115 (held until finish)
         except OSError:
             return None
@@ -120,9 +132,10 @@ class ArchiveWriter:
             if code == 0 and self.part.exists():
                 os.replace(self.part, self.archive)
                 # Each venv (its jars' paths) has its own fingerprint: keep only the newest
-                # archive, not ~170 MB per checkout ever made (a JVM mapping one keeps it).
-                for other in self.archive.parent.glob("spark-*.jsa"):
-                    if other != self.archive:
+                # archive, not ~170 MB per checkout ever made (a JVM mapping one keeps it),
+                # and no notes of runs of other venvs.
+                for other in self.archive.parent.glob("spark-*.*"):
+                    if other.suffix in (".jsa", ".ran") and other != self.archive:
                         other.unlink(missing_ok=True)
         except (OSError, subprocess.TimeoutExpired):
             pass
