@@ -11,7 +11,7 @@ space, another JDK, a changed jar): the JVM then loads the classes from the jars
 it, so a missing or stale archive only costs time.
 
 Writing one costs the run that writes it about 30 s (measured, `pytest tests/spark -n 2`: no
-archive 104 s, writing one 137 s, using one 86-89 s): the writing JVM runs ~25% slower and
+archive 100-104 s, writing one 132-137 s, using one 86-91 s): the writing JVM runs ~25% slower and
 spends ~15 s of CPU dumping at exit. A run in a new checkout that is never run again (CI, a
 fresh clone) would pay that for nothing, so the first run of a venv only notes that it ran
 (`spark-<key>.ran`); the second has its own session's JVM write the archive at the end
