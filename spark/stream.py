@@ -70,7 +70,6 @@ are processed, not released, since releasing would cost them a delivery attempt.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import signal
 import threading
@@ -101,8 +100,6 @@ from spark.rows import without_headers
 if TYPE_CHECKING:
     from spark.group_state import StreamChecks
     from spark.share_session import ShareGroupSession
-
-log = logging.getLogger(__name__)
 
 _FETCH_BYTES = 8 << 20  # per Fetch of a task that reads its ranges from the broker
 
