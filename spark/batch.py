@@ -27,6 +27,7 @@ from spark.fetcher import task_loop
 from spark.options import BatchOptions
 from spark.ranges import Span
 from spark.ranges import split_spans
+from spark.worker_gc import freeze_once
 
 
 class RangePartition(InputPartition):
@@ -72,6 +73,7 @@ class ShoalBatchReader(DataSourceReader):
         ]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        freeze_once()  # see spark.worker_gc
         if partition.value is None:  # PySpark's placeholder when there is nothing to read
             return iter(())
         bootstrap, ranges, max_bytes = partition.value

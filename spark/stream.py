@@ -96,6 +96,7 @@ from spark.ranges import count
 from spark.ranges import shipments
 from spark.ranges import split_spans
 from spark.rows import without_headers
+from spark.worker_gc import freeze_once
 
 if TYPE_CHECKING:
     from spark.group_state import StreamChecks
@@ -256,6 +257,7 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [SpanPartition(self.opts.bootstrap, p) for p in split_spans(spans, pieces)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        freeze_once()  # see spark.worker_gc
         if isinstance(partition, ShipmentPartition):
             batches = read_shipment(partition.value)
         else:
