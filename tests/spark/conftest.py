@@ -20,6 +20,7 @@ from client import Producer
 from client import Record
 from tests.brokers import BrokerProcess
 from tests.spark.jvm import ROOT
+from tests.spark.jvm import WORKER_SITE
 from tests.spark.jvm import ArchiveWriter
 from tests.spark.jvm import class_archive
 from tests.spark.jvm import jvm_env
@@ -65,8 +66,9 @@ def spark(driver_env: dict[str, str]) -> Iterator[Any]:
     os.environ.update(env)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    # The repository root holds pyspark_shoal.py, which Spark's lookup finds for "shoal".
-    paths = [str(ROOT), os.environ.get("PYTHONPATH", "")]
+    # The repository root holds pyspark_shoal.py, which Spark's lookup finds for "shoal";
+    # WORKER_SITE has the workers import PySpark from site-packages (see its sitecustomize).
+    paths = [str(ROOT), str(WORKER_SITE), os.environ.get("PYTHONPATH", "")]
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     session = session_builder().getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

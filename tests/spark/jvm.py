@@ -10,13 +10,13 @@ of the JDK and Spark's jars (so each venv has its own). Writing or using it may 
 space, another JDK, a changed jar): the JVM then loads the classes from the jars, as without
 it, so a missing or stale archive only costs time.
 
-Writing one costs the run that writes it about 30 s (measured, `pytest tests/spark -n 2`: no
-archive 100-104 s, writing one 132-137 s, using one 86-91 s): the writing JVM runs ~25% slower and
-spends ~15 s of CPU dumping at exit. A run in a new checkout that is never run again (CI, a
-fresh clone) would pay that for nothing, so the first run of a venv only notes that it ran
-(`spark-<key>.ran`); the second has its own session's JVM write the archive at the end
-(`ArchiveWriter`: the other xdist worker and concurrent runs go on without); later runs use
-it.
+Writing one costs the run that writes it about 26 s (measured, `pytest tests/spark -n 2`,
+three runs in a new cache dir: no archive 71.7 s, writing one 97.6 s, using it 58.8 s): the
+writing JVM runs ~25% slower and spends ~15 s of CPU dumping at exit. A run in a new checkout
+that is never run again (CI, a fresh clone) would pay that for nothing, so the first run of a
+venv only notes that it ran (`spark-<key>.ran`); the second has its own session's JVM write
+the archive at the end (`ArchiveWriter`: the other xdist worker and concurrent runs go on
+without); later runs use it.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ JIT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # JVM warnings (a stale archive, say) go to stderr: the tests read the drivers' stdout.
 LOG_OPTIONS = "-Xlog:disable -Xlog:all=warning:stderr"
 ROOT = Path(__file__).resolve().parents[2]
+# On the Python workers' path: its sitecustomize.py spares each of them compiling PySpark.
+WORKER_SITE = Path(__file__).resolve().parent / "site"
 
 
 def _cache_dir() -> Path:
