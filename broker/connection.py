@@ -33,6 +33,7 @@ from broker.metrics import ApiStats
 from broker.principal import ANONYMOUS
 from broker.registry import Answer
 from broker.registry import Handler
+from broker.request_order import ORDER
 from broker.response_errors import error_codes
 from broker.sasl.errors import AuthenticationFailed
 from broker.sasl.session import IllegalSaslState
@@ -98,6 +99,8 @@ class KafkaConnection(asyncio.Protocol):
         self._acl_cache = AclCache() if services.acls is not None else None
         self._next_seq = 0
         self._next_to_write = 0
+        # The request still taking effect (-1: none): later ones wait (broker.request_order).
+        self._holder = -1
         self._ready: dict[int, bytes | None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._reading_paused = False
@@ -177,7 +180,8 @@ class KafkaConnection(asyncio.Protocol):
             while waiting and not self._closing:
                 # `_busy`, inline: this runs once per request
                 if (
-                    self._draining
+                    self._holder >= 0
+                    or self._draining
                     or self._writing_paused
                     or self._next_seq - self._next_to_write >= MAX_IN_FLIGHT
                 ):
@@ -200,7 +204,8 @@ class KafkaConnection(asyncio.Protocol):
 
     def _dispatch(self, payload: bytes) -> None:
         if self._sasl is not None and self._sasl.expects_raw_token:
-            self._start(self._raw_token(self._take_seq(), self._sasl, payload))
+            seq = self._holder = self._take_seq()
+            self._start(self._raw_token(seq, self._sasl, payload))
             return
         if len(payload) < HEADER_PREFIX.size:
             self.abort(f"frame of {len(payload)} bytes is shorter than a header")
@@ -215,7 +220,9 @@ class KafkaConnection(asyncio.Protocol):
             self._refuse_version(key, version, correlation_id, peek_client_id(payload))
             return
         if len(payload) > DECODE_ON_LOOP_MAX_BYTES:
-            coro = self._decode_off_loop(self._take_seq(), handler, payload)
+            # Later requests wait for this one, however long its decoding takes.
+            seq = self._holder = self._take_seq()
+            coro = self._decode_off_loop(seq, handler, payload)
         else:
             try:
                 request = decode_peeked(payload, key, version)
@@ -236,7 +243,9 @@ class KafkaConnection(asyncio.Protocol):
         with `REQUEST` still set, from where it stopped."""
         header = ctx.header
         started = time.perf_counter()
+        self._holder = seq  # until it answers or calls release_order()
         token = REQUEST.set((header.client_id, header.correlation_id, handler.name, ctx.principal))
+        order = ORDER.set((self, seq))
         try:
             # `Handler.run` without its two calls: `body` was read with the kio class of this
             # key and version, which the handler serves (see `_dispatch`).
@@ -257,6 +266,7 @@ class KafkaConnection(asyncio.Protocol):
             self.abort("internal error")
             return
         finally:
+            ORDER.reset(order)
             REQUEST.reset(token)
         rest = _Answered(
             coro,
@@ -273,6 +283,8 @@ class KafkaConnection(asyncio.Protocol):
         self, seq: int, ctx: RequestContext, handler: Handler, answer: Answer, started: float
     ) -> None:
         """What the handler answered, checked, encoded and queued in request order."""
+        if self._holder == seq:
+            self._holder = -1
         header = ctx.header
         try:
             response = handler.checked(header.api_version, answer)
@@ -300,6 +312,8 @@ class KafkaConnection(asyncio.Protocol):
     def _failed(self, seq: int, ctx: RequestContext, handler: Handler, started: float) -> None:
         """The handler raised (called in its `except` block, for the traceback): the request
         is answered UNKNOWN_SERVER_ERROR."""
+        if self._holder == seq:
+            self._holder = -1
         log.exception("handler failed", peer=self._peer)
         header = ctx.header
         response = error_response(
@@ -340,6 +354,7 @@ class KafkaConnection(asyncio.Protocol):
         if sasl.authenticated:
             log.info("authenticated", peer=self._peer, principal=sasl.principal,
                      mechanism=sasl.mechanism)  # fmt: skip
+        self._holder = -1
         self._complete(seq, answer)
 
     def _context(self, header: RequestHeader) -> RequestContext:
@@ -372,6 +387,14 @@ class KafkaConnection(asyncio.Protocol):
         seq = self._next_seq
         self._next_seq += 1
         self._complete(seq, frame(encode_response(response, correlation_id, wire_version)))
+
+    def release_order(self, seq: int) -> None:
+        """`seq` has taken effect and now waits on others: the requests after it may start
+        (on the next loop turn, not inside the handler's step)."""
+        if self._holder == seq:
+            self._holder = -1
+            if self._waiting:
+                asyncio.get_running_loop().call_soon(self._pump)
 
     def _take_seq(self) -> int:
         seq = self._next_seq

@@ -23,6 +23,7 @@ from kio.schema.produce import v12
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.registry import handler
+from broker.request_order import release_order
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from protocol.api_keys import PRODUCE
@@ -132,6 +133,7 @@ async def handle(ctx: RequestContext, request: Request) -> EncodedResponse | Non
             results.append(result)
         topics.append((name, results))
     if to_sync:  # only with log.flush.interval.messages: by default the flush duty syncs
+        release_order()  # appended: later requests need not wait for the fsync
         topics = await _synced(ctx, topics, to_sync)
         codes = [p.error_code for _, partitions in topics for p in partitions if p.error_code]
     if request.acks == 0:

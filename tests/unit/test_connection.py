@@ -35,6 +35,7 @@ from broker.registry import HandleFn
 from broker.registry import Handler
 from broker.registry import Registry
 from broker.registry import handler
+from broker.request_order import release_order
 from protocol.framing import FrameDecoder
 from protocol.framing import frame
 from protocol.messages import EncodedResponse
@@ -123,6 +124,9 @@ class Wire:
         self.started: list[int] = []  # correlation ids, in the order handlers were entered
         self.fields: list[object] = []  # REQUEST (the log fields) as each handler saw it
         self.fail: set[int] = set()  # correlation ids whose handler raises once its gate opens
+        # Correlation ids whose handler waits while still taking effect; the others wait as a
+        # long poll does, having let the connection's later requests start (release_order).
+        self.holding: set[int] = set()
         registry = Registry([served_by(ApiVersionsRequest, ApiVersionsResponse, self._handle)])
         self.connection = KafkaConnection(broker_services(data_dir, registry, **config), set())
         self.transport = RecordingTransport()
@@ -135,6 +139,8 @@ class Wire:
         cid = ctx.header.correlation_id
         self.started.append(cid)
         self.fields.append(REQUEST.get())
+        if cid not in self.holding:
+            release_order()
         await self.gates[cid].wait()
         self.fields.append(REQUEST.get())
         if cid in self.fail:
@@ -394,6 +400,36 @@ async def test_one_read_with_several_frames_and_a_partial_tail(wire: Wire) -> No
     assert wire.answers == [1, 2, 3, 4]
 
 
+async def test_a_request_still_taking_effect_holds_back_the_next(wire: Wire) -> None:
+    """Requests take effect in the order sent: a handler that waits before it has released
+    the connection (a write, slices of work) keeps the next request from starting."""
+    wire.holding.add(1)
+    wire.send(request(1) + request(2))
+    await settle()
+    assert wire.started == [1]
+    assert wire.reading_paused  # request 2 waits, read but not dispatched
+    wire.finish(1, 2)
+    await settle()
+    assert wire.started == [1, 2]
+    assert wire.answers == [1, 2]
+    assert not wire.reading_paused
+
+
+async def test_a_request_decoded_in_a_thread_keeps_its_place(wire: Wire) -> None:
+    """A frame above DECODE_ON_LOOP_MAX_BYTES is decoded off the loop; the small request after
+    it starts only once the big one's handler has run (pipelined Produce requests of mixed
+    sizes were appended out of order when it did not)."""
+    wire.finish(1, 2, 3)
+    big = oversize_request(2, DECODE_ON_LOOP_MAX_BYTES + 1024)[4:]
+    wire.send(request(1) + frame(big) + request(3))
+    for _ in range(500):
+        await asyncio.sleep(0.01)
+        if len(wire.answers) == 3:
+            break
+    assert wire.started == [1, 2, 3]
+    assert wire.answers == [1, 2, 3]
+
+
 # backpressure ----------------------------------------------------------------------------------
 
 
@@ -495,8 +531,8 @@ async def test_an_undecodable_body_closes_the_connection(wire: Wire) -> None:
 async def test_a_large_undecodable_body_closes_the_connection_from_its_thread(
     wire: Wire,
 ) -> None:
-    # A frame above DECODE_ON_LOOP_MAX_BYTES is decoded in a worker thread, so the reader goes
-    # on meanwhile: request 3 is dispatched, but its answer waits behind request 2's forever.
+    # A frame above DECODE_ON_LOOP_MAX_BYTES is decoded in a worker thread; request 3 waits
+    # for it (requests take effect in the order sent), and is never dispatched.
     wire.finish(1, 2, 3)
     with capture_logs() as logs:
         wire.send(request(1) + frame(undecodable(2, DECODE_ON_LOOP_MAX_BYTES)) + request(3))
@@ -505,7 +541,7 @@ async def test_a_large_undecodable_body_closes_the_connection_from_its_thread(
             if "abort" in wire.timeline:
                 break
         await settle()
-    assert wire.started == [1, 3]
+    assert wire.started == [1]
     assert wire.answers == [1]
     assert wire.timeline[-2:] == ["answer 1", "abort"]
     assert closing_reasons(logs) == ["undecodable request: ApiVersionsRequest"]
