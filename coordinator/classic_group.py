@@ -300,8 +300,8 @@ class ClassicGroupCoordinator:
         self.rebalances += 1
         if not group.members:
             group.state = GroupState.EMPTY
+            # The protocol type stays while the group exists (Kafka's initNextGeneration).
             group.protocol_name = group.leader = None
-            group.protocol_type = None
             log.info("group emptied", group=group.group_id, generation=group.generation_id)
             return []
         group.state = GroupState.COMPLETING_REBALANCE

@@ -124,3 +124,27 @@ def test_cooperative_sticky_moves_only_the_partitions_a_newcomer_gets(
     assert group.partition_assignor == "cooperative-sticky"
     for m in members:
         m.consumer.close()
+
+
+def test_an_emptied_group_keeps_its_protocol_type(broker: BrokerProcess) -> None:
+    """Kafka keeps a classic group's protocol type once its last member has left: only the
+    protocol name is cleared when the next generation has no members (`ClassicGroup
+    .initNextGeneration` in group-coordinator/.../classic/ClassicGroup.java), so tools still see
+    an Empty "consumer" group, not a simple one ("")."""
+    b = broker.bootstrap
+    create_topic(b, "emptied", 2)
+    member = Member(b, "emptied-group", "emptied")
+    _poll_until([member], lambda: len(member.held()) == 2)
+    member.consumer.close()  # LeaveGroup: the group rebalances to no members, Empty
+    client = admin(b)
+    deadline = time.monotonic() + 10
+    while True:
+        group = client.describe_consumer_groups(["emptied-group"])["emptied-group"].result(10)
+        if group.state == ConsumerGroupState.EMPTY or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert group.state == ConsumerGroupState.EMPTY
+    assert not group.is_simple_consumer_group
+    listed = client.list_consumer_groups().result(10)
+    [listing] = [g for g in listed.valid if g.group_id == "emptied-group"]
+    assert not listing.is_simple_consumer_group
