@@ -24,6 +24,7 @@ from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 
 from broker.authorization import AclCache
+from broker.connection_quotas import ConnectionSlot
 from broker.context import BrokerServices
 from broker.context import RequestContext
 from broker.handlers.api_versions import unsupported_version_response
@@ -78,8 +79,10 @@ class KafkaConnection(asyncio.Protocol):
         services: BrokerServices,
         connections: set[KafkaConnection],
         listener: Listener | None = None,
+        slot: ConnectionSlot | None = None,
     ) -> None:
-        """`listener`: the one accepted on (None: a plaintext one, as in unit tests)."""
+        """`listener`: the one accepted on (None: a plaintext one, as in unit tests); `slot`:
+        its place under the connection limits, given back when the connection is lost."""
         # Shared server state.
         self._services = services
         self._stats = services.metrics.request_stats
@@ -112,6 +115,7 @@ class KafkaConnection(asyncio.Protocol):
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._holding = False
+        self._slot = slot
 
     # asyncio callbacks -------------------------------------------------------------------------
 
@@ -136,6 +140,8 @@ class KafkaConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._connections.discard(self)
         self._closing = True
+        if self._slot is not None:
+            self._slot.release()
         for task in self._tasks:
             task.cancel()
 
