@@ -116,6 +116,7 @@ class BrokerConfig:
     max_connections: int = _int(_INT32_MAX, 0)
     max_connections_per_ip: int = _int(_INT32_MAX, 0)  # 0 only with overrides, as Kafka
     max_connections_per_ip_overrides: str = ""  # `host:count,...`; a host name is resolved
+    connections_max_idle_ms: int = _int(600_000)  # negative: never closed for idleness
     socket_listen_backlog_size: int = _int(50, 1)  # accepted by the kernel, not yet by Shoal
     queued_max_requests: int = _int(500, 1)
     auto_create_topics_enable: bool = True
@@ -443,12 +444,19 @@ def parse_ip_overrides(text: str) -> dict[str, int]:
 def check_connection_limits(config: BrokerConfig) -> None:
     """Kafka's own checks (KafkaConfig.validateValues).
 
-    :raises ValueError: a bad override, max.connections.per.ip=0 without overrides."""
+    :raises ValueError: a bad override, max.connections.per.ip=0 without overrides, a failed
+        login answered no sooner than an idle connection is closed."""
     overrides = parse_ip_overrides(config.max_connections_per_ip_overrides)
     if config.max_connections_per_ip == 0 and not overrides:
         raise ValueError(
             "max.connections.per.ip can be set to zero only if "
             "max.connections.per.ip.overrides property is set."
+        )
+    delay = config.connection_failed_authentication_delay_ms
+    if 0 <= config.connections_max_idle_ms <= delay:
+        raise ValueError(
+            f"connection.failed.authentication.delay.ms={delay} should always be less than "
+            f"connections.max.idle.ms={config.connections_max_idle_ms}"
         )
 
 

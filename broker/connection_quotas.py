@@ -3,6 +3,8 @@
 - `max.connections` (KIP-402) counts every connection of every listener. When it is reached,
   the listeners stop accepting (`ConnectionQuotas.waitForConnectionSlot`): later clients wait
   in the kernel's listen backlog and are served once a connection closes. Nothing is refused.
+  Lowered at runtime, the least recently active connections over it are closed, one sweep at a
+  time (Kafka's `Processor.closeExcessConnections`).
 - `max.connections.per.ip`, and `max.connections.per.ip.overrides` per address: a connection
   from an address that already holds its limit is accepted and closed at once
   (`TooManyConnectionsException`); the others from that address are untouched.
@@ -29,6 +31,8 @@ class ListenerConnections:
     created: int = 0  # admitted: counted against the limits until closed
     closed: int = 0
     refused_per_ip: int = 0  # over max.connections.per.ip(.overrides): closed once accepted
+    closed_idle: int = 0  # connections.max.idle.ms
+    closed_excess: int = 0  # over a lowered max.connections
     blocked_s: float = 0.0  # time its acceptor waited for a slot under max.connections
 
 
@@ -74,6 +78,10 @@ class ConnectionQuotas:
     def slot_available(self) -> bool:
         """May a listener accept one more connection (max.connections)?"""
         return self.total < self._config().max_connections
+
+    def excess(self) -> int:
+        """Connections over max.connections (after it was lowered)."""
+        return max(0, self.total - self._config().max_connections)
 
     def limit_for(self, ip: str) -> int:
         return self.ip_overrides.get(ip, self._config().max_connections_per_ip)

@@ -12,7 +12,8 @@ Kafka lets an operator change some broker configs without a restart (`kafka-conf
   LogCleaner reconfigures);
 - the connection limits `max.connections`, `max.connections.per.ip` and
   `max.connections.per.ip.overrides` (Kafka's DynamicConnectionQuota, KIP-402): read at each
-  accept; a higher `max.connections` lets waiting connections in (`broker.connection_quotas`).
+  accept; a lower `max.connections` closes the least recently active connections over it, a
+  higher one lets waiting connections in (`broker.connection_quotas`).
 
 Changes are stored in `<data dir>/dynamic-broker-configs.json` and win over the properties
 file, the environment and the command line, as Kafka's dynamic configs win over

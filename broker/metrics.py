@@ -504,8 +504,9 @@ class _GroupCollector(Collector):
 class _ConnectionCollector(Collector):
     """Kafka's socket-server metrics (Selector's SelectorMetrics: connection-count,
     connection-creation-total, connection-close-total; the Acceptor's AcceptorBlockedPercent)
-    by listener, and what Kafka only logs: refusals by max.connections.per.ip. Labels: listener
-    names (from the config) and limit names, never an address or a client id."""
+    by listener, and what Kafka only logs: refusals by max.connections.per.ip and closes by
+    connections.max.idle.ms or a lowered max.connections. Labels: listener names (from the
+    config) and limit names, never an address or a client id."""
 
     def __init__(self, listeners: Callable[[], Mapping[str, ListenerConnections]]) -> None:
         self._listeners = listeners
@@ -537,10 +538,18 @@ class _ConnectionCollector(Collector):
             "Connections closed once accepted because their address held its limit.",
             labels=["listener", "limit"],
         )
+        expired = CounterMetricFamily(
+            "shoal_socket_server_connections_closed_by_broker",
+            "Connections the broker closed: idle for connections.max.idle.ms, or over a "
+            "lowered max.connections.",
+            labels=["listener", "reason"],
+        )
         for listener, c in rows:
             count.add_metric([listener], c.open)
             created.add_metric([listener], c.created)
             closed.add_metric([listener], c.closed)
             blocked.add_metric([listener], c.blocked_s)
             refused.add_metric([listener, "max.connections.per.ip"], c.refused_per_ip)
-        yield from (count, created, closed, blocked, refused)
+            expired.add_metric([listener, "connections.max.idle.ms"], c.closed_idle)
+            expired.add_metric([listener, "max.connections"], c.closed_excess)
+        yield from (count, created, closed, blocked, refused, expired)

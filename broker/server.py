@@ -31,6 +31,8 @@ from broker.config import log_config
 from broker.connection import KafkaConnection
 from broker.connection_quotas import ConnectionQuotas
 from broker.connection_quotas import ConnectionSlot
+from broker.connection_sweep import ConnectionSweep
+from broker.connection_sweep import sweep_interval_ms
 from broker.context import BrokerServices
 from broker.dynamic_config import DynamicBrokerConfigs
 from broker.group_commit import GroupCommit
@@ -242,6 +244,7 @@ class Server:
         )
         self._connections: set[KafkaConnection] = set()
         self._acceptors: list[Acceptor] = []
+        self._sweep = ConnectionSweep(self._connections, self._quotas, lambda: self.config)
         self._duties: set[asyncio.Task[None]] = set()
         # Share snapshot files are written here, one at a time; stop() waits for the one under
         # way before it writes the rest itself (two writers of one file collide on its .tmp).
@@ -339,8 +342,8 @@ class Server:
             self._quotas.ip_overrides = resolved
 
     def _connection_limits_changed(self, config: BrokerConfig) -> None:
-        """A dynamic change: waiting listeners look again; changed overrides are resolved
-        again."""
+        """A dynamic change: waiting listeners look again (a lower max.connections is the
+        sweep's to apply); changed overrides are resolved again."""
         self._quotas.limits_changed()
         if config.max_connections_per_ip_overrides != self._overrides_resolved:
             task = asyncio.get_running_loop().create_task(self._resolve_overrides(config))
@@ -363,6 +366,7 @@ class Server:
         self._every(MEMBER_CHECK_MS, self._expire_members)
         self._every(CLASSIC_GROUP_TICK_MS, self.services.classic_groups.tick)
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
+        self._every(lambda: sweep_interval_ms(self.config), self._sweep.run)
         if self.config.metrics_port >= 0:
             metrics_host = self.config.metrics_bind_address or host
             self.metrics_port = self.services.metrics.serve(metrics_host, self.config.metrics_port)
@@ -441,6 +445,7 @@ class Server:
         self._expire_members()
         self._expire_offsets()
         self.services.classic_groups.tick()
+        self._sweep.run()
 
     def _retention(self) -> None:
         eso = self._share_state.earliest_share_offsets() if self._share_state else {}

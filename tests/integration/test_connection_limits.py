@@ -2,13 +2,15 @@
 
 Kafka's sources: `core/src/main/scala/kafka/network/SocketServer.scala` (Acceptor.accept,
 ConnectionQuotas.inc / waitForConnectionSlot, Processor.closeExcessConnections),
-`server/src/main/java/org/apache/kafka/network/
+`clients/src/main/java/org/apache/kafka/common/network/Selector.java` (IdleExpiryManager,
+maybeCloseOldestConnection), `server/src/main/java/org/apache/kafka/network/
 SocketServerConfigs.java` (names, defaults) and KIP-402 (max.connections).
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.fetch.v12 import request as fetch_v12
 from structlog.testing import capture_logs
 
 from broker.server import Server
@@ -28,6 +31,7 @@ from client.connection import Connection
 from client.security import Security
 from protocol.framing import SIZE
 from protocol.framing import frame
+from protocol.messages import build
 from protocol.messages import encode_request
 from tests.brokers import make_server
 from tests.tls_files import make_tls_files
@@ -248,6 +252,87 @@ async def test_at_max_connections_the_broker_stops_accepting_until_one_closes(st
     assert sample(server, "kafka_server_socket_server_metrics_connection_close_total") == 1
     waiting.close()
     second.close()
+
+
+async def test_a_lowered_max_connections_closes_the_least_recently_active(server: Server) -> None:
+    """Processor.closeExcessConnections: with more connections than a lowered max.connections,
+    the least recently used ones are closed."""
+    clients = [await served(server.port) for _ in range(3)]
+    assert all(clients)
+    oldest, older, newest = clients
+    assert oldest is not None and older is not None and newest is not None
+    assert await newest.send() is not None
+    with capture_logs() as logs:
+        server.services.dynamic_configs.alter({"max.connections": "1"})
+        server.run_timers()  # the sweep, at once rather than at its next tick
+    assert await oldest.closed_by_broker() and await older.closed_by_broker()
+    assert await newest.send() is not None
+    closed = next(e for e in logs if e["event"] == "connections closed: max.connections")
+    assert closed["closed"] == 2 and closed["limit"] == 1
+    by_broker = "shoal_socket_server_connections_closed_by_broker_total"
+    assert sample(server, by_broker, {**LISTENER, "reason": "max.connections"}) == 2
+    newest.close()
+
+
+IDLE_MS = 500
+
+
+async def test_an_idle_connection_is_closed_after_connections_max_idle_ms(start: Start) -> None:
+    """Selector's IdleExpiryManager closes a connection with no activity for
+    connections.max.idle.ms (default 10 minutes); never before."""
+    server = await start(**{"connections.max.idle.ms": IDLE_MS})
+    client = await Client.open(server.port)
+    sent = time.monotonic()  # the broker reads the request after this
+    assert await client.send() is not None
+    with capture_logs() as logs:
+        assert await client.closed_by_broker()
+    assert time.monotonic() - sent >= IDLE_MS / 1000
+    closed = next(e for e in logs if e["event"] == "connections closed: connections.max.idle.ms")
+    assert closed["listener"] == "PLAINTEXT" and closed["limit"] == IDLE_MS
+    assert closed["closed"] == 1
+    by_broker = "shoal_socket_server_connections_closed_by_broker_total"
+    assert sample(server, by_broker, {**LISTENER, "reason": "connections.max.idle.ms"}) == 1
+    await eventually(lambda: connection_count(server) == 0)
+
+
+async def test_a_client_sending_requests_regularly_is_not_idle(start: Start) -> None:
+    """Each request restarts the idle time (IdleExpiryManager.update on every read); once the
+    client stops, the connection is closed after the idle limit."""
+    server = await start(**{"connections.max.idle.ms": IDLE_MS})
+    client = await served(server.port)
+    assert client is not None
+    until = time.monotonic() + 3 * IDLE_MS / 1000
+    while time.monotonic() < until:
+        sent = time.monotonic()  # the broker reads the request after this
+        assert await client.send() is not None
+        await asyncio.sleep(IDLE_MS / 5000)
+    assert await client.closed_by_broker()
+    assert time.monotonic() - sent >= IDLE_MS / 1000
+
+
+async def test_a_long_poll_longer_than_connections_max_idle_ms_is_not_cut(start: Start) -> None:
+    """A Fetch waiting its MaxWait (3 x the idle limit) for records that never come: the
+    request is in flight, so the connection is not idle (Shoal's choice: Kafka's Selector
+    would count a muted channel's wait); it is answered, and then idle as any other."""
+    server = await start(**{"connections.max.idle.ms": IDLE_MS})
+    server.services.logs.create_topic("quiet", 1, {})
+    client = await Client.open(server.port)
+    partition = build(
+        fetch_v12.FetchPartition, partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+    )
+    fetch = build(
+        fetch_v12.FetchRequest,
+        max_wait=datetime.timedelta(milliseconds=3 * IDLE_MS),
+        min_bytes=1,
+        max_bytes=1 << 20,
+        topics=(build(fetch_v12.FetchTopic, topic="quiet", partitions=(partition,)),),
+        forgotten_topics_data=(),
+    )
+    started = time.monotonic()
+    assert await client.send(frame(encode_request(fetch, 7, "t"))) is not None
+    assert time.monotonic() - started >= 3 * IDLE_MS / 1000 * 0.9
+    assert await client.send() is not None  # still open
+    assert await client.closed_by_broker()  # and idle from here
 
 
 @pytest.fixture
