@@ -9,8 +9,10 @@
 - `max.connections` lowered at runtime: the least recently active connections over it are
   closed, as Kafka's `Processor.closeExcessConnections` closes its least recently used ones.
 
-A request costs one timestamp store (in `data_received`); the sweep does the rest, every
-`interval_ms`, walking the connections (about 0.3 ms per 1,000).
+A request costs one timestamp store (in `data_received`); the sweep does the rest. Each run
+looks at SCAN_BUDGET connections at most and closes CLOSE_BUDGET at most, so that thousands
+of connections expiring together never hold the loop (Kafka closes one per poll); while a
+pass is unfinished the next run comes SWEEP_MIN_MS later.
 """
 
 from __future__ import annotations
@@ -20,18 +22,39 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from collections.abc import Collection
+from typing import Protocol
 
 import structlog
 
 from broker.config import BrokerConfig
-from broker.connection import KafkaConnection
 from broker.connection_quotas import ConnectionQuotas
 
 log = structlog.get_logger("shoal.connections")
 
 SWEEP_MAX_MS = 1000  # an idle connection is closed at most this late (sooner for short limits)
 SWEEP_MIN_MS = 10
+SCAN_BUDGET = 2000  # connections looked at by one run (~1 ms)
+CLOSE_BUDGET = 250  # connections closed by one run (their connection_lost runs next turn)
 PEERS_LOGGED = 5  # peers named in one log line; the count covers them all
+
+
+class Swept(Protocol):
+    """What the sweep needs of a connection (`broker.connection.KafkaConnection`)."""
+
+    last_active: float  # monotonic seconds
+
+    @property
+    def closing(self) -> bool: ...
+
+    @property
+    def listener_name(self) -> str: ...
+
+    @property
+    def peer(self) -> str: ...
+
+    def idle_for(self, now: float) -> float: ...
+
+    def expire(self) -> None: ...
 
 
 def sweep_interval_ms(config: BrokerConfig) -> int:
@@ -42,7 +65,7 @@ def sweep_interval_ms(config: BrokerConfig) -> int:
 class ConnectionSweep:
     def __init__(
         self,
-        connections: Collection[KafkaConnection],
+        connections: Collection[Swept],
         quotas: ConnectionQuotas,
         config: Callable[[], BrokerConfig],
         monotonic: Callable[[], float] = time.monotonic,
@@ -51,29 +74,49 @@ class ConnectionSweep:
         self._quotas = quotas
         self._config = config
         self._monotonic = monotonic
+        self._pass: list[Swept] = []  # still to look at in this pass over them all
+
+    def interval_ms(self) -> int:
+        """Until the next run: soon while a pass or the closing is unfinished."""
+        behind = self._pass or self._quotas.excess()
+        return SWEEP_MIN_MS if behind else sweep_interval_ms(self._config())
 
     def run(self) -> None:
         now = self._monotonic()
         max_idle_ms = self._config().connections_max_idle_ms
         if max_idle_ms >= 0:
-            limit_s = max_idle_ms / 1000
-            idle = [
-                c for c in list(self._connections) if not c.closing and c.idle_for(now) > limit_s
-            ]
-            if idle:
-                self._close(idle, "connections.max.idle.ms", limit=max_idle_ms)
+            self._close_idle(now, max_idle_ms)
+        else:
+            self._pass.clear()
         excess = self._quotas.excess()
         if excess:
-            open_ = [c for c in list(self._connections) if not c.closing]
-            # Those already closing (not yet lost) are on their way out: count them.
-            excess -= len(self._connections) - len(open_)
-            if excess > 0:
-                lru = heapq.nsmallest(excess, open_, key=lambda c: c.last_active)
-                self._close(lru, "max.connections", limit=self._quotas.max_connections)
+            self._close_excess(excess)
 
-    def _close(self, connections: list[KafkaConnection], reason: str, limit: int) -> None:
+    def _close_idle(self, now: float, max_idle_ms: int) -> None:
+        if not self._pass:
+            self._pass = list(self._connections)
+        limit_s = max_idle_ms / 1000
+        idle: list[Swept] = []
+        for _ in range(min(SCAN_BUDGET, len(self._pass))):
+            conn = self._pass.pop()
+            if not conn.closing and conn.idle_for(now) > limit_s:
+                idle.append(conn)
+                if len(idle) == CLOSE_BUDGET:
+                    break
+        if idle:
+            self._close(idle, "connections.max.idle.ms", limit=max_idle_ms)
+
+    def _close_excess(self, excess: int) -> None:
+        open_ = [c for c in list(self._connections) if not c.closing]
+        # Those already closing (not yet lost) are on their way out: count them.
+        excess = min(excess - (len(self._connections) - len(open_)), CLOSE_BUDGET)
+        if excess > 0:
+            lru = heapq.nsmallest(excess, open_, key=lambda c: c.last_active)
+            self._close(lru, "max.connections", limit=self._quotas.max_connections)
+
+    def _close(self, connections: list[Swept], reason: str, limit: int) -> None:
         """Close `connections`; one log line per listener, naming the limit and the count."""
-        by_listener: defaultdict[str, list[KafkaConnection]] = defaultdict(list)
+        by_listener: defaultdict[str, list[Swept]] = defaultdict(list)
         for conn in connections:
             by_listener[conn.listener_name].append(conn)
         for listener, closing in by_listener.items():

@@ -32,7 +32,6 @@ from broker.connection import KafkaConnection
 from broker.connection_quotas import ConnectionQuotas
 from broker.connection_quotas import ConnectionSlot
 from broker.connection_sweep import ConnectionSweep
-from broker.connection_sweep import sweep_interval_ms
 from broker.context import BrokerServices
 from broker.dynamic_config import DynamicBrokerConfigs
 from broker.group_commit import GroupCommit
@@ -366,7 +365,7 @@ class Server:
         self._every(MEMBER_CHECK_MS, self._expire_members)
         self._every(CLASSIC_GROUP_TICK_MS, self.services.classic_groups.tick)
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
-        self._every(lambda: sweep_interval_ms(self.config), self._sweep.run)
+        self._every(self._sweep.interval_ms, self._sweep.run)
         if self.config.metrics_port >= 0:
             metrics_host = self.config.metrics_bind_address or host
             self.metrics_port = self.services.metrics.serve(metrics_host, self.config.metrics_port)

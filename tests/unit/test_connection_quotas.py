@@ -17,6 +17,9 @@ from broker.config import BrokerConfig
 from broker.config import parse_ip_overrides
 from broker.connection import KafkaConnection
 from broker.connection_quotas import ConnectionQuotas
+from broker.connection_sweep import CLOSE_BUDGET
+from broker.connection_sweep import SCAN_BUDGET
+from broker.connection_sweep import SWEEP_MIN_MS
 from broker.connection_sweep import ConnectionSweep
 from broker.connection_sweep import sweep_interval_ms
 from tests.unit.test_connection import Wire
@@ -177,3 +180,49 @@ async def test_a_lowered_max_connections_closes_the_least_recently_read(tmp_path
     sweep.run()
     assert ["close" in w.timeline for w in wires] == [True, True, False]
     assert q.listener("").closed_excess == 2
+
+
+class Idle:
+    """A connection idle since `last_active`: what the sweep reads of a KafkaConnection. Once
+    expired it leaves `connections`, as a lost KafkaConnection leaves the server's set."""
+
+    def __init__(self, last_active: float, connections: set[Idle]) -> None:
+        self.last_active = last_active
+        self.closing = False
+        self.listener_name = "PLAINTEXT"
+        self.peer = "10.0.0.1:1"
+        self.looked_at = 0
+        self._connections = connections
+        connections.add(self)
+
+    def idle_for(self, now: float) -> float:
+        self.looked_at += 1
+        return now - self.last_active
+
+    def expire(self) -> None:
+        self.closing = True
+        self._connections.discard(self)
+
+
+def test_thousands_expiring_at_once_are_closed_a_slice_per_run() -> None:
+    """Kafka closes one idle connection per poll; Shoal at most CLOSE_BUDGET per run, looking
+    at SCAN_BUDGET at most, and runs again soon while behind: no run holds the loop long."""
+    clock = Clock()
+    conns: set[Idle] = set()
+    every = [Idle(clock.now, conns) for _ in range(SCAN_BUDGET + CLOSE_BUDGET + 1)]
+    current = config(**{"connections.max.idle.ms": 1000})
+    sweep = ConnectionSweep(conns, ConnectionQuotas(lambda: current), lambda: current, clock)
+    sweep.run()
+    assert conns == set(every)  # none closed: not idle yet
+    assert sum(c.looked_at for c in every) == SCAN_BUDGET
+    assert sweep.interval_ms() == SWEEP_MIN_MS  # the pass goes on soon
+    clock.now += 2
+    closed_per_run = []
+    while conns:
+        before = len(conns)
+        sweep.run()
+        closed_per_run.append(before - len(conns))
+        assert len(closed_per_run) < 100
+    assert max(closed_per_run) == CLOSE_BUDGET
+    sweep.run()  # a pass over no connection
+    assert sweep.interval_ms() == 250  # back to a quarter of the limit
