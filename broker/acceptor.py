@@ -31,6 +31,9 @@ log = structlog.get_logger("shoal.acceptor")
 
 # After an accept fails for want of file descriptors (EMFILE), as asyncio's own server waits.
 ACCEPT_RETRY_S = 1.0
+# Accepts in a row before the loop gets a turn: an accept that needs no wait does not yield,
+# and a flood of connections must not keep other clients waiting.
+ACCEPTS_PER_TURN = 32
 
 
 class LogThrottle:
@@ -147,9 +150,13 @@ class Acceptor:
 
     async def _accept_loop(self, sock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
+        accepted = 0
         while True:
             if not self._quotas.slot_available():
                 await self._wait_for_slot()
+            accepted += 1
+            if accepted % ACCEPTS_PER_TURN == 0:
+                await asyncio.sleep(0)
             try:
                 conn, address = await loop.sock_accept(sock)
             except (ConnectionAbortedError, InterruptedError):
