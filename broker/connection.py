@@ -16,6 +16,7 @@ from collections.abc import Callable
 from collections.abc import Coroutine
 from collections.abc import Generator
 from collections.abc import Iterable
+from time import monotonic
 from typing import Any
 
 import structlog
@@ -24,6 +25,7 @@ from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 
 from broker.authorization import AclCache
+from broker.connection_quotas import ConnectionSlot
 from broker.context import BrokerServices
 from broker.context import RequestContext
 from broker.handlers.api_versions import unsupported_version_response
@@ -79,8 +81,10 @@ class KafkaConnection(asyncio.Protocol):
         services: BrokerServices,
         connections: set[KafkaConnection],
         listener: Listener | None = None,
+        slot: ConnectionSlot | None = None,
     ) -> None:
-        """`listener`: the one accepted on (None: a plaintext one, as in unit tests)."""
+        """`listener`: the one accepted on (None: a plaintext one, as in unit tests); `slot`:
+        its place under the connection limits, given back when the connection is lost."""
         # Shared server state.
         self._services = services
         self._stats = services.metrics.request_stats
@@ -115,6 +119,11 @@ class KafkaConnection(asyncio.Protocol):
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._holding = False
+        self._slot = slot
+        # connections.max.idle.ms: the last read, or the last sweep that found a request in
+        # flight or response bytes leaving (`idle_for`).
+        self.last_active = monotonic()
+        self._write_backlog = 0  # the transport's write buffer at the last sweep
 
     # asyncio callbacks -------------------------------------------------------------------------
 
@@ -139,12 +148,15 @@ class KafkaConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._connections.discard(self)
         self._closing = True
+        if self._slot is not None:
+            self._slot.release()
         for task in self._tasks:
             task.cancel()
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
+        self.last_active = monotonic()  # the idle sweep's one cost per read
         try:
             frames = self._decoder.feed(data)
         except FrameError as e:
@@ -485,6 +497,45 @@ class KafkaConnection(asyncio.Protocol):
     @property
     def idle(self) -> bool:
         return self._next_seq == self._next_to_write
+
+    @property
+    def listener_name(self) -> str:
+        return self._listener_name
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
+
+    @property
+    def peer(self) -> str:
+        return self._peer
+
+    def idle_for(self, now: float) -> float:
+        """Seconds without a read, a request in flight or response bytes leaving, at `now`
+        (the idle sweep's clock). A request in flight is never idleness, however long it
+        waits (a long poll, a group join): that wait is the broker's, not the client's."""
+        if self._next_seq != self._next_to_write:
+            self.last_active = now
+            return 0.0
+        transport = self._transport
+        backlog = transport.get_write_buffer_size() if transport is not None else 0
+        if backlog != self._write_backlog:  # a client reading its answers, however slowly
+            self._write_backlog = backlog
+            self.last_active = now
+        return now - self.last_active
+
+    def expire(self) -> None:
+        """Closed by the broker (idle, or over max.connections); the sweep logs it. Answers
+        still unsent mean a client not reading them: their bytes are dropped, as Kafka's
+        Selector drops a closed channel's sends."""
+        transport = self._transport
+        if transport is None or self._closing:
+            return
+        self._closing = True
+        if transport.get_write_buffer_size():
+            transport.abort()
+        else:
+            transport.close()
 
     def abort(self, reason: str) -> None:
         """Close this connection only; other connections are untouched."""

@@ -77,6 +77,9 @@ class RecordingTransport(asyncio.Transport):
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.events.append(bytes(data))
 
+    def get_write_buffer_size(self) -> int:
+        return 0  # every write goes straight out
+
     def pause_reading(self) -> None:
         self.events.append("pause_reading")
 
