@@ -211,7 +211,8 @@ class Server:
             notifier=notifier,
             metrics=metrics,
             registry=build_registry(),
-            producer_ids=ProducerIdAllocator(data_dir / "producer-ids"),
+            # Above every id any partition recorded, whatever happened to its own file.
+            producer_ids=ProducerIdAllocator(data_dir / "producer-ids", logs.max_producer_id()),
             cluster_id=_cluster_id(data_dir),
             node_id=config.node_id,
             host=host,

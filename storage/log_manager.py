@@ -290,6 +290,14 @@ class LogManager:
             for d in log.damaged_ranges()
         )
 
+    def max_producer_id(self) -> int:
+        """The highest producer id any partition recorded (-1: none): where the producer id
+        allocator must start above when its own file is lost. Known from recovery already."""
+        return max(
+            (log.max_producer_id for log in self._all_logs() if isinstance(log, SegmentedLog)),
+            default=-1,
+        )
+
     def flush_all(self) -> None:
         for log in self._all_logs():
             log.flush()
