@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import replace
@@ -42,6 +43,16 @@ TOPICS_DIR = "__topics"
 _log = structlog.get_logger("shoal.storage")
 
 
+def _keep_aside(path: Path) -> Path:
+    """Rename an unreadable file out of the way, for the operator (never deleted)."""
+    target = path.with_name(f"{path.name}.corrupt-{time.time_ns() // 1_000_000}")
+    try:
+        path.rename(target)
+    except OSError:
+        return path  # replaced when its topic is saved again
+    return target
+
+
 class LogManager:
     """Owns every partition log.
 
@@ -74,14 +85,34 @@ class LogManager:
         self.data_dir = Path(data_dir)
         self._meta_dir.mkdir(parents=True, exist_ok=True)
         self._finish_deletes()
-        for info in load_topics(self._meta_dir):
-            self._register(info)
-        for info in rebuild_topics(self.data_dir, self.topics()):
-            self._save(info)
-            self._register(info)
+        self._load_topics()
         for info in self.topics():
             for partition in range(info.partitions):
                 self._open_log(info, partition)
+
+    def _load_topics(self) -> None:
+        """Topic files, then topics rebuilt from partition directories: those whose file is
+        missing or unreadable (set aside as `<file>.corrupt-<ms>`, one log line each)."""
+        assert self.data_dir is not None
+        topics, unreadable = load_topics(self._meta_dir)
+        for info in topics:
+            self._register(info)
+        kept = {f.path: _keep_aside(f.path) for f in unreadable}
+        said = {
+            f.topic_id: f"unreadable ({f.error}); kept as {kept[f.path].name}"
+            for f in unreadable
+            if f.topic_id is not None
+        }
+        rebuilt = rebuild_topics(self.data_dir, self.topics(), said)
+        for info in rebuilt:
+            self._save(info)
+            self._register(info)
+        ids = {info.topic_id for info in rebuilt}
+        for f in unreadable:
+            if f.topic_id not in ids:
+                _log.error("topic metadata file unreadable, and no partition directory names "
+                           "its topic id; kept aside", path=str(kept[f.path]),
+                           error=f.error)  # fmt: skip
 
     @property
     def _meta_dir(self) -> Path:
