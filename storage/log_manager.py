@@ -88,7 +88,7 @@ class LogManager:
         self._load_topics()
         for info in self.topics():
             for partition in range(info.partitions):
-                self._open_log(info, partition)
+                self._open_log(info, partition, starting=True)
 
     def _load_topics(self) -> None:
         """Topic files, then topics rebuilt from partition directories: those whose file is
@@ -105,7 +105,11 @@ class LogManager:
         }
         rebuilt = rebuild_topics(self.data_dir, self.topics(), said)
         for info in rebuilt:
-            self._save(info)
+            try:
+                self._save(info)
+            except OSError as e:  # a full disk: served all the same, rebuilt again next start
+                _log.warning("rebuilt topic's metadata file not written", topic=info.name,
+                             error=e.strerror)  # fmt: skip
             self._register(info)
         ids = {info.topic_id for info in rebuilt}
         for f in unreadable:
@@ -127,7 +131,7 @@ class LogManager:
         self._topics[info.name] = info
         self._by_id[info.topic_id] = info
 
-    def _open_log(self, info: TopicInfo, partition: int) -> None:
+    def _open_log(self, info: TopicInfo, partition: int, *, starting: bool = False) -> None:
         config = self.config.with_overrides(info.configs)
         log: PartitionLog
         if self.data_dir is None:
@@ -137,7 +141,12 @@ class LogManager:
             log = SegmentLog.open(directory, config)
             claimed = read_partition_metadata(directory)
             if claimed is None:  # new, or made before partition.metadata existed
-                write_partition_metadata(directory, info.topic_id)
+                try:
+                    write_partition_metadata(directory, info.topic_id)
+                except OSError:
+                    if not starting:  # a new partition must have it: the create fails
+                        raise
+                    # A full disk at start: the topic file names the id; written next start.
             elif claimed != info.topic_id:
                 _log.error(
                     "partition directory names another topic id; serving it as the topic file says",
@@ -346,8 +355,18 @@ class LogManager:
         return sum(log.apply_retention(now_ms, keep.get(tp)) for tp, log in self.partition_logs())
 
     def close(self) -> None:
+        """Close every log, even when some cannot be closed cleanly (no room on the disk for
+        their indexes): those are checked at the next start, and said in one line."""
+        failed: list[tuple[str, OSError]] = []
         for log in self._all_logs():
-            log.close()
+            try:
+                log.close()
+            except OSError as e:
+                failed.append((getattr(log, "name", "?"), e))
+        if failed:
+            name, error = failed[0]
+            _log.error("logs not closed cleanly; their newest segments are checked at the next "
+                       "start", logs=len(failed), first=name, error=error.strerror)  # fmt: skip
 
     def reconfigure(self, config: LogConfig) -> None:
         """New broker-level defaults (dynamic broker configs): every log follows them at once,
