@@ -20,6 +20,7 @@ from pathlib import Path
 
 import structlog
 
+from broker.failure_episode import FailureEpisode
 from storage.fsutil import atomic_write
 
 BLOCK = 1000
@@ -63,7 +64,10 @@ class ProducerIdAllocator:
             self._rebuild(found, recorded, start)
         self._next = start
         self._limit = start
-        self._failing = False  # a block end could not be written: logged once, until one is
+        self._episode = FailureEpisode(
+            log, "producer id block not recorded; no id handed out until it is",
+            "producer id blocks recorded again",
+        )  # fmt: skip
 
     def _rebuild(self, found: str, recorded: int, start: int) -> None:
         error = ""
@@ -87,14 +91,9 @@ class ProducerIdAllocator:
             try:
                 atomic_write(self._path, str(limit).encode())
             except OSError as e:
-                if not self._failing:
-                    log.error("producer id block not recorded; no id handed out until it is",
-                              path=str(self._path), error=e.strerror or str(e))  # fmt: skip
-                self._failing = True
+                self._episode.failed(e, path=str(self._path))
                 raise
-            if self._failing:
-                self._failing = False
-                log.info("producer id blocks recorded again", path=str(self._path))
+            self._episode.succeeded(path=str(self._path))
             self._limit = limit
         pid = self._next
         self._next += 1

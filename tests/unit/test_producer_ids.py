@@ -84,7 +84,7 @@ def test_a_block_that_cannot_be_recorded_hands_out_no_id(tmp_path: Path) -> None
         path.parent.mkdir()
         assert ids.allocate() == 0
     assert path.read_text() == str(BLOCK)
-    assert [e["log_level"] for e in logs] == ["error", "info"]  # once per episode
+    assert [e["log_level"] for e in logs] == ["warning", "info"]  # once per episode
 
 
 def batch(pid: int, seq: int = 0) -> bytes:
