@@ -26,6 +26,7 @@ from storage.fsutil import atomic_write
 BLOCK = 1000
 _MAX_BLOCK_END = 2**63 - 1 - BLOCK  # the next block must still fit in an int64
 _MAX_DIGITS = 19
+MISSING = "missing"
 
 log = structlog.get_logger("shoal.producer_ids")
 
@@ -35,7 +36,7 @@ def read_block_end(path: Path) -> tuple[int | None, str]:
     try:
         text = path.read_bytes().strip()
     except FileNotFoundError:
-        return None, "missing"
+        return None, MISSING
     except OSError as e:
         return None, f"unreadable: {e.strerror}"
     if not (text.isdigit() and len(text) <= _MAX_DIGITS) or int(text) > _MAX_BLOCK_END:
@@ -53,13 +54,13 @@ class ProducerIdAllocator:
         """`recorded`: the highest producer id any partition's log holds (-1: none)."""
         self._path = path
         saved, found = read_block_end(path)
-        if saved is not None and saved <= recorded:
-            found = f"block end {saved}, at or below a recorded producer id"
-        if saved is not None and not found:
+        if saved is not None and saved > recorded:
             start = saved
-        elif saved is None and recorded < 0 and found == "missing":
+        elif found == MISSING and recorded < 0:
             start = 0  # a new data dir: no id was ever handed out
         else:
+            if saved is not None:  # restored from an old copy, or ids a client made up
+                found = f"block end {saved}, at or below a recorded producer id"
             start = rebuilt_start(recorded)
             self._rebuild(found, recorded, start)
         self._next = start

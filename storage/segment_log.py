@@ -77,7 +77,8 @@ def _recover(segment: FileSegment, events: list[RecoveryEvent], sealed_end: int 
     except OSError as e:
         if e.errno not in _NO_SPACE:
             raise  # a read failed: what the scan learnt cannot be trusted
-        path, end = str(segment.log_path), _valid_end(segment)
+        path = str(segment.log_path)
+        end = _valid_end(segment) if sealed_end is None else segment.size  # only it is cut
         if end < segment.size:  # the copy aside failed: nothing was cut yet
             events.append(RecoveryEvent("truncated", path, end, f"not saved aside: {e.strerror}"))
             segment.truncate(end)  # shrinking a file needs no space
