@@ -34,6 +34,7 @@ from broker.connection_quotas import ConnectionSlot
 from broker.connection_sweep import ConnectionSweep
 from broker.context import BrokerServices
 from broker.dynamic_config import DynamicBrokerConfigs
+from broker.failure_episode import FailureEpisode
 from broker.group_commit import GroupCommit
 from broker.group_lag import GroupLagCollector
 from broker.handlers import build_registry
@@ -222,7 +223,8 @@ class Server:
             notifier=notifier,
             metrics=metrics,
             registry=build_registry(),
-            producer_ids=ProducerIdAllocator(data_dir / "producer-ids"),
+            # Above every id any partition recorded, whatever happened to its own file.
+            producer_ids=ProducerIdAllocator(data_dir / "producer-ids", logs.max_producer_id()),
             cluster_id=_cluster_id(data_dir),
             node_id=config.node_id,
             host=host,
@@ -248,6 +250,10 @@ class Server:
         # Share snapshot files are written here, one at a time; stop() waits for the one under
         # way before it writes the rest itself (two writers of one file collide on its .tmp).
         self._snapshotter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-snapshot")
+        self._snapshot_episode = FailureEpisode(
+            log, "share snapshot not written; retried every second until one is",
+            "share snapshots written again",
+        )  # fmt: skip
         self._flushing: asyncio.Future[list[tuple[PendingSync, OSError]]] | None = None
         self.port = 0  # the first listener's
         self.ports: dict[str, int] = {}  # listener name -> bound port
@@ -464,9 +470,10 @@ class Server:
             try:
                 await loop.run_in_executor(self._snapshotter, write.run)
             except OSError as e:  # a full disk: the file keeps its older SCO, tried again later
-                log.warning("share snapshot not written", group=write.group_id, error=str(e))
+                self._snapshot_episode.failed(e, group=write.group_id)
                 continue
             write.done()
+            self._snapshot_episode.succeeded()
 
     async def stop(self) -> None:
         log.info("shutting down", connections=len(self._connections))
@@ -490,7 +497,8 @@ class Server:
         self._cleaner.shutdown()
         self._snapshotter.shutdown(wait=True)
         if self._share_state is not None:
-            self._share_state.flush_snapshots()
+            for group, error in self._share_state.flush_snapshots():
+                self._snapshot_episode.failed(error, group=group)  # kept: recovery reads back
         self.services.metrics.stop()
         self.services.logs.close()
         self._dir_lock.release()

@@ -84,6 +84,11 @@ class SegmentedLog(ABC):
     def segments(self) -> Sequence[Segment]:
         return tuple(self._segments)
 
+    @property
+    def max_producer_id(self) -> int:
+        """The highest producer id this log ever recorded (-1: none), expired ones included."""
+        return self._producers.max_producer_id
+
     def damaged_ranges(self) -> list[DamagedRange]:
         """Damaged stretches found so far (at open or on reads), oldest segment first."""
         return [d for s in self._segments for d in s.damage.ranges]

@@ -9,6 +9,7 @@ clean close and the next open).
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from pathlib import Path
@@ -33,6 +34,8 @@ CLEAN_SHUTDOWN = ".clean_shutdown"
 PRODUCER_SNAPSHOT = "producer_state.json"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 LOG_START_VERSION = 0
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 _log = structlog.get_logger(__name__)
 
@@ -60,8 +63,42 @@ def _open_segments(
             continue
         # Only the active segment's tail can be torn; damage in a sealed one is stepped
         # over, and never costs the intact batches after it or the segments that follow.
-        recover_segment(segment, events, None if last else segments[i + 1].base_offset)
+        _recover(segment, events, None if last else segments[i + 1].base_offset)
     return segments
+
+
+def _recover(segment: FileSegment, events: list[RecoveryEvent], sealed_end: int | None) -> None:
+    """`recover_segment`, on a disk with no room for what it writes (the broker must start on
+    a full disk, serve reads and refuse writes). The scan had finished: the segment is served
+    as scanned, its indexes are rebuilt again at the next start, and a torn tail that could
+    not be copied aside is cut without the copy, as Kafka's recovery cuts it."""
+    try:
+        recover_segment(segment, events, sealed_end)
+    except OSError as e:
+        if e.errno not in _NO_SPACE:
+            raise  # a read failed: what the scan learnt cannot be trusted
+        path = str(segment.log_path)
+        end = _valid_end(segment) if sealed_end is None else segment.size  # only it is cut
+        if end < segment.size:  # the copy aside failed: nothing was cut yet
+            events.append(RecoveryEvent("truncated", path, end, f"not saved aside: {e.strerror}"))
+            segment.truncate(end)  # shrinking a file needs no space
+            segment.flush()
+        rebuilt = RecoveryEvent(
+            "index_rebuilt", path, None, f"not saved: {e.strerror}; rebuilt again at next start"
+        )
+        if events and events[-1].kind == "index_rebuilt" and events[-1].path == path:
+            events[-1] = rebuilt  # one line for the segment, saying what became of its indexes
+        else:
+            events.append(rebuilt)
+
+
+def _valid_end(segment: FileSegment) -> int:
+    """Where the last batch the scan kept ends."""
+    if segment.next_offset == segment.base_offset:
+        return 0
+    found = segment.locate(segment.last_offset)
+    assert found is not None
+    return found[0] + found[1].size
 
 
 class SegmentLog(SegmentedLog):
@@ -130,15 +167,22 @@ class SegmentLog(SegmentedLog):
         atomic_write(self.directory / PRODUCER_SNAPSHOT, data)
 
     def close(self) -> None:
+        """Seal, sync, snapshot, then mark the clean shutdown.
+
+        :raises OSError: no room for the indexes or the snapshot (a full disk): the log is
+            closed all the same, unmarked, so the next start checks its newest segment.
+        """
         if self._closed:
             return
-        self._segments[-1].seal()
-        self.flush()
-        self._save_producers()
-        for segment in self._segments:
-            segment.close()
+        try:
+            self._segments[-1].seal()
+            self.flush()
+            self._save_producers()
+        finally:
+            for segment in self._segments:
+                segment.close()
+            self._closed = True
         atomic_write(self.directory / CLEAN_SHUTDOWN, b"")
-        self._closed = True
 
     def delete(self) -> None:
         for segment in self._segments:
