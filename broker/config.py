@@ -380,7 +380,8 @@ def check_listeners(config: BrokerConfig) -> None:
 
 
 def check_bounds(config: BrokerConfig) -> None:
-    """:raises ValueError: a `group.share.*` default lies outside its bounds, or min > max."""
+    """:raises ValueError: the broker default of a group config (`group.share.*`,
+    `group.consumer.*`) lies outside its bounds, or min > max."""
     for d in DEFS.values():
         if d.broker_default is None or d.broker_min is None or d.broker_max is None:
             continue
@@ -397,17 +398,8 @@ def check_bounds(config: BrokerConfig) -> None:
 
 
 def check_consumer_group_bounds(config: BrokerConfig) -> None:
-    """:raises ValueError: a `group.consumer.*` default outside its bounds, a heartbeat interval
-    not below the session timeout (as Kafka requires), an unknown assignor."""
-    for name in ("session.timeout.ms", "heartbeat.interval.ms"):
-        low, default, high = (
-            int(config.by_name(f"group.consumer.{bound}{name}")) for bound in ("min.", "", "max.")
-        )
-        if not low <= default <= high:
-            raise ValueError(
-                f"group.consumer.{name}={default} must lie within "
-                f"group.consumer.min.{name}={low} and group.consumer.max.{name}={high}"
-            )
+    """:raises ValueError: a heartbeat interval not below the session timeout (as Kafka
+    requires), an unknown assignor. Its defaults' bounds are `check_bounds`'s."""
     if config.group_consumer_heartbeat_interval_ms >= config.group_consumer_session_timeout_ms:
         raise ValueError(
             "group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms"

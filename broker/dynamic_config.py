@@ -47,6 +47,7 @@ from broker.config import BrokerConfig
 from coordinator.group_configs import ACQUIRE_MODES
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import DEFS
+from coordinator.group_configs import STATIC_BROKER_CONFIGS
 from storage.fsutil import atomic_write
 
 log = structlog.get_logger("shoal.config")
@@ -57,7 +58,7 @@ CONNECTION_QUOTA_CONFIGS = frozenset(
     {"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"}
 )
 DYNAMIC: frozenset[str] = (
-    frozenset(BROKER_DEFAULTS)
+    (frozenset(BROKER_DEFAULTS) - STATIC_BROKER_CONFIGS)
     | frozenset(LOG_CONFIG_SYNONYMS.values())
     | CLEANER_CONFIGS
     | CONNECTION_QUOTA_CONFIGS

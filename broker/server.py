@@ -132,9 +132,11 @@ class Server:
 
         def consumer_limits(group_id: str) -> ConsumerLimits:
             c = dynamic.current
-            return ConsumerLimits(
-                session_timeout_ms=c.group_consumer_session_timeout_ms,
-                heartbeat_interval_ms=c.group_consumer_heartbeat_interval_ms,
+            return ConsumerLimits(  # the group's own configs, else the broker's defaults
+                session_timeout_ms=group_configs.effective(group_id, "consumer.session.timeout.ms"),
+                heartbeat_interval_ms=group_configs.effective(
+                    group_id, "consumer.heartbeat.interval.ms"
+                ),
                 max_size=c.group_consumer_max_size,
                 assignors=parse_assignors(c.group_consumer_assignors),
             )
