@@ -86,8 +86,8 @@ class Site(NamedTuple):
 
 
 class Values:
-    """Random values for kio fields. `deep` makes every array hold several elements, so the
-    frame reaches the schema's deepest level many times over."""
+    """Random values for kio fields. `deep` makes every array hold several elements (and some
+    many), so the frame reaches the schema's deepest level many times over."""
 
     def __init__(
         self, rng: random.Random, *, deep: bool = False, uuids: tuple[uuid.UUID, ...] = ()
@@ -95,6 +95,7 @@ class Values:
         self.rng = rng
         self.deep = deep
         self.uuids = uuids  # ids that name something (a topic), used half the time
+        self.budget = 400  # elements of all arrays of a deep request
 
     def integer(self, kafka_type: str) -> int:
         low, high = _INT_RANGES[kafka_type]
@@ -141,9 +142,14 @@ class Values:
         return uuid.UUID(int=self.rng.getrandbits(128) | 1)  # all zeros reads as None
 
     def count(self) -> int:
-        if self.deep:
-            return self.rng.randint(2, 4)
-        return self.rng.choice((0, 1, 1, 1, 2, 3))
+        if not self.deep:
+            return self.rng.choice((0, 1, 1, 1, 2, 3))
+        # Now and then a long array (the bounds check tries those as all alike first), while
+        # the request's elements stay within a budget.
+        count = self.rng.randint(17, 40) if self.rng.random() < 0.15 else self.rng.randint(2, 4)
+        count = min(count, self.budget)
+        self.budget -= count
+        return count
 
     def entity(self, entity: type[Any]) -> Any:
         values: dict[str, Any] = {}

@@ -17,6 +17,8 @@ import subprocess
 import sys
 import textwrap
 import uuid
+from collections.abc import Callable
+from typing import NamedTuple
 
 import pytest
 from kio.schema.fetch.v12 import request as fetch_v12
@@ -32,6 +34,7 @@ from protocol.messages import encode_request
 from protocol.messages import request_type
 from protocol.request_bounds import MAX_ARRAY_ELEMENTS
 from protocol.request_bounds import OutOfBounds
+from protocol.request_bounds import compile_walker
 from protocol.request_bounds import request_walker
 from protocol.request_bounds import walker_source
 from tests.kio_requests import Site
@@ -313,6 +316,160 @@ def test_valid_frames_of_every_served_version_pass_and_decode_unchanged(
         assert encode(body, 1, "client")[0] == frame, "the fuzzer's encoder drifted from kio"
         assert request_walker(request_class)(frame) == len(frame)
         assert decode_request(frame).body == body
+
+
+class LongArray(NamedTuple):
+    request_class: type[RequestPayload]
+    frame: bytes
+    sites: list[Site]
+    path: str  # of the long array
+
+
+def long_arrays(n: int = 100) -> list[LongArray]:
+    """Requests with a long array of alike elements, as clients send them: share-fetch
+    partitions without acks, acknowledgement ranges, fetch partitions, topics by name and by
+    id (a null name)."""
+    ack = share_ack_v1
+    ranges = tuple(
+        ack.AcknowledgementBatch(first_offset=i, last_offset=i, acknowledge_types=(1 + i % 2,))
+        for i in range(3 * n)
+    )
+    acknowledge = build(
+        ack.ShareAcknowledgeRequest,
+        member_id="m",
+        topics=(
+            build(
+                ack.AcknowledgeTopic,
+                topic_id=uuid.UUID(int=9),
+                partitions=(build(ack.AcknowledgePartition, acknowledgement_batches=ranges),),
+            ),
+        ),
+    )
+    fetch = build(
+        fetch_v12.FetchRequest,
+        max_wait=datetime.timedelta(milliseconds=500),
+        topics=(
+            build(
+                fetch_v12.FetchTopic,
+                topic="t",
+                partitions=tuple(
+                    build(fetch_v12.FetchPartition, partition=i, fetch_offset=7) for i in range(n)
+                ),
+            ),
+        ),
+    )
+    share_fetch = build(
+        share_fetch_v1.ShareFetchRequest,
+        member_id="m",
+        max_wait=datetime.timedelta(milliseconds=500),
+        topics=(
+            build(
+                share_fetch_v1.FetchTopic,
+                topic_id=uuid.UUID(int=9),
+                # As a consumer's first fetch lists its partitions: no acks.
+                partitions=tuple(
+                    build(share_fetch_v1.FetchPartition, partition_index=i) for i in range(n)
+                ),
+            ),
+        ),
+    )
+    metadata = metadata_v12_frame(*(f"topic-{i:02d}" for i in range(n)))
+    by_id = metadata_v12.MetadataRequest(
+        topics=tuple(
+            metadata_v12.MetadataRequestTopic(topic_id=uuid.UUID(int=i + 1), name=None)
+            for i in range(n)
+        ),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    return [
+        LongArray(share_fetch_v1.ShareFetchRequest, *encode(share_fetch), "FetchTopic.partitions"),
+        LongArray(
+            ack.ShareAcknowledgeRequest,
+            *encode(acknowledge),
+            "AcknowledgePartition.acknowledgement_batches",
+        ),
+        LongArray(fetch_v12.FetchRequest, *encode(fetch), "FetchTopic.partitions"),
+        LongArray(metadata_v12.MetadataRequest, *metadata, "MetadataRequest.topics"),
+        LongArray(metadata_v12.MetadataRequest, *encode(by_id), "MetadataRequest.topics"),
+    ]
+
+
+def decode_count(frame: bytes, site: Site) -> int:
+    """The element count at a compact array's site."""
+    value, shift = 0, 0
+    for byte in frame[site.pos : site.pos + site.width]:
+        value |= (byte & 0x7F) << shift
+        shift += 7
+    return value - 1
+
+
+def spoil(rng: random.Random, frame: bytes, sites: list[Site]) -> bytes:
+    """One element of a long array made unlike the others, or the frame broken."""
+    how = rng.randrange(4)
+    site = rng.choice(sites)
+    if how == 0:  # another length or count, of one byte or more, null, empty or huge
+        value = rng.choice((0, 1, 2, 3, 0x7F, 0x80, 300, 2**31))
+        return rewrite(frame, site, uvarint(value))
+    if how == 1:  # a tagged field where the others have none
+        tags = [s for s in sites if s.role == "tags"]
+        return rewrite(frame, rng.choice(tags), rng.choice((b"\x01\x05\x02ab", b"\x01", b"\x02")))
+    if how == 2:
+        data = bytearray(frame)
+        data[rng.randrange(8, len(data))] = rng.getrandbits(8)
+        return bytes(data)
+    return frame[: rng.randrange(8, len(frame))]
+
+
+def outcome(walk: Callable[[bytes], int], frame: bytes) -> int | str:
+    try:
+        return walk(frame)
+    except OutOfBounds as e:
+        return f"refused: {e}"
+
+
+def test_a_long_array_checked_whole_when_alike_agrees_with_the_element_by_element_walk() -> None:
+    """The strided check of alike elements (request_bounds `alike_function`) against the plain
+    walk: on arrays all alike, one element unlike the rest, tagged fields, broken bytes."""
+    rng = random.Random(932)
+    for long in long_arrays():
+        fast = request_walker(long.request_class)
+        reference = compile_walker(long.request_class, alike=False)[0]
+        assert fast(long.frame) == reference(long.frame) == len(long.frame)
+        # ... and the array was checked whole, by one of the walk's strided checks.
+        count = first_site(long.sites, long.path)
+        start, elements = count.pos + count.width, decode_count(long.frame, count)
+        checks = [f for name, f in fast.__globals__.items() if name.startswith("_alike_")]
+        whole = [f(long.frame, start, len(long.frame), elements) for f in checks]
+        assert any(c == 0 and p > start for p, c in whole), long.path
+        for _ in range(300):
+            spoiled = spoil(rng, long.frame, long.sites)
+            assert outcome(fast, spoiled) == outcome(reference, spoiled), spoiled.hex()
+
+
+def test_arrays_of_a_repeated_unit_get_the_element_by_element_walks_verdict() -> None:
+    """Long arrays whose elements are one random unit of bytes over and over, all alike by
+    construction: the strided check must accept exactly what the plain walk accepts, whatever
+    the unit's bytes mean (a count that is not one byte, a struct array that is not empty...)."""
+    rng = random.Random(14063)
+    for long in long_arrays(0):
+        fast = request_walker(long.request_class)
+        reference = compile_walker(long.request_class, alike=False)[0]
+        empty = first_site(long.sites, long.path)
+        before, after = long.frame[: empty.pos], long.frame[empty.pos + empty.width :]
+        for _ in range(400):
+            unit = rng.randbytes(rng.randint(1, 24))
+            if rng.random() < 0.5:  # mostly small values: counts and lengths of one byte
+                unit = bytes(b % rng.choice((2, 3, 4, 0x80, 0x100)) for b in unit)
+            n = rng.randint(16, 60)
+            spoiled = before + uvarint(n + 1) + unit * n + after
+            assert outcome(fast, spoiled) == outcome(reference, spoiled), (unit.hex(), n)
+
+
+def test_a_frame_in_a_memoryview_walks_as_in_bytes() -> None:
+    for long in long_arrays():
+        walk = request_walker(long.request_class)
+        assert walk(memoryview(long.frame)) == walk(long.frame) == len(long.frame)
 
 
 def test_the_walk_is_built_once_per_request_class() -> None:
