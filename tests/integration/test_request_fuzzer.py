@@ -93,14 +93,12 @@ def hostile_value(rng: random.Random, site: Site, left: int) -> tuple[bytes, boo
         declared = rng.choice([0, 2**31, 2**32 - 1, 2**35 - 1, left + 1])
         raw = uvarint(declared)
     else:
-        bits = 16 if site.encoding == "int16" else 32
-        declared = rng.choice([-1, 0, -2, -(2 ** (bits - 1)), 2 ** (bits - 1) - 1, left + 1])
-        raw = struct.pack(">h" if bits == 16 else ">i", declared)
+        most = 2 ** (15 if site.encoding == "int16" else 31) - 1
+        declared = rng.choice([-1, 0, -2, -most - 1, most, min(left + 1, most)])
+        raw = struct.pack(">h" if site.encoding == "int16" else ">i", declared)
     left += site.width - len(raw)  # the value's own width may change
-    if declared == -1:
-        refused = not site.nullable and site.role != "tags"
-    else:
-        refused = declared < -1 or declared > left
+    # Null where the version forbids it; a negative length other than null; more than is left.
+    refused = not site.nullable if declared == -1 else declared < -1 or declared > left
     return raw, refused, f"{site.path} = {declared}"
 
 
