@@ -7,8 +7,9 @@ HOST ?= 127.0.0.1
 PORT ?= 9092
 DATA ?= ./data
 METRICS_PORT ?= 9308
+FUZZ_FRAMES ?= 200000
 
-.PHONY: install run test test-uvloop test-asyncio test-integration compat bench lint fmt clean
+.PHONY: install run test test-uvloop test-asyncio test-integration compat bench fuzz lint fmt clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +41,11 @@ compat: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The wire fuzzer of `make test` (tests/integration/test_request_fuzzer.py), with more frames;
+# SHOAL_FUZZ_SEED=N picks another sequence.
+fuzz: $(STAMP)
+	SHOAL_FUZZ_FRAMES=$(FUZZ_FRAMES) $(BIN)/pytest -s tests/integration/test_request_fuzzer.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

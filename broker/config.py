@@ -467,9 +467,10 @@ def parse_properties(text: str) -> dict[str, str]:
     return props
 
 
-# SHOAL_* variables read by something other than the config (the event loop, the benchmark).
+# SHOAL_* variables read by something other than the config (the event loop, the benchmark,
+# the wire fuzzer of `make fuzz`).
 NOT_SETTINGS_ENV = ("SHOAL_LOOP",)
-NOT_SETTINGS_ENV_PREFIXES = ("SHOAL_BENCH_",)
+NOT_SETTINGS_ENV_PREFIXES = ("SHOAL_BENCH_", "SHOAL_FUZZ_")
 
 
 def unknown_env_names(environ: Mapping[str, str], names: list[str]) -> tuple[str, ...]:

@@ -36,6 +36,7 @@ from kio.static.protocol import ResponsePayload
 
 from protocol.api_keys import API_VERSIONS
 from protocol.framing import SIZE
+from protocol.request_bounds import request_walker
 
 # api key, api version, correlation id: the fixed start of every request header version.
 HEADER_PREFIX = struct.Struct(">hhi")
@@ -161,8 +162,10 @@ def _writer(entity: type[E]) -> Callable[[io.BytesIO, E], None]:
     return entity_writer(entity)  # type: ignore[type-var]
 
 
-# Per (api key, version): the kio readers of the header and body, and the body's class name.
-_Plan = tuple[Callable[[Any, int], tuple[Any, int]], Callable[[Any, int], tuple[Any, int]], str]
+# Per (api key, version): the bounds check (`protocol.request_bounds`), the kio readers of the
+# header and body, and the body's class name.
+_Read = Callable[[Any, int], tuple[Any, int]]
+_Plan = tuple[Callable[[Any], int], _Read, _Read, str]
 _PLANS: dict[tuple[int, int], _Plan] = {}
 
 
@@ -171,7 +174,12 @@ def _plan(key: int, version: int) -> _Plan:
     if plan is None:
         req_type = request_type(key, version)
         header_type: Any = req_type.__header_schema__
-        plan = _PLANS[key, version] = (_reader(header_type), _reader(req_type), req_type.__name__)
+        plan = _PLANS[key, version] = (
+            request_walker(req_type),
+            _reader(header_type),
+            _reader(req_type),
+            req_type.__name__,
+        )
     return plan
 
 
@@ -179,7 +187,8 @@ def decode_request(frame: bytes) -> Request:
     """Parse a request frame (without its size prefix).
 
     :raises UnknownApi: kio has no schema for the request's key and version.
-    :raises UndecodableRequest: the header or body does not parse, or bytes are left over.
+    :raises UndecodableRequest: the header or body does not parse, declares more than the frame
+        holds, or holds null where its version forbids it (`protocol.request_bounds`).
     """
     key, version, _ = peek_header(frame)
     return decode_peeked(frame, key, version)
@@ -188,8 +197,11 @@ def decode_request(frame: bytes) -> Request:
 def decode_peeked(frame: bytes, key: int, version: int) -> Request:
     """`decode_request` of a frame whose key and version `peek_header` has already read (a
     connection peeks to pick the handler: once per request is enough)."""
-    read_header, read_body, name = _PLANS.get((key, version)) or _plan(key, version)
+    check_bounds, read_header, read_body, name = _PLANS.get((key, version)) or _plan(key, version)
     try:
+        # Before kio: its reader sizes a collection by the count a frame declares, and a
+        # count past the frame's end would abort the process.
+        check_bounds(frame)
         header, pos = read_header(frame, 0)
         body, _ = read_body(frame, pos)
     except (

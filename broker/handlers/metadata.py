@@ -41,6 +41,7 @@ from broker.registry import handler
 from protocol.acl import CLUSTER_NAME
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+from protocol.messages import build
 from storage.topics import TopicInfo
 
 DESCRIBE, CREATE = AclOperation.DESCRIBE, AclOperation.CREATE
@@ -203,9 +204,40 @@ def _answer_v10(
     )
 
 
+def _names_a_topic_by_id(request: Request) -> bool:
+    """Whether a v10 or v11 request names a topic by id or leaves a name null, which only
+    v12 may (Kafka's KafkaApis.handleTopicMetadataRequest: "Topic name can not be null for
+    version", "Topic IDs are not supported in requests for version")."""
+    if not isinstance(request, (v10.MetadataRequest, v11.MetadataRequest)) or not request.topics:
+        return False
+    return any(t.name is None or t.topic_id is not None for t in request.topics)
+
+
+def _invalid(request: Request) -> v10.MetadataResponse | v12.MetadataResponse:
+    """Kafka's answer to such a request (MetadataRequest.getErrorResponse): every topic asked
+    for with INVALID_REQUEST, a null name as "", and no brokers."""
+    wire = v12 if isinstance(request, v11.MetadataRequest) else v10  # v11 has v12's classes
+    topics = tuple(
+        build(
+            wire.response.MetadataResponseTopic,
+            error_code=ErrorCode.invalid_request,
+            name=t.name or "",
+            topic_id=t.topic_id if isinstance(t, ById) else None,
+            partitions=(),
+        )
+        for t in request.topics or ()
+    )
+    answer = {"throttle_time": NO_THROTTLE, "brokers": (), "cluster_id": None, "topics": topics}
+    if wire is v12:
+        return build(v12.MetadataResponse, controller_id=-1, **answer)
+    return build(v10.MetadataResponse, controller_id=-1, **answer)
+
+
 async def handle(
     ctx: RequestContext, request: Request
 ) -> v10.MetadataResponse | v12.MetadataResponse:
+    if _names_a_topic_by_id(request):
+        return _invalid(request)
     topics = _topics(ctx, request)
     cluster_ops = NOT_REQUESTED
     if (

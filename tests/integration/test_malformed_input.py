@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import importlib
 import itertools
 import socket
 import struct
@@ -422,3 +423,30 @@ def test_produce_with_bad_crc_is_corrupt_message(
         ok = good.responses[0].partition_responses[0]
         assert ok.error_code == ErrorCode.none
         assert ok.base_offset == before
+
+
+@pytest.mark.parametrize("version", [10, 11])
+def test_metadata_before_v12_naming_a_topic_by_id_gets_invalid_request(
+    broker: BrokerProcess, version: int
+) -> None:
+    """Only v12 may name a topic by id (null name): Kafka answers v10 and v11 with
+    INVALID_REQUEST for each topic, a null name as "" (KafkaApis.handleTopicMetadataRequest,
+    MetadataRequest.getErrorResponse). The fuzzer found the v11 answer failing to encode."""
+    m = importlib.import_module(f"kio.schema.metadata.v{version}.request")
+    with connect(broker) as sock:
+        topic_id = call(sock, metadata_request()).topics[0].topic_id
+        for wanted in (
+            m.MetadataRequestTopic(topic_id=topic_id, name=None),
+            m.MetadataRequestTopic(topic_id=topic_id, name=TOPIC),
+        ):
+            body = m.MetadataRequest(
+                topics=(wanted,),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+                **({"include_cluster_authorized_operations": False} if version == 10 else {}),
+            )
+            answer = call(sock, body)
+            assert [(t.error_code, t.name, t.topic_id) for t in answer.topics] == [
+                (ErrorCode.invalid_request, wanted.name or "", topic_id)
+            ]
+            assert answer.brokers == ()
