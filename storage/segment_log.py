@@ -20,6 +20,7 @@ from storage.cleaned_segment import CleanedCopy
 from storage.cleaned_segment import FileCopy
 from storage.cleaned_segment import finish_interrupted_cleaning
 from storage.config import LogConfig
+from storage.errors import CorruptRecords
 from storage.fsutil import atomic_write
 from storage.fsutil import fsync_dir
 from storage.producer_state import ProducerStateManager
@@ -167,7 +168,10 @@ def _load_producers(
     for segment in segments:
         if segment.next_offset <= covered:
             continue
-        found = segment.locate(covered) if covered >= segment.base_offset else None
+        try:
+            found = segment.locate(covered) if covered >= segment.base_offset else None
+        except CorruptRecords:  # `covered` lies in damage: walk the segment, stepping over it
+            found = None
         for _, header in segment.iter_headers(found[0] if found else 0):
             if header.base_offset >= covered:
                 state.update(header, header.base_offset)
