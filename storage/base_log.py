@@ -39,6 +39,8 @@ from storage.log import BatchSpan
 from storage.producer_state import ProducerStateManager
 from storage.segment import PendingSync
 from storage.segment import Segment
+from storage.segment_ranges import MissingOffsets
+from storage.segment_ranges import first_offsets
 
 _log = structlog.get_logger("shoal.storage")
 _BASE_OFFSET = struct.Struct(">q")  # rewritten in place: the CRC does not cover it
@@ -52,13 +54,15 @@ class SegmentedLog(ABC):
         assert segments, "a log always has an active segment"
         self.config = config
         self._segments = segments
-        self._bases = [s.base_offset for s in segments]
+        self._bases = first_offsets(segments)  # a segment's own base, unless overlapped
         self._producers = producers
         self._unflushed_messages = 0
         self._failing = False  # in a failed-write episode: logged once, until a write succeeds
         # May lie inside the first segment (DeleteRecords); never below its base.
         self._log_start = segments[0].base_offset
         self.name = "memory"
+        # Offsets no segment held at open (a lost or cut segment file), logged then.
+        self.missing: list[MissingOffsets] = []
 
     @abstractmethod
     def _new_segment(self, base_offset: int) -> Segment: ...
@@ -90,6 +94,12 @@ class SegmentedLog(ABC):
     def damaged_ranges(self) -> list[DamagedRange]:
         """Damaged stretches found so far (at open or on reads), oldest segment first."""
         return [d for s in self._segments for d in s.damage.ranges]
+
+    def missing_records(self) -> int:
+        """Offsets found missing between segments at open, and not deleted since."""
+        start = self._log_start
+        return sum(m.last_offset - max(m.first_offset, start) + 1
+                   for m in self.missing if m.last_offset >= start)  # fmt: skip
 
     @property
     def size_bytes(self) -> int:
@@ -235,8 +245,8 @@ class SegmentedLog(ABC):
                 located = self._locate(offset)
             except CorruptRecords as e:
                 return stand_in(e.first_offset, e.last_offset)
-            if located is None:
-                return b""
+            if located is None:  # the log end, or offsets no segment holds up to it
+                return b"" if offset >= self.log_end_offset else self._missing(offset)
             segment, position, header = located
             hole = segment.damage.next_from(position)
             stop = hole.start if hole is not None else segment.size
@@ -253,6 +263,14 @@ class SegmentedLog(ABC):
             if good:
                 return data if good == len(data) else data[:good]
         return b""
+
+    def _missing(self, offset: int) -> bytes:
+        """The stand-in for offsets from `offset` that no segment holds and no later batch
+        follows (a lost or cut segment file before an empty active one): readers step over
+        them to the next segment's first offset, as over damage."""
+        i = bisect_right(self._bases, offset)
+        end = self._bases[i] if i < len(self._bases) else self.log_end_offset
+        return stand_in(offset, end - 1)
 
     def read_with_spans(
         self, offset: int, max_bytes: int, max_records: int | None = None

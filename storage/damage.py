@@ -78,6 +78,11 @@ class DamageMap:
         self._ranges.insert(i, damaged)
         self._ends.insert(i, damaged.end)
 
+    def drop_before(self, position: int) -> None:
+        """Forget the ranges ending at or before `position` (a larger one replaces them)."""
+        i = bisect.bisect_right(self._ends, position)
+        del self._ranges[:i], self._ends[:i]
+
     def at_position(self, position: int) -> DamagedRange | None:
         """The range holding byte `position`."""
         i = bisect.bisect_right(self._ends, position)

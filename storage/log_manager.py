@@ -290,6 +290,12 @@ class LogManager:
             for d in log.damaged_ranges()
         )
 
+    def missing_records(self) -> int:
+        """Offsets found missing between segments at open (lost or cut segment files)."""
+        return sum(
+            log.missing_records() for log in self._all_logs() if isinstance(log, SegmentedLog)
+        )
+
     def flush_all(self) -> None:
         for log in self._all_logs():
             log.flush()

@@ -29,6 +29,7 @@ from storage.recovery import load_indexes
 from storage.recovery import recover_segment
 from storage.segment import FileSegment
 from storage.segment import Segment
+from storage.segment_ranges import check_ranges
 
 CLEAN_SHUTDOWN = ".clean_shutdown"
 PRODUCER_SNAPSHOT = "producer_state.json"
@@ -95,11 +96,13 @@ class SegmentLog(SegmentedLog):
         clean = marker.exists()
         events: list[RecoveryEvent] = []
         segments = _open_segments(path, config, clean, events)
+        missing = check_ranges(segments)  # before anything trusts the segments' offsets
         producers = _load_producers(path, segments, events)
         if clean:
             marker.unlink()
             fsync_dir(path)
         log = cls(path, config, segments, producers, events)
+        log.missing = missing
         for event in events:
             _log.warning(
                 "log_recovery",

@@ -24,6 +24,8 @@ import datetime
 import json
 import time
 import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,7 @@ pytestmark = pytest.mark.compat
 
 TOPIC, GROUP, RECORDS = "damaged", "damaged-group", 3000
 DAMAGE = "damaged record batches stepped over"
+GAP = "offsets missing between segments"
 
 
 def _fetch(port: int, offset: int) -> tuple[int, bytes]:
@@ -212,6 +215,127 @@ def test_a_damaged_segment_costs_only_its_damaged_batch(tmp_path: Path) -> None:
     lines = _log_events(broker)
     damage = [e for e in lines if e.get("event") == DAMAGE]
     assert [d["offsets"] for d in damage] == [[first, last]]  # once, however often it was read
+    assert not [e for e in lines if e.get("exception")]  # no traceback
+
+
+@dataclass(frozen=True)
+class Case:
+    """One kind of damage done to partition `partition`'s second segment (at rest)."""
+
+    name: str
+    damage: Callable[[Path], tuple[str, str, int, int]]  # -> (event, file, first, last lost)
+
+
+def _middle(segment: Path) -> tuple[int, BatchHeader]:
+    batches = _batches(segment)
+    return batches[len(batches) // 2]
+
+
+def negative_length(directory: Path) -> tuple[str, str, int, int]:
+    second = _segments(directory)[1]
+    pos, header = _middle(second)
+    _set(second, pos + 8, (-5).to_bytes(4, "big", signed=True))
+    return DAMAGE, str(second), header.base_offset, header.last_offset
+
+
+def wrong_magic(directory: Path) -> tuple[str, str, int, int]:
+    second = _segments(directory)[1]
+    pos, header = _middle(second)
+    _set(second, pos + 16, b"\x07")
+    return DAMAGE, str(second), header.base_offset, header.last_offset
+
+
+def flipped_midpoint(directory: Path) -> tuple[str, str, int, int]:
+    second = _segments(directory)[1]
+    data = bytearray(second.read_bytes())
+    mid = len(data) // 2
+    hit = [h for pos, h in _batches(second) if pos < mid + 16 and mid < pos + h.size]
+    data[mid : mid + 16] = bytes(b ^ 0xFF for b in data[mid : mid + 16])
+    second.write_bytes(bytes(data))
+    return DAMAGE, str(second), hit[0].base_offset, hit[-1].last_offset
+
+
+def deleted_segment(directory: Path) -> tuple[str, str, int, int]:
+    _, second, third, *_ = _segments(directory)
+    second.unlink()
+    return GAP, str(third), int(second.stem), int(third.stem) - 1
+
+
+def cut_in_half(directory: Path) -> tuple[str, str, int, int]:
+    """Truncated to half its size: at a batch boundary a gap, inside a batch damage."""
+    second, third = _segments(directory)[1:3]
+    half = second.stat().st_size // 2
+    lost = next(h for pos, h in _batches(second) if pos + h.size > half)
+    starts = {pos for pos, _ in _batches(second)}
+    with second.open("r+b") as f:
+        f.truncate(half)
+    event, where = (GAP, third) if half in starts else (DAMAGE, second)
+    return event, str(where), lost.base_offset, int(third.stem) - 1
+
+
+def raised_base_offset(directory: Path) -> tuple[str, str, int, int]:
+    """The batch the segment's first offset index entry names: +50 on its base offset."""
+    second = _segments(directory)[1]
+    index = second.with_suffix(".index").read_bytes()
+    position = int.from_bytes(index[4:8], "big")
+    header = dict(_batches(second))[position]
+    _set(second, position, (header.base_offset + 50).to_bytes(8, "big"))
+    return DAMAGE, str(second), header.base_offset, header.last_offset
+
+
+CASES = [
+    Case("negative length", negative_length),
+    Case("wrong magic", wrong_magic),
+    Case("16 bytes flipped at the midpoint", flipped_midpoint),
+    Case("middle segment deleted", deleted_segment),
+    Case("segment cut in half", cut_in_half),
+    Case("base offset raised by 50", raised_base_offset),
+]
+
+
+def test_each_kind_of_header_damage_or_lost_file_costs_only_what_it_held(
+    tmp_path: Path,
+) -> None:
+    """Each partition of one topic gets one kind of damage; then a plain Consumer and a share
+    group read everything else, and each damage is said once with its file and offsets."""
+    topic, group, partitions = "kinds", "kinds-group", len(CASES)
+    data = tmp_path / "data"
+    data.mkdir()
+    props = tmp_path / "broker.properties"
+    props.write_text("log.segment.bytes=16384\n")
+    broker = BrokerProcess(data, extra=["--config", str(props)])
+    with broker:
+        create_topic(broker.bootstrap, topic, partitions)
+        set_group_configs(broker.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+        _produce(broker.bootstrap, topic, partitions, RECORDS)
+        assert broker.stop() == 0
+    said: dict[int, tuple[str, str, int, int]] = {}
+    kept: dict[int, set[int]] = {}
+    for p, case in enumerate(CASES):
+        directory = data / f"{topic}-{p}"
+        assert len(_segments(directory)) >= 4, case.name
+        said[p] = event, _, first, last = case.damage(directory)
+        assert 0 < first <= last < RECORDS - 1, case.name
+        kept[p] = set(range(RECORDS)) - set(range(first, last + 1))
+    want = sum(map(len, kept.values()))
+
+    metrics_port = free_port()
+    extra = ["--config", str(props), "--metrics-port", str(metrics_port)]
+    with BrokerProcess(data, port=broker.port, extra=extra) as broker:
+        assert _plain_offsets(broker.bootstrap, topic, partitions, want) == kept
+        assert _share_offsets(broker.bootstrap, group, topic, partitions, want) == kept
+        damaged = sum(s[3] - s[2] + 1 for s in said.values() if s[0] == DAMAGE)
+        missing = sum(s[3] - s[2] + 1 for s in said.values() if s[0] == GAP)
+        assert _metric(metrics_port, "shoal_log_damaged_records") == damaged
+        assert _metric(metrics_port, "shoal_log_missing_records") == missing
+        broker.kill()
+    lines = _log_events(broker)
+    for p, case in enumerate(CASES):
+        event, file, first, last = said[p]
+        about = [e for e in lines if e.get("event") in (DAMAGE, GAP) and f"{topic}-{p}/" in str(e)]
+        assert [(e["event"], e["file"], e["offsets"]) for e in about] == [
+            (event, file, [first, last])
+        ], case.name
     assert not [e for e in lines if e.get("exception")]  # no traceback
 
 

@@ -100,7 +100,9 @@ def offsets_served(
     damaged: list[tuple[int, int]] = []
     offset = log.log_start_offset
     while offset < log.log_end_offset:
-        for _, h in iter_batch_headers(log.read(offset, max_bytes)):
+        data = log.read(offset, max_bytes)
+        assert data, f"nothing read at {offset}, before the log end: a reader would stop"
+        for _, h in iter_batch_headers(data):
             if h.record_count == 0:  # a stand-in for damaged offsets: the only empty batches
                 damaged.append((h.base_offset, h.last_offset))
             else:
