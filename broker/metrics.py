@@ -288,6 +288,7 @@ class BrokerMetrics:
         members: Callable[[], float],
         share_partitions: Callable[[], float],
         damaged_records: Callable[[], float],
+        missing_records: Callable[[], float],
     ) -> None:
         """Values read at scrape time from the live state (no bookkeeping on the hot path)."""
         for name, doc, fn in (
@@ -312,6 +313,11 @@ class BrokerMetrics:
                 "shoal_log_damaged_records",
                 "Offsets in damaged record batches found in the logs (stepped over, logged).",
                 damaged_records,
+            ),
+            (
+                "shoal_log_missing_records",
+                "Offsets no segment file held at start: a lost or cut segment (logged).",
+                missing_records,
             ),
         ):
             Gauge(name, doc, registry=self.registry).set_function(fn)

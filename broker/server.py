@@ -275,6 +275,7 @@ class Server:
             members=lambda: sum(len(g.members) for g in s.coordinator.groups.values()),
             share_partitions=lambda: len(partitions()),
             damaged_records=s.logs.damaged_records,
+            missing_records=s.logs.missing_records,
         )
         classic = s.classic_groups.coordinator
         metrics.classic_groups(

@@ -30,6 +30,8 @@ from storage.cleaned_segment import CleanedCopy
 from storage.compacted import require_keys
 from storage.config import LogConfig
 from storage.damage import DamagedRange
+from storage.damage import stand_in
+from storage.errors import CorruptRecords
 from storage.errors import KafkaStorageError
 from storage.errors import OffsetOutOfRange
 from storage.log import AppendResult
@@ -37,9 +39,12 @@ from storage.log import BatchSpan
 from storage.producer_state import ProducerStateManager
 from storage.segment import PendingSync
 from storage.segment import Segment
+from storage.segment_ranges import MissingOffsets
+from storage.segment_ranges import first_offsets
 
 _log = structlog.get_logger("shoal.storage")
 _BASE_OFFSET = struct.Struct(">q")  # rewritten in place: the CRC does not cover it
+MAX_DAMAGED_PASSES = 64
 
 
 class SegmentedLog(ABC):
@@ -49,13 +54,15 @@ class SegmentedLog(ABC):
         assert segments, "a log always has an active segment"
         self.config = config
         self._segments = segments
-        self._bases = [s.base_offset for s in segments]
+        self._bases = first_offsets(segments)  # a segment's own base, unless overlapped
         self._producers = producers
         self._unflushed_messages = 0
         self._failing = False  # in a failed-write episode: logged once, until a write succeeds
         # May lie inside the first segment (DeleteRecords); never below its base.
         self._log_start = segments[0].base_offset
         self.name = "memory"
+        # Offsets no segment held at open (a lost or cut segment file), logged then.
+        self.missing: list[MissingOffsets] = []
 
     @abstractmethod
     def _new_segment(self, base_offset: int) -> Segment: ...
@@ -92,6 +99,12 @@ class SegmentedLog(ABC):
     def damaged_ranges(self) -> list[DamagedRange]:
         """Damaged stretches found so far (at open or on reads), oldest segment first."""
         return [d for s in self._segments for d in s.damage.ranges]
+
+    def missing_records(self) -> int:
+        """Offsets found missing between segments at open, and not deleted since."""
+        start = self._log_start
+        return sum(m.last_offset - max(m.first_offset, start) + 1
+                   for m in self.missing if m.last_offset >= start)  # fmt: skip
 
     @property
     def size_bytes(self) -> int:
@@ -226,27 +239,43 @@ class SegmentedLog(ABC):
         """Whole batches from the one holding ``offset``, within one segment like Kafka.
 
         The end is found before reading (index floor below the limit, then a short
-        header walk), so the data comes from one exact pread and is never copied.
+        header walk), so the data comes from one exact pread and is never copied. Damaged
+        bytes are never returned: a read stops before damage it meets, and one of damaged
+        offsets gets their stand-in, an empty batch over them (`storage.damage.stand_in`).
         """
-        located = self._locate(offset)
-        if located is None:
-            return b""
-        segment, position, header = located
-        hole = segment.damage.next_from(position)
-        stop = hole.start if hole is not None else segment.size
-        limit = min(position + max(max_bytes, header.size), stop)
-        end = limit  # a segment holds only whole batches
-        if limit < stop:
-            end = max(segment.offset_index.floor_position(limit), position)
-            for pos, h in segment.iter_headers(end):
-                if pos + h.size > limit:
-                    break
-                end = pos + h.size
-        data = segment.read(position, end - position)
-        good = segment.verify(position, data)
-        if good == 0:  # the batch holding `offset` is damaged: verify has recorded it
-            segment.locate(offset)  # raises CorruptRecords with the offsets it covered
-        return data if good == len(data) else data[:good]
+        # A pass whose one batch turns out damaged has recorded it, and the next steps over
+        # it: each pass starts further on, so this ends; the bound is a guard, never reached.
+        for _ in range(MAX_DAMAGED_PASSES):
+            try:
+                located = self._locate(offset)
+            except CorruptRecords as e:
+                return stand_in(e.first_offset, e.last_offset)
+            if located is None:  # the log end, or offsets no segment holds up to it
+                return b"" if offset >= self.log_end_offset else self._missing(offset)
+            segment, position, header = located
+            hole = segment.damage.next_from(position)
+            stop = hole.start if hole is not None else segment.size
+            limit = min(position + max(max_bytes, header.size), stop)
+            end = limit  # a segment holds only whole batches
+            if limit < stop:
+                end = max(segment.offset_index.floor_position(limit), position)
+                for pos, h in segment.iter_headers(end):
+                    if pos + h.size > limit:
+                        break
+                    end = pos + h.size
+            data = segment.read(position, end - position)
+            good = segment.verify(position, data)
+            if good:
+                return data if good == len(data) else data[:good]
+        return b""
+
+    def _missing(self, offset: int) -> bytes:
+        """The stand-in for offsets from `offset` that no segment holds and no later batch
+        follows (a lost or cut segment file before an empty active one): readers step over
+        them to the next segment's first offset, as over damage."""
+        i = bisect_right(self._bases, offset)
+        end = self._bases[i] if i < len(self._bases) else self.log_end_offset
+        return stand_in(offset, end - 1)
 
     def read_with_spans(
         self, offset: int, max_bytes: int, max_records: int | None = None
@@ -275,12 +304,30 @@ class SegmentedLog(ABC):
         """The first record at or after `timestamp_ms` (Kafka's ListOffsets), with its timestamp.
 
         The time index finds the batch; that one batch's records are then read for the exact
-        record. A compressed batch answers with its base offset and max timestamp.
+        record. A compressed batch answers with its base offset and max timestamp. A batch
+        that holds no record (damaged, so read as its stand-in, or emptied by the cleaner) is
+        passed over and the search goes on after it, as Kafka's `FileRecords` search goes on
+        to the next batch when one has no record at or after the timestamp.
         """
-        for segment in self._segments:
-            header = segment.find_timestamp(timestamp_ms)
+        offset = self.log_start_offset
+        while True:
+            header = self._batch_reaching(timestamp_ms, offset)
+            if header is None:
+                return None
+            found = self._record_at_or_after(header, timestamp_ms)
+            if isinstance(found, tuple):
+                return found
+            if found <= offset:  # never: each batch passed over ends after `offset`
+                return None
+            offset = found
+
+    def _batch_reaching(self, timestamp_ms: int, offset: int) -> BatchHeader | None:
+        """The first batch ending at or after `offset` whose maxTimestamp >= `timestamp_ms`."""
+        first = max(0, bisect_right(self._bases, offset) - 1)
+        for segment in self._segments[first:]:
+            header = segment.find_timestamp(timestamp_ms, offset)
             if header is not None:
-                return self._record_at_or_after(header, timestamp_ms)
+                return header
         return None
 
     def learn_data_max(self) -> Iterator[None]:
@@ -299,6 +346,10 @@ class SegmentedLog(ABC):
         Each segment tracks its largest data timestamp and the batch holding it (control
         batches, such as share state, do not count); only that one batch is read, as
         `offset_for_timestamp` reads its batch (a compressed one answers its base offset).
+
+        :raises CorruptRecords: that batch turned out damaged (now logged and counted); its
+            segment forgot its maximum: `learn_data_max` walks it again, stepping over the
+            damage, and then this answers from the intact batches.
         """
         best: tuple[int, int, Segment] | None = None
         for segment in self._segments:
@@ -308,20 +359,34 @@ class SegmentedLog(ABC):
         if best is None:
             return None
         timestamp, base_offset, segment = best
-        located = segment.locate(base_offset)
-        return None if located is None else self._record_at_or_after(located[1], timestamp)
-
-    def _record_at_or_after(self, header: BatchHeader, timestamp_ms: int) -> tuple[int, int]:
-        start = self.log_start_offset
-        batch = self.read(max(header.base_offset, start), header.size)[: header.size]
         try:
-            for offset, ts in record_timestamps(batch):
+            located = segment.locate(base_offset)
+        except CorruptRecords:
+            located = None
+        answer = None if located is None else self._record_at_or_after(located[1], timestamp)
+        if isinstance(answer, tuple):
+            return answer
+        segment.forget_data_max()
+        raise CorruptRecords(base_offset, base_offset, segment.describe())
+
+    def _record_at_or_after(self, header: BatchHeader, timestamp_ms: int) -> tuple[int, int] | int:
+        """The first record of `header`'s batch at or after `timestamp_ms`, with its timestamp;
+        or, when the batch holds no record (damaged: read as its stand-in; emptied by the
+        cleaner), the offset after it, to search on from."""
+        start = self.log_start_offset
+        data = self.read(max(header.base_offset, start), header.size)
+        batch = next(iter_batch_headers(data), None)
+        if batch is None or batch[1].record_count == 0:
+            return header.last_offset + 1 if batch is None else batch[1].last_offset + 1
+        read = batch[1]
+        try:
+            for offset, ts in record_timestamps(data[: read.size]):
                 if ts >= timestamp_ms and offset >= start:
                     return offset, ts
         except InvalidRecordBatch:
             pass
         # Records below the log start are deleted, even where their batch is still stored.
-        return max(header.base_offset, start), header.max_timestamp
+        return max(read.base_offset, start), read.max_timestamp
 
     # --- the log start (DeleteRecords) -------------------------------------------------
 

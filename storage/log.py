@@ -65,6 +65,9 @@ class PartitionLog(Protocol):
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Whole stored batches from the one holding ``offset``, at least one (KIP-74).
 
+        Damaged bytes are never returned: damaged offsets read as an empty batch over them
+        (`storage.damage.stand_in`), which every reader steps over as over compaction's.
+
         :raises storage.errors.OffsetOutOfRange: outside [log start, log end].
         """
         ...
@@ -89,7 +92,11 @@ class PartitionLog(Protocol):
         ...
 
     def offset_for_max_timestamp(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first data record with the largest timestamp."""
+        """(offset, timestamp) of the first data record with the largest timestamp.
+
+        :raises storage.errors.CorruptRecords: the batch holding it was damaged: drive
+            `learn_data_max` again (it now steps over the damage), then ask again.
+        """
         ...
 
     def flush(self) -> None: ...

@@ -338,6 +338,12 @@ class LogManager:
             default=-1,
         )
 
+    def missing_records(self) -> int:
+        """Offsets found missing between segments at open (lost or cut segment files)."""
+        return sum(
+            log.missing_records() for log in self._all_logs() if isinstance(log, SegmentedLog)
+        )
+
     def flush_all(self) -> None:
         for log in self._all_logs():
             log.flush()

@@ -21,6 +21,7 @@ from storage.cleaned_segment import CleanedCopy
 from storage.cleaned_segment import FileCopy
 from storage.cleaned_segment import finish_interrupted_cleaning
 from storage.config import LogConfig
+from storage.errors import CorruptRecords
 from storage.fsutil import atomic_write
 from storage.fsutil import fsync_dir
 from storage.producer_state import ProducerStateManager
@@ -29,6 +30,7 @@ from storage.recovery import load_indexes
 from storage.recovery import recover_segment
 from storage.segment import FileSegment
 from storage.segment import Segment
+from storage.segment_ranges import check_ranges
 
 CLEAN_SHUTDOWN = ".clean_shutdown"
 PRODUCER_SNAPSHOT = "producer_state.json"
@@ -131,11 +133,13 @@ class SegmentLog(SegmentedLog):
         clean = marker.exists()
         events: list[RecoveryEvent] = []
         segments = _open_segments(path, config, clean, events)
+        missing = check_ranges(segments)  # before anything trusts the segments' offsets
         producers = _load_producers(path, segments, events)
         if clean:
             marker.unlink()
             fsync_dir(path)
         log = cls(path, config, segments, producers, events)
+        log.missing = missing
         for event in events:
             _log.warning(
                 "log_recovery",
@@ -211,7 +215,10 @@ def _load_producers(
     for segment in segments:
         if segment.next_offset <= covered:
             continue
-        found = segment.locate(covered) if covered >= segment.base_offset else None
+        try:
+            found = segment.locate(covered) if covered >= segment.base_offset else None
+        except CorruptRecords:  # `covered` lies in damage: walk the segment, stepping over it
+            found = None
         for _, header in segment.iter_headers(found[0] if found else 0):
             if header.base_offset >= covered:
                 state.update(header, header.base_offset)

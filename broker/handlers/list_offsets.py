@@ -23,10 +23,14 @@ from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+from storage.errors import CorruptRecords
+from storage.log import PartitionLog
 
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
+# Each try that meets a damaged batch holding the maximum records it; the next steps over it.
+MAX_TIMESTAMP_TRIES = 8
 
 Request = (
     v1.ListOffsetsRequest
@@ -38,6 +42,17 @@ Request = (
     | v7.ListOffsetsRequest
     | v8.ListOffsetsRequest
 )
+
+
+async def _max_timestamp(plog: PartitionLog) -> tuple[int, int] | None:
+    for _ in range(MAX_TIMESTAMP_TRIES):
+        for _ in plog.learn_data_max():  # done already, unless a segment needs a walk
+            await asyncio.sleep(0)  # between slices of it: the loop is never held long
+        try:
+            return plog.offset_for_max_timestamp()
+        except CorruptRecords:  # its batch was damaged (logged, counted): learn again
+            continue
+    return None
 
 
 async def _lookup(
@@ -53,9 +68,7 @@ async def _lookup(
     if timestamp == EARLIEST:
         return ErrorCode.none, -1, plog.log_start_offset
     if timestamp == MAX_TIMESTAMP:
-        for _ in plog.learn_data_max():  # done already, unless an older segment needs a walk
-            await asyncio.sleep(0)  # between slices of it: the loop is never held long
-        found = plog.offset_for_max_timestamp()
+        found = await _max_timestamp(plog)
     elif timestamp < 0:
         return ErrorCode.none, -1, plog.log_end_offset  # -4 and below: newer specials, latest
     else:

@@ -48,7 +48,6 @@ from coordinator.group_configs import DLQ_TOPIC
 from coordinator.group_configs import GroupConfigs
 from protocol.dead_letter import build_dead_letter_batch
 from protocol.record_batch import InvalidRecordBatch
-from storage.errors import CorruptRecords
 from storage.errors import InvalidRecord
 from storage.errors import OffsetOutOfRange
 from storage.errors import StorageError
@@ -255,14 +254,6 @@ class SharePartitionManager:
             data, spans = plog.read_with_spans(start, min(max_bytes, READ_CHUNK_BYTES), wanted)
         except OffsetOutOfRange:
             return None
-        except CorruptRecords as e:
-            # Storage has logged and counted the damage. Read on past it: the damaged offsets
-            # are absent from what is read, so acquisition archives them like any gap.
-            if e.next_offset >= plog.log_end_offset:
-                return None
-            return self._acquire(
-                sp, plog, member_id, e.next_offset, max_bytes, max_records, now_ms, record_limit
-            )
         keys = None
         if sp.key_ordering:  # records are decoded for key-ordered groups only
             lo, hi = sp.keys_wanted()
@@ -270,7 +261,8 @@ class SharePartitionManager:
             keys = key_hashes(data, [s for s in spans if s.last_offset >= lo])
         acquired = sp.acquire(
             member_id,
-            # An empty batch (offsets the cleaner removed) is archived like a control batch.
+            # An empty batch (offsets the cleaner removed, or storage's stand-in for damaged
+            # ones, already logged and counted) is archived like a control batch.
             [
                 BatchSpan(s.base_offset, s.last_offset, s.is_control or not s.has_records)
                 for s in spans
