@@ -1,5 +1,5 @@
 """What ShareFetch and ShareAcknowledge share at the protocol edge: the id checks, and their
-acknowledgements listed per partition and applied in slices."""
+acknowledgements listed per partition and applied in slices (`broker.ack_slices`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
+from broker.ack_slices import AckSlices
 from broker.authorization import authorize
 from broker.context import RequestContext
+from broker.share.ack_job import AckJob
 from broker.share.acknowledgements import AckBatchLike
 from broker.share.acknowledgements import AckOutcome
 from broker.share.share_fetch_service import ShareFetchService
@@ -30,6 +32,8 @@ TOPIC = ResourceType.TOPIC
 SHARE_ACL_CHECKS: Final = ((AclOperation.READ, ResourceType.GROUP), (AclOperation.READ, TOPIC))
 
 AckResults = dict[TopicIdPartition, AckOutcome]
+Batches = list[Sequence[AckBatchLike]]
+Started = AckJob | AckOutcome
 # Kafka's null topic id: what a request that names no topic id is answered under.
 NULL_TOPIC_ID = uuid.UUID(int=0)
 
@@ -122,6 +126,7 @@ def refused_acks(topics: Iterable[AckTopic], denied: set[uuid.UUID]) -> AckResul
 
 async def acknowledge_all(
     service: ShareFetchService,
+    slices: AckSlices,
     group_id: str,
     member_id: str,
     topics: Iterable[AckTopic],
@@ -130,7 +135,8 @@ async def acknowledge_all(
     now_ms: int,
 ) -> AckResults:
     """Every partition's acknowledgement batches, each partition atomically, yielding to the
-    loop between partitions so that a huge request never stalls other clients.
+    loop between partitions, and within a partition between the steps of a big one, so that
+    a huge request never stalls other clients.
 
     A topic may be listed twice in one request (librdkafka does it): batches are merged per
     partition, never overwritten."""
@@ -144,9 +150,13 @@ async def acknowledge_all(
             await slicer.pause()
     out: AckResults = {}
     for key, batch_lists in listed.items():
-        out[key] = service.acknowledge(
-            group_id, member_id, key, batch_lists, renew_allowed=renew_allowed, now_ms=now_ms
-        )
+
+        def start(key: TopicIdPartition = key, batch_lists: Batches = batch_lists) -> Started:
+            return service.begin_acknowledge(
+                group_id, member_id, key, batch_lists, renew_allowed=renew_allowed, now_ms=now_ms
+            )
+
+        out[key] = await slices.acknowledge((group_id, *key), start)
         await slicer.pause()
     return out
 
