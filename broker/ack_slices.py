@@ -15,6 +15,7 @@ share-partition locked.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable
 
@@ -33,8 +34,11 @@ Start = Callable[[], "AckJob | AckOutcome"]
 class AckSlices:
     """The queue of acknowledgements per share-partition with a job in progress."""
 
-    def __init__(self, budget_s: float = SLICE_SECONDS) -> None:
+    def __init__(
+        self, budget_s: float = SLICE_SECONDS, clock: Callable[[], float] = time.perf_counter
+    ) -> None:
         self._budget_s = budget_s
+        self._clock = clock  # the slices' clock (a fake one in tests)
         # A key is present while a job of it is in progress; its futures are the waiters.
         self._queues: dict[SharePartitionKey, deque[asyncio.Future[None]]] = {}
         self._tasks: set[asyncio.Task[AckOutcome]] = set()
@@ -89,7 +93,7 @@ class AckSlices:
         return await asyncio.shield(task)  # a cancelled request leaves the job running
 
     async def _steps(self, key: SharePartitionKey, job: AckJob) -> AckOutcome:
-        slicer = Slicer(self._budget_s)
+        slicer = Slicer(self._budget_s, self._clock)
         try:
             while not job.step():
                 await slicer.pause()
