@@ -32,11 +32,14 @@ from operator import attrgetter
 from operator import itemgetter
 from typing import Protocol
 
+import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.share.ack_job import AckJob
 from broker.share.share_partition import AckBatch
 from broker.share.share_partition_manager import SharePartitionManager
+
+log = structlog.get_logger("shoal.share")
 
 TopicIdPartition = tuple[uuid.UUID, int]
 _FIELDS = attrgetter("first_offset", "last_offset", "acknowledge_types")
@@ -106,6 +109,10 @@ def begin(
     by the caller), or why they are refused. RENEW before v2 is an invalid request (KIP-1222)."""
     refused = past_window(manager.in_flight_records(group_id, *key), listed)
     if refused is not None:
+        log.info(
+            "acknowledgement refused", reason=refused.message, group=group_id,
+            member=member_id, topic_id=str(key[0]), partition=key[1],
+        )  # fmt: skip
         return refused
     job = manager.begin_acknowledge(
         group_id, member_id, key[0], key[1], merged(listed), now_ms, renew_allowed=renew_allowed
