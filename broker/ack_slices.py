@@ -46,6 +46,11 @@ class AckSlices:
     def busy(self, key: SharePartitionKey) -> bool:
         return key in self._queues
 
+    async def drain(self) -> None:
+        """Wait for the jobs under way (shutdown: before the logs close)."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
     async def acknowledge(self, key: SharePartitionKey, start: Start) -> AckOutcome:
         """Start one acknowledgement of `key` (when it is its turn) and see it to its end."""
         if key not in self._queues:  # the common case: nothing to wait for, nothing to record

@@ -147,3 +147,20 @@ async def test_a_waiter_cancelled_in_the_queue_does_not_hold_up_the_next() -> No
     assert not slices.busy(key)
     assert b.partition().state_of(BIG)[0] is RecordState.ACQUIRED  # the cancelled one never ran
     assert ErrorCode.none == OK.error_code
+
+
+async def test_drain_waits_for_the_jobs_under_way() -> None:
+    """Shutdown drains them before the logs close: a job ends whole, never half applied."""
+    b = Broker()
+    b.fetch("A")
+    slices = AckSlices(budget_s=0.0)
+    key = ("G", *b.key)
+    request = asyncio.create_task(
+        slices.acknowledge(key, starter(b, "A", one_by_one(0, BIG - 1), [], "big"))
+    )
+    await asyncio.sleep(0)
+    request.cancel()  # the connection closed
+    await slices.drain()
+    assert not slices.busy(key)
+    assert b.partition().spso == BIG
+    await asyncio.gather(request, return_exceptions=True)
