@@ -157,8 +157,8 @@ class AckJob:
             self._big = True
             return False
         if self.sp is None:  # nothing held here: GAPs alone change nothing
-            held = all(ack is GAP for _, _, ack in self._runs)
-            return self._finish(ErrorCode.none if held else ErrorCode.invalid_record_state)
+            gaps_only = counts.keys() <= {GAP}
+            return self._finish(ErrorCode.none if gaps_only else ErrorCode.invalid_record_state)
         self._draft = self.sp.draft(self.member_id)
         self.phase = Phase.PLAN
         return True

@@ -357,8 +357,11 @@ class SharePartitionManager:
         self._jobs.pop(job.key, None)
         ok = job.outcome == ErrorCode.none
         self._metrics.on_acknowledgement(ok, job.counts if ok else {})
-        sp = job.sp
+        # A job begun where nothing was loaded may end with the share-partition loaded (by a
+        # fetch meanwhile), its lock expiry and departures held back all the same.
+        sp = job.sp or self._partitions.get(job.key)
         if sp is None:
+            self._deferred_releases.pop(job.key, None)
             return
         if ok and job.plan is not None:
             self._after(

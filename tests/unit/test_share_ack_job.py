@@ -295,3 +295,14 @@ def test_a_fetch_may_acquire_between_steps_and_admin_changes_finish_the_job_firs
     b.manager.delete("G", b.topic.topic_id, 0, 3)  # DeleteShareGroupOffsets cannot wait
     assert (job.done, job.outcome) == (True, ErrorCode.none)
     assert b.writes.count == 1  # the job's delta; the tombstone came after it
+
+
+def test_a_job_begun_before_the_share_partition_was_loaded_releases_departures_after_it() -> None:
+    b = Broker()
+    job = b.begin("A", [Batch(o, o, [GAP]) for o in range(BIG)])  # nothing loaded yet
+    assert isinstance(job, AckJob)
+    job.step()
+    assert b.fetch("B") == [(0, BIG - 1)]  # loads it meanwhile
+    assert b.manager.release_member("G", "B", 2) == 0  # held back by the job all the same
+    assert job.run_to_end() == ErrorCode.none
+    assert b.states(0, BIG - 1) == {RecordState.AVAILABLE}
