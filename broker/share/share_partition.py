@@ -759,12 +759,14 @@ class SharePartition:
     def apply_runs(self, plan: Plan, start: int, stop: int, *, now_ms: int) -> None:
         """Apply `plan.runs[start:stop]`: a plan applied over several steps, in order, ended
         by `settle`. In between, nothing may change the records the plan covers (a fetch,
-        which takes only AVAILABLE and new records, may)."""
+        which takes only AVAILABLE and new records, may), and SPSO has moved over what the
+        slices so far finished, so such a fetch sees the window as it is."""
         for first, last, ack in plan.runs[start:stop]:
             self._apply_ack(plan, first, last, ack, now_ms)
+        self._advance_spso()
 
     def settle(self, plan: Plan) -> Outcome:
-        """The last step of applying a plan: SPSO moves over what it finished."""
+        """The last step of applying a plan: what it moved, and why."""
         self._advance_spso()
         return plan.outcome
 

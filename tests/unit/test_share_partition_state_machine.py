@@ -154,8 +154,7 @@ class Model(WindowModel):
         return ErrorCode.none
 
     def acknowledge_part(self, member: str, types: dict[int, int], lo: int, hi: int) -> None:
-        """Part of an acknowledgement already checked: the offsets of [lo, hi], nothing else
-        (SPSO moves when it is all done, or when a fetch in between moves it)."""
+        """Part of an acknowledgement already checked: the offsets of [lo, hi], nothing else."""
         for o in range(lo, hi + 1):
             if o in types:
                 self.apply_ack(member, o, AcknowledgeType(types[o]), self.now)
@@ -419,6 +418,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
             self.sp.apply_runs(plan, k, k + step, now_ms=self.now)
             part = plan.runs[k : k + step]
             self.model.acknowledge_part(member, types, part[0][0], part[-1][1])
+            self.model.advance()  # each slice moves SPSO over what it finished
             between = next(fetches, None)
             if between is not None and k + step < len(plan.runs):
                 self.fetch(between[0], between[1], [])
