@@ -71,6 +71,12 @@ class AckJob:
     """One member's acknowledgement of one share-partition (`sp` None: the share-partition is
     not loaded, so the member holds nothing there), stepped by `step()` until `outcome`."""
 
+    __slots__ = (
+        "_big", "_draft", "_on_done", "_on_pending", "_planned", "_renew_allowed", "_runs",
+        "_unparsed", "_write", "counts", "key", "member_id", "message", "now_ms", "outcome",
+        "pending", "phase", "plan", "sp", "spso_before", "steps", "written",
+    )  # fmt: skip
+
     def __init__(
         self,
         key: SharePartitionKey,
@@ -81,6 +87,7 @@ class AckJob:
         renew_allowed: bool = True,
         now_ms: int,
         write: Writer,
+        on_pending: Callable[[AckJob], None] = lambda job: None,
         on_done: Callable[[AckJob], None],
     ) -> None:
         self.key = key
@@ -89,7 +96,9 @@ class AckJob:
         self.spso_before: int | None = None  # the manager's: SPSO when fetchers were held back
         self.now_ms = now_ms
         self._write = write
+        self._on_pending = on_pending  # the first step did not finish it: others must wait
         self._on_done = on_done
+        self.pending = False
         self._unparsed = ack_runs(batches)
         self._renew_allowed = renew_allowed
         self._runs: list[Run] = []
@@ -111,11 +120,24 @@ class AckJob:
     def step(self) -> bool:
         """Do the next slice of the work; True once the acknowledgement is done (`outcome`)."""
         self.steps += 1
-        while not self.done:
+        if self.steps == 1:
+            if self._parse() and not self._big:
+                # Small (nearly every acknowledgement): every phase now, straight through.
+                if self.phase is Phase.PLAN:
+                    self._plan()
+                if self.phase is Phase.WRITE:
+                    self._write_plan()
+                if self.phase is Phase.APPLY:
+                    self._apply()
+            if self.phase is not Phase.DONE:
+                self.pending = True
+                self._on_pending(self)
+            return self.phase is Phase.DONE
+        while self.phase is not Phase.DONE:
             finished = self._advance()
             if self._big or not finished:  # a big job does one slice (or one write) a step
                 break
-        return self.done
+        return self.phase is Phase.DONE
 
     def abandon(self, outcome: ErrorCode) -> None:
         """The share-partition is gone (its topic or group deleted): stop where it is."""

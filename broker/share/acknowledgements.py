@@ -35,7 +35,9 @@ from typing import Protocol
 import structlog
 from kio.schema.errors import ErrorCode
 
+from broker.share.ack_job import STEP_RUNS
 from broker.share.ack_job import AckJob
+from broker.share.record_state import AcknowledgeType
 from broker.share.share_partition import AckBatch
 from broker.share.share_partition_manager import SharePartitionManager
 
@@ -43,6 +45,7 @@ log = structlog.get_logger("shoal.share")
 
 TopicIdPartition = tuple[uuid.UUID, int]
 _FIELDS = attrgetter("first_offset", "last_offset", "acknowledge_types")
+RENEW = int(AcknowledgeType.RENEW)
 
 
 class AckBatchLike(Protocol):
@@ -75,9 +78,7 @@ def past_window(
     against). Counted in O(listings), then O(batches) only when those fit the window."""
     if in_flight is None:
         return None
-    entries = sum(len(batches) for batches in listed)
-    if entries <= in_flight:
-        entries = sum(len(b.acknowledge_types) for batches in listed for b in batches)
+    entries = _entries(listed, in_flight)
     if entries <= in_flight:
         return None
     return AckOutcome(
@@ -85,6 +86,15 @@ def past_window(
         f"{entries} acknowledgement entries for a share-partition with {in_flight} records "
         "in flight: offsets past the acquired records",
     )
+
+
+def _entries(listed: Sequence[Sequence[AckBatchLike]], limit: int) -> int:
+    """Entries of a partition's batches: counted in O(listings) when that already exceeds
+    `limit`, else in O(batches)."""
+    entries = sum(len(batches) for batches in listed)
+    if entries <= limit:
+        entries = sum(len(b.acknowledge_types) for batches in listed for b in batches)
+    return entries
 
 
 def merged(listed: Sequence[Sequence[AckBatchLike]]) -> Iterable[AckBatch]:
@@ -105,15 +115,23 @@ def begin(
     renew_allowed: bool,
     now_ms: int,
 ) -> AckJob | AckOutcome:
-    """Check one partition's batches and start applying them (the job is stepped to its end
-    by the caller), or why they are refused. RENEW before v2 is an invalid request (KIP-1222)."""
-    refused = past_window(manager.in_flight_records(group_id, *key), listed)
+    """Check one partition's batches and apply them, or start applying them (a big request:
+    the job is stepped to its end by the caller), or why they are refused. RENEW before v2 is
+    an invalid request (KIP-1222)."""
+    in_flight = manager.in_flight_records(group_id, *key)
+    refused = past_window(in_flight, listed)
     if refused is not None:
         log.info(
             "acknowledgement refused", reason=refused.message, group=group_id,
             member=member_id, topic_id=str(key[0]), partition=key[1],
         )  # fmt: skip
         return refused
+    if in_flight is not None and _entries(listed, STEP_RUNS) <= STEP_RUNS:
+        batches = list(merged(listed))  # one step's work: done now, as ever
+        if not renew_allowed and any(RENEW in b[2] for b in batches):
+            return AckOutcome(ErrorCode.invalid_request, "RENEW needs version 2")
+        code = manager.acknowledge(group_id, member_id, key[0], key[1], batches, now_ms)
+        return OK if code == ErrorCode.none else AckOutcome(code)
     job = manager.begin_acknowledge(
         group_id, member_id, key[0], key[1], merged(listed), now_ms, renew_allowed=renew_allowed
     )

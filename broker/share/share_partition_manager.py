@@ -31,6 +31,7 @@ from broker.share.key_hashes import key_hashes
 from broker.share.persister import NoPersister
 from broker.share.persister import Persister
 from broker.share.persister import load
+from broker.share.record_state import AcknowledgeType
 from broker.share.share_logs import ShareLogs
 from broker.share.share_metrics import NO_METRICS
 from broker.share.share_metrics import ShareMetrics
@@ -40,6 +41,7 @@ from broker.share.share_partition import BatchSpan
 from broker.share.share_partition import Moved
 from broker.share.share_partition import Outcome
 from broker.share.share_partition import Plan
+from broker.share.share_partition import Run
 from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
@@ -73,6 +75,14 @@ def _covered(runs: Sequence[StateRange], copied: Sequence[StateRange]) -> bool:
         any(c.first_offset <= r.first_offset and r.last_offset <= c.last_offset for c in copied)
         for r in runs
     )
+
+
+def count_ack_types(runs: Iterable[Run]) -> dict[AcknowledgeType, int]:
+    """Records per acknowledge type of a request's runs."""
+    counts: dict[AcknowledgeType, int] = {}
+    for first, last, ack in runs:
+        counts[ack] = counts.get(ack, 0) + last - first + 1
+    return counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,12 +300,37 @@ class SharePartitionManager:
         member_id: str,
         topic_id: uuid.UUID,
         partition: int,
-        batches: Iterable[AckBatch],
+        batches: Sequence[AckBatch],
         now_ms: int,
     ) -> ErrorCode:
-        """`begin_acknowledge`, stepped to its end at once (tools and tests)."""
-        job = self.begin_acknowledge(group_id, member_id, topic_id, partition, batches, now_ms)
-        return job if isinstance(job, ErrorCode) else job.run_to_end()
+        """Plan, write, apply, in one go: an acknowledgement the client is told failed has
+        not happened. For requests small enough to do in one step (`ack_job.STEP_RUNS`
+        runs: nearly every one, so this is the hot path), and for tools and tests; a bigger
+        one goes in steps (`begin_acknowledge`)."""
+        key = (group_id, topic_id, partition)
+        if self._jobs:
+            self.finish_acknowledgement(key)
+        sp = self._partitions.get(key)
+        if sp is None:  # nothing held there: checked as a job (rare)
+            job = self.begin_acknowledge(group_id, member_id, topic_id, partition, batches, now_ms)
+            return job if isinstance(job, ErrorCode) else job.run_to_end()
+        # Only a window that held fetchers back has waiters for the room an ack makes.
+        spso = sp.spso if sp.holds_back_fetchers() else None
+        plan = sp.plan_acknowledge(member_id, batches)
+        result = plan if isinstance(plan, ErrorCode) else self._commit(sp, plan, now_ms)
+        if isinstance(result, ErrorCode):
+            self._metrics.on_acknowledgement(False, {})
+            return result
+        assert isinstance(plan, Plan)
+        self._metrics.on_acknowledgement(True, count_ack_types(plan.runs))
+        self._after(sp, now_ms, result, [member_id], spso_before=spso)
+        return ErrorCode.none
+
+    def in_flight_records(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int | None:
+        """Records in the share-partition's window (SPEO - SPSO): every record a member holds
+        lies in it. None when it is not loaded (then nobody holds any)."""
+        sp = self._partitions.get((group_id, topic_id, partition))
+        return None if sp is None else sp.speo - sp.spso
 
     def begin_acknowledge(
         self,
@@ -322,7 +357,8 @@ class SharePartitionManager:
         survive a restart), so an acknowledgement never creates one: a member's closing
         acknowledgement that lands after DeleteShareGroupOffsets must not bring it back."""
         key = (group_id, topic_id, partition)
-        self.finish_acknowledgement(key)
+        if self._jobs:
+            self.finish_acknowledgement(key)
         sp = self._partitions.get(key)
         if sp is None:
             topic = self._logs.topic_by_id(topic_id)
@@ -330,19 +366,12 @@ class SharePartitionManager:
                 return ErrorCode.unknown_topic_or_partition
         job = AckJob(
             key, sp, member_id, batches, renew_allowed=renew_allowed, now_ms=now_ms,
-            write=self._write, on_done=self._acknowledged,
+            write=self._write, on_pending=self._pending, on_done=self._acknowledged,
         )  # fmt: skip
         if sp is not None and sp.holds_back_fetchers():
             # Only a window that held fetchers back has waiters for the room an ack makes.
             job.spso_before = sp.spso
-        self._jobs[key] = job
         return job
-
-    def in_flight_records(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int | None:
-        """Records in the share-partition's window (SPEO - SPSO): every record a member holds
-        lies in it. None when it is not loaded (then nobody holds any)."""
-        sp = self._partitions.get((group_id, topic_id, partition))
-        return None if sp is None else sp.speo - sp.spso
 
     def finish_acknowledgement(self, key: SharePartitionKey) -> None:
         """Step the acknowledgement in progress on `key`, if any, to its end now: for the
@@ -351,12 +380,24 @@ class SharePartitionManager:
         if job is not None:
             job.run_to_end()
 
+    def _pending(self, job: AckJob) -> None:
+        """A job goes on after its first step: from now its share-partition waits for it (a
+        job done in one step, nearly every one, is never seen here)."""
+        self._jobs[job.key] = job
+
     def _acknowledged(self, job: AckJob) -> None:
         """An acknowledgement is done: count it, and do the bookkeeping of its change and of
         the changes it held back (lock expiry re-armed, departed members released)."""
-        self._jobs.pop(job.key, None)
         ok = job.outcome == ErrorCode.none
         self._metrics.on_acknowledgement(ok, job.counts if ok else {})
+        if not job.pending:  # done in its first step: nothing was held back
+            if ok and job.sp is not None and job.plan is not None:
+                self._after(
+                    job.sp, job.now_ms, job.plan.outcome, [job.member_id],
+                    spso_before=job.spso_before,
+                )  # fmt: skip
+            return
+        self._jobs.pop(job.key, None)
         # A job begun where nothing was loaded may end with the share-partition loaded (by a
         # fetch meanwhile), its lock expiry and departures held back all the same.
         sp = job.sp or self._partitions.get(job.key)
@@ -368,7 +409,7 @@ class SharePartitionManager:
                 sp, job.now_ms, job.plan.outcome, [job.member_id], spso_before=job.spso_before,
                 changed=bool(job.plan.changes),
             )  # fmt: skip
-        elif job.steps > 1:  # lock expiry skipped it meanwhile
+        else:  # lock expiry skipped it meanwhile
             self._after(sp, job.now_ms)
         for member_id in sorted(self._deferred_releases.pop(job.key, ())):
             released = self._release(sp, member_id, job.now_ms)
@@ -381,7 +422,7 @@ class SharePartitionManager:
         released = 0
         for sp in self.partitions_of(group_id):
             sp.forget_member(member_id)
-            if sp.key in self._jobs:
+            if self._jobs and sp.key in self._jobs:
                 self._deferred_releases.setdefault(sp.key, set()).add(member_id)
                 continue
             released += self._release(sp, member_id, now_ms)

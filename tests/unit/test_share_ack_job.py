@@ -23,6 +23,7 @@ from broker.share.ack_job import Phase
 from broker.share.acknowledgements import AckOutcome
 from broker.share.acknowledgements import apply
 from broker.share.acknowledgements import begin
+from broker.share.acknowledgements import outcome
 from broker.share.acknowledgements import past_window
 from broker.share.persister import PersistedState
 from broker.share.record_state import AcknowledgeType
@@ -140,18 +141,33 @@ class Broker:
         return {sp.state_of(o)[0] for o in range(first, last + 1)}
 
 
+def answer(started: AckJob | AckOutcome) -> AckOutcome:
+    """What the request is answered: at once, or once its job is stepped to its end."""
+    if isinstance(started, AckOutcome):
+        return started
+    started.run_to_end()
+    return outcome(started)
+
+
 def one_by_one(first: int, last: int) -> list[Batch]:
     """librdkafka acknowledging each record on its own, alternately ACCEPT and REJECT."""
     return [Batch(o, o, [ACCEPT if o % 2 == 0 else REJECT]) for o in range(first, last + 1)]
 
 
-def test_a_small_acknowledgement_is_done_in_its_first_step() -> None:
+def test_a_small_acknowledgement_is_done_at_once() -> None:
+    """Nearly every acknowledgement: done in one go (no job for the caller to step), and a
+    job of that size is done in its first step."""
     b = Broker()
     assert b.fetch("A") == [(0, BIG - 1)]  # the batch holding the 500th record, whole
-    job = b.job("A", one_by_one(0, STEP_RUNS - 2))
-    assert job.step()
+    assert b.begin("A", one_by_one(0, STEP_RUNS - 1)) == AckOutcome(ErrorCode.none)
+    assert b.partition().spso == STEP_RUNS
+    job = b.manager.begin_acknowledge(
+        "G", "A", b.topic.topic_id, 0,
+        [(o, o, [ACCEPT]) for o in range(STEP_RUNS, 2 * STEP_RUNS - 1)], 1,
+    )  # fmt: skip
+    assert isinstance(job, AckJob) and job.step()
     assert (job.outcome, job.steps) == (ErrorCode.none, 1)
-    assert b.states(0, STEP_RUNS - 2) <= {ACKNOWLEDGED, RecordState.ARCHIVED}
+    assert b.partition().spso == 2 * STEP_RUNS - 1  # all of both done
 
 
 def test_a_big_acknowledgement_is_planned_written_once_and_applied_a_slice_at_a_time() -> None:
@@ -229,7 +245,7 @@ def test_a_share_partition_not_loaded_is_checked_in_steps_not_refused() -> None:
     """Nothing is held there: GAPs alone change nothing, anything else is
     INVALID_RECORD_STATE, a malformed request INVALID_REQUEST, however many entries."""
     b = Broker()
-    assert b.manager.in_flight_records("G", b.topic.topic_id, 1) is None
+    assert not b.manager.partitions_of("G")  # nothing loaded
     gaps = [Batch(o, o, [GAP]) for o in range(BIG)]
     job = b.begin("A", gaps, partition=1)
     assert isinstance(job, AckJob)
@@ -249,15 +265,15 @@ def test_listings_merge_in_offset_order_and_renew_needs_v2() -> None:
     )  # fmt: skip
     assert two.error_code == ErrorCode.none
     assert b.states(0, 19) <= {ACKNOWLEDGED, RecordState.ARCHIVED}
-    unsorted = b.job("A", [Batch(30, 30, [ACCEPT]), Batch(20, 20, [ACCEPT])])
-    assert unsorted.run_to_end() == ErrorCode.invalid_request  # as KafkaApis validates
-    renew = b.begin("A", [Batch(20, 20, [RENEW])], v2=False)
-    assert isinstance(renew, AckJob)
-    assert (renew.run_to_end(), renew.message) == (
-        ErrorCode.invalid_request,
-        "RENEW needs version 2",
-    )
-    assert b.states(20, 30) == {ACQUIRED}
+    unsorted = [Batch(30, 30, [ACCEPT]), Batch(20, 20, [ACCEPT])]
+    assert answer(b.begin("A", unsorted)).error_code == ErrorCode.invalid_request  # as KafkaApis
+    renew = answer(b.begin("A", [Batch(20, 20, [RENEW])], v2=False))
+    assert renew == AckOutcome(ErrorCode.invalid_request, "RENEW needs version 2")
+    # The same in a big one (done in steps).
+    big = [*one_by_one(20, 20 + STEP_RUNS), Batch(BIG - 1, BIG - 1, [RENEW])]
+    assert answer(b.begin("A", big, v2=False)) == renew
+    assert answer(b.begin("A", [*big[1:], *unsorted])).error_code == ErrorCode.invalid_request
+    assert b.states(20, BIG - 1) == {ACQUIRED}
 
 
 def test_lock_expiry_waits_for_a_job_then_expires_what_it_left() -> None:
