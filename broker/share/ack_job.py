@@ -24,8 +24,10 @@ begin_acknowledge`), so a plan made over several steps stays true and memory is 
 what was written for longer than the job runs. A fetch may still acquire from the
 share-partition meanwhile: it takes only AVAILABLE and new records, which no plan covers.
 
-A request of at most `STEP_RUNS` runs is done in its first step: what nearly every
-acknowledgement is (librdkafka sends at most max.poll.records = 500 merged ranges).
+Nearly every acknowledgement needs no job: librdkafka sends at most max.poll.records = 500
+merged ranges, and a loaded share-partition's request of at most `STEP_RUNS` entries is done
+in one go by `SharePartitionManager.acknowledge`. A job of that size (on a share-partition not
+loaded) is done in its first step.
 """
 
 from __future__ import annotations
