@@ -44,7 +44,7 @@ class AckSlices:
         self._tasks: set[asyncio.Task[AckOutcome]] = set()
 
     def busy(self, key: SharePartitionKey) -> bool:
-        return key in self._queues
+        return bool(self._queues) and key in self._queues  # the key's hash is not free
 
     async def drain(self) -> None:
         """Wait for the jobs under way (shutdown: before the logs close)."""
@@ -53,12 +53,11 @@ class AckSlices:
 
     async def acknowledge(self, key: SharePartitionKey, start: Start) -> AckOutcome:
         """Start one acknowledgement of `key` (when it is its turn) and see it to its end."""
-        if key not in self._queues:  # the common case: nothing to wait for, nothing to record
+        if not self.busy(key):  # the common case: nothing to wait for, nothing to record
             started = start()
-            if isinstance(started, AckOutcome) or _first_step(started):
-                return started if isinstance(started, AckOutcome) else outcome(started)
-            self._queues[key] = deque()  # no yield since `start`: it is still our turn
-            return await self._drive(key, started)
+            if isinstance(started, AckOutcome):
+                return started
+            return await self.run(key, started)
         await self._turn(key)
         try:
             started = start()
@@ -69,6 +68,14 @@ class AckSlices:
             self._leave(key)
             raise
         return await self._drive(key, started)
+
+    async def run(self, key: SharePartitionKey, job: AckJob) -> AckOutcome:
+        """See a job to its end that was begun just now (no yield since) while `key` was not
+        busy: its first step here, the rest in a task, with later ones waiting their turn."""
+        if _first_step(job):
+            return outcome(job)
+        self._queues[key] = deque()  # still our turn: nothing ran since the job began
+        return await self._drive(key, job)
 
     async def _turn(self, key: SharePartitionKey) -> None:
         """Wait until the acknowledgements of `key` before this one are done."""

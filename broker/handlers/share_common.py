@@ -156,7 +156,15 @@ async def acknowledge_all(
                 group_id, member_id, key, batch_lists, renew_allowed=renew_allowed, now_ms=now_ms
             )
 
-        out[key] = await slices.acknowledge((group_id, *key), start)
+        if slices.busy((group_id, *key)):  # a big one of this share-partition is under way
+            out[key] = await slices.acknowledge((group_id, *key), start)
+        else:  # nearly always: answered at once, or a big one starting now
+            started = start()
+            out[key] = (
+                started
+                if isinstance(started, AckOutcome)
+                else await slices.run((group_id, *key), started)
+            )
         await slicer.pause()
     return out
 

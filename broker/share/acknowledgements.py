@@ -118,7 +118,8 @@ def begin(
     """Check one partition's batches and apply them, or start applying them (a big request:
     the job is stepped to its end by the caller), or why they are refused. RENEW before v2 is
     an invalid request (KIP-1222)."""
-    in_flight = manager.in_flight_records(group_id, *key)
+    sp = manager.loaded(group_id, *key)
+    in_flight = None if sp is None else sp.speo - sp.spso  # every record held lies there
     refused = past_window(in_flight, listed)
     if refused is not None:
         log.info(
@@ -126,11 +127,11 @@ def begin(
             member=member_id, topic_id=str(key[0]), partition=key[1],
         )  # fmt: skip
         return refused
-    if in_flight is not None and _entries(listed, STEP_RUNS) <= STEP_RUNS:
+    if sp is not None and _entries(listed, STEP_RUNS) <= STEP_RUNS:
         batches = list(merged(listed))  # one step's work: done now, as ever
         if not renew_allowed and any(RENEW in b[2] for b in batches):
             return AckOutcome(ErrorCode.invalid_request, "RENEW needs version 2")
-        code = manager.acknowledge(group_id, member_id, key[0], key[1], batches, now_ms)
+        code = manager.acknowledge_in(sp, member_id, batches, now_ms)
         return OK if code == ErrorCode.none else AckOutcome(code)
     job = manager.begin_acknowledge(
         group_id, member_id, key[0], key[1], merged(listed), now_ms, renew_allowed=renew_allowed

@@ -307,13 +307,18 @@ class SharePartitionManager:
         not happened. For requests small enough to do in one step (`ack_job.STEP_RUNS`
         runs: nearly every one, so this is the hot path), and for tools and tests; a bigger
         one goes in steps (`begin_acknowledge`)."""
-        key = (group_id, topic_id, partition)
-        if self._jobs:
-            self.finish_acknowledgement(key)
-        sp = self._partitions.get(key)
+        sp = self._partitions.get((group_id, topic_id, partition))
         if sp is None:  # nothing held there: checked as a job (rare)
             job = self.begin_acknowledge(group_id, member_id, topic_id, partition, batches, now_ms)
             return job if isinstance(job, ErrorCode) else job.run_to_end()
+        return self.acknowledge_in(sp, member_id, batches, now_ms)
+
+    def acknowledge_in(
+        self, sp: SharePartition, member_id: str, batches: Sequence[AckBatch], now_ms: int
+    ) -> ErrorCode:
+        """`acknowledge` on a loaded share-partition (`loaded`)."""
+        if self._jobs:
+            self.finish_acknowledgement(sp.key)
         # Only a window that held fetchers back has waiters for the room an ack makes.
         spso = sp.spso if sp.holds_back_fetchers() else None
         plan = sp.plan_acknowledge(member_id, batches)
@@ -326,11 +331,9 @@ class SharePartitionManager:
         self._after(sp, now_ms, result, [member_id], spso_before=spso)
         return ErrorCode.none
 
-    def in_flight_records(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int | None:
-        """Records in the share-partition's window (SPEO - SPSO): every record a member holds
-        lies in it. None when it is not loaded (then nobody holds any)."""
-        sp = self._partitions.get((group_id, topic_id, partition))
-        return None if sp is None else sp.speo - sp.spso
+    def loaded(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition | None:
+        """The share-partition if it is loaded (else nobody holds any of its records)."""
+        return self._partitions.get((group_id, topic_id, partition))
 
     def begin_acknowledge(
         self,
