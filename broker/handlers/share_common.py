@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 from typing import Protocol
 
@@ -15,7 +16,6 @@ from kio.schema.errors import ErrorCode
 from broker.ack_slices import AckSlices
 from broker.authorization import authorize
 from broker.context import RequestContext
-from broker.share.ack_job import AckJob
 from broker.share.acknowledgements import AckBatchLike
 from broker.share.acknowledgements import AckOutcome
 from broker.share.share_fetch_service import ShareFetchService
@@ -32,8 +32,6 @@ TOPIC = ResourceType.TOPIC
 SHARE_ACL_CHECKS: Final = ((AclOperation.READ, ResourceType.GROUP), (AclOperation.READ, TOPIC))
 
 AckResults = dict[TopicIdPartition, AckOutcome]
-Batches = list[Sequence[AckBatchLike]]
-Started = AckJob | AckOutcome
 # Kafka's null topic id: what a request that names no topic id is answered under.
 NULL_TOPIC_ID = uuid.UUID(int=0)
 
@@ -150,12 +148,10 @@ async def acknowledge_all(
             await slicer.pause()
     out: AckResults = {}
     for key, batch_lists in listed.items():
-
-        def start(key: TopicIdPartition = key, batch_lists: Batches = batch_lists) -> Started:
-            return service.begin_acknowledge(
-                group_id, member_id, key, batch_lists, renew_allowed=renew_allowed, now_ms=now_ms
-            )
-
+        start = partial(
+            service.begin_acknowledge, group_id, member_id, key, batch_lists,
+            renew_allowed=renew_allowed, now_ms=now_ms,
+        )  # fmt: skip
         if slices.busy((group_id, *key)):  # a big one of this share-partition is under way
             out[key] = await slices.acknowledge((group_id, *key), start)
         else:  # nearly always: answered at once, or a big one starting now

@@ -79,8 +79,10 @@ def past_window(
     if in_flight is None:
         return None
     entries = _entries(listed, in_flight)
-    if entries <= in_flight:
-        return None
+    return _refusal(entries, in_flight) if entries > in_flight else None
+
+
+def _refusal(entries: int, in_flight: int) -> AckOutcome:
     return AckOutcome(
         ErrorCode.invalid_request,
         f"{entries} acknowledgement entries for a share-partition with {in_flight} records "
@@ -119,15 +121,18 @@ def begin(
     the job is stepped to its end by the caller), or why they are refused. RENEW before v2 is
     an invalid request (KIP-1222)."""
     sp = manager.loaded(group_id, *key)
-    in_flight = None if sp is None else sp.speo - sp.spso  # every record held lies there
-    refused = past_window(in_flight, listed)
-    if refused is not None:
-        log.info(
-            "acknowledgement refused", reason=refused.message, group=group_id,
-            member=member_id, topic_id=str(key[0]), partition=key[1],
-        )  # fmt: skip
-        return refused
-    if sp is not None and _entries(listed, STEP_RUNS) <= STEP_RUNS:
+    entries = 0
+    if sp is not None:
+        in_flight = sp.speo - sp.spso  # every record a member holds lies there
+        entries = _entries(listed, max(in_flight, STEP_RUNS))
+        if entries > in_flight:
+            refused = _refusal(entries, in_flight)
+            log.info(
+                "acknowledgement refused", reason=refused.message, group=group_id,
+                member=member_id, topic_id=str(key[0]), partition=key[1],
+            )  # fmt: skip
+            return refused
+    if sp is not None and entries <= STEP_RUNS:
         batches = list(merged(listed))  # one step's work: done now, as ever
         if not renew_allowed and any(RENEW in b[2] for b in batches):
             return AckOutcome(ErrorCode.invalid_request, "RENEW needs version 2")

@@ -753,8 +753,10 @@ class SharePartition:
     def apply(self, plan: Plan, *, now_ms: int) -> Outcome:
         """Apply a plan made by one of the `plan_*` methods, with no change in between; what
         moved and why."""
-        self.apply_runs(plan, 0, len(plan.runs), now_ms=now_ms)
-        return self.settle(plan)
+        for first, last, ack in plan.runs:
+            self._apply_ack(plan, first, last, ack, now_ms)
+        self._advance_spso()
+        return plan.outcome
 
     def apply_runs(self, plan: Plan, start: int, stop: int, *, now_ms: int) -> None:
         """Apply `plan.runs[start:stop]`: a plan applied over several steps, in order, ended
