@@ -148,14 +148,16 @@ async def acknowledge_all(
             await slicer.pause()
     out: AckResults = {}
     for key, batch_lists in listed.items():
-        start = partial(
-            service.begin_acknowledge, group_id, member_id, key, batch_lists,
-            renew_allowed=renew_allowed, now_ms=now_ms,
-        )  # fmt: skip
         if slices.busy((group_id, *key)):  # a big one of this share-partition is under way
+            start = partial(
+                service.begin_acknowledge, group_id, member_id, key, batch_lists,
+                renew_allowed=renew_allowed, now_ms=now_ms,
+            )  # fmt: skip
             out[key] = await slices.acknowledge((group_id, *key), start)
         else:  # nearly always: answered at once, or a big one starting now
-            started = start()
+            started = service.begin_acknowledge(
+                group_id, member_id, key, batch_lists, renew_allowed=renew_allowed, now_ms=now_ms
+            )
             out[key] = (
                 started
                 if isinstance(started, AckOutcome)
