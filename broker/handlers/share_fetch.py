@@ -200,7 +200,7 @@ async def _handle(
     except ShareSessionError as e:
         return _refused(Refusal(e.error_code, str(e)))
     acks = await acknowledge_all(
-        s.share_fetch, group_id, member_id, readable,
+        s.share_fetch, s.ack_slices, group_id, member_id, readable,
         renew_allowed=isinstance(request, ShareFetchRequestV2), now_ms=s.now_ms(),
     )  # fmt: skip
     if denied:  # rare: most fetches skip building these maps

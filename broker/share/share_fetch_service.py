@@ -28,9 +28,11 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
+from broker.share.ack_job import AckJob
 from broker.share.acknowledgements import AckBatchLike
 from broker.share.acknowledgements import AckOutcome
 from broker.share.acknowledgements import apply
+from broker.share.acknowledgements import begin
 from broker.share.share_partition_manager import FetchedPartition
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import CLOSE_EPOCH
@@ -183,8 +185,25 @@ class ShareFetchService:
         renew_allowed: bool,
         now_ms: int,
     ) -> AckOutcome:
-        """One partition's acknowledgement batches (every listing of it), all or none."""
+        """One partition's acknowledgement batches (every listing of it), all or none, in
+        one go (tools and tests; the handlers step `begin_acknowledge`)."""
         return apply(
+            self.partitions, group_id, member_id, tp, listed,
+            renew_allowed=renew_allowed, now_ms=now_ms,
+        )  # fmt: skip
+
+    def begin_acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        tp: TopicIdPartition,
+        listed: Sequence[Sequence[AckBatchLike]],
+        *,
+        renew_allowed: bool,
+        now_ms: int,
+    ) -> AckJob | AckOutcome:
+        """Start one partition's acknowledgement: a job to step to its end, or the answer."""
+        return begin(
             self.partitions, group_id, member_id, tp, listed,
             renew_allowed=renew_allowed, now_ms=now_ms,
         )  # fmt: skip
