@@ -163,4 +163,8 @@ HANDLER = handler(
     # `current_leader` default is an entity of that version; entity_tagged_defaults).
     responses=(v9.ProduceResponse, v10.ProduceResponse, v11.ProduceResponse, v12.ProduceResponse),
     acl=((AclOperation.WRITE, ResourceType.TOPIC),),
+    # Listed from v0 and served from v3, as Kafka 4 does (ApiKeys.
+    # PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION, KAFKA-18659): older librdkafka turns
+    # compression off unless Produce v0 is listed (its issue 4956). v0-2 close the connection.
+    advertise_from=0,
 )
