@@ -360,3 +360,12 @@ def test_api_versions_advertises_produce_from_v0_as_kafka_4_does() -> None:
     advertised = {h.name: (h.advertised_min_version, h.min_version) for h in build_registry()}
     assert advertised.pop("Produce") == (0, 3)
     assert all(low == served for low, served in advertised.values())
+
+
+def test_a_handler_cannot_advertise_from_a_version_newer_than_it_serves() -> None:
+    assert handler(_unused, find_v3.FindCoordinatorRequest, acl=()).advertised_min_version == 3
+    assert handler(
+        _unused, find_v3.FindCoordinatorRequest, acl=(), advertise_from=0
+    ).advertised_min_version == 0  # fmt: skip
+    with pytest.raises(ValueError, match="advertised from v4"):
+        handler(_unused, find_v3.FindCoordinatorRequest, acl=(), advertise_from=4)
