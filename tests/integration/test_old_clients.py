@@ -13,6 +13,7 @@ ApiVersions is answered, in its v0 layout (KIP-511). Raw frames, one `shoal serv
 from __future__ import annotations
 
 import datetime
+import importlib
 import struct
 import time
 from collections.abc import Iterator
@@ -34,11 +35,13 @@ from protocol.api_keys import API_VERSIONS
 from protocol.framing import frame
 from protocol.messages import build
 from tests.brokers import BrokerProcess
+from tests.integration.test_malformed_input import a_batch
 from tests.integration.test_malformed_input import api_versions
 from tests.integration.test_malformed_input import call
 from tests.integration.test_malformed_input import closed_within
 from tests.integration.test_malformed_input import connect
 from tests.integration.test_malformed_input import metadata_request
+from tests.integration.test_malformed_input import produce_request
 from tests.integration.test_malformed_input import read_frame
 
 pytestmark = pytest.mark.integration
@@ -218,3 +221,40 @@ def test_kafka_python_pinned_to_a_0_9_broker_reads_metadata(old_broker: BrokerPr
         assert consumer.partitions_for_topic(TOPIC) == {0}
     finally:
         consumer.close()
+
+
+def _list_offsets(sock: Any, version: int, timestamp: int, topic: str) -> tuple[int, int, int]:
+    """(error code, timestamp, offset) of partition 0 for one ListOffsets request."""
+    m = importlib.import_module(f"kio.schema.list_offsets.v{version}")
+    partition = build(m.request.ListOffsetsPartition, partition_index=0, timestamp=timestamp)
+    body = build(
+        m.ListOffsetsRequest,
+        replica_id=-1,
+        isolation_level=0,
+        topics=(build(m.request.ListOffsetsTopic, name=topic, partitions=(partition,)),),
+        timeout=datetime.timedelta(seconds=5),
+    )
+    (answer,) = call(sock, body).topics[0].partitions
+    return int(answer.error_code), int(answer.timestamp), int(answer.offset)
+
+
+def test_list_offsets_special_timestamps_as_kafka_4_answers_them(
+    old_broker: BrokerProcess,
+) -> None:
+    """ReplicaManager's `timestampMinSupportedVersion`: -1/-2 from v1, -3 (max timestamp) from
+    v7, -4 (earliest local) from v8, -5 (latest tiered) from v9, -6 from v11; asked earlier, or
+    unknown, the partition gets UNSUPPORTED_VERSION. A log without remote storage answers -4
+    with its start and -5 with -1 (UnifiedLog `fetchOffsetByTimestamp`)."""
+    with connect(old_broker) as sock:
+        call(sock, produce_request(a_batch(3), topic=TOPIC))
+        end = _list_offsets(sock, 10, -1, TOPIC)[2]
+        assert end >= 3
+        unsupported = int(ErrorCode.unsupported_version)
+        assert _list_offsets(sock, 8, -4, TOPIC) == (0, -1, 0)  # the log start, not its end
+        assert _list_offsets(sock, 9, -5, TOPIC) == (0, -1, -1)
+        assert _list_offsets(sock, 10, -5, TOPIC) == (0, -1, -1)
+        assert _list_offsets(sock, 10, -2, TOPIC) == (0, -1, 0)
+        assert _list_offsets(sock, 8, -5, TOPIC) == (unsupported, -1, -1)
+        assert _list_offsets(sock, 6, -3, TOPIC) == (unsupported, -1, -1)
+        assert _list_offsets(sock, 10, -6, TOPIC) == (unsupported, -1, -1)
+        assert _list_offsets(sock, 10, -7, TOPIC) == (unsupported, -1, -1)

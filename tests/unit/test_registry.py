@@ -335,9 +335,9 @@ KAFKA_4_VERSIONS: dict[str, tuple[int, int]] = {
 # Newer versions Kafka 4.x serves that Shoal does not yet, and the newest Shoal serves:
 # Produce v13, OffsetCommit v10 and OffsetFetch v10 name topics by id only (KIP-516, KIP-848);
 # Fetch v17-18 add replica fields (KIP-853, KIP-1166) while Fetch is being reworked; ListOffsets
-# v9-11 are the tiered-storage offsets (KIP-1005, KIP-1075, KIP-1023).
+# v11 asks for the earliest offset waiting for tiered storage (KIP-1023).
 NEWER_IN_KAFKA = {
-    "Produce": 12, "Fetch": 16, "ListOffsets": 8, "OffsetCommit": 9, "OffsetFetch": 9,
+    "Produce": 12, "Fetch": 16, "ListOffsets": 10, "OffsetCommit": 9, "OffsetFetch": 9,
 }  # fmt: skip
 
 
