@@ -258,3 +258,32 @@ def test_list_offsets_special_timestamps_as_kafka_4_answers_them(
         assert _list_offsets(sock, 6, -3, TOPIC) == (unsupported, -1, -1)
         assert _list_offsets(sock, 10, -6, TOPIC) == (unsupported, -1, -1)
         assert _list_offsets(sock, 10, -7, TOPIC) == (unsupported, -1, -1)
+
+
+def test_the_newest_metadata_and_describe_cluster_are_served(old_broker: BrokerProcess) -> None:
+    """Metadata v13 (a top-level error code, KIP-1102) and DescribeCluster v2 (fenced brokers,
+    KIP-1073) are in Kafka 4's ranges: answered, with no error and an unfenced broker."""
+    metadata_v13 = importlib.import_module("kio.schema.metadata.v13")
+    describe_v2 = importlib.import_module("kio.schema.describe_cluster.v2")
+    with connect(old_broker) as sock:
+        md = call(
+            sock,
+            build(
+                metadata_v13.MetadataRequest,
+                topics=(build(metadata_v13.request.MetadataRequestTopic, name=TOPIC),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
+        assert md.error_code == ErrorCode.none and md.topics[0].name == TOPIC
+        cluster = call(
+            sock,
+            build(
+                describe_v2.DescribeClusterRequest,
+                include_cluster_authorized_operations=False,
+                endpoint_type=1,
+                include_fenced_brokers=True,
+            ),
+        )
+        assert cluster.error_code == ErrorCode.none
+        assert [b.is_fenced for b in cluster.brokers] == [False]
