@@ -174,8 +174,9 @@ class ShareFetchService:
         if not keys:
             return {}
         group_id, member_id = session.key.group_id, session.key.member_id
-        ready = sum(self.partitions.can_acquire(group_id, t, p, now_ms) for t, p in keys)
-        share = max_bytes // ready if ready else max_bytes
+        share = max_bytes  # one partition (most consumers) needs no count
+        if len(keys) > 1:
+            share = max_bytes // max(self.partitions.acquirable(group_id, keys, now_ms), 1)
         records_left, bytes_left = max_records, max_bytes
         min_one = True
         out: dict[TopicIdPartition, FetchedPartition] = {}

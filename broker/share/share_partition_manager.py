@@ -206,12 +206,19 @@ class SharePartitionManager:
 
     # fetch and acknowledge ---------------------------------------------------------------------
 
-    def can_acquire(self, group_id: str, topic_id: uuid.UUID, partition: int, now_ms: int) -> bool:
-        """Whether a fetch could acquire here: the share-partition exists and its window is not
-        full (Kafka's `SharePartition.canAcquireRecords`). A ShareFetch shares MaxBytes among
-        these."""
-        sp = self.get(group_id, topic_id, partition, now_ms)
-        return sp is not None and sp.next_fetch_offset() is not None
+    def acquirable(self, group_id: str, keys: Sequence[tuple[uuid.UUID, int]], now_ms: int) -> int:
+        """How many of the share-partitions `keys` a fetch could acquire from: they exist and
+        their window is not full (Kafka's `SharePartition.canAcquireRecords`). A ShareFetch
+        shares MaxBytes among these."""
+        count = 0
+        partitions = self._partitions
+        for topic_id, partition in keys:
+            sp = partitions.get((group_id, topic_id, partition))
+            if sp is None:  # not loaded yet: loaded now, or not there at all
+                sp = self.get(group_id, topic_id, partition, now_ms)
+            if sp is not None and sp.next_fetch_offset() is not None:
+                count += 1
+        return count
 
     def fetch(
         self,
