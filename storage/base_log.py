@@ -48,8 +48,9 @@ _log = structlog.get_logger("shoal.storage")
 _BASE_OFFSET = struct.Struct(">q")  # rewritten in place: the CRC does not cover it
 MAX_DAMAGED_PASSES = 64
 # A read of empty batches goes on to at most this many more stretches (an emptied segment is
-# one): a few preads each, so a log of thousands of emptied segments is read in several fetches.
-MAX_EMPTY_STRETCHES = 128
+# one): 64 take ~3 ms the first time (files opened, CRCs checked), ~0.6 ms after, and a
+# ShareFetch may make 8 such reads; a log of thousands of emptied segments takes more fetches.
+MAX_EMPTY_STRETCHES = 64
 _RECORD_COUNT = struct.Struct(">i")
 
 
