@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from broker.handlers import add_offsets_to_txn
+from broker.handlers import add_partitions_to_txn
 from broker.handlers import alter_configs
 from broker.handlers import alter_share_group_offsets
 from broker.handlers import alter_user_scram_credentials
@@ -22,6 +24,7 @@ from broker.handlers import describe_configs
 from broker.handlers import describe_groups
 from broker.handlers import describe_share_group_offsets
 from broker.handlers import describe_user_scram_credentials
+from broker.handlers import end_txn
 from broker.handlers import fetch
 from broker.handlers import find_coordinator
 from broker.handlers import heartbeat
@@ -43,6 +46,7 @@ from broker.handlers import share_fetch
 from broker.handlers import share_group_describe
 from broker.handlers import share_group_heartbeat
 from broker.handlers import sync_group
+from broker.handlers import txn_offset_commit
 from broker.registry import Handler
 from broker.registry import Registry
 
@@ -61,6 +65,10 @@ HANDLERS: tuple[Handler, ...] = (
     sync_group.HANDLER,
     describe_groups.HANDLER,
     init_producer_id.HANDLER,
+    add_partitions_to_txn.HANDLER,
+    add_offsets_to_txn.HANDLER,
+    end_txn.HANDLER,
+    txn_offset_commit.HANDLER,
     api_versions.HANDLER,
     create_topics.HANDLER,
     delete_topics.HANDLER,
