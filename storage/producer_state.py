@@ -105,8 +105,11 @@ class ProducerStateManager:
                 if duplicate is not None:
                     return duplicate
             current = pending.get(header.producer_id)
-            if current is None and entry is not None and entry.batches:
-                current = (entry.epoch, entry.batches[-1].last_seq)
+            if current is None and entry is not None:
+                if entry.batches:
+                    current = (entry.epoch, entry.batches[-1].last_seq)
+                elif header.producer_epoch < entry.epoch:  # fenced by a marker's epoch
+                    _check_sequence(header, entry.epoch, -1)
             if current is not None:
                 _check_sequence(header, *current)
             # An unknown producer (new, or its state expired) may start anywhere, as in Kafka.
