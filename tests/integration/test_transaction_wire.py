@@ -1,0 +1,133 @@
+"""Transactions on the wire, raw requests over a real socket: what a partition answers a
+transactional batch its transaction did not add (KIP-890 part 1: INVALID_TXN_STATE up to
+Produce v10, TRANSACTION_ABORTABLE from v11, as Kafka 4's `AddPartitionsToTxnManager`
+`produceRequestVersionToTransactionSupportedOperation`), the brokers' verify-only
+AddPartitionsToTxn v5, and a read_committed Fetch and ListOffsets around an open and an aborted
+transaction (the LSO and the aborted transactions of KIP-98)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import socket
+from typing import Any
+
+import pytest
+from kio.schema.add_partitions_to_txn.v3 import request as add_v3
+from kio.schema.add_partitions_to_txn.v5 import request as add_v5
+from kio.schema.end_txn.v3.request import EndTxnRequest
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v11 import request as fetch_v11
+from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+from kio.schema.list_offsets.v5 import request as list_v5
+from kio.schema.produce.v10 import request as produce_v10
+from kio.schema.produce.v11 import request as produce_v11
+
+from broker.server import Server
+from protocol.framing import frame
+from protocol.messages import RequestPayload
+from protocol.messages import build
+from protocol.messages import decode_response
+from protocol.messages import encode_request
+from protocol.record_batch import TRANSACTIONAL_MASK
+from protocol.record_batch import build_batch
+from tests.probe import read_frame
+
+pytestmark = pytest.mark.integration
+
+TOPIC, TXN = "ledger", "wire-txn"
+MINUTE = datetime.timedelta(minutes=1)
+
+
+def call(sock: socket.socket, body: RequestPayload) -> Any:
+    sock.sendall(frame(encode_request(body, 1, "wire")))
+    return decode_response(body.__api_key__, body.__version__, read_frame(sock))[1]
+
+
+def produce(sock: socket.socket, module: Any, partition: int, pid: int, seq: int,
+            txn_id: str | None = TXN) -> ErrorCode:  # fmt: skip
+    records = build_batch(
+        [(None, b"v%d" % seq)], timestamp_ms=1, producer_id=pid, producer_epoch=0,
+        base_sequence=seq, attributes=TRANSACTIONAL_MASK,
+    )  # fmt: skip
+    data = build(module.PartitionProduceData, index=partition, records=records)
+    topic = build(module.TopicProduceData, name=TOPIC, partition_data=(data,))
+    answer = call(sock, build(module.ProduceRequest, transactional_id=txn_id, acks=-1,
+                              timeout=MINUTE, topic_data=(topic,)))  # fmt: skip
+    return ErrorCode(answer.responses[0].partition_responses[0].error_code)
+
+
+def add(sock: socket.socket, pid: int, partitions: tuple[int, ...]) -> dict[int, ErrorCode]:
+    topic = build(add_v3.AddPartitionsToTxnTopic, name=TOPIC, partitions=partitions)
+    answer = call(sock, build(add_v3.AddPartitionsToTxnRequest, v3_and_below_transactional_id=TXN,
+                              v3_and_below_producer_id=pid, v3_and_below_producer_epoch=0,
+                              v3_and_below_topics=(topic,)))  # fmt: skip
+    (result,) = answer.results_by_topic_v3_and_below
+    return {r.partition_index: r.partition_error_code for r in result.results_by_partition}
+
+
+def fetch(sock: socket.socket, isolation: int) -> Any:
+    partition = build(fetch_v11.FetchPartition, partition=0, fetch_offset=0,
+                      partition_max_bytes=1 << 20)  # fmt: skip
+    topic = build(fetch_v11.FetchTopic, topic=TOPIC, partitions=(partition,))
+    answer = call(sock, build(fetch_v11.FetchRequest, replica_id=-1, max_wait=datetime.timedelta(0),
+                              min_bytes=0, max_bytes=1 << 20, isolation_level=isolation,
+                              topics=(topic,)))  # fmt: skip
+    return answer.responses[0].partitions[0]
+
+
+def latest(sock: socket.socket, isolation: int) -> int:
+    partition = build(list_v5.ListOffsetsPartition, partition_index=0, timestamp=-1)
+    topic = build(list_v5.ListOffsetsTopic, name=TOPIC, partitions=(partition,))
+    answer = call(sock, build(list_v5.ListOffsetsRequest, replica_id=-1,
+                              isolation_level=isolation, topics=(topic,)))  # fmt: skip
+    return int(answer.topics[0].partitions[0].offset)
+
+
+async def test_transactional_batches_need_their_partition_added(broker: Server) -> None:
+    broker.services.logs.create_topic(TOPIC, 2)
+    await asyncio.to_thread(scenario, broker.port)  # a blocking client, off the broker's loop
+
+
+def scenario(port: int) -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        init = call(sock, build(InitProducerIdRequest, transactional_id=TXN, producer_id=-1,
+                                transaction_timeout=MINUTE, producer_epoch=-1))  # fmt: skip
+        assert init.error_code == ErrorCode.none
+        pid = int(init.producer_id)
+        assert produce(sock, produce_v10, 0, pid, 0) == ErrorCode.invalid_txn_state
+        assert produce(sock, produce_v11, 0, pid, 0) == ErrorCode.transaction_abortable
+        assert produce(sock, produce_v10, 0, pid, 0, txn_id=None) == (
+            ErrorCode.transactional_id_authorization_failed
+        )
+        assert add(sock, pid, (0, 7)) == {
+            0: ErrorCode.operation_not_attempted,
+            7: ErrorCode.unknown_topic_or_partition,
+        }
+        assert add(sock, pid, (0,)) == {0: ErrorCode.none}
+        assert produce(sock, produce_v10, 0, pid, 0) == ErrorCode.none
+        assert produce(sock, produce_v10, 1, pid, 0) == ErrorCode.invalid_txn_state
+
+        both = build(add_v5.AddPartitionsToTxnTopic, name=TOPIC, partitions=(0, 1))
+        verify = build(add_v5.AddPartitionsToTxnTransaction, transactional_id=TXN, producer_id=pid,
+                       producer_epoch=0, verify_only=True, topics=(both,))  # fmt: skip
+        answer = call(sock, build(add_v5.AddPartitionsToTxnRequest, transactions=(verify,)))
+        (result,) = answer.results_by_transaction[0].topic_results
+        assert {r.partition_index: r.partition_error_code for r in result.results_by_partition} == {
+            0: ErrorCode.none, 1: ErrorCode.transaction_abortable
+        }  # fmt: skip
+
+        # Open: read_committed stops at its first offset (0); read_uncommitted sees the batch.
+        assert (latest(sock, 1), latest(sock, 0)) == (0, 1)
+        committed, uncommitted = fetch(sock, 1), fetch(sock, 0)
+        assert (committed.last_stable_offset, committed.high_watermark) == (0, 1)
+        assert committed.records == b"" and uncommitted.records
+        assert committed.aborted_transactions == () and uncommitted.aborted_transactions is None
+
+        end = call(sock, build(EndTxnRequest, transactional_id=TXN, producer_id=pid,
+                               producer_epoch=0, committed=False))  # fmt: skip
+        assert end.error_code == ErrorCode.none
+        aborted = fetch(sock, 1)  # the batch and its ABORT marker, and the aborted range
+        assert (aborted.last_stable_offset, aborted.high_watermark) == (2, 2)
+        assert [(a.producer_id, a.first_offset) for a in aborted.aborted_transactions] == [(pid, 0)]
+        assert latest(sock, 1) == 2
