@@ -76,6 +76,8 @@ class TransactionCoordinator:
         self._commit_offsets = commit_offsets
         self._limits = limits
         self.txns: dict[str, TransactionRecord] = log.recover()
+        # The ids whose transaction holds offsets (OffsetFetch asks of every partition).
+        self._with_offsets = {txn_id for txn_id, m in self.txns.items() if m.offsets}
 
     # --- InitProducerId ---------------------------------------------------------------
 
@@ -189,7 +191,8 @@ class TransactionCoordinator:
     def has_pending_offset(self, group_id: str, partition: TopicPartition) -> bool:
         """An open transaction commits an offset of the group's `partition` (OffsetFetch
         with RequireStable answers UNSTABLE_OFFSET_COMMIT, as Kafka's GroupMetadata does)."""
-        return any(partition in m.offsets.get(group_id, ()) for m in self.txns.values())
+        txns = self.txns
+        return any(partition in txns[i].offsets.get(group_id, ()) for i in self._with_offsets)
 
     # --- ending a transaction ----------------------------------------------------------
 
@@ -279,6 +282,7 @@ class TransactionCoordinator:
             except StorageError:
                 return 0
             del self.txns[txn_id]
+            self._with_offsets.discard(txn_id)
         if doomed:
             _log.info("transactional ids expired", count=len(doomed))
         return len(doomed)
@@ -296,6 +300,10 @@ class TransactionCoordinator:
                          error=str(e))  # fmt: skip
             return ErrorCode.not_coordinator
         self.txns[m.transactional_id] = m
+        if m.offsets:
+            self._with_offsets.add(m.transactional_id)
+        else:
+            self._with_offsets.discard(m.transactional_id)
         return None
 
 
