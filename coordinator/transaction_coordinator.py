@@ -194,6 +194,20 @@ class TransactionCoordinator:
         txns = self.txns
         return any(partition in txns[i].offsets.get(group_id, ()) for i in self._with_offsets)
 
+    # --- describing (the admin APIs) ----------------------------------------------------
+
+    def list(
+        self, states: set[str], producer_ids: set[int], min_duration_ms: int, now_ms: int
+    ) -> list[TransactionRecord]:
+        """Kafka's `TransactionStateManager.listTransactionStates`: every id, or those in one of
+        `states`, of one of `producer_ids`, open at least `min_duration_ms` (when >= 0)."""
+        return [
+            m for m in self.txns.values()
+            if (not states or m.state in states)
+            and (not producer_ids or m.producer_id in producer_ids)
+            and (min_duration_ms < 0 or 0 <= m.start_ms <= now_ms - min_duration_ms)
+        ]  # fmt: skip
+
     # --- ending a transaction ----------------------------------------------------------
 
     def end_txn(

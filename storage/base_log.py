@@ -171,6 +171,10 @@ class SegmentedLog(ABC):
         end = self._segments[-1].next_offset
         return end if first is None or first > end else first
 
+    def active_producers(self) -> list[tuple[int, int, int, int, int]]:
+        """See `ProducerStateManager.active` (DescribeProducers)."""
+        return self._producers.active()
+
     def aborted_transactions(self, start: int, upper: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping [start, upper), for a read_committed fetch."""
         return self._producers.aborted_between(start, upper)

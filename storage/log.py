@@ -83,6 +83,11 @@ class PartitionLog(Protocol):
         """The first offset of the oldest open transaction, else the log end (Kafka's LSO)."""
         ...
 
+    def active_producers(self) -> list[tuple[int, int, int, int, int]]:
+        """(producer id, epoch, last sequence, last timestamp, open transaction's first offset
+        or -1) of each producer this partition knows (DescribeProducers)."""
+        ...
+
     def aborted_transactions(self, start: int, upper: int) -> list[AbortedTxn]:
         """Aborted transactions ending at or after `start` and beginning before `upper`."""
         ...

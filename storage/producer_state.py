@@ -152,6 +152,15 @@ class ProducerStateManager:
         if first is not None and not commit:
             self.aborted.append(AbortedTxn(producer_id, first, marker_offset))
 
+    def active(self) -> list[tuple[int, int, int, int, int]]:
+        """(producer id, epoch, last sequence, last timestamp, open transaction's first offset
+        or -1) of every producer known here, as DescribeProducers lists them."""
+        return [
+            (pid, e.epoch, e.batches[-1].last_seq if e.batches else -1, e.last_timestamp,
+             self.ongoing.get(pid, -1))
+            for pid, e in self.producers.items()
+        ]  # fmt: skip
+
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest open transaction (None: none is open)."""
         return min(self.ongoing.values()) if self.ongoing else None

@@ -22,7 +22,9 @@ from broker.handlers import describe_acls
 from broker.handlers import describe_cluster
 from broker.handlers import describe_configs
 from broker.handlers import describe_groups
+from broker.handlers import describe_producers
 from broker.handlers import describe_share_group_offsets
+from broker.handlers import describe_transactions
 from broker.handlers import describe_user_scram_credentials
 from broker.handlers import end_txn
 from broker.handlers import fetch
@@ -34,6 +36,7 @@ from broker.handlers import join_group
 from broker.handlers import leave_group
 from broker.handlers import list_groups
 from broker.handlers import list_offsets
+from broker.handlers import list_transactions
 from broker.handlers import metadata
 from broker.handlers import offset_commit
 from broker.handlers import offset_delete
@@ -69,6 +72,9 @@ HANDLERS: tuple[Handler, ...] = (
     add_offsets_to_txn.HANDLER,
     end_txn.HANDLER,
     txn_offset_commit.HANDLER,
+    describe_transactions.HANDLER,
+    list_transactions.HANDLER,
+    describe_producers.HANDLER,
     api_versions.HANDLER,
     create_topics.HANDLER,
     delete_topics.HANDLER,

@@ -15,11 +15,14 @@ from typing import Any
 import pytest
 from kio.schema.add_partitions_to_txn.v3 import request as add_v3
 from kio.schema.add_partitions_to_txn.v5 import request as add_v5
+from kio.schema.describe_producers.v0 import request as describe_producers
+from kio.schema.describe_transactions.v0 import request as describe_txn
 from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v11 import request as fetch_v11
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.list_offsets.v5 import request as list_v5
+from kio.schema.list_transactions.v1 import request as list_txn
 from kio.schema.produce.v10 import request as produce_v10
 from kio.schema.produce.v11 import request as produce_v11
 
@@ -131,3 +134,50 @@ def scenario(port: int) -> None:
         assert (aborted.last_stable_offset, aborted.high_watermark) == (2, 2)
         assert [(a.producer_id, a.first_offset) for a in aborted.aborted_transactions] == [(pid, 0)]
         assert latest(sock, 1) == 2
+
+
+async def test_transactions_and_producers_are_described(broker: Server) -> None:
+    """DescribeTransactions, ListTransactions and DescribeProducers, as kafka-transactions.sh
+    asks them (Kafka's `TransactionCoordinator.handleDescribeTransactions`,
+    `TransactionStateManager.listTransactionStates`, `ReplicaManager.activeProducerState`)."""
+    broker.services.logs.create_topic(TOPIC, 2)
+    await asyncio.to_thread(described, broker.port)
+
+
+def described(port: int) -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        init = call(sock, build(InitProducerIdRequest, transactional_id=TXN, producer_id=-1,
+                                transaction_timeout=MINUTE, producer_epoch=-1))  # fmt: skip
+        pid = int(init.producer_id)
+        assert add(sock, pid, (1,)) == {1: ErrorCode.none}
+        assert produce(sock, produce_v10, 1, pid, 0) == ErrorCode.none
+
+        answer = call(sock, build(describe_txn.DescribeTransactionsRequest,
+                                  transactional_ids=(TXN, "nobody")))  # fmt: skip
+        mine, unknown = answer.transaction_states
+        assert unknown.error_code == ErrorCode.transactional_id_not_found
+        assert (mine.error_code, mine.transaction_state, mine.producer_id) == (
+            ErrorCode.none, "Ongoing", pid
+        )  # fmt: skip
+        assert [(t.topic, t.partitions) for t in mine.topics] == [(TOPIC, (1,))]
+        assert mine.transaction_timeout == MINUTE
+
+        def listed(**filters: Any) -> list[tuple[str, str]]:
+            asked = {"state_filters": (), "producer_id_filters": (), "duration_filter": -1}
+            answer = call(sock, build(list_txn.ListTransactionsRequest, **{**asked, **filters}))
+            return [(t.transactional_id, t.transaction_state) for t in answer.transaction_states]
+
+        assert listed() == [(TXN, "Ongoing")]
+        assert listed(state_filters=("CompleteCommit",)) == []
+        assert listed(state_filters=("Bogus",)) == []
+        assert listed(producer_id_filters=(pid,)) == [(TXN, "Ongoing")]
+        assert listed(duration_filter=3_600_000) == []  # not open for an hour
+
+        topic = build(describe_producers.TopicRequest, name=TOPIC, partition_indexes=(0, 1, 5))
+        answer = call(sock, build(describe_producers.DescribeProducersRequest, topics=(topic,)))
+        idle, busy, missing = answer.topics[0].partitions
+        assert idle.active_producers == ()
+        assert missing.error_code == ErrorCode.unknown_topic_or_partition
+        (state,) = busy.active_producers
+        assert (state.producer_id, state.producer_epoch, state.last_sequence) == (pid, 0, 0)
+        assert state.current_txn_start_offset == 0

@@ -286,6 +286,9 @@ KAFKA_ACL_TABLE: dict[str, set[tuple[AclOperation, AclResourceType]]] = {
     },
     "AddOffsetsToTxn": {(_O.WRITE, _R.TRANSACTIONAL_ID), (_O.READ, _R.GROUP)},
     "EndTxn": {(_O.WRITE, _R.TRANSACTIONAL_ID)},
+    "DescribeTransactions": {(_O.DESCRIBE, _R.TRANSACTIONAL_ID), (_O.DESCRIBE, _R.TOPIC)},
+    "ListTransactions": {(_O.DESCRIBE, _R.TRANSACTIONAL_ID)},
+    "DescribeProducers": {(_O.READ, _R.TOPIC)},
     "TxnOffsetCommit": {(_O.WRITE, _R.TRANSACTIONAL_ID), (_O.READ, _R.GROUP), (_O.READ, _R.TOPIC)},
     "DescribeAcls": {(_O.DESCRIBE, _R.CLUSTER)},
     "CreateAcls": {(_O.ALTER, _R.CLUSTER)},
@@ -344,14 +347,17 @@ KAFKA_4_VERSIONS: dict[str, tuple[int, int]] = {
     "ShareAcknowledge": (1, 2), "DescribeShareGroupOffsets": (0, 1),
     "AlterShareGroupOffsets": (0, 0), "DeleteShareGroupOffsets": (0, 0),
     "AddPartitionsToTxn": (0, 5), "AddOffsetsToTxn": (0, 4), "EndTxn": (0, 5),
-    "TxnOffsetCommit": (0, 5),
+    "TxnOffsetCommit": (0, 5), "DescribeTransactions": (0, 0), "ListTransactions": (0, 2),
+    "DescribeProducers": (0, 0),
 }  # fmt: skip
 # Newer versions Kafka 4.x serves that Shoal does not yet, and the newest Shoal serves:
 # Produce v13, OffsetCommit v10 and OffsetFetch v10 name topics by id only (KIP-516, KIP-848);
 # Fetch v17-18 add replica fields (KIP-853, KIP-1166) while Fetch is being reworked; ListOffsets
-# v11 asks for the earliest offset waiting for tiered storage (KIP-1023).
+# v11 asks for the earliest offset waiting for tiered storage (KIP-1023); ListTransactions v2
+# filters by a client's regular expression over every transactional id (KIP-1152).
 NEWER_IN_KAFKA = {
     "Produce": 12, "Fetch": 16, "ListOffsets": 10, "OffsetCommit": 9, "OffsetFetch": 9,
+    "ListTransactions": 1,
 }  # fmt: skip
 
 
