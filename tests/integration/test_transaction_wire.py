@@ -13,6 +13,7 @@ import socket
 from typing import Any
 
 import pytest
+from kio.schema.add_offsets_to_txn.v3 import request as add_offsets
 from kio.schema.add_partitions_to_txn.v3 import request as add_v3
 from kio.schema.add_partitions_to_txn.v5 import request as add_v5
 from kio.schema.describe_producers.v0 import request as describe_producers
@@ -23,8 +24,10 @@ from kio.schema.fetch.v11 import request as fetch_v11
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.list_offsets.v5 import request as list_v5
 from kio.schema.list_transactions.v1 import request as list_txn
+from kio.schema.offset_fetch.v7 import request as offset_fetch
 from kio.schema.produce.v10 import request as produce_v10
 from kio.schema.produce.v11 import request as produce_v11
+from kio.schema.txn_offset_commit.v3 import request as txn_commit
 
 from broker.server import Server
 from protocol.framing import frame
@@ -181,3 +184,45 @@ def described(port: int) -> None:
         (state,) = busy.active_producers
         assert (state.producer_id, state.producer_epoch, state.last_sequence) == (pid, 0, 0)
         assert state.current_txn_start_offset == 0
+
+
+async def test_an_offset_an_open_transaction_commits_is_unstable(broker: Server) -> None:
+    """OffsetFetch with RequireStable (v7+, KIP-447) answers UNSTABLE_OFFSET_COMMIT for a
+    partition an open transaction commits an offset of (Kafka's GroupMetadataManager), and the
+    offset itself once the transaction commits; without RequireStable, the last committed."""
+    broker.services.logs.create_topic(TOPIC, 2)
+    await asyncio.to_thread(unstable, broker.port)
+
+
+def unstable(port: int) -> None:
+    group = "copiers"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        init = call(sock, build(InitProducerIdRequest, transactional_id=TXN, producer_id=-1,
+                                transaction_timeout=MINUTE, producer_epoch=-1))  # fmt: skip
+        pid = int(init.producer_id)
+        added = call(sock, build(add_offsets.AddOffsetsToTxnRequest, transactional_id=TXN,
+                                 producer_id=pid, producer_epoch=0, group_id=group))  # fmt: skip
+        assert added.error_code == ErrorCode.none
+        offset = build(txn_commit.TxnOffsetCommitRequestPartition, partition_index=0,
+                       committed_offset=17, committed_leader_epoch=-1)  # fmt: skip
+        topic = build(txn_commit.TxnOffsetCommitRequestTopic, name=TOPIC, partitions=(offset,))
+        commit = call(sock, build(
+            txn_commit.TxnOffsetCommitRequest, transactional_id=TXN, group_id=group,
+            producer_id=pid, producer_epoch=0, generation_id=-1, member_id="",
+            group_instance_id=None, topics=(topic,),
+        ))  # fmt: skip
+        assert commit.topics[0].partitions[0].error_code == ErrorCode.none
+
+        def fetched(stable: bool) -> tuple[ErrorCode, int]:
+            topic = build(offset_fetch.OffsetFetchRequestTopic, name=TOPIC, partition_indexes=(0,))
+            answer = call(sock, build(offset_fetch.OffsetFetchRequest, group_id=group,
+                                      topics=(topic,), require_stable=stable))  # fmt: skip
+            p = answer.topics[0].partitions[0]
+            return ErrorCode(p.error_code), int(p.committed_offset)
+
+        assert fetched(True) == (ErrorCode.unstable_offset_commit, -1)
+        assert fetched(False) == (ErrorCode.none, -1)  # nothing committed yet
+        end = call(sock, build(EndTxnRequest, transactional_id=TXN, producer_id=pid,
+                               producer_epoch=0, committed=True))  # fmt: skip
+        assert end.error_code == ErrorCode.none
+        assert fetched(True) == fetched(False) == (ErrorCode.none, 17)
