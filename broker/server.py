@@ -62,6 +62,7 @@ from coordinator.group_configs import GroupConfigs
 from coordinator.offset_store import OffsetStore
 from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
+from coordinator.transaction_log import TransactionLog
 from storage.acl_store import AclStore
 from storage.dir_lock import DataDirLock
 from storage.errors import StorageError
@@ -196,10 +197,13 @@ class Server:
             )
 
         offsets = OffsetStore.open(logs, clock.now_ms)
-        # Above every id any partition recorded, whatever happened to its own file.
-        producer_ids = ProducerIdAllocator(data_dir / "producer-ids", logs.max_producer_id())
+        txn_log = TransactionLog.open(logs, clock.now_ms)
+        # Above every id any partition or transactional id recorded, whatever happened to its
+        # own file.
+        recorded = max(logs.max_producer_id(), txn_log.max_producer_id())
+        producer_ids = ProducerIdAllocator(data_dir / "producer-ids", recorded)
         transactions = transaction_coordinator(
-            logs, offsets, producer_ids, notifier, lambda: dynamic.current, clock.now_ms
+            logs, txn_log, offsets, producer_ids, notifier, lambda: dynamic.current, clock.now_ms
         )
         # Periodic fsyncs and group commits run here, one at a time, never on the event loop.
         self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-flush")

@@ -30,6 +30,7 @@ log = structlog.get_logger("shoal.transactions")
 
 def transaction_coordinator(
     logs: LogManager,
+    txn_log: TransactionLog,
     offsets: OffsetStore,
     producer_ids: ProducerIdAllocator,
     notifier: Notifier,
@@ -68,9 +69,8 @@ def transaction_coordinator(
         return TxnLimits(c.transaction_max_timeout_ms, c.transactional_id_expiration_ms)
 
     coordinator = TransactionCoordinator(
-        TransactionLog.open(logs, now_ms), producer_ids.allocate, write_markers, commit_offsets,
-        limits,
-    )  # fmt: skip
+        txn_log, producer_ids.allocate, write_markers, commit_offsets, limits
+    )
     # A crash may have left transactions prepared: their markers are written before any client
     # is served, so nothing waits on them longer than the start.
     coordinator.complete_prepared(now_ms())

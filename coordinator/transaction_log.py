@@ -37,6 +37,7 @@ class TransactionLog:
     def __init__(self, log: PartitionLog, now_ms: Callable[[], int]) -> None:
         self._log = log
         self._now_ms = now_ms
+        self._recovered: dict[str, TransactionRecord] | None = None
 
     @classmethod
     def open(cls, logs: LogManager, now_ms: Callable[[], int]) -> TransactionLog:
@@ -55,8 +56,20 @@ class TransactionLog:
         batch = build_batch([(encode_key(transactional_id), value)], timestamp_ms=now)
         self._log.append(batch, now_ms=now)
 
+    def max_producer_id(self) -> int:
+        """The highest producer id a transactional id holds (-1: none): ids handed out to
+        transactional producers that never wrote are in no partition, only here, and the
+        producer id allocator must start above them too."""
+        ids = [i for m in self.recover().values() for i in (m.producer_id, m.last_producer_id)]
+        return max(ids, default=-1)
+
     def recover(self) -> dict[str, TransactionRecord]:
-        """The latest state of every transactional id, from the log's start to its end."""
+        """The latest state of every transactional id, read from the log once (at start)."""
+        if self._recovered is None:
+            self._recovered = self._replay_all()
+        return dict(self._recovered)
+
+    def _replay_all(self) -> dict[str, TransactionRecord]:
         txns: dict[str, TransactionRecord] = {}
         offset, end = self._log.log_start_offset, self._log.log_end_offset
         while offset < end:
