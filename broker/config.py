@@ -157,6 +157,11 @@ class BrokerConfig:
     # Committed offsets of groups without members expire this long after their commit.
     offsets_retention_minutes: int = _int(7 * 24 * 60, 1)
     offsets_retention_check_interval_ms: int = _int(600_000, 1)
+    # Transactions (Kafka's names and defaults; coordinator.transaction_coordinator).
+    transaction_max_timeout_ms: int = _int(900_000, 1)
+    transactional_id_expiration_ms: int = _int(_WEEK_MS, 1)
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _int(10_000, 1)
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = _int(3_600_000, 1)
     group_share_max_share_sessions: int = _int(2000, 1)
     # Kafka's name; empty means no persister (share state is not durable; for benchmarks).
     group_share_persister_class_name: str = "SHARE_CHECKPOINT"

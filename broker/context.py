@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from coordinator.group_configs import GroupConfigs
     from coordinator.offset_store import OffsetStore
     from coordinator.share_group import ShareGroupCoordinator
+    from coordinator.transaction_coordinator import TransactionCoordinator
     from storage.log_manager import LogManager
     from storage.scram_credentials import ScramCredentialStore
 
@@ -58,6 +59,7 @@ class BrokerServices:
     record_deletion: RecordDeletion
     credentials: ScramCredentialStore
     offsets: OffsetStore  # consumer groups' committed offsets
+    transactions: TransactionCoordinator  # transactional ids, their state and markers
     group_commit: GroupCommit  # fsyncs produce requests need, one batch per loop tick
     # One credential change at a time: each is applied, written, or rolled back whole.
     credentials_lock: asyncio.Lock = field(default_factory=asyncio.Lock)

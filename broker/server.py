@@ -52,6 +52,7 @@ from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
 from broker.share_lag import ShareLagCollector
 from broker.tls import server_context
+from broker.transactions import transaction_coordinator
 from coordinator.classic_group import ClassicGroupCoordinator
 from coordinator.classic_group import ClassicLimits
 from coordinator.consumer_assignors import parse_assignors
@@ -61,6 +62,7 @@ from coordinator.group_configs import GroupConfigs
 from coordinator.offset_store import OffsetStore
 from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
+from coordinator.transaction_log import TransactionLog
 from storage.acl_store import AclStore
 from storage.dir_lock import DataDirLock
 from storage.errors import StorageError
@@ -194,6 +196,15 @@ class Server:
                 initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
             )
 
+        offsets = OffsetStore.open(logs, clock.now_ms)
+        txn_log = TransactionLog.open(logs, clock.now_ms)
+        # Above every id any partition or transactional id recorded, whatever happened to its
+        # own file.
+        recorded = max(logs.max_producer_id(), txn_log.max_producer_id())
+        producer_ids = ProducerIdAllocator(data_dir / "producer-ids", recorded)
+        transactions = transaction_coordinator(
+            logs, txn_log, offsets, producer_ids, notifier, lambda: dynamic.current, clock.now_ms
+        )
         # Periodic fsyncs and group commits run here, one at a time, never on the event loop.
         self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-flush")
         self.services = BrokerServices(
@@ -220,13 +231,13 @@ class Server:
                 min_retained_offset=earliest_share_offset,
             ),
             credentials=ScramCredentialStore.in_data_dir(data_dir),
-            offsets=OffsetStore.open(logs, clock.now_ms),
+            offsets=offsets,
+            transactions=transactions,
             group_commit=GroupCommit(self._flusher),
             notifier=notifier,
             metrics=metrics,
             registry=build_registry(),
-            # Above every id any partition recorded, whatever happened to its own file.
-            producer_ids=ProducerIdAllocator(data_dir / "producer-ids", logs.max_producer_id()),
+            producer_ids=producer_ids,
             cluster_id=_cluster_id(data_dir),
             node_id=config.node_id,
             host=host,
@@ -369,6 +380,14 @@ class Server:
         if self.config.log_cleaner_enable:
             self._every(self.config.log_cleaner_backoff_ms, self._clean)
         self._every(self.config.offsets_retention_check_interval_ms, self._expire_offsets)
+        self._every(
+            self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+            self._transaction_timeouts,
+        )
+        self._every(
+            self.config.transaction_remove_expired_transaction_cleanup_interval_ms,
+            self._expire_transactional_ids,
+        )
         self._every(LOCK_TIMER_TICK_MS, self._expire_locks)
         self._every(DEAD_LETTER_TICK_MS, self._copy_dead_letters)
         self._every(MEMBER_CHECK_MS, self._expire_members)
@@ -435,6 +454,15 @@ class Server:
         if expired:
             log.info("committed offsets expired", offsets=expired)
 
+    def _transaction_timeouts(self) -> None:
+        """Abort transactions open past their timeout; finish those a failed write left."""
+        now = self.services.now_ms()
+        self.services.transactions.complete_prepared(now)
+        self.services.transactions.abort_timed_out(now)
+
+    def _expire_transactional_ids(self) -> None:
+        self.services.transactions.expire_ids(self.services.now_ms())
+
     def _expire_locks(self) -> None:
         self.services.share_partitions.expire_locks(self.services.now_ms())
 
@@ -452,6 +480,7 @@ class Server:
         self.services.share_partitions.copy_dead_letters(self.services.now_ms())
         self._expire_members()
         self._expire_offsets()
+        self._transaction_timeouts()
         self.services.classic_groups.tick()
         self._sweep.run()
 

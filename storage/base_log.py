@@ -22,12 +22,14 @@ from protocol.record_batch import BATCH_HEADER_SIZE
 from protocol.record_batch import CONTROL_MASK
 from protocol.record_batch import LOG_OVERHEAD
 from protocol.record_batch import RECORD_COUNT_POS
+from protocol.record_batch import TRANSACTIONAL_MASK
 from protocol.record_batch import BatchHeader
 from protocol.record_batch import Buffer
 from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import iter_batch_headers
 from protocol.record_batch import record_timestamps
 from protocol.record_batch import validate_batches
+from protocol.txn_markers import build_marker
 from storage.cleaned_segment import CleanedCopy
 from storage.compacted import require_keys
 from storage.config import LogConfig
@@ -38,6 +40,7 @@ from storage.errors import KafkaStorageError
 from storage.errors import OffsetOutOfRange
 from storage.log import AppendResult
 from storage.log import BatchSpan
+from storage.producer_state import AbortedTxn
 from storage.producer_state import ProducerStateManager
 from storage.segment import PendingSync
 from storage.segment import Segment
@@ -139,6 +142,10 @@ class SegmentedLog(ABC):
         for h in headers:
             if h.attributes & CONTROL_MASK:
                 raise InvalidRecordBatch("control", "clients may not write control batches")
+            if h.attributes & TRANSACTIONAL_MASK and len(headers) > 1:
+                # Only the first batch of a partition's records is verified against its
+                # transaction; Kafka takes one batch per partition (ProduceRequest).
+                raise InvalidRecordBatch("transactional", "a transactional batch must be alone")
         if self.config.compact:
             require_keys(records, headers)
         # Only idempotent producers (an id) are checked; the rest pay one comparison.
@@ -158,6 +165,41 @@ class SegmentedLog(ABC):
         if not all(h.is_control for h in headers):
             raise InvalidRecordBatch("control", "append_control takes control batches only")
         return self._append(batch, headers, now_ms)
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        *,
+        now_ms: int,
+        coordinator_epoch: int = 0,
+    ) -> AppendResult:
+        """Write the COMMIT or ABORT marker of `producer_id`'s transaction, then end it in the
+        producer state (its records become stable; an abort joins the aborted index).
+
+        :raises storage.errors.KafkaStorageError: not written; the state is as it was.
+        """
+        batch = build_marker(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+        result = self._append(batch, validate_batches(batch), now_ms)
+        self._producers.end_txn(producer_id, producer_epoch, commit, result.base_offset)
+        return result
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Below the first offset of every open transaction (the log end when none is open):
+        where read_committed reads stop (Kafka's LSO)."""
+        first = self._producers.first_unstable_offset()
+        end = self._segments[-1].next_offset
+        return end if first is None or first > end else first
+
+    def active_producers(self) -> list[tuple[int, int, int, int, int]]:
+        """See `ProducerStateManager.active` (DescribeProducers)."""
+        return self._producers.active()
+
+    def aborted_transactions(self, start: int, upper: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start, upper), for a read_committed fetch."""
+        return self._producers.aborted_between(start, upper)
 
     def _append(
         self, records: Buffer, headers: list[BatchHeader], now_ms: int, defer_sync: bool = False
@@ -534,6 +576,7 @@ class SegmentedLog(ABC):
 
         deleted = self._delete_oldest(expired, min_retained_offset)
         self._producers.expire(now_ms, config.producer_id_expiration_ms)
+        self._producers.forget_below(self._log_start)
         return deleted
 
     def _delete_oldest(

@@ -8,6 +8,7 @@ from typing import NamedTuple
 from typing import Protocol
 
 from protocol.record_batch import Buffer
+from storage.producer_state import AbortedTxn
 from storage.segment import PendingSync
 
 
@@ -60,6 +61,35 @@ class PartitionLog(Protocol):
 
     def append_control(self, batch: Buffer, *, now_ms: int) -> AppendResult:
         """Append a control batch built by the broker itself."""
+        ...
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        *,
+        now_ms: int,
+        coordinator_epoch: int = 0,
+    ) -> AppendResult:
+        """Append a transaction's COMMIT/ABORT marker and end the transaction here.
+
+        :raises storage.errors.KafkaStorageError: not written; nothing changed.
+        """
+        ...
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, else the log end (Kafka's LSO)."""
+        ...
+
+    def active_producers(self) -> list[tuple[int, int, int, int, int]]:
+        """(producer id, epoch, last sequence, last timestamp, open transaction's first offset
+        or -1) of each producer this partition knows (DescribeProducers)."""
+        ...
+
+    def aborted_transactions(self, start: int, upper: int) -> list[AbortedTxn]:
+        """Aborted transactions ending at or after `start` and beginning before `upper`."""
         ...
 
     def read(self, offset: int, max_bytes: int, first_batch_max: int | None = None) -> bytes:

@@ -3,16 +3,26 @@
 For each producer id: its epoch and the last five batches it wrote (sequence range and
 offsets), enough to answer a retried batch with its original offsets. Only batch
 headers are needed, so the state is rebuilt by walking headers.
+
+Transactions (Kafka's `ProducerStateManager.ongoingTxns` and the `.txnindex` of each segment):
+the first offset of each producer's open transaction (its first transactional batch), whose
+lowest is the partition's last stable offset (`UnifiedLog.fetchLastStableOffsetMetadata`),
+and every aborted transaction's range (producer, first offset, offset of its ABORT marker),
+which Fetch returns to read_committed consumers. Both are rebuilt from headers, and the
+markers' types, read from their one record.
 """
 
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
+from typing import NamedTuple
 
+from protocol.record_batch import TRANSACTIONAL_MASK
 from protocol.record_batch import BatchHeader
 from storage.errors import InvalidProducerEpoch
 from storage.errors import OutOfOrderSequence
@@ -48,6 +58,14 @@ class ProducerEntry:
         return None
 
 
+class AbortedTxn(NamedTuple):
+    """An aborted transaction's range in the log: as Kafka's `AbortedTxn` of the .txnindex."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the offset of its ABORT marker
+
+
 def in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT32_MAX)
 
@@ -62,6 +80,10 @@ class ProducerStateManager:
         # The highest producer id this log has ever recorded (below ISSUABLE_PRODUCER_IDS),
         # kept when its producer expires: the broker's allocator starts above it (-1: none).
         self.max_producer_id = -1
+        # Producer id -> first offset of its open transaction (Kafka's ongoingTxns).
+        self.ongoing: dict[int, int] = {}
+        # Aborted transactions in marker order (so sorted by last offset), above the log start.
+        self.aborted: list[AbortedTxn] = []
 
     def check(self, headers: Sequence[BatchHeader]) -> BatchMetadata | None:
         """Validate the batches of one append; return a duplicate's metadata if any.
@@ -83,8 +105,11 @@ class ProducerStateManager:
                 if duplicate is not None:
                     return duplicate
             current = pending.get(header.producer_id)
-            if current is None and entry is not None and entry.batches:
-                current = (entry.epoch, entry.batches[-1].last_seq)
+            if current is None and entry is not None:
+                if entry.batches:
+                    current = (entry.epoch, entry.batches[-1].last_seq)
+                elif header.producer_epoch < entry.epoch:  # fenced by a marker's epoch
+                    _check_sequence(header, entry.epoch, -1)
             if current is not None:
                 _check_sequence(header, *current)
             # An unknown producer (new, or its state expired) may start anywhere, as in Kafka.
@@ -97,6 +122,8 @@ class ProducerStateManager:
             return
         if self.max_producer_id < header.producer_id < ISSUABLE_PRODUCER_IDS:
             self.max_producer_id = header.producer_id
+        if header.attributes & TRANSACTIONAL_MASK and header.producer_id not in self.ongoing:
+            self.ongoing[header.producer_id] = base_offset  # its transaction's first batch
         entry = self.producers.get(header.producer_id)
         if entry is None or entry.epoch != header.producer_epoch:
             entry = ProducerEntry(header.producer_epoch, header.max_timestamp)
@@ -111,9 +138,53 @@ class ProducerStateManager:
             )
         )
 
+    def end_txn(self, producer_id: int, epoch: int, commit: bool, marker_offset: int) -> None:
+        """A COMMIT or ABORT marker written at `marker_offset` ends the producer's transaction.
+
+        A marker of a newer epoch (the coordinator fenced the producer: Kafka writes the abort
+        with the bumped epoch) makes that epoch the producer's; its next batch starts at 0.
+        """
+        entry = self.producers.get(producer_id)
+        if entry is None or entry.epoch < epoch:
+            last_ts = entry.last_timestamp if entry is not None else -1
+            self.producers[producer_id] = ProducerEntry(epoch, last_ts)
+        first = self.ongoing.pop(producer_id, None)
+        if first is not None and not commit:
+            self.aborted.append(AbortedTxn(producer_id, first, marker_offset))
+
+    def active(self) -> list[tuple[int, int, int, int, int]]:
+        """(producer id, epoch, last sequence, last timestamp, open transaction's first offset
+        or -1) of every producer known here, as DescribeProducers lists them."""
+        return [
+            (pid, e.epoch, e.batches[-1].last_seq if e.batches else -1, e.last_timestamp,
+             self.ongoing.get(pid, -1))
+            for pid, e in self.producers.items()
+        ]  # fmt: skip
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction (None: none is open)."""
+        return min(self.ongoing.values()) if self.ongoing else None
+
+    def aborted_between(self, start: int, upper: int) -> list[AbortedTxn]:
+        """Aborted transactions a read of [start, upper) meets: those ending at or after
+        `start` and beginning before `upper` (Kafka's `TransactionIndex.collectAbortedTxns`)."""
+        aborted = self.aborted
+        i = bisect_left(aborted, start, key=lambda a: a.last_offset)
+        return [a for a in aborted[i:] if a.first_offset < upper]
+
+    def forget_below(self, log_start: int) -> None:
+        """Aborted transactions wholly below the log start are gone with their segments."""
+        aborted = self.aborted
+        if aborted and aborted[0].last_offset < log_start:
+            del aborted[: bisect_left(aborted, log_start, key=lambda a: a.last_offset)]
+
     def expire(self, now_ms: int, max_age_ms: int) -> int:
         """Forget producers idle longer than ``producer.id.expiration.ms``."""
-        stale = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp > max_age_ms]
+        stale = [
+            pid
+            for pid, e in self.producers.items()
+            if now_ms - e.last_timestamp > max_age_ms and pid not in self.ongoing
+        ]
         for pid in stale:
             del self.producers[pid]
         return len(stale)
@@ -129,6 +200,8 @@ class ProducerStateManager:
             "offset": offset,
             "producers": producers,
             "max_producer_id": self.max_producer_id,  # optional: older snapshots lack it
+            "ongoing": [[pid, first] for pid, first in self.ongoing.items()],  # optional too
+            "aborted": [list(a) for a in self.aborted],  # optional too
         }
         return json.dumps(doc).encode()
 
@@ -148,6 +221,8 @@ class ProducerStateManager:
             state.producers[int(pid)] = entry
         ids = (int(doc.get("max_producer_id", -1)), *state.producers)
         state.max_producer_id = max((p for p in ids if p < ISSUABLE_PRODUCER_IDS), default=-1)
+        state.ongoing = {int(pid): int(first) for pid, first in doc.get("ongoing", [])}
+        state.aborted = [AbortedTxn(*map(int, a)) for a in doc.get("aborted", [])]
         return state, int(doc["offset"])
 
 

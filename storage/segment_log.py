@@ -16,6 +16,10 @@ from pathlib import Path
 
 import structlog
 
+from protocol.record_batch import BatchHeader
+from protocol.record_batch import ControlRecordType
+from protocol.record_batch import InvalidRecordBatch
+from protocol.txn_markers import marker_type
 from storage.base_log import SegmentedLog
 from storage.cleaned_segment import CleanedCopy
 from storage.cleaned_segment import FileCopy
@@ -219,10 +223,36 @@ def _load_producers(
             found = segment.locate(covered) if covered >= segment.base_offset else None
         except CorruptRecords:  # `covered` lies in damage: walk the segment, stepping over it
             found = None
-        for _, header in segment.iter_headers(found[0] if found else 0):
-            if header.base_offset >= covered:
+        for position, header in segment.iter_headers(found[0] if found else 0):
+            if header.base_offset < covered:
+                continue
+            if header.is_control and header.producer_id >= 0:
+                _replay_marker(state, segment, position, header, events)
+            else:
                 state.update(header, header.base_offset)
     return state
+
+
+def _replay_marker(
+    state: ProducerStateManager,
+    segment: FileSegment,
+    position: int,
+    header: BatchHeader,
+    events: list[RecoveryEvent],
+) -> None:
+    """A transaction marker met by the recovery walk ends its transaction again (Kafka's
+    LogLoader rebuilds producer state and the .txnindex from the batches after the snapshot).
+    Its type is in its one record: the only bytes besides headers this walk reads."""
+    try:
+        kind = marker_type(segment.read(position, header.size))
+    except (InvalidRecordBatch, OSError) as exc:
+        events.append(
+            RecoveryEvent("marker_unreadable", str(segment.log_path), position, repr(exc))
+        )
+        return
+    if kind in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        commit = kind == ControlRecordType.COMMIT
+        state.end_txn(header.producer_id, header.producer_epoch, commit, header.base_offset)
 
 
 def _load_log_start(

@@ -23,7 +23,8 @@ MAX_NAME_LENGTH = 249
 # Logs the broker keeps for itself in the data dir, beside the topics' partitions: no user
 # topic may take (or collide with) their names, so they never show up as topics.
 CONSUMER_OFFSETS = "__consumer_offsets"
-INTERNAL_LOGS = frozenset({CONSUMER_OFFSETS})
+TRANSACTION_STATE = "__transaction_state"
+INTERNAL_LOGS = frozenset({CONSUMER_OFFSETS, TRANSACTION_STATE})
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 
 

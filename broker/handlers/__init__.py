@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from broker.handlers import add_offsets_to_txn
+from broker.handlers import add_partitions_to_txn
 from broker.handlers import alter_configs
 from broker.handlers import alter_share_group_offsets
 from broker.handlers import alter_user_scram_credentials
@@ -20,8 +22,11 @@ from broker.handlers import describe_acls
 from broker.handlers import describe_cluster
 from broker.handlers import describe_configs
 from broker.handlers import describe_groups
+from broker.handlers import describe_producers
 from broker.handlers import describe_share_group_offsets
+from broker.handlers import describe_transactions
 from broker.handlers import describe_user_scram_credentials
+from broker.handlers import end_txn
 from broker.handlers import fetch
 from broker.handlers import find_coordinator
 from broker.handlers import heartbeat
@@ -31,6 +36,7 @@ from broker.handlers import join_group
 from broker.handlers import leave_group
 from broker.handlers import list_groups
 from broker.handlers import list_offsets
+from broker.handlers import list_transactions
 from broker.handlers import metadata
 from broker.handlers import offset_commit
 from broker.handlers import offset_delete
@@ -43,6 +49,7 @@ from broker.handlers import share_fetch
 from broker.handlers import share_group_describe
 from broker.handlers import share_group_heartbeat
 from broker.handlers import sync_group
+from broker.handlers import txn_offset_commit
 from broker.registry import Handler
 from broker.registry import Registry
 
@@ -61,6 +68,13 @@ HANDLERS: tuple[Handler, ...] = (
     sync_group.HANDLER,
     describe_groups.HANDLER,
     init_producer_id.HANDLER,
+    add_partitions_to_txn.HANDLER,
+    add_offsets_to_txn.HANDLER,
+    end_txn.HANDLER,
+    txn_offset_commit.HANDLER,
+    describe_transactions.HANDLER,
+    list_transactions.HANDLER,
+    describe_producers.HANDLER,
     api_versions.HANDLER,
     create_topics.HANDLER,
     delete_topics.HANDLER,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 from typing import Protocol
 from typing import TypeVar
 from typing import cast
@@ -36,6 +37,7 @@ from kio.schema.fetch.v15.request import FetchRequest as FetchRequestV15
 from kio.schema.fetch.v16 import response as by_id
 from kio.schema.fetch.v16.request import FetchRequest as FetchRequestV16
 from kio.schema.types import BrokerId
+from kio.schema.types import ProducerId
 from kio.schema.types import TopicName
 from kio.static.primitive import Records
 from kio.static.primitive import i32
@@ -45,10 +47,13 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.long_poll import long_poll
+from broker.read_committed import READ_COMMITTED
+from broker.read_committed import committed_view
 from broker.registry import handler
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.errors import StorageError
+from storage.producer_state import AbortedTxn
 
 READ = AclOperation.READ
 TOPIC = ResourceType.TOPIC
@@ -110,6 +115,8 @@ class PartitionRead:
     records: bytes = b""
     high_watermark: int = -1
     log_start_offset: int = -1
+    last_stable_offset: int = -1
+    aborted: list[AbortedTxn] | None = None  # read_committed only (None: a null list)
 
 
 @dataclass(slots=True)
@@ -151,6 +158,7 @@ def _read(
     topics: Sequence[FetchTopic] = request.topics
     remaining = max_bytes
     min_one = True
+    committed = request.isolation_level == READ_COMMITTED
     read = Read([], 0, [])
     for name, topic in zip(names, topics, strict=True):
         partitions: list[PartitionRead] = []
@@ -163,18 +171,23 @@ def _read(
                 partitions.append(PartitionRead(p.partition, ErrorCode.topic_authorization_failed))
                 continue
             read.wait_keys.append((name, p.partition))
-            hw, start = plog.log_end_offset, plog.log_start_offset
+            hw, start, lso = plog.log_end_offset, plog.log_start_offset, plog.last_stable_offset
             budget = max(0, min(p.partition_max_bytes, remaining))
             try:
                 records = plog.read(p.fetch_offset, budget, None if min_one else budget)
             except StorageError as e:
-                partitions.append(PartitionRead(p.partition, e.error_code, b"", hw, start))
+                partitions.append(PartitionRead(p.partition, e.error_code, b"", hw, start, lso))
                 continue
+            aborted = None
+            if committed:
+                records, aborted = committed_view(plog, p.fetch_offset, records, lso)
             if records:
                 min_one = False
                 remaining -= len(records)
                 read.total_bytes += len(records)
-            partitions.append(PartitionRead(p.partition, ErrorCode.none, records, hw, start))
+            partitions.append(
+                PartitionRead(p.partition, ErrorCode.none, records, hw, start, lso, aborted)
+            )
         read.topics.append(partitions)
     return read
 
@@ -189,15 +202,31 @@ P = TypeVar(
 )
 
 
+_ABORTED: dict[type[Any], type[Any]] = {
+    m.PartitionData: m.AbortedTransaction
+    for m in (by_name, v13_response, v14_response, v15_response, by_id)
+}
+
+
+def _aborted(cls: type[P], aborted: list[AbortedTxn] | None) -> Any:
+    if not aborted:
+        return None if aborted is None else ()
+    aborted_cls = _ABORTED[cls]
+    return tuple(
+        aborted_cls(producer_id=ProducerId(a.producer_id), first_offset=i64(a.first_offset))
+        for a in aborted
+    )
+
+
 def _partitions(cls: type[P], reads: list[PartitionRead]) -> tuple[P, ...]:
     return tuple(
         cls(
             partition_index=i32(r.partition),
             error_code=r.error_code,
             high_watermark=i64(r.high_watermark),
-            last_stable_offset=i64(r.high_watermark),
+            last_stable_offset=i64(r.last_stable_offset),
             log_start_offset=i64(r.log_start_offset),
-            aborted_transactions=None,
+            aborted_transactions=_aborted(cls, r.aborted),
             preferred_read_replica=BrokerId(-1),
             records=Records(r.records),
         )

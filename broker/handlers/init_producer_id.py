@@ -1,7 +1,10 @@
-"""InitProducerId (22): a fresh producer id for idempotent producers.
+"""InitProducerId (22): a fresh producer id for idempotent producers, and a transactional id's
+producer id and epoch for transactional ones (the transaction coordinator's; WRITE on the
+TransactionalId, as Kafka's `KafkaApis.handleInitProducerIdRequest` checks).
 
-Transactions are not supported: a transactional id is refused. A producer that re-initialises
-with its current id and epoch (v3+) gets the next epoch, so its old batches are fenced.
+An idempotent producer that re-initialises with its current id and epoch (v3+) gets the next
+epoch, so its old batches are fenced. PRODUCER_FENCED came with v4 (InitProducerIdResponse.json);
+older versions are answered INVALID_PRODUCER_EPOCH instead, as Kafka does.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from kio.schema.init_producer_id import v5
 from kio.schema.types import ProducerId
 from kio.static.primitive import i16
 
+from broker.authorization import authorize
 from broker.authorization import authorize_any
 from broker.authorization import authorize_cluster
 from broker.context import RequestContext
@@ -46,9 +50,27 @@ def _answer(code: ErrorCode, producer_id: int, epoch: int) -> Response:
     )
 
 
+def _transactional(ctx: RequestContext, request: Request, txn_id: str) -> Response:
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+        return _answer(ErrorCode.transactional_id_authorization_failed, -1, -1)
+    expected = None
+    if isinstance(
+        request, (v3.InitProducerIdRequest, v4.InitProducerIdRequest, v5.InitProducerIdRequest)
+    ) and (request.producer_id >= 0 or request.producer_epoch >= 0):
+        expected = (int(request.producer_id), int(request.producer_epoch))
+    result = ctx.services.transactions.init_producer_id(
+        txn_id, round(request.transaction_timeout.total_seconds() * 1000), expected,
+        ctx.services.now_ms(),
+    )  # fmt: skip
+    code = result.error_code
+    if code == ErrorCode.producer_fenced and ctx.version < 4:
+        code = ErrorCode.invalid_producer_epoch
+    return _answer(code, result.producer_id, result.producer_epoch)
+
+
 async def handle(ctx: RequestContext, request: Request) -> Response:
     if request.transactional_id is not None:
-        return _answer(ErrorCode.transactional_id_authorization_failed, -1, -1)
+        return _transactional(ctx, request, request.transactional_id)
     # An idempotent producer: IDEMPOTENT_WRITE on the cluster or WRITE on any topic (KIP-679).
     if not (
         authorize_cluster(ctx, AclOperation.IDEMPOTENT_WRITE)
@@ -80,5 +102,6 @@ HANDLER = handler(
     acl=(
         (AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER),
         (AclOperation.WRITE, ResourceType.TOPIC),
+        (AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID),
     ),
 )

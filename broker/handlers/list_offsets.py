@@ -5,7 +5,8 @@ timestamp.
 v1-10 (Kafka 4 serves 1-11; v11 brings -6, the earliest offset waiting for tiered storage).
 Each special timestamp may be asked from the version that brought it, as Kafka's ReplicaManager
 checks (`timestampMinSupportedVersion`); before it, or an unknown one, the partition is answered
-UNSUPPORTED_VERSION. Nothing here is tiered, as a Kafka log without remote storage: the earliest
+UNSUPPORTED_VERSION. With read_committed (v2+) the latest offset is the last stable offset, as
+Kafka answers it. Nothing here is tiered, as a Kafka log without remote storage: the earliest
 local offset is the log start and the latest tiered offset is -1 (UnifiedLog
 `fetchOffsetByTimestamp`). v10's timeout is for remote reads: none here.
 """
@@ -31,6 +32,7 @@ from kio.static.primitive import i64
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.read_committed import READ_COMMITTED
 from broker.registry import handler
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -73,8 +75,9 @@ async def _max_timestamp(plog: PartitionLog) -> tuple[int, int] | None:
 
 
 async def _lookup(
-    ctx: RequestContext, topic: str, partition: int, timestamp: int, version: int
-) -> tuple[ErrorCode, int, int]:
+    ctx: RequestContext, topic: str, partition: int, timestamp: int, version: int,
+    committed: bool = False,
+) -> tuple[ErrorCode, int, int]:  # fmt: skip
     if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
         return ErrorCode.topic_authorization_failed, -1, -1
     if timestamp < 0 and version < SPECIAL_SINCE.get(timestamp, 1 << 15):
@@ -82,8 +85,8 @@ async def _lookup(
     plog = ctx.services.logs.log(topic, partition)
     if plog is None:
         return ErrorCode.unknown_topic_or_partition, -1, -1
-    if timestamp == LATEST:
-        return ErrorCode.none, -1, plog.log_end_offset
+    if timestamp == LATEST:  # read_committed: the last stable offset (UnifiedLog LSO)
+        return ErrorCode.none, -1, plog.last_stable_offset if committed else plog.log_end_offset
     if timestamp in (EARLIEST, EARLIEST_LOCAL):  # every segment is local
         return ErrorCode.none, -1, plog.log_start_offset
     if timestamp == LATEST_TIERED:  # nothing is tiered
@@ -99,12 +102,13 @@ async def _lookup(
 
 
 async def handle(ctx: RequestContext, request: Request) -> v10.ListOffsetsResponse:
+    committed = getattr(request, "isolation_level", 0) == READ_COMMITTED  # v2+
     topics = []
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
             code, ts, offset = await _lookup(
-                ctx, topic.name, p.partition_index, p.timestamp, ctx.version
+                ctx, topic.name, p.partition_index, p.timestamp, ctx.version, committed
             )
             partitions.append(
                 v10.response.ListOffsetsPartitionResponse(

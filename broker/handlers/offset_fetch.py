@@ -85,9 +85,12 @@ def _asked(ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None) -
     return [(t, ps) for t, ps in committed.items() if _topic_code(ctx, t) is ErrorCode.none]
 
 
-def _answer(ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None) -> Answer:
-    """Each asked topic's partitions with their committed offsets (-1: none). No offset is
-    ever pending (there are no transactional commits), so `require_stable` changes nothing."""
+def _answer(
+    ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None, stable: bool = False
+) -> Answer:
+    """Each asked topic's partitions with their committed offsets (-1: none). With
+    `require_stable` (v7+), a partition an open transaction commits an offset of is answered
+    UNSTABLE_OFFSET_COMMIT, as Kafka's `GroupMetadataManager.getOffsets` (KIP-447)."""
     store = ctx.services.offsets
     answer: Answer = []
     for topic, partitions in _asked(ctx, group_id, topics):
@@ -95,7 +98,9 @@ def _answer(ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None) 
         rows = []
         for p in partitions:
             value = store.fetch(group_id, topic, p) if code is ErrorCode.none else None
-            if value is None:
+            if stable and ctx.services.transactions.has_pending_offset(group_id, (topic, p)):
+                rows.append(Partition(p, NO_OFFSET, -1, "", ErrorCode.unstable_offset_commit))
+            elif value is None:
                 rows.append(Partition(p, NO_OFFSET, -1, "", code))
             else:
                 rows.append(Partition(p, value.offset, value.leader_epoch, value.metadata, code))
@@ -104,7 +109,7 @@ def _answer(ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None) 
 
 
 def _one_group(
-    ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None
+    ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None, stable: bool
 ) -> tuple[v7.response.OffsetFetchResponseTopic, ...]:
     r = v7.response
     return tuple(
@@ -121,12 +126,12 @@ def _one_group(
                 for p in rows
             ),
         )
-        for topic, rows in _answer(ctx, group_id, topics)
+        for topic, rows in _answer(ctx, group_id, topics, stable)
     )
 
 
 def _group(
-    ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None
+    ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None, stable: bool
 ) -> v9.response.OffsetFetchResponseGroup:
     r = v9.response
     if not _group_allowed(ctx, group_id):
@@ -149,7 +154,7 @@ def _group(
                     for p in rows
                 ),
             )
-            for topic, rows in _answer(ctx, group_id, topics)
+            for topic, rows in _answer(ctx, group_id, topics, stable)
         ),
         error_code=ErrorCode.none,
     )
@@ -159,7 +164,8 @@ async def handle(
     ctx: RequestContext, request: Request
 ) -> v7.OffsetFetchResponse | v9.OffsetFetchResponse:
     if isinstance(request, (v8.OffsetFetchRequest, v9.OffsetFetchRequest)):
-        groups = tuple(_group(ctx, g.group_id, g.topics) for g in request.groups)
+        stable = request.require_stable
+        groups = tuple(_group(ctx, g.group_id, g.topics, stable) for g in request.groups)
         return v9.OffsetFetchResponse(throttle_time=NO_THROTTLE, groups=groups)
     if not _group_allowed(ctx, request.group_id):
         return v7.OffsetFetchResponse(
@@ -168,7 +174,9 @@ async def handle(
     topics: Sequence[Topic] | None = request.topics
     return v7.OffsetFetchResponse(
         throttle_time=NO_THROTTLE,
-        topics=_one_group(ctx, request.group_id, topics),
+        topics=_one_group(
+            ctx, request.group_id, topics, bool(getattr(request, "require_stable", False))
+        ),
         error_code=ErrorCode.none,
     )
 

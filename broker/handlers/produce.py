@@ -20,10 +20,12 @@ from kio.schema.produce import v10
 from kio.schema.produce import v11
 from kio.schema.produce import v12
 
+from broker import txn_produce
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.registry import handler
 from broker.request_order import release_order
+from broker.txn_produce import is_transactional
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from protocol.api_keys import PRODUCE
@@ -59,6 +61,7 @@ def _append(
     records: bytes | None,
     now_ms: int,
     to_sync: list[PartitionLog],
+    txn_id: str | None = None,
 ) -> PartitionResult:
     """One partition's answer: error code, base offset, log start offset, error message.
     A log that is due an fsync (`log.flush.interval.messages`) joins `to_sync`."""
@@ -73,6 +76,10 @@ def _append(
         return PartitionResult(index, ErrorCode.unknown_topic_or_partition, -1, -1)
     if not records:
         return PartitionResult(index, ErrorCode.invalid_record, -1, -1, "no record batches")
+    if is_transactional(records):
+        refused = txn_produce.refusal(ctx, txn_id, topic, index, records)
+        if refused is not None:
+            return PartitionResult(index, refused, -1, -1, "transaction verification failed")
     try:
         result = partition_log.append(records, now_ms=now_ms, defer_sync=True)
     except InvalidRecordBatch as e:
@@ -127,11 +134,12 @@ async def handle(ctx: RequestContext, request: Request) -> EncodedResponse | Non
     now_ms = ctx.services.clock.now_ms()  # one reading for the request's partitions
     topics: list[TopicResults] = []
     codes: list[int] = []  # the non-zero error codes, for the request metrics
+    txn_id = request.transactional_id
     for topic in request.topic_data:
         name = topic.name
         results = []
         for p in topic.partition_data:
-            result = _append(ctx, name, p.index, p.records, now_ms, to_sync)
+            result = _append(ctx, name, p.index, p.records, now_ms, to_sync, txn_id)
             if result.error_code:
                 codes.append(result.error_code)
             results.append(result)
@@ -162,7 +170,10 @@ HANDLER = handler(
     # Refusals (error_response) are kio classes: v10-v12 each need their own (their tagged
     # `current_leader` default is an entity of that version; entity_tagged_defaults).
     responses=(v9.ProduceResponse, v10.ProduceResponse, v11.ProduceResponse, v12.ProduceResponse),
-    acl=((AclOperation.WRITE, ResourceType.TOPIC),),
+    acl=(
+        (AclOperation.WRITE, ResourceType.TOPIC),
+        (AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID),
+    ),
     # Listed from v0 and served from v3, as Kafka 4 does (ApiKeys.
     # PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION, KAFKA-18659): older librdkafka turns
     # compression off unless Produce v0 is listed (its issue 4956). v0-2 close the connection.

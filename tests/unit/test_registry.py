@@ -255,7 +255,7 @@ async def test_dispatch_refuses_a_request_class_not_declared() -> None:
 # (operation, resource type) per API: every handler declares exactly these.
 _O, _R = AclOperation, AclResourceType
 KAFKA_ACL_TABLE: dict[str, set[tuple[AclOperation, AclResourceType]]] = {
-    "Produce": {(_O.WRITE, _R.TOPIC)},
+    "Produce": {(_O.WRITE, _R.TOPIC), (_O.WRITE, _R.TRANSACTIONAL_ID)},
     "Fetch": {(_O.READ, _R.TOPIC)},
     "ListOffsets": {(_O.DESCRIBE, _R.TOPIC)},
     "Metadata": {(_O.DESCRIBE, _R.TOPIC), (_O.CREATE, _R.CLUSTER), (_O.CREATE, _R.TOPIC)},
@@ -274,7 +274,22 @@ KAFKA_ACL_TABLE: dict[str, set[tuple[AclOperation, AclResourceType]]] = {
     "DeleteTopics": {(_O.DELETE, _R.TOPIC)},
     "DeleteRecords": {(_O.DELETE, _R.TOPIC)},
     "DeleteGroups": {(_O.DELETE, _R.GROUP)},
-    "InitProducerId": {(_O.IDEMPOTENT_WRITE, _R.CLUSTER), (_O.WRITE, _R.TOPIC)},
+    "InitProducerId": {
+        (_O.IDEMPOTENT_WRITE, _R.CLUSTER),
+        (_O.WRITE, _R.TOPIC),
+        (_O.WRITE, _R.TRANSACTIONAL_ID),
+    },
+    "AddPartitionsToTxn": {
+        (_O.WRITE, _R.TRANSACTIONAL_ID),
+        (_O.WRITE, _R.TOPIC),
+        (_O.CLUSTER_ACTION, _R.CLUSTER),
+    },
+    "AddOffsetsToTxn": {(_O.WRITE, _R.TRANSACTIONAL_ID), (_O.READ, _R.GROUP)},
+    "EndTxn": {(_O.WRITE, _R.TRANSACTIONAL_ID)},
+    "DescribeTransactions": {(_O.DESCRIBE, _R.TRANSACTIONAL_ID), (_O.DESCRIBE, _R.TOPIC)},
+    "ListTransactions": {(_O.DESCRIBE, _R.TRANSACTIONAL_ID)},
+    "DescribeProducers": {(_O.READ, _R.TOPIC)},
+    "TxnOffsetCommit": {(_O.WRITE, _R.TRANSACTIONAL_ID), (_O.READ, _R.GROUP), (_O.READ, _R.TOPIC)},
     "DescribeAcls": {(_O.DESCRIBE, _R.CLUSTER)},
     "CreateAcls": {(_O.ALTER, _R.CLUSTER)},
     "DeleteAcls": {(_O.ALTER, _R.CLUSTER)},
@@ -331,13 +346,18 @@ KAFKA_4_VERSIONS: dict[str, tuple[int, int]] = {
     "ShareGroupHeartbeat": (1, 1), "ShareGroupDescribe": (1, 1), "ShareFetch": (1, 2),
     "ShareAcknowledge": (1, 2), "DescribeShareGroupOffsets": (0, 1),
     "AlterShareGroupOffsets": (0, 0), "DeleteShareGroupOffsets": (0, 0),
+    "AddPartitionsToTxn": (0, 5), "AddOffsetsToTxn": (0, 4), "EndTxn": (0, 5),
+    "TxnOffsetCommit": (0, 5), "DescribeTransactions": (0, 0), "ListTransactions": (0, 2),
+    "DescribeProducers": (0, 0),
 }  # fmt: skip
 # Newer versions Kafka 4.x serves that Shoal does not yet, and the newest Shoal serves:
 # Produce v13, OffsetCommit v10 and OffsetFetch v10 name topics by id only (KIP-516, KIP-848);
 # Fetch v17-18 add replica fields (KIP-853, KIP-1166) while Fetch is being reworked; ListOffsets
-# v11 asks for the earliest offset waiting for tiered storage (KIP-1023).
+# v11 asks for the earliest offset waiting for tiered storage (KIP-1023); ListTransactions v2
+# filters by a client's regular expression over every transactional id (KIP-1152).
 NEWER_IN_KAFKA = {
     "Produce": 12, "Fetch": 16, "ListOffsets": 10, "OffsetCommit": 9, "OffsetFetch": 9,
+    "ListTransactions": 1,
 }  # fmt: skip
 
 

@@ -1,0 +1,59 @@
+"""EndTxn (26): commit or abort a transaction (WRITE on the TransactionalId).
+
+Answered once the decision (PrepareCommit/PrepareAbort) is written; the markers and committed
+offsets are written before the answer too, being local appends (`TransactionCoordinator`).
+PRODUCER_FENCED from v2. v5's producer id and epoch are the transaction's own: without
+transaction version 2 (KIP-890 part 2; Shoal finalizes no such feature) no epoch is bumped.
+"""
+
+from __future__ import annotations
+
+from kio.schema.end_txn import v0
+from kio.schema.end_txn import v1
+from kio.schema.end_txn import v2
+from kio.schema.end_txn import v3
+from kio.schema.end_txn import v4
+from kio.schema.end_txn import v5
+from kio.schema.errors import ErrorCode
+from kio.schema.types import ProducerId
+from kio.static.primitive import i16
+
+from broker.authorization import authorize
+from broker.context import RequestContext
+from broker.handlers.common import NO_THROTTLE
+from broker.handlers.txn_common import for_version
+from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
+
+Request = (
+    v0.EndTxnRequest | v1.EndTxnRequest | v2.EndTxnRequest | v3.EndTxnRequest | v4.EndTxnRequest
+    | v5.EndTxnRequest
+)  # fmt: skip
+
+
+async def handle(ctx: RequestContext, request: Request) -> v5.EndTxnResponse:
+    pid, epoch = request.producer_id, request.producer_epoch
+    if not authorize(
+        ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+    ):
+        code = ErrorCode.transactional_id_authorization_failed
+    else:
+        code = ctx.services.transactions.end_txn(
+            request.transactional_id, pid, epoch, request.committed, ctx.services.now_ms()
+        )
+    ok = code is ErrorCode.none
+    return v5.EndTxnResponse(
+        throttle_time=NO_THROTTLE,
+        error_code=for_version(code, ctx.version, 2),
+        producer_id=ProducerId(pid if ok else -1),
+        producer_epoch=i16(epoch if ok else -1),
+    )
+
+
+HANDLER = handler(
+    handle,
+    v0.EndTxnRequest, v1.EndTxnRequest, v2.EndTxnRequest, v3.EndTxnRequest, v4.EndTxnRequest,
+    v5.EndTxnRequest,
+    acl=((AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID),),
+)  # fmt: skip

@@ -1,0 +1,118 @@
+"""TxnOffsetCommit (28): a group's offsets, committed with the transaction (visible to
+OffsetFetch only once it commits; dropped if it aborts).
+
+WRITE on the TransactionalId, READ on the group and on each topic, as Kafka's
+`KafkaApis.handleTxnOffsetCommitRequest`. From v3 the group's coordinator judges member and
+generation (KIP-447), as for OffsetCommit. A commit the transaction has no AddOffsetsToTxn for
+is answered TRANSACTION_ABORTABLE from v4 and INVALID_TXN_STATE before, as Kafka 4's
+`AddPartitionsToTxnManager.txnOffsetCommitRequestVersionToTransactionSupportedOperation`.
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+from kio.schema.txn_offset_commit import v0
+from kio.schema.txn_offset_commit import v1
+from kio.schema.txn_offset_commit import v2
+from kio.schema.txn_offset_commit import v3
+from kio.schema.txn_offset_commit import v4
+from kio.schema.txn_offset_commit import v5
+from kio.schema.types import TopicName
+from kio.static.primitive import i32
+
+from broker.authorization import authorize
+from broker.context import RequestContext
+from broker.handlers.common import NO_THROTTLE
+from broker.registry import handler
+from protocol.acl import AclOperation
+from protocol.acl import ResourceType
+from protocol.transaction_log import PendingOffset
+
+Request = (
+    v0.TxnOffsetCommitRequest | v1.TxnOffsetCommitRequest | v2.TxnOffsetCommitRequest
+    | v3.TxnOffsetCommitRequest | v4.TxnOffsetCommitRequest | v5.TxnOffsetCommitRequest
+)  # fmt: skip
+Codes = dict[tuple[str, int], ErrorCode]
+
+
+def _request_code(ctx: RequestContext, request: Request) -> ErrorCode:
+    if not authorize(
+        ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+    ):
+        return ErrorCode.transactional_id_authorization_failed
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return ErrorCode.group_authorization_failed
+    if isinstance(request, (v3.TxnOffsetCommitRequest, v4.TxnOffsetCommitRequest,
+                            v5.TxnOffsetCommitRequest)):  # fmt: skip
+        verdict = ctx.services.offsets.check_commit(
+            request.group_id, request.member_id, request.generation_id, request.group_instance_id
+        )
+        if verdict is not ErrorCode.none:
+            return verdict
+    return ErrorCode.none
+
+
+def _commit(ctx: RequestContext, request: Request) -> Codes:
+    codes: Codes = {}
+    accepted: dict[tuple[str, int], PendingOffset] = {}
+    code = _request_code(ctx, request)
+    limit = ctx.services.config.offset_metadata_max_bytes
+    for topic in request.topics:
+        readable = authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic.name)
+        info = ctx.services.logs.topic(topic.name)
+        for p in topic.partitions:
+            tp = (str(topic.name), int(p.partition_index))
+            metadata = p.committed_metadata or ""
+            if code is not ErrorCode.none:
+                codes[tp] = code
+            elif not readable:
+                codes[tp] = ErrorCode.topic_authorization_failed
+            elif info is None or not 0 <= tp[1] < info.partitions:
+                codes[tp] = ErrorCode.unknown_topic_or_partition
+            elif len(metadata.encode()) > limit:
+                codes[tp] = ErrorCode.offset_metadata_too_large
+            else:
+                epoch = int(getattr(p, "committed_leader_epoch", -1))
+                accepted[tp] = PendingOffset(int(p.committed_offset), epoch, metadata)
+    if accepted:
+        result = ctx.services.transactions.txn_offset_commit(
+            request.transactional_id, request.producer_id, request.producer_epoch,
+            request.group_id, accepted, ctx.services.now_ms(),
+        )  # fmt: skip
+        if result is ErrorCode.transaction_abortable and ctx.version < 4:
+            result = ErrorCode.invalid_txn_state
+        codes.update(dict.fromkeys(accepted, result))
+    return codes
+
+
+async def handle(ctx: RequestContext, request: Request) -> v5.TxnOffsetCommitResponse:
+    codes = _commit(ctx, request)
+    r = v5.response
+    return v5.TxnOffsetCommitResponse(
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            r.TxnOffsetCommitResponseTopic(
+                name=TopicName(t.name),
+                partitions=tuple(
+                    r.TxnOffsetCommitResponsePartition(
+                        partition_index=i32(p.partition_index),
+                        error_code=codes[(str(t.name), int(p.partition_index))],
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in request.topics
+        ),
+    )
+
+
+HANDLER = handler(
+    handle,
+    v0.TxnOffsetCommitRequest, v1.TxnOffsetCommitRequest, v2.TxnOffsetCommitRequest,
+    v3.TxnOffsetCommitRequest, v4.TxnOffsetCommitRequest, v5.TxnOffsetCommitRequest,
+    acl=(
+        (AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID),
+        (AclOperation.READ, ResourceType.GROUP),
+        (AclOperation.READ, ResourceType.TOPIC),
+    ),
+)  # fmt: skip

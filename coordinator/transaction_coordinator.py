@@ -1,0 +1,332 @@
+"""The transaction coordinator: InitProducerId with a transactional id, AddPartitionsToTxn,
+AddOffsetsToTxn, TxnOffsetCommit and EndTxn, transaction timeouts and id expiry, after Kafka's
+`TransactionCoordinator` (core/src/main/scala/kafka/coordinator/transaction/, TV1 semantics:
+no epoch bump per transaction, partitions added explicitly).
+
+Synchronous and sans-IO: time comes in as `now_ms`, and what it writes goes through
+collaborators passed in. Each move is written to the transaction log (`TransactionLog`) before
+it takes effect in memory, as Kafka appends to `__transaction_state` before it answers. The
+markers of an ended transaction are local appends here, so EndTxn writes PrepareCommit (or
+PrepareAbort), the markers, the committed offsets and CompleteCommit in one go; if a marker or
+the offsets cannot be written (a full disk), the transaction stays prepared and `tick` writes
+them again, as Kafka's marker channel retries; a restart does the same for every prepared one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from coordinator import txn_metadata as moves
+from coordinator.transaction_log import TransactionLog
+from coordinator.txn_metadata import ENDED
+from coordinator.txn_metadata import PREPARING
+from coordinator.txn_metadata import TxnState
+from coordinator.txn_metadata import is_epoch_exhausted
+from coordinator.txn_metadata import state_of
+from protocol.transaction_log import PendingOffset
+from protocol.transaction_log import TopicPartition
+from protocol.transaction_log import TransactionRecord
+from storage.errors import StorageError
+from storage.topics import CONSUMER_OFFSETS
+
+_log = structlog.get_logger("shoal.transactions")
+
+# AddOffsetsToTxn adds the group's `__consumer_offsets` partition to the transaction, as Kafka
+# does; Shoal's offsets log has one partition.
+OFFSETS_PARTITION: TopicPartition = (CONSUMER_OFFSETS, 0)
+
+# Writes the markers of a transaction into its partitions; returns those not written.
+WriteMarkers = Callable[[Iterable[TopicPartition], int, int, bool], set[TopicPartition]]
+# Commits a group's offsets for good (raises StorageError when not written).
+CommitOffsets = Callable[[str, Mapping[TopicPartition, PendingOffset]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class TxnLimits:
+    max_timeout_ms: int  # transaction.max.timeout.ms
+    id_expiration_ms: int  # transactional.id.expiration.ms
+
+
+@dataclass(frozen=True, slots=True)
+class InitResult:
+    error_code: ErrorCode
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+class TransactionCoordinator:
+    def __init__(
+        self,
+        log: TransactionLog,
+        allocate_producer_id: Callable[[], int],
+        write_markers: WriteMarkers,
+        commit_offsets: CommitOffsets,
+        limits: Callable[[], TxnLimits],
+    ) -> None:
+        """:raises OSError: from `allocate_producer_id`, only when called."""
+        self._log = log
+        self._allocate = allocate_producer_id
+        self._write_markers = write_markers
+        self._commit_offsets = commit_offsets
+        self._limits = limits
+        self.txns: dict[str, TransactionRecord] = log.recover()
+        # The ids whose transaction holds offsets (OffsetFetch asks of every partition).
+        self._with_offsets = {txn_id for txn_id, m in self.txns.items() if m.offsets}
+
+    # --- InitProducerId ---------------------------------------------------------------
+
+    def init_producer_id(
+        self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None, now_ms: int
+    ) -> InitResult:
+        """Kafka's `handleInitProducerId` with `prepareInitProducerIdTransit`."""
+        if not txn_id:
+            return InitResult(ErrorCode.invalid_request)
+        if not 0 < timeout_ms <= self._limits().max_timeout_ms:
+            return InitResult(ErrorCode.invalid_transaction_timeout)
+        m = self.txns.get(txn_id)
+        if m is None:
+            try:
+                m = moves.new_id(txn_id, self._allocate(), timeout_ms, now_ms)
+            except OSError:  # no producer id block recorded (a full disk): retriable
+                return InitResult(ErrorCode.coordinator_load_in_progress)
+        if expected is not None and not _may_claim(m, *expected):
+            return InitResult(ErrorCode.producer_fenced)
+        state = state_of(m)
+        if state in PREPARING:
+            return InitResult(ErrorCode.concurrent_transactions)
+        if state is TxnState.ONGOING:
+            # Abort it under a bumped epoch; the client retries and bumps again (Kafka answers
+            # CONCURRENT_TRANSACTIONS, never the fencing epoch itself).
+            code = self._end(moves.fence(m, now_ms), now_ms)
+            return InitResult(ErrorCode.concurrent_transactions if code is None else code)
+        if expected is not None and expected[1] not in (m.producer_epoch, -1):
+            if expected[1] == m.last_producer_epoch:  # a retry of the bump it never heard of
+                return InitResult(ErrorCode.none, m.producer_id, m.producer_epoch)
+            return InitResult(ErrorCode.producer_fenced)  # Kafka's prepareIncrementProducerEpoch
+        return self._bump(m, timeout_ms, now_ms)
+
+    def _bump(self, m: TransactionRecord, timeout_ms: int, now_ms: int) -> InitResult:
+        """The next epoch, or a new producer id once the epoch is exhausted; written first."""
+        if is_epoch_exhausted(m.producer_epoch):
+            try:
+                new = moves.rotate_producer_id(m, self._allocate(), timeout_ms, now_ms)
+            except OSError:
+                return InitResult(ErrorCode.coordinator_load_in_progress)
+        else:
+            new = moves.next_epoch(m, timeout_ms, now_ms)
+        code = self._write(new)
+        if code is not None:
+            return InitResult(code)
+        _log.info("transactional id initialised", transactional_id=new.transactional_id,
+                  producer_id=new.producer_id, producer_epoch=new.producer_epoch)  # fmt: skip
+        return InitResult(ErrorCode.none, new.producer_id, new.producer_epoch)
+
+    # --- adding to a transaction --------------------------------------------------------
+
+    def _current(self, txn_id: str, producer_id: int, epoch: int) -> TransactionRecord | ErrorCode:
+        """The id's state if the producer may act on it, else the error Kafka answers."""
+        if not txn_id:
+            return ErrorCode.invalid_request
+        m = self.txns.get(txn_id)
+        if m is None or m.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if m.producer_epoch != epoch:
+            return ErrorCode.producer_fenced
+        if state_of(m) in PREPARING:
+            return ErrorCode.concurrent_transactions
+        return m
+
+    def add_partitions(
+        self, txn_id: str, producer_id: int, epoch: int, partitions: Iterable[TopicPartition],
+        now_ms: int,
+    ) -> ErrorCode:  # fmt: skip
+        """Kafka's `handleAddPartitionsToTransaction`: one answer for all the partitions."""
+        m = self._current(txn_id, producer_id, epoch)
+        if isinstance(m, ErrorCode):
+            return m
+        added = frozenset(partitions)
+        if state_of(m) is TxnState.ONGOING and added <= m.partitions:
+            return ErrorCode.none
+        return self._write(moves.add_partitions(m, added, now_ms)) or ErrorCode.none
+
+    def verify(
+        self, txn_id: str, producer_id: int, epoch: int, partition: TopicPartition
+    ) -> ErrorCode:
+        """Whether a transactional batch may be written to `partition` (KIP-890 part 1,
+        Kafka's `handleVerifyPartitionsInTransaction`): TRANSACTION_ABORTABLE when it was not
+        added; callers answer older clients INVALID_TXN_STATE, as Kafka's
+        `AddPartitionsToTxnManager` does."""
+        m = self._current(txn_id, producer_id, epoch)
+        if isinstance(m, ErrorCode):
+            return m
+        if state_of(m) is not TxnState.ONGOING or partition not in m.partitions:
+            return ErrorCode.transaction_abortable
+        return ErrorCode.none
+
+    def add_offsets(
+        self, txn_id: str, producer_id: int, epoch: int, group_id: str, now_ms: int
+    ) -> ErrorCode:
+        """Kafka's AddOffsetsToTxn: the group's offsets partition joins the transaction."""
+        return self.add_partitions(txn_id, producer_id, epoch, (OFFSETS_PARTITION,), now_ms)
+
+    def txn_offset_commit(
+        self, txn_id: str, producer_id: int, epoch: int, group_id: str,
+        offsets: Mapping[TopicPartition, PendingOffset], now_ms: int,
+    ) -> ErrorCode:  # fmt: skip
+        """Offsets the transaction commits for `group_id`: written with the transaction's
+        state, committed for good (OffsetFetch sees them) only when it commits."""
+        m = self._current(txn_id, producer_id, epoch)
+        if isinstance(m, ErrorCode):
+            return ErrorCode.invalid_producer_epoch if m is ErrorCode.producer_fenced else m
+        if state_of(m) is not TxnState.ONGOING or OFFSETS_PARTITION not in m.partitions:
+            return ErrorCode.transaction_abortable  # no AddOffsetsToTxn came first
+        return self._write(moves.add_offsets(m, group_id, dict(offsets), now_ms)) or ErrorCode.none
+
+    def has_pending_offset(self, group_id: str, partition: TopicPartition) -> bool:
+        """An open transaction commits an offset of the group's `partition` (OffsetFetch
+        with RequireStable answers UNSTABLE_OFFSET_COMMIT, as Kafka's GroupMetadata does)."""
+        txns = self.txns
+        return any(partition in txns[i].offsets.get(group_id, ()) for i in self._with_offsets)
+
+    # --- describing (the admin APIs) ----------------------------------------------------
+
+    def list(
+        self, states: set[str], producer_ids: set[int], min_duration_ms: int, now_ms: int
+    ) -> list[TransactionRecord]:
+        """Kafka's `TransactionStateManager.listTransactionStates`: every id, or those in one of
+        `states`, of one of `producer_ids`, open at least `min_duration_ms` (when >= 0)."""
+        return [
+            m for m in self.txns.values()
+            if (not states or m.state in states)
+            and (not producer_ids or m.producer_id in producer_ids)
+            and (min_duration_ms < 0 or 0 <= m.start_ms <= now_ms - min_duration_ms)
+        ]  # fmt: skip
+
+    # --- ending a transaction ----------------------------------------------------------
+
+    def end_txn(
+        self, txn_id: str, producer_id: int, epoch: int, commit: bool, now_ms: int
+    ) -> ErrorCode:
+        """Kafka's `endTransactionWithTV1`, from a client."""
+        if not txn_id:
+            return ErrorCode.invalid_request
+        m = self.txns.get(txn_id)
+        if m is None or m.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if m.producer_epoch != epoch:
+            return ErrorCode.producer_fenced
+        state = state_of(m)
+        if state is TxnState.ONGOING:
+            return self._end(moves.prepare_end(m, commit, now_ms), now_ms) or ErrorCode.none
+        wanted = {True: TxnState.COMPLETE_COMMIT, False: TxnState.COMPLETE_ABORT}[commit]
+        preparing = {True: TxnState.PREPARE_COMMIT, False: TxnState.PREPARE_ABORT}[commit]
+        if state is wanted:
+            return ErrorCode.none  # a retry of an EndTxn that was done
+        if state is preparing:
+            return ErrorCode.concurrent_transactions
+        return ErrorCode.invalid_txn_state
+
+    def _end(self, prepared: TransactionRecord, now_ms: int) -> ErrorCode | None:
+        """Write the prepared state, then complete it; the answer depends on the first write
+        only (the decision is durable): what cannot be written yet is retried by `tick`."""
+        code = self._write(prepared)
+        if code is None:
+            self._complete(prepared, now_ms)
+        return code
+
+    def _complete(self, m: TransactionRecord, now_ms: int) -> bool:
+        """Markers into every partition, then (on commit) the offsets, then CompleteCommit or
+        CompleteAbort. False when something was not written: the state stays prepared."""
+        commit = state_of(m) is TxnState.PREPARE_COMMIT
+        data = [tp for tp in m.partitions if tp != OFFSETS_PARTITION]
+        failed = self._write_markers(data, m.producer_id, m.producer_epoch, commit)
+        if failed:
+            _log.warning("transaction markers not written; retried", transactional_id=
+                         m.transactional_id, partitions=len(failed))  # fmt: skip
+            return False
+        if commit:
+            try:
+                for group, offsets in m.offsets.items():
+                    self._commit_offsets(group, offsets)
+            except StorageError as e:
+                _log.warning("transaction's offsets not committed; retried",
+                             transactional_id=m.transactional_id, error=str(e))  # fmt: skip
+                return False
+        return self._write(moves.complete(m, now_ms)) is None
+
+    # --- time ---------------------------------------------------------------------------
+
+    def abort_timed_out(self, now_ms: int) -> int:
+        """Abort (fencing the producer) every transaction open longer than its timeout, as
+        Kafka's `abortTimedOutTransactions`. Returns how many."""
+        timed_out = [
+            m for m in self.txns.values()
+            if state_of(m) is TxnState.ONGOING and m.start_ms + m.timeout_ms < now_ms
+        ]  # fmt: skip
+        for m in timed_out:
+            _log.warning("transaction aborted: open longer than its timeout",
+                         transactional_id=m.transactional_id, producer_id=m.producer_id,
+                         timeout_ms=m.timeout_ms)  # fmt: skip
+            self._end(moves.fence(m, now_ms), now_ms)
+        return len(timed_out)
+
+    def complete_prepared(self, now_ms: int) -> int:
+        """Write again what prepared transactions still lack (markers, offsets, completion):
+        after a failed write, and at start for those a crash left prepared."""
+        prepared = [m for m in self.txns.values() if state_of(m) in PREPARING]
+        return sum(1 for m in prepared if self._complete(m, now_ms))
+
+    def expire_ids(self, now_ms: int) -> int:
+        """Forget transactional ids unused for `transactional.id.expiration.ms` (their last
+        transaction ended), as Kafka's `removeExpiredTransactionalIds`."""
+        limit = self._limits().id_expiration_ms
+        doomed = [
+            txn_id for txn_id, m in self.txns.items()
+            if state_of(m) in ENDED and m.update_ms + limit <= now_ms
+        ]  # fmt: skip
+        for txn_id in doomed:
+            try:
+                self._log.delete(txn_id)
+            except StorageError:
+                return 0
+            del self.txns[txn_id]
+            self._with_offsets.discard(txn_id)
+        if doomed:
+            _log.info("transactional ids expired", count=len(doomed))
+        return len(doomed)
+
+    # --- writing ------------------------------------------------------------------------
+
+    def _write(self, m: TransactionRecord) -> ErrorCode | None:
+        """Write `m`, then make it the id's state; None when written. A failed write leaves
+        memory as it was and answers NOT_COORDINATOR, as Kafka maps KAFKA_STORAGE_ERROR of
+        `__transaction_state` (`TransactionStateManager.appendTransactionToLog`)."""
+        try:
+            self._log.append(m)
+        except StorageError as e:
+            _log.warning("transaction state not written", transactional_id=m.transactional_id,
+                         error=str(e))  # fmt: skip
+            return ErrorCode.not_coordinator
+        self.txns[m.transactional_id] = m
+        if m.offsets:
+            self._with_offsets.add(m.transactional_id)
+        else:
+            self._with_offsets.discard(m.transactional_id)
+        return None
+
+
+def _may_claim(m: TransactionRecord, producer_id: int, epoch: int) -> bool:
+    """InitProducerId v3+ with the producer's id and epoch (KIP-360): it may go on if the id
+    was just made, or is the current one, or the previous one with an exhausted epoch (a retry
+    of a rotation it never heard back from). Kafka's `isValidProducerId`."""
+    return (
+        m.producer_epoch == -1
+        or producer_id == m.producer_id
+        or (producer_id == m.last_producer_id and is_epoch_exhausted(epoch))
+    )
