@@ -388,6 +388,66 @@ class SegmentedLog(ABC):
         # Records below the log start are deleted, even where their batch is still stored.
         return max(read.base_offset, start), read.max_timestamp
 
+    # --- offsets holding no data (lag) -------------------------------------------------
+
+    def learn_non_data(self) -> Iterator[None]:
+        """Complete every segment's non-data ranges (`Segment.learn_non_data`), yielding
+        between slices of a header walk; a segment deleted meanwhile is skipped."""
+        for segment in list(self._segments):
+            try:
+                yield from segment.learn_non_data()
+            except OSError:  # deleted by retention between two slices
+                continue
+
+    def _segments_over(self, start: int, end: int) -> list[Segment]:
+        first = max(bisect_right(self._bases, start) - 1, 0)
+        last = bisect_right(self._bases, end - 1)
+        return self._segments[first:last]
+
+    def non_data_offsets(self, start: int, end: int) -> int:
+        """Offsets of `[start, end)` (from the log start on) that hold no data record:
+        control batches and empty batches, counted by range from each segment's ranges."""
+        start = max(start, self._log_start)
+        if end <= start:
+            return 0
+        return sum(s.non_data_count(start, end) for s in self._segments_over(start, end))
+
+    def data_records(self, start: int, end: int) -> int:
+        """Offsets of `[start, end)` that may hold a data record: what lag counts (offsets
+        below the log start count, as Kafka counts a committed offset there)."""
+        return max(end - start, 0) - self.non_data_offsets(start, end)
+
+    def non_data_ranges(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The non-data ranges within `[start, end)`, as (first, last) inclusive."""
+        start = max(start, self._log_start)
+        out: list[tuple[int, int]] = []
+        for segment in self._segments_over(start, end):
+            for first, last in segment.non_data.ranges(start, end):
+                if out and out[-1][1] + 1 == first:  # a range that runs on into the next segment
+                    out[-1] = (out[-1][0], last)
+                else:
+                    out.append((first, last))
+        return out
+
+    def first_data_offset(self, offset: int) -> int:
+        """The first offset at or after `offset` (and the log start) that no non-data range
+        holds; the log end when there is none."""
+        offset = max(offset, self._log_start)
+        for segment in self._segments[max(bisect_right(self._bases, offset) - 1, 0) :]:
+            offset = segment.non_data.data_from(max(offset, segment.base_offset))
+            if offset < segment.next_offset:
+                return offset
+        return self.log_end_offset
+
+    def batch_timestamp(self, offset: int) -> int | None:
+        """The header timestamp (`BatchHeader.timestamp`) of the batch holding `offset`; None
+        when no intact batch holds it."""
+        try:
+            located = self._locate(offset)
+        except (OffsetOutOfRange, CorruptRecords):
+            return None
+        return located[2].timestamp if located is not None else None
+
     # --- the log start (DeleteRecords) -------------------------------------------------
 
     def log_start_target(self, offset: int) -> int:
