@@ -177,3 +177,25 @@ async def test_a_share_fetch_refused_whole_fails_every_topic_it_names(broker: Se
     t = '{topic="t4"}'
     assert samples[f"{TOPICS}_totalsharefetchrequestspersec_total{t}"] == 1
     assert samples[f"{TOPICS}_failedsharefetchrequestspersec_total{t}"] == 1
+
+
+async def test_every_share_fetch_counts_for_its_topics_with_records_or_without(
+    broker: Server,
+) -> None:
+    """TotalShareFetchRequestsPerSec marks every topic of a share fetch's partitions, whether
+    the fetch found records or waited and came back empty (SharePartitionManager.fetchMessages
+    marks it before the fetch is tried). Counted only when records came back, an idle group's
+    consumers showed 4 of 47 fetches."""
+    bootstrap = f"127.0.0.1:{broker.port}"
+    await _setup(bootstrap, "t5", "g5", 2)
+    async with ShareConsumer(bootstrap, "g5", acknowledgement_mode="implicit") as consumer:
+        consumer.subscribe(["t5"])
+        assert len(await _poll_all(consumer, 2)) == 2
+        for _ in range(6):  # nothing more to give: each poll's fetches come back empty
+            assert await consumer.poll(0.2) == []
+    samples = await scrape(broker)
+    fetches = samples['kafka_network_requestmetrics_requests_total{request="ShareFetch"}']
+    assert fetches >= 7
+    # One topic: every ShareFetch named it (the session holds its one partition).
+    assert samples[f'{TOPICS}_totalsharefetchrequestspersec_total{{topic="t5"}}'] == fetches
+    assert samples[f'{TOPICS}_failedsharefetchrequestspersec_total{{topic="t5"}}'] == 0
