@@ -83,6 +83,7 @@ class SegmentedLog(ABC):
         # May lie inside the first segment (DeleteRecords); never below its base.
         self._log_start = segments[0].base_offset
         self.name = "memory"
+        self.topic, self.partition = "", -1  # for log lines; set by the log manager
         # Offsets no segment held at open (a lost or cut segment file), logged then.
         self.missing: list[MissingOffsets] = []
 
@@ -552,7 +553,7 @@ class SegmentedLog(ABC):
         holding an offset at or after `min_retained_offset` (share state) stay. Returns how
         many segments were deleted."""
         self._log_start = max(self._log_start, min(offset, self.log_end_offset))
-        return self._delete_oldest(lambda oldest: False, min_retained_offset)
+        return self._delete_oldest(lambda oldest: None, min_retained_offset)
 
     # --- maintenance ------------------------------------------------------------------
 
@@ -581,35 +582,45 @@ class SegmentedLog(ABC):
         config = self.config
         total = self.size_bytes
 
-        def expired(oldest: Segment) -> bool:
+        def expired(oldest: Segment) -> str | None:
+            """Which limit `oldest` breaks (as Kafka's log line says), if any."""
             nonlocal total
             if not config.delete:  # compact only: the cleaner, not retention, removes records
-                return False
+                return None
             by_time = (
                 config.retention_ms >= 0 and now_ms - oldest.max_timestamp > config.retention_ms
             )
             by_size = config.retention_bytes >= 0 and total - oldest.size >= config.retention_bytes
             total -= oldest.size
-            return by_time or by_size
+            return "retention.ms" if by_time else "retention.bytes" if by_size else None
 
         deleted = self._delete_oldest(expired, min_retained_offset)
         self._producers.expire(now_ms, config.producer_id_expiration_ms)
         return deleted
 
     def _delete_oldest(
-        self, expired: Callable[[Segment], bool], min_retained_offset: int | None
+        self, expired: Callable[[Segment], str | None], min_retained_offset: int | None
     ) -> int:
         """Delete the oldest whole segments while each is below the log start or `expired`;
         never the active one, nor one holding an offset at or after `min_retained_offset`.
-        The log start follows the first segment kept."""
+        The log start follows the first segment kept. Each deletion is one log line (topic,
+        partition, segment, its offsets and why), as Kafka's "Deleting segment ... due to"."""
         deleted = 0
         while len(self._segments) > 1:
             oldest, following = self._segments[0], self._segments[1]
             if min_retained_offset is not None and following.base_offset > min_retained_offset:
                 break
             by_retention = expired(oldest)  # always asked: it keeps a running total
-            if not (following.base_offset <= self._log_start or by_retention):
+            below_start = following.base_offset <= self._log_start
+            if not (below_start or by_retention):
                 break
+            _log.info(
+                "segment deleted", topic=self.topic, partition=self.partition,
+                segment=oldest.describe(), base_offset=oldest.base_offset,
+                last_offset=oldest.last_offset, bytes=oldest.size,
+                largest_timestamp=oldest.max_timestamp,
+                reason="log start" if below_start else by_retention,
+            )  # fmt: skip
             oldest.delete()
             del self._segments[0], self._bases[0]
             deleted += 1
