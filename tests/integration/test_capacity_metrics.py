@@ -23,6 +23,7 @@ from client import Producer
 from client import ShareConsumer
 from tests.integration.admin_support import poll_until
 from tests.scrape import scrape
+from tests.scrape import scrape_text
 
 pytestmark = pytest.mark.integration
 
@@ -91,3 +92,18 @@ async def test_a_deleted_topic_leaves_no_series(broker: Server) -> None:
     assert [name for name in after if 'topic="gone"' in name] == []
     assert f'{TOPICS}_messagesin_total{{topic="kept"}}' in after
     assert 'kafka_log_log_size{partition="0",topic="kept"}' in after
+
+
+async def test_the_readme_table_lists_every_metric_served(broker: Server) -> None:
+    """The README's metrics table names every metric family /metrics serves, with a unit,
+    and nothing it does not serve."""
+    page = await scrape_text(broker.metrics_port)
+    served = {line.split()[2] for line in page.splitlines() if line.startswith("# TYPE ")}
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    rows = [line.split("|")[1:-1] for line in readme.splitlines() if line.startswith("| `")]
+    table = {cells[0].strip().strip("`"): cells[2].strip() for cells in rows}
+    assert served - set(table) == set()
+    # prometheus-client's process collector serves nothing where /proc is not (macOS).
+    absent = set() if Path("/proc/self/stat").exists() else {n for n in table if "process_" in n}
+    assert set(table) - served - absent == set()
+    assert all(table.values()), [name for name, unit in table.items() if not unit]
