@@ -108,3 +108,25 @@ def test_bytes_in_per_topic_and_folded_past_the_cap(monkeypatch: pytest.MonkeyPa
         if s.name.endswith("_total")
     }
     assert counted == {"a": 15, "b": 20, OTHER: 7}
+
+
+def test_a_deleted_topic_frees_its_place_under_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    from broker import metrics as metrics_module
+
+    monkeypatch.setattr(metrics_module, "MAX_TOPIC_LABELS", 2)
+    metrics = metrics_module.BrokerMetrics()
+    for topic in ("a", "b", "c"):
+        metrics.on_bytes_in(topic, 10, records=1)
+    metrics.forget_topic("a")
+    metrics.on_bytes_in("d", 5, records=2)  # a's place: its own series, not `other`
+    counted = {
+        (family.name, s.labels["topic"]): s.value
+        for family in metrics.registry.collect()
+        if family.name.startswith(f"{metrics_module.TOPICS}_")
+        for s in family.samples
+    }
+    messages = f"{metrics_module.TOPICS}_messagesin"
+    assert {t: v for (name, t), v in counted.items() if name == messages} == {
+        "b": 1, OTHER: 1, "d": 2,
+    }  # fmt: skip
+    assert all(t != "a" for _, t in counted)
