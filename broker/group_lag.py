@@ -1,53 +1,45 @@
-"""Consumer-group lag for Prometheus: committed offset against log end, read at scrape time.
+"""Consumer-group lag: data records between a committed offset and the log end.
 
-The names are kafka_exporter's (`kafka_consumergroup_lag_sum{consumergroup}`), which
-dashboards for Kafka already use. Groups are a label, so their number is bounded: the
-`MAX_GROUPS` groups with the largest lag are exported, and how many were left out is a gauge
-of its own (and a log line when the cap starts to leave groups out). A scrape runs in the
-metrics thread: it reads copies of the live maps.
+The metric names are kafka_exporter's (`kafka_consumergroup_lag_sum{consumergroup}`), which
+dashboards for Kafka already use. Unlike kafka_exporter's `log end - committed`, only data
+records count: share-state records and transaction markers after a group's last commit are
+no backlog (Kafka's lag stays at 1 after a transaction's commit marker). Groups are a label,
+so their number is bounded: the `max_groups` groups with the largest lag are exported, and how
+many were left out is a gauge of its own (and a log line when the cap starts to leave groups
+out). The numbers come from `broker.lag_readings`, computed on the event loop.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
-from collections.abc import Iterable
 from collections.abc import Iterator
+from collections.abc import Mapping
 
 import structlog
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
+
+from storage.log import PartitionLog
 
 log = structlog.get_logger("shoal.metrics")
 
 MAX_GROUPS = 100
-# (group, topic, partition, committed offset) of every committed offset.
-Committed = Callable[[], Iterable[tuple[str, str, int, int]]]
-LogEnd = Callable[[str, int], int | None]
 
 
-def lag_by_group(committed: Iterable[tuple[str, str, int, int]], log_end: LogEnd) -> dict[str, int]:
-    """Each group's lag summed over its partitions (a partition past its log end counts 0)."""
-    out: dict[str, int] = {}
-    for group, topic, partition, offset in committed:
-        end = log_end(topic, partition)
-        out[group] = out.get(group, 0) + (max(end - offset, 0) if end is not None else 0)
-    return out
+def consumer_lag(plog: PartitionLog, committed: int) -> int:
+    """Data records from a committed offset to the log end (0 at or past the end)."""
+    return plog.data_records(committed, plog.log_end_offset)
 
 
-class GroupLagCollector(Collector):
-    def __init__(self, committed: Committed, log_end: LogEnd, max_groups: int = MAX_GROUPS) -> None:
-        self._committed = committed
-        self._log_end = log_end
+class GroupLagFamilies:
+    def __init__(self, max_groups: int = MAX_GROUPS) -> None:
         self._max_groups = max_groups
         self._capped = False  # logged once each time the cap starts to bite
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        lags = lag_by_group(self._committed(), self._log_end)
+    def collect(self, lags: Mapping[str, int]) -> Iterator[GaugeMetricFamily]:
         top = heapq.nlargest(self._max_groups, lags.items(), key=lambda kv: (kv[1], kv[0]))
         family = GaugeMetricFamily(
             "kafka_consumergroup_lag_sum",
-            f"Records between a consumer group's committed offsets and the log ends (the "
+            f"Data records between a consumer group's committed offsets and the log ends (the "
             f"{self._max_groups} groups with the most lag).",
             labels=["consumergroup"],
         )

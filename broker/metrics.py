@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client import Counter
 from prometheus_client import Gauge
 from prometheus_client import Histogram
+from prometheus_client import ProcessCollector
 from prometheus_client import disable_created_metrics
 from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily
@@ -76,6 +77,10 @@ class BoundedLabel:
             )  # fmt: skip
         return OTHER
 
+    def forget(self, value: str) -> None:
+        """`value` is gone (a deleted topic): its place is free for another."""
+        self._seen.discard(value)
+
 
 class BrokerMetrics:
     def __init__(self) -> None:
@@ -91,6 +96,12 @@ class BrokerMetrics:
             f"{TOPICS}_bytesin_bytes", "BytesInPerSec: record bytes appended by Produce.", "topic"
         )
         r.register(self.topic_bytes_in)
+        # MessagesInPerSec: offsets assigned by Produce (each batch header's record count,
+        # as Kafka's LogAppendInfo.numMessages), added to with the bytes.
+        self.topic_messages_in = PlainCounter(
+            f"{TOPICS}_messagesin", "MessagesInPerSec: records appended by Produce.", "topic"
+        )
+        r.register(self.topic_messages_in)
         # Added to once per fetch or share fetch: plain numbers like the bytes in.
         self.topic_bytes_out = PlainCounter(
             f"{TOPICS}_bytesout_bytes",
@@ -126,6 +137,18 @@ class BrokerMetrics:
             self.share_ack_failed,
         ):
             r.register(plain)
+        self._per_topic = (
+            self.topic_bytes_in,
+            self.topic_messages_in,
+            self.topic_bytes_out,
+            self.share_fetch_requests,
+            self.share_fetch_failed,
+            self.share_ack_requests,
+            self.share_ack_failed,
+        )
+        # process_* (CPU seconds, resident and virtual memory, open and max fds, start time),
+        # read from /proc at scrape time; absent where /proc is not (macOS).
+        ProcessCollector(registry=r)
         # Share groups (KIP-932, KIP-1103, KIP-1222).
         self.record_acks = Counter(
             f"{SHARE}_recordacknowledgementspersec",
@@ -249,10 +272,21 @@ class BrokerMetrics:
         decides."""
         return topic if topic in counts else self.topic_label(topic)
 
-    def on_bytes_in(self, topic: str, n: int) -> None:
+    def on_bytes_in(self, topic: str, n: int, records: int = 0) -> None:
+        """A produced partition's record bytes and records (offsets it was given)."""
         counts = self.topic_bytes_in.values
         label = self._topic(counts, topic)
         counts[label] = counts.get(label, 0) + n
+        messages = self.topic_messages_in.values
+        messages[label] = messages.get(label, 0) + records
+
+    def forget_topic(self, topic: str) -> None:
+        """A deleted topic: its series leave every per-topic metric (a topic made again
+        under the name starts from 0, as Kafka's BrokerTopicStats.removeMetrics does), and its
+        place under the label cap is free. What was folded into `other` stays there."""
+        for plain in self._per_topic:
+            plain.values.pop(topic, None)
+        self.topic_label.forget(topic)
 
     def on_bytes_out(self, topic: str, n: int) -> None:
         if n:

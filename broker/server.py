@@ -12,8 +12,10 @@ import gc
 import uuid
 from collections.abc import Awaitable
 from collections.abc import Callable
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -36,11 +38,14 @@ from broker.context import BrokerServices
 from broker.dynamic_config import DynamicBrokerConfigs
 from broker.failure_episode import FailureEpisode
 from broker.group_commit import GroupCommit
-from broker.group_lag import GroupLagCollector
 from broker.handlers import build_registry
+from broker.lag_readings import LagCollector
+from broker.lag_readings import LagReader
+from broker.lag_readings import LagReadings
 from broker.listeners import Listener
 from broker.listeners import advertised_endpoint
 from broker.log_cleaning import LogCleaner
+from broker.loop_readings import LoopReadings
 from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
 from broker.producer_ids import ProducerIdAllocator
@@ -50,7 +55,6 @@ from broker.share.share_partition_manager import DEAD_LETTER_BUDGET
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
-from broker.share_lag import ShareLagCollector
 from broker.tls import server_context
 from broker.transactions import transaction_coordinator
 from coordinator.classic_group import ClassicGroupCoordinator
@@ -297,19 +301,13 @@ class Server:
             s.consumer_groups.counts_by_state, lambda: s.consumer_groups.rebalances
         )
 
-        def log_end(topic: str, partition: int) -> int | None:
-            plog = s.logs.log(topic, partition)
-            return plog.log_end_offset if plog is not None else None
-
-        metrics.registry.register(GroupLagCollector(s.offsets.committed_snapshot, log_end))
         metrics.share_groups(self._share_groups_by_state, lambda: s.coordinator.rebalances)
-
-        def share_log_end(topic_id: uuid.UUID, partition: int) -> tuple[str, int] | None:
-            info = s.logs.topic_by_id(topic_id)
-            plog = s.logs.log(info.name, partition) if info is not None else None
-            return (info.name, plog.log_end_offset) if info and plog else None
-
-        metrics.registry.register(ShareLagCollector(partitions, share_log_end))
+        # Lag and log sizes are read on the event loop, when a scrape asks (LoopReadings).
+        reader = LagReader(
+            s.logs, partitions, s.offsets.committed_snapshot, s.logs.partition_logs, s.now_ms
+        )
+        self._readings = LoopReadings(reader.read, LagReadings())
+        metrics.registry.register(LagCollector(self._readings.read))
         metrics.connections(lambda: self._quotas.listeners)
 
     def _share_groups_by_state(self) -> dict[str, int]:
@@ -394,7 +392,11 @@ class Server:
         self._every(CLASSIC_GROUP_TICK_MS, self.services.classic_groups.tick)
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
         self._every(self._sweep.interval_ms, self._sweep.run)
+        # Share-partitions with recorded state are loaded now, in the background: their lag
+        # is known before any member comes back.
+        self._spawn(self._load_share_partitions())
         if self.config.metrics_port >= 0:
+            self._readings.attach()
             metrics_host = self.config.metrics_bind_address or host
             self.metrics_port = self.services.metrics.serve(metrics_host, self.config.metrics_port)
             log.info("metrics", host=metrics_host, port=self.metrics_port)
@@ -402,6 +404,18 @@ class Server:
         # not scan it again each time (a big request's objects trigger one, on the loop).
         gc.freeze()
         log.info("started", port=self.port, data_dir=str(self.config.data_dir))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._duties.add(task)
+        task.add_done_callback(self._duties.discard)
+
+    async def _load_share_partitions(self) -> None:
+        try:
+            for _ in self.services.share_partitions.load_recorded(self.services.now_ms):
+                await asyncio.sleep(0)
+        except Exception:
+            log.exception("share-partitions not loaded at start; each loads at its first fetch")
 
     def _every(
         self, interval_ms: int | Callable[[], int], duty: Callable[[], Awaitable[None] | None]
@@ -419,9 +433,7 @@ class Server:
                 except Exception:
                     log.exception("background duty failed", duty=getattr(duty, "__name__", "?"))
 
-        task = asyncio.get_running_loop().create_task(loop())
-        self._duties.add(task)
-        task.add_done_callback(self._duties.discard)
+        self._spawn(loop())
 
     async def _flush(self) -> None:
         """fsync every dirty segment in the flush thread. The duty loop awaits this before it
@@ -532,6 +544,7 @@ class Server:
         if self._share_state is not None:
             for group, error in self._share_state.flush_snapshots():
                 self._snapshot_episode.failed(error, group=group)  # kept: recovery reads back
+        self._readings.detach()
         self.services.metrics.stop()
         self.services.logs.close()
         self._dir_lock.release()

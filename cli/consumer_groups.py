@@ -1,7 +1,9 @@
 """`shoal consumer-groups`: consumer groups' committed offsets, like kafka-consumer-groups.sh.
 
 One action per run: `--list`, `--describe --group G` (per partition: committed offset, log
-end, lag and the member that owns it; or `--members` with `--verbose` for their assignment,
+end, lag in data records (`client.fetch.data_records`: transaction markers and share-state
+records after the commit are not lag, as the broker's lag metric counts) and the member that
+owns it; or `--members` with `--verbose` for their assignment,
 or `--state`: coordinator, assignor, state, member count), `--reset-offsets` (a dry run unless
 `--execute`, as in Kafka's tool), `--delete --group G` and `--delete-offsets --group G
 --topic T`. Classic and KIP-848 groups alike; a group whose members are gone (or whose
@@ -29,6 +31,8 @@ from cli.offset_specs import parse_datetime_ms
 from cli.offset_specs import parse_duration_ms
 from cli.offset_specs import topic_partitions
 from client.admin import Admin
+from client.fetch import LAG_READ_BYTES
+from client.fetch import data_records
 from client.group_describe import ConsumerGroupDescription
 
 TopicPartition = tuple[str, int]
@@ -69,11 +73,17 @@ async def _describe(args: argparse.Namespace) -> int:
             tp: await admin.list_offsets(tp[0], tp[1], "latest")
             for tp in sorted(set(committed) | set(owners))
         }
+        # Lag in data records, as the broker's kafka_consumergroup_lag_sum counts it.
+        lags = {
+            tp: await data_records(admin.cluster, tp[0], tp[1], committed[tp].offset, end)
+            for tp, end in ends.items()
+            if tp in committed and committed[tp].offset >= 0
+        }
     rows = []
     for tp, end in ends.items():
         current = committed[tp].offset if tp in committed and committed[tp].offset >= 0 else None
         owner = owners.get(tp)
-        lag = None if current is None else max(end - current, 0)
+        lag = lags[tp][0] if tp in lags else None
         rows.append({"topic": tp[0], "partition": tp[1], "current_offset": current,
                      "log_end_offset": end, "lag": lag,
                      "consumer_id": owner and owner.member_id, "host": owner and owner.client_host,
@@ -82,6 +92,9 @@ async def _describe(args: argparse.Namespace) -> int:
         print_json({"group": group, "state": _state_name(desc), "partitions": rows})
         return OK
     _warn(group, desc)
+    for tp in sorted(tp for tp, (_, whole) in lags.items() if not whole):
+        print(f"{tp[0]}-{tp[1]}: lag counts every offset past the first "
+              f"{LAG_READ_BYTES >> 20} MiB read as a record.\n")  # fmt: skip
     print_table(
         ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
          "CONSUMER-ID", "HOST", "CLIENT-ID"],

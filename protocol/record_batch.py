@@ -148,6 +148,20 @@ class BatchHeader(NamedTuple):
             return NO_SEQUENCE
         return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
 
+    @property
+    def holds_data(self) -> bool:
+        """Whether its records count as data: not a control batch (transaction markers,
+        share state), not an empty one (the cleaner's record of removed offsets). Lag and
+        ListOffsets MAX_TIMESTAMP count these batches only."""
+        return not self.attributes & CONTROL_MASK and self.record_count > 0
+
+    @property
+    def timestamp(self) -> int:
+        """The batch's earliest record timestamp as far as the header tells: the base
+        timestamp (CreateTime), or the broker's append time (LogAppendTime, where the records'
+        own timestamps are not used)."""
+        return self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else self.base_timestamp
+
 
 def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:
     """Parse the 61-byte header at ``pos``; the records are not looked at.

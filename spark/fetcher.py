@@ -1,8 +1,8 @@
 """A plain Fetch reader over `client.cluster`: a topic's records by offset, no group involved.
 
 The client package has a producer, an admin and a share consumer but no plain consumer; the
-batch reader needs only "records of partition p from offset a to b", which this gives. It could
-move to `client/` as is (it imports only `client` and kio).
+batch reader needs only "records of partition p from offset a to b", which this gives over
+`client.fetch.fetch_partition`.
 """
 
 from __future__ import annotations
@@ -15,16 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from client.arrow_batches import batches_to_arrow
 from client.cluster import Cluster
-from client.cluster import schema
-from client.errors import KafkaError
-from client.errors import error_for
+from client.fetch import fetch_partition
 from client.security import Security
-from protocol import api_keys
-from protocol.messages import build
 
 _MAX_WAIT = datetime.timedelta(milliseconds=0)
 # A task's first Fetch is the one nothing overlaps: asked smaller, it comes back in a few ms
@@ -60,49 +54,7 @@ class Fetcher:
 
         :raises KafkaError: the broker refused (OFFSET_OUT_OF_RANGE, unknown partition...).
         """
-        await self.cluster.bootstrap()
-        info = await self.cluster.topic(topic)
-        if partition not in info.partitions:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{topic}-{partition}")
-        m = schema("fetch", self.cluster.version(api_keys.FETCH, 4, 12))
-        req = build(
-            m.FetchRequest,
-            replica_id=-1,
-            max_wait=_MAX_WAIT,
-            min_bytes=0,
-            max_bytes=max_bytes,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=(
-                build(
-                    m.FetchTopic,
-                    topic=topic,
-                    partitions=(
-                        build(
-                            m.FetchPartition,
-                            partition=partition,
-                            current_leader_epoch=-1,
-                            fetch_offset=offset,
-                            last_fetched_epoch=-1,
-                            log_start_offset=-1,
-                            partition_max_bytes=max_bytes,
-                        ),
-                    ),
-                ),
-            ),
-            forgotten_topics_data=(),
-            rack_id="",
-        )
-        resp = await self.cluster.request(req, node_id=info.partitions[partition].leader_id)
-        if getattr(resp, "error_code", ErrorCode.none) != ErrorCode.none:
-            raise error_for(resp.error_code, f"Fetch {topic}-{partition}")
-        p = resp.responses[0].partitions[0]
-        if p.error_code != ErrorCode.none:
-            if p.error_code == ErrorCode.not_leader_or_follower:
-                self.cluster.forget(topic)
-            raise error_for(p.error_code, f"Fetch {topic}-{partition}@{offset}")
-        return bytes(p.records or b""), int(p.high_watermark)
+        return await fetch_partition(self.cluster, topic, partition, offset, max_bytes)
 
     async def read_raw(
         self, topic: str, partition: int, offset: int, end: int, max_bytes: int

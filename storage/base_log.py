@@ -86,6 +86,7 @@ class SegmentedLog(ABC):
         # May lie inside the first segment (DeleteRecords); never below its base.
         self._log_start = segments[0].base_offset
         self.name = "memory"
+        self.topic, self.partition = "", -1  # for log lines; set by the log manager
         # Offsets no segment held at open (a lost or cut segment file), logged then.
         self.missing: list[MissingOffsets] = []
 
@@ -501,6 +502,66 @@ class SegmentedLog(ABC):
         # Records below the log start are deleted, even where their batch is still stored.
         return max(read.base_offset, start), read.max_timestamp
 
+    # --- offsets holding no data (lag) -------------------------------------------------
+
+    def learn_non_data(self) -> Iterator[None]:
+        """Complete every segment's non-data ranges (`Segment.learn_non_data`), yielding
+        between slices of a header walk; a segment deleted meanwhile is skipped."""
+        for segment in list(self._segments):
+            try:
+                yield from segment.learn_non_data()
+            except OSError:  # deleted by retention between two slices
+                continue
+
+    def _segments_over(self, start: int, end: int) -> list[Segment]:
+        first = max(bisect_right(self._bases, start) - 1, 0)
+        last = bisect_right(self._bases, end - 1)
+        return self._segments[first:last]
+
+    def non_data_offsets(self, start: int, end: int) -> int:
+        """Offsets of `[start, end)` (from the log start on) that hold no data record:
+        control batches and empty batches, counted by range from each segment's ranges."""
+        start = max(start, self._log_start)
+        if end <= start:
+            return 0
+        return sum(s.non_data_count(start, end) for s in self._segments_over(start, end))
+
+    def data_records(self, start: int, end: int) -> int:
+        """Offsets of `[start, end)` that may hold a data record: what lag counts (offsets
+        below the log start count, as Kafka counts a committed offset there)."""
+        return max(end - start, 0) - self.non_data_offsets(start, end)
+
+    def non_data_ranges(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The non-data ranges within `[start, end)`, as (first, last) inclusive."""
+        start = max(start, self._log_start)
+        out: list[tuple[int, int]] = []
+        for segment in self._segments_over(start, end):
+            for first, last in segment.non_data.ranges(start, end):
+                if out and out[-1][1] + 1 == first:  # a range that runs on into the next segment
+                    out[-1] = (out[-1][0], last)
+                else:
+                    out.append((first, last))
+        return out
+
+    def first_data_offset(self, offset: int) -> int:
+        """The first offset at or after `offset` (and the log start) that no non-data range
+        holds; the log end when there is none."""
+        offset = max(offset, self._log_start)
+        for segment in self._segments[max(bisect_right(self._bases, offset) - 1, 0) :]:
+            offset = segment.non_data.data_from(max(offset, segment.base_offset))
+            if offset < segment.next_offset:
+                return offset
+        return self.log_end_offset
+
+    def batch_timestamp(self, offset: int) -> int | None:
+        """The header timestamp (`BatchHeader.timestamp`) of the batch holding `offset`; None
+        when no intact batch holds it."""
+        try:
+            located = self._locate(offset)
+        except (OffsetOutOfRange, CorruptRecords):
+            return None
+        return located[2].timestamp if located is not None else None
+
     # --- the log start (DeleteRecords) -------------------------------------------------
 
     def log_start_target(self, offset: int) -> int:
@@ -534,7 +595,7 @@ class SegmentedLog(ABC):
         holding an offset at or after `min_retained_offset` (share state) stay. Returns how
         many segments were deleted."""
         self._log_start = max(self._log_start, min(offset, self.log_end_offset))
-        return self._delete_oldest(lambda oldest: False, min_retained_offset)
+        return self._delete_oldest(lambda oldest: None, min_retained_offset)
 
     # --- maintenance ------------------------------------------------------------------
 
@@ -563,16 +624,17 @@ class SegmentedLog(ABC):
         config = self.config
         total = self.size_bytes
 
-        def expired(oldest: Segment) -> bool:
+        def expired(oldest: Segment) -> str | None:
+            """Which limit `oldest` breaks (as Kafka's log line says), if any."""
             nonlocal total
             if not config.delete:  # compact only: the cleaner, not retention, removes records
-                return False
+                return None
             by_time = (
                 config.retention_ms >= 0 and now_ms - oldest.max_timestamp > config.retention_ms
             )
             by_size = config.retention_bytes >= 0 and total - oldest.size >= config.retention_bytes
             total -= oldest.size
-            return by_time or by_size
+            return "retention.ms" if by_time else "retention.bytes" if by_size else None
 
         deleted = self._delete_oldest(expired, min_retained_offset)
         self._producers.expire(now_ms, config.producer_id_expiration_ms)
@@ -580,19 +642,28 @@ class SegmentedLog(ABC):
         return deleted
 
     def _delete_oldest(
-        self, expired: Callable[[Segment], bool], min_retained_offset: int | None
+        self, expired: Callable[[Segment], str | None], min_retained_offset: int | None
     ) -> int:
         """Delete the oldest whole segments while each is below the log start or `expired`;
         never the active one, nor one holding an offset at or after `min_retained_offset`.
-        The log start follows the first segment kept."""
+        The log start follows the first segment kept. Each deletion is one log line (topic,
+        partition, segment, its offsets and why), as Kafka's "Deleting segment ... due to"."""
         deleted = 0
         while len(self._segments) > 1:
             oldest, following = self._segments[0], self._segments[1]
             if min_retained_offset is not None and following.base_offset > min_retained_offset:
                 break
             by_retention = expired(oldest)  # always asked: it keeps a running total
-            if not (following.base_offset <= self._log_start or by_retention):
+            below_start = following.base_offset <= self._log_start
+            if not (below_start or by_retention):
                 break
+            _log.info(
+                "segment deleted", topic=self.topic, partition=self.partition,
+                segment=oldest.describe(), base_offset=oldest.base_offset,
+                last_offset=oldest.last_offset, bytes=oldest.size,
+                largest_timestamp=oldest.max_timestamp,
+                reason="log start" if below_start else by_retention,
+            )  # fmt: skip
             oldest.delete()
             del self._segments[0], self._bases[0]
             deleted += 1

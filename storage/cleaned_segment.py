@@ -20,6 +20,7 @@ from storage.file_handles import HANDLES
 from storage.fsutil import fsync_dir
 from storage.fsutil import write_synced
 from storage.segment import DATA_MAX_SUFFIX
+from storage.segment import NON_DATA_SUFFIX
 from storage.segment import FileSegment
 from storage.segment import MemorySegment
 from storage.segment import Segment
@@ -124,6 +125,7 @@ class FileCopy:
         # The original's saved data maximum may name a record this copy removed; without it
         # the copy's maximum is learnt from its own headers when first asked.
         self._path(DATA_MAX_SUFFIX).unlink(missing_ok=True)
+        self._path(NON_DATA_SUFFIX).unlink(missing_ok=True)  # the original's: saved at install
         for suffix in (".index", ".timeindex", ".log"):  # the log last: the commit point
             os.replace(self._path(suffix, CLEANED), self._path(suffix, SWAP))
         fsync_dir(self.directory)
@@ -147,6 +149,8 @@ class FileCopy:
         segment.max_data_timestamp = writer.max_data_timestamp
         segment.max_data_offset = writer.max_data_offset
         segment.data_max_known = True  # tracked batch by batch as the copy was written
+        segment.non_data, segment.non_data_known = writer.non_data, True
+        segment.save_non_data()
         segment.damage.mark_verified(0, segment.size)  # CRCs were checked as it was written
         return segment
 
@@ -170,7 +174,7 @@ def finish_interrupted_cleaning(directory: Path) -> list[str]:
     for swap in sorted(directory.glob(f"*.log{SWAP}")):
         stem = swap.name.split(".")[0]
         log = directory / f"{stem}.log"
-        for suffix in (".index", ".timeindex"):  # rebuilt from the cleaned log by the scan
+        for suffix in (".index", ".timeindex", NON_DATA_SUFFIX):  # rebuilt by the scan
             (directory / f"{stem}{suffix}").unlink(missing_ok=True)
             (directory / f"{stem}{suffix}{SWAP}").unlink(missing_ok=True)
         if log.exists():

@@ -136,6 +136,36 @@ class PartitionLog(Protocol):
         """
         ...
 
+    def learn_non_data(self) -> Iterator[None]:
+        """Work the non-data counts below may need (a header walk of a segment whose ranges
+        were not saved), in slices: drive it between awaits on the event loop."""
+        ...
+
+    def non_data_offsets(self, start: int, end: int) -> int:
+        """Offsets of `[start, end)` holding no data record (control or empty batches)."""
+        ...
+
+    def data_records(self, start: int, end: int) -> int:
+        """Offsets of `[start, end)` less the non-data ones: what lag counts."""
+        ...
+
+    def non_data_ranges(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The non-data ranges within `[start, end)`, as (first, last) inclusive."""
+        ...
+
+    def first_data_offset(self, offset: int) -> int:
+        """The first offset at or after `offset` no non-data range holds (else the log end)."""
+        ...
+
+    def batch_timestamp(self, offset: int) -> int | None:
+        """The header timestamp of the batch holding `offset` (None: no intact batch)."""
+        ...
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of all its segment files (Kafka's kafka.log:type=Log,name=Size)."""
+        ...
+
     def flush(self) -> None: ...
 
     @property

@@ -152,6 +152,8 @@ class LogManager:
                     "partition directory names another topic id; serving it as the topic file says",
                     directory=str(directory), topic_id=str(info.topic_id), claimed=str(claimed),
                 )  # fmt: skip
+        if isinstance(log, SegmentedLog):
+            log.topic, log.partition = info.name, partition
         self._logs[(info.name, partition)] = log
 
     def _finish_deletes(self) -> None:
@@ -308,6 +310,8 @@ class LogManager:
             log = MemoryLog(config)
         else:
             log = SegmentLog.open(self.data_dir / f"{name}-0", config)
+        if isinstance(log, SegmentedLog):
+            log.topic, log.partition = name, 0
         self._internal[name] = (log, dict(configs))
         return log
 

@@ -67,9 +67,10 @@ def load_indexes(segment: FileSegment) -> bool:
     segment.next_offset = expected
     # The tail walk saw only part of the segment's data batches: the rest is saved beside it,
     # or learnt when first asked (Segment.data_max).
-    segment.data_max_known = start == 0
+    segment.data_max_known = segment.non_data_known = start == 0
     if not segment.data_max_known:
         segment.load_data_max()
+        segment.load_non_data()
     return True
 
 

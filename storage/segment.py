@@ -35,6 +35,7 @@ from storage.file_handles import HANDLES
 from storage.fsutil import atomic_write
 from storage.index import OffsetIndex
 from storage.index import TimeIndex
+from storage.non_data import NonDataRanges
 
 # Relative offsets are int32 in the index files.
 MAX_RELATIVE_OFFSET = 2**31 - 1
@@ -42,15 +43,11 @@ MAX_RELATIVE_OFFSET = 2**31 - 1
 # size they describe. Written at seal only when a control batch holds the segment's largest
 # timestamp (else the time index's last entry is the answer); Shoal's own file, not Kafka's.
 DATA_MAX_SUFFIX = ".maxdatatimestamp"
+# `<base>.nondata`: the segment's non-data ranges (storage.non_data), a cache of its headers.
+NON_DATA_SUFFIX = ".nondata"
 _DATA_MAX = struct.Struct(">qqq")
 # Batch headers walked between two yields of `learn_data_max` (about 10 ms of parsing).
 WALK_SLICE_BATCHES = 4096
-
-
-def _holds_data(header: BatchHeader) -> bool:
-    """A batch of data records: not a control batch (share state), not an empty batch (the
-    cleaner's record of removed offsets, which keeps the original batch's timestamps)."""
-    return not header.is_control and header.record_count > 0
 
 
 def segment_stem(base_offset: int) -> str:
@@ -128,6 +125,9 @@ class Segment(ABC):
         self.max_data_timestamp = -1
         self.max_data_offset = -1  # base offset of the first data batch holding it
         self.data_max_known = True  # False: only part of the segment was walked (see recovery)
+        # Offsets holding no data record (storage.non_data), learnt from the same headers.
+        self.non_data = NonDataRanges()
+        self.non_data_known = True  # False: as data_max_known (saved beside it, or walked)
 
     @property
     def last_offset(self) -> int:
@@ -214,11 +214,9 @@ class Segment(ABC):
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
             self.max_timestamp_offset = relative
-        if (
-            max_timestamp > self.max_data_timestamp
-            and not header.attributes & CONTROL_MASK  # _holds_data, inlined: once per batch
-            and header.record_count > 0
-        ):
+        if header.attributes & CONTROL_MASK or not header.record_count:  # holds_data, inlined
+            self.non_data.add(base_offset, base_offset + header.last_offset_delta)
+        elif max_timestamp > self.max_data_timestamp:
             self.max_data_timestamp = max_timestamp
             self.max_data_offset = base_offset
         tail = self._tail_offsets
@@ -263,11 +261,11 @@ class Segment(ABC):
         if self.max_timestamp >= 0:  # known from the indexes (else nothing was tracked)
             with contextlib.suppress(CorruptRecords):  # a damaged batch: walk instead
                 found = self.locate(self.base_offset + self.max_timestamp_offset)
-        if found is not None and _holds_data(found[1]):
+        if found is not None and found[1].holds_data:
             self.note_data_max(found[1].max_timestamp, found[1].base_offset)
         else:
             for n, (_, header) in enumerate(self.iter_headers(), 1):
-                if _holds_data(header):
+                if header.holds_data:
                     self.note_data_max(header.max_timestamp, header.base_offset)
                 if n % WALK_SLICE_BATCHES == 0:
                     yield
@@ -278,6 +276,30 @@ class Segment(ABC):
         a walk, which steps over the damage now recorded (`learn_data_max`)."""
         self.max_data_timestamp = self.max_data_offset = -1
         self.data_max_known = False
+
+    def learn_non_data(self) -> Iterator[None]:
+        """Complete the non-data ranges of a segment opened from saved indexes with no saved
+        ranges (or stale ones): one header walk, yielding now and then as `learn_data_max`.
+        The result is saved beside the segment (a file segment), so the walk is done once."""
+        if self.non_data_known:
+            return
+        ranges = NonDataRanges()
+        for n, (_, header) in enumerate(self.iter_headers(), 1):
+            if not header.holds_data:
+                ranges.add(header.base_offset, header.last_offset)
+            if n % WALK_SLICE_BATCHES == 0:
+                yield
+        # Batches appended meanwhile were walked too: the walk reads to the current end.
+        self.non_data, self.non_data_known = ranges, True
+        self.save_non_data()
+
+    def save_non_data(self) -> None:
+        """Hook: a file segment keeps its ranges beside it."""
+        return None
+
+    def non_data_count(self, start: int, end: int) -> int:
+        """Non-data offsets of `[start, end)` in this segment (as far as it knows them)."""
+        return self.non_data.count(start, end)
 
     def fits(self, record_count: int) -> bool:
         return self.next_offset + record_count - 1 - self.base_offset <= MAX_RELATIVE_OFFSET
@@ -464,6 +486,7 @@ class FileSegment(Segment):
         self.index_path = directory / f"{stem}.index"
         self.time_index_path = directory / f"{stem}.timeindex"
         self.data_max_path = directory / f"{stem}{DATA_MAX_SUFFIX}"
+        self.non_data_path = directory / f"{stem}{NON_DATA_SUFFIX}"
         self._closed = False
         stat = os.fstat(self._fd)
         self.size = stat.st_size
@@ -473,6 +496,7 @@ class FileSegment(Segment):
         # Bytes nobody has tracked yet (recovery, or a segment swapped in whole, tracks them):
         # the data maximum is learnt when first asked.
         self.data_max_known = self.size == 0
+        self.non_data_known = self.size == 0
 
     def describe(self) -> str:
         return str(self.log_path)
@@ -520,6 +544,7 @@ class FileSegment(Segment):
         atomic_write(self.index_path, self.offset_index.to_bytes())
         atomic_write(self.time_index_path, self.time_index.to_bytes())
         self._save_data_max()
+        self.save_non_data()
 
     def _save_data_max(self) -> None:
         """Keep the data maximum across a clean restart, which walks no more than a tail.
@@ -546,13 +571,40 @@ class FileSegment(Segment):
                 self.note_data_max(timestamp, offset)
             self.data_max_known = True
 
+    def save_non_data(self) -> None:
+        """Keep the non-data ranges across a restart. Written unsynced: a lost or torn file
+        only costs a header walk at the next start (its CRC and size are checked)."""
+        if not self.non_data_known:
+            self.non_data_path.unlink(missing_ok=True)
+            return
+        tmp = self.non_data_path.with_name(self.non_data_path.name + ".tmp")
+        try:
+            tmp.write_bytes(self.non_data.to_bytes(self.size))
+            os.replace(tmp, self.non_data_path)
+        except OSError:  # a full disk: walked again at the next start
+            tmp.unlink(missing_ok=True)
+            self.non_data_path.unlink(missing_ok=True)
+
+    def load_non_data(self) -> None:
+        """Adopt the saved ranges if they describe this segment as it is now."""
+        try:
+            data = self.non_data_path.read_bytes()
+        except OSError:
+            return
+        ranges = NonDataRanges.from_bytes(data, self.size)
+        if ranges is not None:
+            self.non_data, self.non_data_known = ranges, True
+
     def close(self) -> None:
         self._closed = True
         HANDLES.close(self.log_path)
 
     def delete(self) -> None:
         self.close()
-        for path in (self.log_path, self.index_path, self.time_index_path, self.data_max_path):
+        for path in (
+            self.log_path, self.index_path, self.time_index_path, self.data_max_path,
+            self.non_data_path,
+        ):  # fmt: skip
             path.unlink(missing_ok=True)
 
     def save_aside(self, position: int) -> Path:

@@ -115,6 +115,20 @@ def snapshot_groups(state_dir: Path) -> set[str]:
     return groups
 
 
+def snapshot_keys(state_dir: Path) -> list[tuple[str, str, int]]:
+    """(group, topic, partition) of every snapshot file under `state_dir`: the share-partitions
+    with recorded state, known without reading any log."""
+    if not state_dir.exists():
+        return []
+    keys = []
+    for path in sorted(state_dir.glob(f"*/*{SNAPSHOT_SUFFIX}")):
+        topic, _, partition = path.parent.name.rpartition("-")
+        snapshot = read_snapshot_file(path)
+        if snapshot is not None and topic and partition.isdigit():
+            keys.append((snapshot.group_id, topic, int(partition)))
+    return keys
+
+
 class _Replay:
     """Applies one group's records in log order; notes what damage made it skip.
 

@@ -56,6 +56,7 @@ def _delete(
     logs.delete_topic(info.name)
     log.info("topic deleted", topic=info.name, topic_id=str(info.topic_id))
     ctx.services.share_partitions.forget_topic(info.name, info.topic_id)
+    ctx.services.metrics.forget_topic(info.name)
     try:
         ctx.services.offsets.delete_topic(info.name)
     except StorageError as e:  # the topic is gone; its offsets stay until deleted by hand

@@ -20,6 +20,7 @@ from kio.static.primitive import i64
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.lag_readings import learn_non_data
 from broker.registry import handler
 from broker.share.share_group_offsets import PartitionOffsets
 from broker.share.share_group_offsets import ShareGroupOffsets
@@ -58,7 +59,7 @@ def _partition(index: int, code: ErrorCode, offsets: PartitionOffsets | None = N
     )
 
 
-def _topics(
+async def _topics(
     ctx: RequestContext, group_id: str, wanted: Sequence[RequestTopic] | None
 ) -> tuple[Topic, ...]:
     s = ctx.services
@@ -84,6 +85,9 @@ def _topics(
             elif info is None or not 0 <= p < info.partitions:
                 rows.append(_partition(p, ErrorCode.unknown_topic_or_partition))
             else:
+                plog = logs.log(name, p)
+                if plog is not None:  # a segment sealed before non-data ranges were kept
+                    await learn_non_data(plog)
                 rows.append(_partition(p, ErrorCode.none, offsets.describe(group_id, info, p)))
         out.append(
             Topic(
@@ -123,7 +127,7 @@ async def handle(ctx: RequestContext, request: Request) -> v1.DescribeShareGroup
         groups.append(
             Group(
                 group_id=g.group_id,
-                topics=_topics(ctx, g.group_id, g.topics),
+                topics=await _topics(ctx, g.group_id, g.topics),
                 error_code=ErrorCode.none,
             )
         )

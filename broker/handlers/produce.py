@@ -96,7 +96,7 @@ def _append(
         return PartitionResult(index, e.error_code, -1, -1, str(e))
     if partition_log.sync_due:
         to_sync.append(partition_log)
-    services.metrics.on_bytes_in(topic, len(records))
+    services.metrics.on_bytes_in(topic, len(records), result.last_offset - result.base_offset + 1)
     services.notifier.notify((topic, index))
     # tuple.__new__: a NamedTuple's own __new__ is Python code, one frame more per partition.
     return tuple.__new__(

@@ -9,6 +9,7 @@ The share logic is `ShareFetchService`'s; this module only speaks the protocol.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from collections.abc import Sequence
 
 from kio.schema.errors import ErrorCode
@@ -117,10 +118,6 @@ def _partition(
 def _count(ctx: RequestContext, acks: AckResults, fetched: Fetched) -> None:
     metrics = ctx.services.metrics
     count_acknowledgements(ctx, acks)
-    if fetched:
-        metrics.on_share_fetch(
-            failed_by_topic(ctx, ((k, f.error_code) for k, f in fetched.items()))
-        )
     for (tid, _), f in fetched.items():
         if f.records and (info := ctx.services.logs.topic_by_id(tid)) is not None:
             metrics.on_bytes_out(info.name, len(f.records))
@@ -215,7 +212,20 @@ async def _handle(
     # Partitions answered with an error need an answer now, not after the long poll.
     max_wait_s = 0.0 if unknown else request.max_wait.total_seconds()
     fetched = await _acquire(ctx, request, update.session, max_wait_s)
-    return _response(ctx, group_id, acks, unknown | fetched)
+    answered = unknown | fetched
+    _count_fetch(ctx, update.session.partitions, answered)
+    return _response(ctx, group_id, acks, answered)
+
+
+def _count_fetch(
+    ctx: RequestContext, session: Iterable[TopicIdPartition], answered: Fetched
+) -> None:
+    """A fetch counts once for every topic of the session's partitions, with or without
+    records to answer (as SharePartitionManager.fetchMessages marks TotalShareFetchRequests-
+    PerSec), and as failed for a topic one of whose partitions has an error."""
+    codes = dict.fromkeys(session, int(ErrorCode.none))
+    codes.update((k, f.error_code) for k, f in answered.items())
+    ctx.services.metrics.on_share_fetch(failed_by_topic(ctx, codes.items()))
 
 
 HANDLER = handler(handle, ShareFetchRequestV1, ShareFetchRequestV2, acl=SHARE_ACL_CHECKS)

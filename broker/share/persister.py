@@ -86,6 +86,10 @@ class Persister(Protocol):
         """Groups with recorded state on some partition (they outlive their members)."""
         ...
 
+    def recorded(self) -> list[SharePartitionKey]:
+        """Every share-partition with recorded state (`has_state`), without a read."""
+        ...
+
     def forget_topic(self, topic: str, topic_id: uuid.UUID) -> None:
         """A deleted topic takes its share state with it."""
         ...
@@ -123,6 +127,9 @@ class NoPersister:
 
     def groups(self) -> set[str]:
         return set()
+
+    def recorded(self) -> list[SharePartitionKey]:
+        return []
 
     def forget_topic(self, topic: str, topic_id: uuid.UUID) -> None:
         pass

@@ -1,9 +1,8 @@
 """Share-group offsets for the admin APIs: describe (SPSO and lag), reset, delete (KIP-932).
 
 - Describe: the share-partition start offset (SPSO), and the lag as Kafka 4.2 reports it
-  (KIP-1226): records from SPSO to the log end not yet acknowledged or archived. Shoal keeps
-  share state as control records in the partition's own log, and those are never delivered,
-  so control records past SPEO are not lag either.
+  (KIP-1226): records from SPSO to the log end not yet acknowledged or archived, in data
+  records (`broker.share.lag`, which the metrics use too: the CLI and Prometheus agree).
 - Reset (AlterShareGroupOffsets): drop every in-flight state and delivery count and start the
   window at the new SPSO, made durable at once with a new SHARE_CHECKPOINT.
 - Delete (DeleteShareGroupOffsets, DeleteGroups): the share-partition is forgotten; the next
@@ -21,19 +20,14 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
+from broker.share.lag import share_lag
 from broker.share.record_state import RecordState
 from broker.share.share_logs import ShareLogs
 from broker.share.share_partition_manager import SharePartitionManager
 from coordinator.share_group import ShareGroupCoordinator
 from coordinator.share_group_admin import ShareGroupAdmin
-from storage.errors import OffsetOutOfRange
 from storage.errors import StorageError
 from storage.topics import TopicInfo
-
-# Counting control records past SPEO reads batch headers; a far-behind group costs at most this.
-LAG_SCAN_BYTES = 8 * 1024 * 1024
-_SCAN_CHUNK = 1024 * 1024
-_DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,17 +95,16 @@ class ShareGroupOffsets:
         counts = dict.fromkeys(RecordState, 0)
         for b in sp.in_flight():
             counts[b.state] += b.size
-        done = counts[RecordState.ACKNOWLEDGED] + counts[RecordState.ARCHIVED]
-        end = plog.log_end_offset
-        lag = end - sp.spso - done - self._control_records(topic.name, partition, sp.speo, end)
+        for _ in plog.learn_non_data():  # done already (the handler walks in slices): a fallback
+            pass
         # The window archives control offsets as it passes them; they are not user records,
         # so they are shown apart rather than as ARCHIVED (nothing was rejected).
-        control = self._control_records(topic.name, partition, sp.spso, sp.speo)
+        control = plog.non_data_offsets(sp.spso, sp.speo)
         archived = counts[RecordState.ARCHIVED]
         return PartitionOffsets(
             sp.spso,
             sp.speo,
-            max(lag, 0),
+            share_lag(sp, plog),
             counts[RecordState.AVAILABLE],
             counts[RecordState.ACQUIRED],
             counts[RecordState.ACKNOWLEDGED],
@@ -119,29 +112,6 @@ class ShareGroupOffsets:
             control=min(control, archived),
             archiving=counts[RecordState.ARCHIVING],
         )
-
-    def _control_records(self, topic: str, partition: int, start: int, end: int) -> int:
-        """Offsets in [start, end) held by control batches (share state, markers) or by empty
-        batches (offsets the cleaner removed): none is a record to deliver. Bounded."""
-        plog = self._logs.log(topic, partition)
-        if plog is None:
-            return 0
-        offset, count, budget = max(start, plog.log_start_offset), 0, LAG_SCAN_BYTES
-        while offset < end and budget > 0:
-            try:
-                spans = plog.batch_spans(offset, min(_SCAN_CHUNK, budget))
-            except OffsetOutOfRange:
-                break
-            if not spans:
-                break
-            for s in spans:
-                if s.base_offset >= end:
-                    break
-                if (s.is_control or not s.has_records) and s.last_offset >= offset:
-                    count += min(s.last_offset, end - 1) - max(s.base_offset, offset) + 1
-            budget -= spans[-1].position_in_result + spans[-1].size
-            offset = spans[-1].last_offset + 1
-        return count
 
     # -- reset ------------------------------------------------------------------------------
 

@@ -619,6 +619,12 @@ class SharePartition:
             self._ranges.merge_tail()
         self._advance_spso()
 
+    def pass_non_data(self, first: int, last: int) -> None:
+        """The log holds no data record at [first, last] (a control or an empty batch):
+        archived if available, as a fetch's read archives it. Recovery does not record
+        these, so a recovered window learns them from the log's ranges instead."""
+        self._archive_absent(first, last)
+
     def pass_own_record(self, offset: int) -> bool:
         """The one-record control batch this share-partition's state was just written as, at
         `offset`: when the window is empty and ends there, SPSO and SPEO move past it now, as

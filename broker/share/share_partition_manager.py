@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -181,12 +182,33 @@ class SharePartitionManager:
             limits=limits_of(self._configs, group_id),
         )
         started = time.perf_counter()  # a duration, not a point in time: not the clock's now
-        load(self._persister, sp, plog.log_start_offset, now_ms)
+        if load(self._persister, sp, plog.log_start_offset, now_ms):
+            # Control offsets in the recovered window are not data (a fetch would pass them):
+            # passed now, so its open records and lag are right before anyone fetches.
+            for first, last in plog.non_data_ranges(sp.spso, sp.speo):
+                sp.pass_non_data(first, last)
         self._metrics.on_partition_loaded(time.perf_counter() - started)
         self._partitions[key] = sp
         if sp.dead_letter_count():  # copies a crash left unfinished are made again
             self._dead_letter_pending.add(key)
         return sp
+
+    def load_recorded(self, now_ms: Callable[[], int]) -> Iterator[None]:
+        """Load every share-partition with recorded state, yielding between them (and between
+        slices of a header walk its log may need): their lag is known from the start, before
+        any member comes back. One that cannot be read is logged and left for its first fetch."""
+        for group_id, topic_id, partition in self._persister.recorded():
+            topic = self._logs.topic_by_id(topic_id)
+            plog = self._logs.log(topic.name, partition) if topic else None
+            if (group_id, topic_id, partition) in self._partitions or plog is None:
+                continue
+            yield from plog.learn_non_data()
+            try:
+                self.get(group_id, topic_id, partition, now_ms())
+            except StorageError as e:
+                log.warning("share-partition not loaded at start", group=group_id,
+                            topic_id=str(topic_id), partition=partition, error=str(e))  # fmt: skip
+            yield
 
     def all_partitions(self) -> list[SharePartition]:
         return list(self._partitions.values())

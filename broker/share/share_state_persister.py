@@ -43,6 +43,7 @@ from storage.share_state_store import RecoveredState
 from storage.share_state_store import ShareStateStore
 from storage.share_state_store import overwrite
 from storage.share_state_store import snapshot_groups
+from storage.share_state_store import snapshot_keys
 
 log = structlog.get_logger("shoal.share_state")
 
@@ -242,6 +243,14 @@ class ShareStatePersister:
 
     def groups(self) -> set[str]:
         return snapshot_groups(self._state_dir) if self._state_dir is not None else set()
+
+    def recorded(self) -> list[SharePartitionKey]:
+        out = []
+        for group_id, name, partition in snapshot_keys(self._state_dir) if self._state_dir else []:
+            topic = self._logs.topic(name)
+            if topic is not None and partition < topic.partitions:
+                out.append((group_id, topic.topic_id, partition))
+        return out
 
     def forget_topic(self, topic: str, topic_id: uuid.UUID) -> None:
         for key in [k for k in self._chains if k[1] == topic_id]:

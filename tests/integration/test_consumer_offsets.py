@@ -4,7 +4,6 @@ the internal log staying out of sight, and the lag metric."""
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Mapping
 from typing import TypeVar
 
@@ -27,6 +26,7 @@ from protocol.messages import build
 from storage.log_manager import LogManager
 from storage.topics import CONSUMER_OFFSETS
 from tests.clock import ManualClock
+from tests.scrape import scrape_text
 
 pytestmark = pytest.mark.integration
 K = TypeVar("K")
@@ -157,9 +157,7 @@ async def test_lag_per_group_is_a_metric(broker: Server) -> None:
             await producer.send("m", b"x", partition=1)
         await admin.alter_consumer_group_offsets("slow", {("m", 0): 1, ("m", 1): 0})
         await admin.alter_consumer_group_offsets("fast", {("m", 0): 5})
-    url = f"http://127.0.0.1:{broker.metrics_port}/metrics"
-    with urllib.request.urlopen(url, timeout=5) as r:
-        text = r.read().decode()
+    text = await scrape_text(broker.metrics_port)
     assert 'kafka_consumergroup_lag_sum{consumergroup="slow"} 5.0' in text
     assert 'kafka_consumergroup_lag_sum{consumergroup="fast"} 0.0' in text
     assert "shoal_consumergroup_lag_groups_omitted 0.0" in text

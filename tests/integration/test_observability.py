@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from client import Producer
 from client import ShareConsumer
 from tests.brokers import BrokerProcess
 from tests.clock import ManualClock
+from tests.scrape import scrape as scrape_samples
 
 pytestmark = pytest.mark.integration
 
@@ -28,16 +28,9 @@ def broker_overrides() -> dict[str, object]:
     return {"metrics.port": 0}  # an ephemeral port for the scrape endpoint
 
 
-def scrape(server: Server) -> dict[str, float]:
+async def scrape(server: Server) -> dict[str, float]:
     """Every sample of the metrics endpoint: 'name{labels}' -> value."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=5) as r:
-        text = r.read().decode()
-    samples = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            samples[name] = float(value)
-    return samples
+    return await scrape_samples(server.metrics_port)
 
 
 async def test_acknowledgements_are_counted_by_type(broker: Server) -> None:
@@ -74,7 +67,7 @@ async def test_acknowledgements_are_counted_by_type(broker: Server) -> None:
             consumer.acknowledge(record, AcknowledgeType.ACCEPT)
         assert all(code == 0 for code in (await consumer.commit_sync()).values())
 
-    samples = scrape(broker)
+    samples = await scrape(broker)
     assert samples[f'{ACK_METRIC}{{ackType="Accept"}}'] == 7 + 1 + 4
     assert samples[f'{ACK_METRIC}{{ackType="Release"}}'] == 5
     assert samples[f'{ACK_METRIC}{{ackType="Reject"}}'] == 3
@@ -116,7 +109,7 @@ async def test_lock_expiries_and_archivals_at_the_limit_are_counted(
             if deliveries == 2:
                 break
         assert deliveries == 2
-    samples = scrape(broker)
+    samples = await scrape(broker)
     assert samples["kafka_server_sharegroupmetrics_acquisitionlocktimeoutpersec_total"] == 2
     assert samples["kafka_server_sharegroupmetrics_deliverycountlimitarchivedpersec_total"] == 1
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from dataclasses import dataclass
 
 import pytest
 import structlog
@@ -24,7 +23,8 @@ from kio.static.primitive import i64
 from broker.metrics import OTHER
 from broker.metrics import BoundedLabel
 from broker.response_errors import error_codes
-from broker.share_lag import ShareLagCollector
+from broker.share_lag import ShareLagFamilies
+from broker.share_lag import ShareReading
 
 
 def _partition(index: int, code: ErrorCode, ack_code: ErrorCode) -> PartitionData:
@@ -78,29 +78,19 @@ def test_label_values_past_the_cap_fold_into_other_with_one_log_line() -> None:
     assert len(logs) == 1 and logs[0]["label"] == "topic" and logs[0]["cap"] == 2
 
 
-@dataclass
-class _Window:
-    group_id: str
-    topic_id: uuid.UUID
-    partition: int
-    speo: int
-    open: int
-
-    def open_records(self) -> int:
-        return self.open
-
-
 def test_share_lag_keeps_the_most_lagging_series_and_says_what_it_left_out() -> None:
-    tid = uuid.uuid4()
-    windows = [_Window(f"g{i}", tid, 0, speo=10, open=i) for i in range(5)]
-    collector = ShareLagCollector(lambda: windows, lambda t, p: ("t", 12), max_series=3)
+    rows = [ShareReading(f"g{i}", "t", 0, lag=2 + i, oldest_age_s=10.0 - i) for i in range(5)]
+    families_of = ShareLagFamilies(max_series=3)
     with structlog.testing.capture_logs() as logs:
-        families = {f.name: f for f in collector.collect()}
-        collector.collect().__next__()  # a second scrape logs nothing more
+        families = {f.name: f for f in families_of.collect(rows)}
+        next(families_of.collect(rows))  # a second scrape logs nothing more
     lag = {s.labels["group"]: s.value for s in families["kafka_sharegroup_lag"].samples}
     assert lag == {"g4": 2 + 4, "g3": 2 + 3, "g2": 2 + 2}
     assert families["shoal_sharegroup_lag_series_omitted"].samples[0].value == 2
     assert len(logs) == 1 and logs[0]["omitted"] == 2
+    # The age keeps its own top: the oldest records, whatever their lag.
+    age = families["kafka_sharegroup_oldest_available_age_seconds"].samples
+    assert {s.labels["group"] for s in age} == {"g0", "g1", "g2"}
 
 
 def test_bytes_in_per_topic_and_folded_past_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,3 +108,25 @@ def test_bytes_in_per_topic_and_folded_past_the_cap(monkeypatch: pytest.MonkeyPa
         if s.name.endswith("_total")
     }
     assert counted == {"a": 15, "b": 20, OTHER: 7}
+
+
+def test_a_deleted_topic_frees_its_place_under_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    from broker import metrics as metrics_module
+
+    monkeypatch.setattr(metrics_module, "MAX_TOPIC_LABELS", 2)
+    metrics = metrics_module.BrokerMetrics()
+    for topic in ("a", "b", "c"):
+        metrics.on_bytes_in(topic, 10, records=1)
+    metrics.forget_topic("a")
+    metrics.on_bytes_in("d", 5, records=2)  # a's place: its own series, not `other`
+    counted = {
+        (family.name, s.labels["topic"]): s.value
+        for family in metrics.registry.collect()
+        if family.name.startswith(f"{metrics_module.TOPICS}_")
+        for s in family.samples
+    }
+    messages = f"{metrics_module.TOPICS}_messagesin"
+    assert {t: v for (name, t), v in counted.items() if name == messages} == {
+        "b": 1, OTHER: 1, "d": 2,
+    }  # fmt: skip
+    assert all(t != "a" for _, t in counted)

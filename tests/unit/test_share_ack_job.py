@@ -85,6 +85,9 @@ class Writes:
     def groups(self) -> set[str]:
         return self.inner.groups()
 
+    def recorded(self) -> list[SharePartitionKey]:
+        return self.inner.recorded()
+
     def forget_topic(self, topic: str, topic_id: uuid.UUID) -> None:
         self.inner.forget_topic(topic, topic_id)
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import structlog
 
 from protocol.record_batch import build_batch
 from storage import InvalidConfig
@@ -125,3 +126,27 @@ def test_apply_retention_across_partitions(manager: LogManager) -> None:
     assert manager.apply_retention(TS, {("r", 1): 1}) == 3 + 1
     assert manager.log("r", 0).log_start_offset == 3  # type: ignore[union-attr]
     assert manager.log("r", 1).log_start_offset == 1  # type: ignore[union-attr]
+
+
+def test_each_segment_retention_deletes_is_logged_with_its_offsets(tmp_path: Path) -> None:
+    """One line per deleted segment: topic, partition, file, offsets and the limit broken,
+    as Kafka's UnifiedLog logs "Deleting segment ... due to log retention time/size"."""
+    manager = LogManager(tmp_path)
+    one = build_batch([(b"k", b"v")] * 2, timestamp_ms=TS)
+    manager.create_topic("old", 1, {"segment.bytes": str(len(one)), "retention.ms": "1000"})
+    manager.create_topic("big", 1, {"segment.bytes": str(len(one)), "retention.bytes": "0"})
+    for name in ("old", "big"):
+        log = manager.log(name, 0)
+        assert log is not None
+        for _ in range(3):
+            log.append(one, now_ms=TS)
+    with structlog.testing.capture_logs() as logs:
+        assert manager.apply_retention(TS + 5000) == 2 + 2
+    deleted = [e for e in logs if e["event"] == "segment deleted"]
+    seen = {(e["topic"], e["partition"], e["base_offset"], e["last_offset"], e["reason"])
+            for e in deleted}  # fmt: skip
+    assert seen == {
+        ("old", 0, 0, 1, "retention.ms"), ("old", 0, 2, 3, "retention.ms"),
+        ("big", 0, 0, 1, "retention.bytes"), ("big", 0, 2, 3, "retention.bytes"),
+    }  # fmt: skip
+    assert all(e["segment"].endswith(".log") and e["log_level"] == "info" for e in deleted)
