@@ -34,6 +34,7 @@ from kio.static.primitive import i32
 from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 
+from protocol import large_requests
 from protocol.api_keys import API_VERSIONS
 from protocol.framing import SIZE
 
@@ -203,6 +204,19 @@ def decode_peeked(frame: bytes, key: int, version: int) -> Request:
     return new(
         Request, (new(RequestHeader, (key, version, header.correlation_id, header.client_id)), body)
     )
+
+
+def decode_large_request(frame: bytes) -> Request:
+    """`decode_request` for a large frame, in a worker thread: the same request, read an array
+    element at a time (`protocol.large_requests`), so the thread lets the event loop run."""
+    key, version, _ = peek_header(frame)
+    read_header, _, name = _PLANS.get((key, version)) or _plan(key, version)
+    try:
+        header, pos = read_header(frame, 0)
+        body, _ = large_requests.reader(request_type(key, version))(frame, pos)
+    except Exception as e:  # as decode_peeked: every failure means "does not parse"
+        raise UndecodableRequest(f"{name}: {e}") from e
+    return Request(RequestHeader(key, version, header.correlation_id, header.client_id), body)
 
 
 def encode_request(body: RequestPayload, correlation_id: int, client_id: str | None) -> bytes:
