@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
+from collections import Counter
 from collections import deque
 from collections.abc import Callable
 from collections.abc import Coroutine
@@ -23,6 +24,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 
+from broker import gc_pause
 from broker.authorization import AclCache
 from broker.context import BrokerServices
 from broker.context import RequestContext
@@ -50,8 +52,8 @@ from protocol.messages import EncodedResponse
 from protocol.messages import RequestHeader
 from protocol.messages import UndecodableRequest
 from protocol.messages import UnknownApi
+from protocol.messages import decode_large_request
 from protocol.messages import decode_peeked
-from protocol.messages import decode_request
 from protocol.messages import encode_response
 from protocol.messages import error_response
 from protocol.messages import has_error_field
@@ -65,7 +67,8 @@ MAX_IN_FLIGHT = 64
 # more than its system call, and the transport must see them to apply back-pressure.
 HOLD_MAX_BYTES = 64 * 1024
 # Decoding costs ~35 ms per MiB of acknowledgement ranges: a larger frame is decoded in a
-# thread (kio's reader lets the loop run meanwhile), so it never stalls other clients.
+# thread, an array element at a time (`decode_large_request`: kio's reader would keep the GIL
+# for a whole array), so it never stalls other clients.
 DECODE_ON_LOOP_MAX_BYTES = 256 * 1024
 # What a SASL listener serves before authentication completes; anything else closes the
 # connection, as Kafka's SaslServerAuthenticator does.
@@ -100,6 +103,13 @@ class KafkaConnection(asyncio.Protocol):
         self._next_to_write = 0
         self._ready: dict[int, bytes | None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        # Requests whose frame was large (decoded off the loop): answered off the loop too,
+        # with automatic garbage collection paused until they are (`broker.gc_pause`).
+        self._large: set[int] = set()
+        # Requests whose handler yields between slices of its work (`broker.slicing`): until
+        # they are done, no later request is dispatched, so that requests take effect in the
+        # order sent, as if each had run at once.
+        self._slicing: set[int] = set()
         self._reading_paused = False
         self._writing_paused = False
         self._closing = False
@@ -138,6 +148,10 @@ class KafkaConnection(asyncio.Protocol):
         self._closing = True
         for task in self._tasks:
             task.cancel()
+        for _ in self._large:  # never to be answered
+            gc_pause.release()
+        self._large.clear()
+        self._slicing.clear()
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
@@ -180,6 +194,7 @@ class KafkaConnection(asyncio.Protocol):
                     self._draining
                     or self._writing_paused
                     or self._next_seq - self._next_to_write >= MAX_IN_FLIGHT
+                    or self._slicing
                 ):
                     break
                 self._dispatch(waiting.popleft())
@@ -190,13 +205,19 @@ class KafkaConnection(asyncio.Protocol):
             or self._draining
             or self._writing_paused
             or self._next_seq - self._next_to_write >= MAX_IN_FLIGHT
+            or bool(self._slicing)
         )
         if busy is not self._reading_paused:  # `_update_reading` has something to do
             self._update_reading()
 
     def _busy(self) -> bool:
         in_flight = self._next_seq - self._next_to_write
-        return self._draining or self._writing_paused or in_flight >= MAX_IN_FLIGHT
+        return (
+            self._draining
+            or self._writing_paused
+            or in_flight >= MAX_IN_FLIGHT
+            or bool(self._slicing)
+        )
 
     def _dispatch(self, payload: bytes) -> None:
         if self._sasl is not None and self._sasl.expects_raw_token:
@@ -215,7 +236,10 @@ class KafkaConnection(asyncio.Protocol):
             self._refuse_version(key, version, correlation_id, peek_client_id(payload))
             return
         if len(payload) > DECODE_ON_LOOP_MAX_BYTES:
-            coro = self._decode_off_loop(self._take_seq(), handler, payload)
+            seq = self._take_seq()
+            self._large.add(seq)
+            gc_pause.hold()
+            coro = self._decode_off_loop(seq, handler, payload)
         else:
             try:
                 request = decode_peeked(payload, key, version)
@@ -251,6 +275,8 @@ class KafkaConnection(asyncio.Protocol):
             if waiting_on is _DONE:  # here, not in the `except`: no StopIteration to chain to
                 self._answer(seq, ctx, handler, answer, started)
                 return
+            if waiting_on is None:  # a bare yield: between slices of its work
+                self._slicing.add(seq)
             context = contextvars.copy_context()
         except Exception:  # the answer's own steps failed: a bug of ours
             log.exception("request failed", peer=self._peer)
@@ -263,6 +289,7 @@ class KafkaConnection(asyncio.Protocol):
             waiting_on,
             lambda answer: self._answer(seq, ctx, handler, answer, started),
             lambda: self._failed(seq, ctx, handler, started),
+            lambda: self._slicing.add(seq),
         )
         task = asyncio.get_running_loop().create_task(rest, context=context)
         self._tasks.add(task)
@@ -276,6 +303,14 @@ class KafkaConnection(asyncio.Protocol):
         header = ctx.header
         try:
             response = handler.checked(header.api_version, answer)
+            if (
+                self._large
+                and seq in self._large
+                and response is not None
+                and type(response) is not EncodedResponse
+            ):
+                self._start(self._answer_off_loop(seq, ctx, handler, response, started))
+                return
             out = (
                 None
                 if response is None
@@ -382,12 +417,31 @@ class KafkaConnection(asyncio.Protocol):
         """A large frame: decoded in a thread; its answer keeps its place in request order."""
         try:
             request = await asyncio.get_running_loop().run_in_executor(
-                None, decode_request, payload
+                None, decode_large_request, payload
             )
         except (UndecodableRequest, UnknownApi) as e:
             self.abort(f"undecodable request: {e}")
             return
         self._serve(seq, self._context(request.header), handler, request.body)
+
+    async def _answer_off_loop(
+        self, seq: int, ctx: RequestContext, handler: Handler, response: Any, started: float
+    ) -> None:
+        """`_answer` for a large request: its answer (a million partitions, say) is encoded,
+        and its error codes counted, in a thread, which lets the loop run meanwhile (kio's
+        writers are Python code: the thread hands the GIL over at each switch interval)."""
+        header = ctx.header
+        try:
+            out, codes = await asyncio.get_running_loop().run_in_executor(
+                None, _encoded_with_errors, response, header.correlation_id, header.api_version
+            )
+        except Exception:
+            self._failed(seq, ctx, handler, started)
+            return
+        self._stats.of(handler.name).observe(time.perf_counter() - started)
+        if codes:
+            self._stats.count_error_totals(handler.name, codes)
+        self._complete(seq, out)
 
     @staticmethod
     def _encode(response: ResponsePayload | EncodedResponse, ctx: RequestContext) -> bytes:
@@ -408,6 +462,8 @@ class KafkaConnection(asyncio.Protocol):
             self._stats.count_errors(api, codes)
 
     def _complete(self, seq: int, out: bytes | None) -> None:
+        if self._large or self._slicing:
+            self._done_with(seq)
         if seq == self._next_to_write:  # next in line (nearly always): no need to hold it
             self._next_to_write += 1
             if out is not None:
@@ -424,15 +480,28 @@ class KafkaConnection(asyncio.Protocol):
         if not self._holding or self._out_bytes >= HOLD_MAX_BYTES:
             self._flush()
         sasl = self._sasl
-        if sasl is not None:
-            if sasl.state is SaslState.FAILED:
-                self._flush()
-                self.close()  # after the failure is written, as Kafka does
-                return
-            if sasl.authenticated:
-                self._decoder.max_frame_bytes = self._services.config.socket_request_max_bytes
+        if sasl is not None and self._closed_by_sasl(sasl):
+            return
         if not self._pumping:  # else the dispatch loop on the stack goes on by itself
             self._pump()
+
+    def _done_with(self, seq: int) -> None:
+        """A large or sliced request is answered: collection and dispatch may resume."""
+        self._slicing.discard(seq)
+        if seq in self._large:
+            self._large.discard(seq)
+            gc_pause.release()
+
+    def _closed_by_sasl(self, sasl: SaslSession) -> bool:
+        """After an answer on a SASL listener: close on a failed login (once the failure is
+        written, as Kafka does), take full-size frames after a successful one."""
+        if sasl.state is SaslState.FAILED:
+            self._flush()
+            self.close()
+            return True
+        if sasl.authenticated:
+            self._decoder.max_frame_bytes = self._services.config.socket_request_max_bytes
+        return False
 
     def _flush(self) -> None:
         """Write the responses that are ready, in one write."""
@@ -484,6 +553,13 @@ class KafkaConnection(asyncio.Protocol):
 _DONE = object()  # `_serve`: the handler answered in its first step
 
 
+def _encoded_with_errors(
+    response: ResponsePayload, correlation_id: int, version: int
+) -> tuple[bytes, Counter[int]]:
+    """A response's frame and its error codes counted (for `_answer_off_loop`'s thread)."""
+    return response_frame(response, correlation_id, version), Counter(error_codes(response))
+
+
 class _Resumed(Coroutine[Any, Any, Any]):
     """A coroutine that has already run its first step, with what that step yielded (the
     future it waits on): a Task drives the rest. A Task sends None to resume a coroutine (a
@@ -517,9 +593,10 @@ class _Resumed(Coroutine[Any, Any, Any]):
 class _Answered(_Resumed):
     """A handler resumed by its Task; once it returns, or raises, the connection answers
     (`_serve`'s `_answer` or `_failed`). Cancellation reaches the handler's await as it would
-    a coroutine's, even before the Task's first step."""
+    a coroutine's, even before the Task's first step. The first bare yield (a pause between
+    slices of its work) is reported to `sliced`."""
 
-    __slots__ = ("_answer", "_failed")
+    __slots__ = ("_answer", "_failed", "_sliced")
 
     def __init__(
         self,
@@ -527,19 +604,26 @@ class _Answered(_Resumed):
         first: Any,
         answer: Callable[[Answer], None],
         failed: Callable[[], None],
+        sliced: Callable[[], None],
     ) -> None:
         super().__init__(coro, first)
         self._answer = answer
         self._failed = failed
+        self._sliced: Callable[[], None] | None = sliced
 
     def send(self, value: Any) -> Any:
         try:
-            return super().send(value)
+            waiting_on = super().send(value)
         except StopIteration as done:
             answer = done.value
         except Exception:
             self._failed()  # in the `except`: its log line carries the traceback
             raise StopIteration from None
+        else:
+            if waiting_on is None and self._sliced is not None:
+                self._sliced()
+                self._sliced = None
+            return waiting_on
         self._answer(answer)
         raise StopIteration
 

@@ -1,16 +1,27 @@
 """Long request work cut into slices: yield to the event loop once a slice has run long enough.
 
 No request may hold the loop for more than ~50 ms. A handler that loops over an unbounded
-number of partitions calls `await slicer.pause()` after each unit of work; the slicer yields
-only when its time budget is spent, so small requests pay one clock read per unit and no more.
+number of partitions calls `await slicer.pause()` after each unit of work (or maps a function
+over them with `slicer.map`); the slicer yields only when its time budget is spent, so small
+requests pay one clock read per unit and no more.
+
+A handler that yields for a slice holds its connection's dispatch until it is done
+(`KafkaConnection`): the requests sent after it on that connection take effect after it, as
+if it had run at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
+from collections.abc import Iterable
+from typing import TypeVar
 
 SLICE_SECONDS = 0.010
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Slicer:
@@ -22,6 +33,34 @@ class Slicer:
     async def pause(self) -> None:
         """Yield to the loop if this slice has used its budget."""
         if time.perf_counter() - self._started >= self._budget:
-            await asyncio.sleep(0)
-            self.yields += 1
-            self._started = time.perf_counter()
+            await self._yield()
+
+    async def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """`[fn(item) for item in items]`, yielding to the loop between slices."""
+        out: list[R] = []
+        append = out.append
+        clock = time.perf_counter
+        end = self._started + self._budget
+        for item in items:
+            append(fn(item))
+            if clock() >= end:
+                await self._yield()
+                end = self._started + self._budget
+        return out
+
+    async def _yield(self) -> None:
+        await asyncio.sleep(0)
+        self.yields += 1
+        self._started = time.perf_counter()
+
+
+async def sliced_map(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+    """`Slicer().map(fn, items)`: a list built in slices."""
+    return await Slicer().map(fn, items)
+
+
+async def in_order() -> None:
+    """For a handler about to wait on work whose effect the requests sent after it on its
+    connection must see (a topic being made): a bare yield, which makes the connection hold
+    them back until this request is answered, as it does for a handler working in slices."""
+    await asyncio.sleep(0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import gc
 import struct
 from collections import defaultdict
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 from structlog.testing import capture_logs
 
+from broker import gc_pause
 from broker.connection import DECODE_ON_LOOP_MAX_BYTES
 from broker.connection import MAX_IN_FLIGHT
 from broker.connection import KafkaConnection
@@ -533,3 +535,108 @@ def _uvarint(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+# large requests and slices (issue 27: no request holds the loop) ------------------------------
+
+
+async def test_a_handler_working_in_slices_holds_back_the_requests_after_it(
+    tmp_path: Path,
+) -> None:
+    # Between slices of its work other connections are served, but the requests sent after it
+    # on its own connection must take effect after it, as if it had run at once (promise 1).
+    started: list[int] = []
+    slices = 5
+
+    async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
+        cid = ctx.header.correlation_id
+        started.append(cid)
+        if cid == 1:
+            for _ in range(slices):
+                await asyncio.sleep(0)  # what broker.slicing.Slicer does when a slice is spent
+                started.append(-1)
+        return ApiVersionsResponse(
+            error_code=ErrorCode.none,
+            api_keys=(),
+            throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+        )
+
+    connection, transport = one_handler(tmp_path / "data", handle)
+    connection.data_received(request(1) + request(2) + request(3))
+    await settle()
+    assert started == [1, *[-1] * slices, 2, 3]
+    assert [_correlation_id(f) for f in transport.frames()] == [1, 2, 3]
+    assert connection.idle
+
+
+async def test_a_handler_slicing_after_a_wait_holds_back_the_requests_after_it(
+    tmp_path: Path,
+) -> None:
+    started: list[int] = []
+    gates = [asyncio.Event(), asyncio.Event()]
+
+    async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
+        cid = ctx.header.correlation_id
+        started.append(cid)
+        if cid == 1:
+            await gates[0].wait()  # a wait (a long poll) holds nothing back...
+            await asyncio.sleep(0)  # ...a slice does, until the request is answered
+            started.append(-1)
+            await gates[1].wait()
+        return ApiVersionsResponse(
+            error_code=ErrorCode.none,
+            api_keys=(),
+            throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+        )
+
+    connection, transport = one_handler(tmp_path / "data", handle)
+    connection.data_received(request(1) + request(2))
+    await settle()
+    assert started == [1, 2]
+    gates[0].set()
+    await settle()
+    connection.data_received(request(3))
+    await settle()
+    assert started == [1, 2, -1]
+    gates[1].set()
+    await settle()
+    assert started == [1, 2, -1, 3]
+    assert [_correlation_id(f) for f in transport.frames()] == [1, 2, 3]
+
+
+async def test_a_large_request_pauses_garbage_collection_until_answered(wire: Wire) -> None:
+    # A frame above DECODE_ON_LOOP_MAX_BYTES (a valid one: a long software name) is decoded in
+    # a thread and answered from one; collection resumes once it is answered.
+    body = ApiVersionsRequest(client_software_name="n" * DECODE_ON_LOOP_MAX_BYTES,
+                              client_software_version="1")  # fmt: skip
+    assert gc.isenabled()
+    wire.send(frame(encode_request(body, 1, "test")))
+    for _ in range(500):
+        await asyncio.sleep(0.01)
+        if wire.started:
+            break
+    assert wire.started == [1]
+    assert not gc.isenabled() and gc_pause.held() == 1
+    wire.finish(1)
+    for _ in range(500):
+        await asyncio.sleep(0.01)
+        if wire.answers:
+            break
+    assert wire.answers == [1]
+    assert gc.isenabled() and gc_pause.held() == 0
+
+
+async def test_a_large_request_never_answered_resumes_collection_when_the_connection_goes(
+    wire: Wire,
+) -> None:
+    body = ApiVersionsRequest(client_software_name="n" * DECODE_ON_LOOP_MAX_BYTES,
+                              client_software_version="1")  # fmt: skip
+    wire.send(frame(encode_request(body, 1, "test")))
+    for _ in range(500):
+        await asyncio.sleep(0.01)
+        if wire.started:
+            break
+    assert not gc.isenabled()
+    wire.connection.connection_lost(None)
+    await settle()
+    assert gc.isenabled() and gc_pause.held() == 0
