@@ -10,6 +10,8 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 
 from broker.context import RequestContext
+from broker.slicing import in_order
+from storage.errors import TopicAlreadyExists
 from storage.topics import TopicInfo
 
 log = structlog.get_logger("shoal.topics")
@@ -18,18 +20,22 @@ log = structlog.get_logger("shoal.topics")
 NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
 
 
-def topic_or_create(
+async def topic_or_create(
     ctx: RequestContext, name: str, allow_create: bool
 ) -> tuple[TopicInfo | None, ErrorCode]:
     """Find a topic, creating it when auto-creation is on and the client allows it."""
-    logs = ctx.services.logs
-    topic = logs.topic(name)
+    s = ctx.services
+    topic = s.logs.topic(name)
     if topic is not None:
         return topic, ErrorCode.none
-    if not (allow_create and ctx.services.config.auto_create_topics_enable):
+    if not (allow_create and s.config.auto_create_topics_enable):
         return None, ErrorCode.unknown_topic_or_partition
+    await in_order()  # later requests on the connection see the topic
     try:
-        created = logs.create_topic(name, ctx.services.config.num_partitions, {})
+        created = await s.topic_admin.create_topic(s.logs, name, s.config.num_partitions, {})
+    except TopicAlreadyExists:  # made meanwhile, by another request
+        topic = s.logs.topic(name)
+        return (topic, ErrorCode.none) if topic else (None, ErrorCode.leader_not_available)
     except Exception as e:  # an invalid name, most often
         return None, getattr(e, "error_code", ErrorCode.invalid_topic_exception)
     log.info("topic created", topic=name, partitions=created.partitions,
