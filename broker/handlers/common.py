@@ -43,6 +43,18 @@ async def topic_or_create(
     return created, ErrorCode.none
 
 
+def too_many_subscribed(ctx: RequestContext, count: int) -> str | None:
+    """Why a subscription (a group heartbeat's topic names or owned partitions) is refused,
+    if it is: more than the broker could ever hold (max.broker.partitions; a topic has one
+    partition at least). No client sends that; each heartbeat of its group would walk it
+    (a million names held the loop for seconds). Kafka has no such limit, nor a broker this
+    small."""
+    limit = ctx.services.config.max_broker_partitions
+    if count > limit:
+        return f"{count} subscribed, over max.broker.partitions ({limit})"
+    return None
+
+
 def too_many_partitions(ctx: RequestContext, added: int) -> str | None:
     """Why a request adding `added` partitions is refused before anything is created, if it is."""
     limit = ctx.services.config.max_partitions_per_request

@@ -6,6 +6,7 @@ RESOURCE_NOT_FOUND, a user named twice DUPLICATE_RESOURCE, as Kafka answers.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
 from kio.schema.describe_user_scram_credentials import v0
@@ -17,6 +18,7 @@ from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import sliced_map
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.scram_credentials import MECHANISMS
@@ -56,12 +58,23 @@ async def handle(
             results=(),
         )
     store = ctx.services.credentials
-    names = store.users() if not request.users else [u.name for u in request.users]
-    counts = Counter(names)
-    results = tuple(_result(store, name, counts[name] > 1) for name in dict.fromkeys(names))
-    return v0.DescribeUserScramCredentialsResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None, results=results
+    users = request.users
+    # A request may name a million users: counted in a thread, answered in slices.
+    names, counts = await asyncio.to_thread(
+        lambda: _named(store.users() if not users else [u.name for u in users])
     )
+    results = await sliced_map(lambda name: _result(store, name, counts[name] > 1), names)
+    return v0.DescribeUserScramCredentialsResponse(
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        results=tuple(results),
+    )
+
+
+def _named(names: list[str]) -> tuple[list[str], Counter[str]]:
+    """Each name once, in order, and how often it was named."""
+    return list(dict.fromkeys(names)), Counter(names)
 
 
 HANDLER = handler(
