@@ -82,7 +82,7 @@ class Persister(Protocol):
         """Whether the share-partition was initialised (Kafka's read summary), without a read."""
         ...
 
-    def groups(self) -> set[str]:
+    def groups(self) -> frozenset[str]:
         """Groups with recorded state on some partition (they outlive their members)."""
         ...
 
@@ -121,8 +121,8 @@ class NoPersister:
     def has_state(self, key: SharePartitionKey) -> bool:
         return False
 
-    def groups(self) -> set[str]:
-        return set()
+    def groups(self) -> frozenset[str]:
+        return frozenset()
 
     def forget_topic(self, topic: str, topic_id: uuid.UUID) -> None:
         pass
