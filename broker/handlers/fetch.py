@@ -9,9 +9,11 @@ tells clients to send full requests (KIP-227).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Protocol
 from typing import TypeVar
 from typing import cast
@@ -46,11 +48,14 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.long_poll import long_poll
 from broker.registry import handler
+from broker.slicing import SLICE_SECONDS
+from broker.slicing import sliced_map
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.errors import StorageError
 
 READ = AclOperation.READ
+SLICED_ANSWER_PARTITIONS = 1_000  # answers for more partitions are built a slice at a time
 TOPIC = ResourceType.TOPIC
 
 FetchRequestByName = (
@@ -131,7 +136,7 @@ def _topic_names(ctx: RequestContext, request: FetchRequest) -> list[str | None]
     return [info.name if info else None for info in infos]
 
 
-def _read(
+async def _read(
     ctx: RequestContext, request: FetchRequest, names: Sequence[str | None], denied: set[str]
 ) -> Read:
     unknown = (
@@ -142,9 +147,15 @@ def _read(
     topics: Sequence[FetchTopic] = request.topics
     remaining: int = request.max_bytes
     read = Read([], 0, [])
+    # A request may name a million partitions: yield between slices (`broker.slicing`; the
+    # clock read inline, as a Slicer's pause costs a call per partition on a hot path).
+    slice_ends = perf_counter() + SLICE_SECONDS
     for name, topic in zip(names, topics, strict=True):
         partitions: list[PartitionRead] = []
         for p in topic.partitions:
+            if perf_counter() >= slice_ends:
+                await asyncio.sleep(0)
+                slice_ends = perf_counter() + SLICE_SECONDS
             plog = ctx.services.logs.log(name, p.partition) if name is not None else None
             if name is None or plog is None:
                 partitions.append(PartitionRead(p.partition, unknown))
@@ -177,33 +188,39 @@ P = TypeVar(
 )
 
 
-def _partitions(cls: type[P], reads: list[PartitionRead]) -> tuple[P, ...]:
-    return tuple(
-        cls(
-            partition_index=i32(r.partition),
-            error_code=r.error_code,
-            high_watermark=i64(r.high_watermark),
-            last_stable_offset=i64(r.high_watermark),
-            log_start_offset=i64(r.log_start_offset),
-            aborted_transactions=None,
-            preferred_read_replica=BrokerId(-1),
-            records=Records(r.records),
-        )
-        for r in reads
+async def _partitions(cls: type[P], reads: list[PartitionRead]) -> tuple[P, ...]:
+    if len(reads) > SLICED_ANSWER_PARTITIONS:  # a million: built a slice at a time
+        return tuple(await sliced_map(lambda r: _partition(cls, r), reads))
+    return tuple(_partition(cls, r) for r in reads)
+
+
+def _partition(cls: type[P], r: PartitionRead) -> P:
+    return cls(
+        partition_index=i32(r.partition),
+        error_code=r.error_code,
+        high_watermark=i64(r.high_watermark),
+        last_stable_offset=i64(r.high_watermark),
+        log_start_offset=i64(r.log_start_offset),
+        aborted_transactions=None,
+        preferred_read_replica=BrokerId(-1),
+        records=Records(r.records),
     )
 
 
-def _response(request: FetchRequest, read: Read) -> by_name.FetchResponse | FetchResponseById:
+async def _response(request: FetchRequest, read: Read) -> by_name.FetchResponse | FetchResponseById:
     if isinstance(request, BY_NAME):
         return by_name.FetchResponse(
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.none,
             session_id=i32(0),
             responses=tuple(
-                by_name.FetchableTopicResponse(
-                    topic=TopicName(t.topic), partitions=_partitions(by_name.PartitionData, ps)
-                )
-                for t, ps in zip(_named(request), read.topics, strict=True)
+                [
+                    by_name.FetchableTopicResponse(
+                        topic=TopicName(t.topic),
+                        partitions=await _partitions(by_name.PartitionData, ps),
+                    )
+                    for t, ps in zip(_named(request), read.topics, strict=True)
+                ]
             ),
         )
     m = BY_ID_RESPONSES[request.__version__]
@@ -212,10 +229,12 @@ def _response(request: FetchRequest, read: Read) -> by_name.FetchResponse | Fetc
         error_code=ErrorCode.none,
         session_id=i32(0),
         responses=tuple(
-            m.FetchableTopicResponse(
-                topic_id=t.topic_id, partitions=_partitions(m.PartitionData, ps)
-            )
-            for t, ps in zip(_identified(request), read.topics, strict=True)
+            [
+                m.FetchableTopicResponse(
+                    topic_id=t.topic_id, partitions=await _partitions(m.PartitionData, ps)
+                )
+                for t, ps in zip(_identified(request), read.topics, strict=True)
+            ]
         ),
     )
     return cast(FetchResponseById, response)
@@ -236,7 +255,7 @@ async def handle(
     for name, reads in zip(names, read.topics, strict=True):
         if name is not None:
             ctx.services.metrics.on_bytes_out(name, sum(len(r.records) for r in reads))
-    return _response(request, read)
+    return await _response(request, read)
 
 
 HANDLER = handler(

@@ -21,6 +21,7 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -68,6 +69,7 @@ async def _lookup(
 
 async def handle(ctx: RequestContext, request: Request) -> v8.ListOffsetsResponse:
     topics = []
+    slicer = Slicer()  # a request may name a million partitions
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
@@ -81,6 +83,7 @@ async def handle(ctx: RequestContext, request: Request) -> v8.ListOffsetsRespons
                     leader_epoch=i32(0 if code == ErrorCode.none else -1),
                 )
             )
+            await slicer.pause()
         topics.append(
             v8.response.ListOffsetsTopicResponse(name=topic.name, partitions=tuple(partitions))
         )

@@ -151,28 +151,45 @@ async def acknowledge_all(
     return out
 
 
-def failed_by_topic(
+async def failed_by_topic(
     ctx: RequestContext, codes: Iterable[tuple[TopicIdPartition, int]]
 ) -> dict[str, bool]:
     """Per topic name (as BrokerTopicMetrics counts it): did any of its partitions fail?
-    Topic ids the broker does not know are left out: there is no name to count them under."""
-    out: dict[str, bool] = {}
+    Topic ids the broker does not know are left out: there is no name to count them under.
+    In slices: a request may name a million partitions."""
+    failed: dict[uuid.UUID, bool] = {}
+    slicer = Slicer()
     for (tid, _), code in codes:
+        failed[tid] = failed.get(tid, False) or code != ErrorCode.none
+        await slicer.pause()
+    out: dict[str, bool] = {}
+    for tid, fail in failed.items():
         info = ctx.services.logs.topic_by_id(tid)
         if info is not None:
-            out[info.name] = out.get(info.name, False) or code != ErrorCode.none
+            out[info.name] = out.get(info.name, False) or fail
     return out
 
 
-def failed_topics(ctx: RequestContext, topics: Iterable[AckTopic]) -> dict[str, bool]:
+async def failed_topics(ctx: RequestContext, topics: Iterable[AckTopic]) -> dict[str, bool]:
     """Every topic of a request refused as a whole (session, member or group errors)."""
-    return failed_by_topic(
+    return await failed_by_topic(
         ctx, (((topic_id(t), 0), ErrorCode.unknown_server_error) for t in topics)
     )
 
 
-def count_acknowledgements(ctx: RequestContext, acks: AckResults) -> None:
+async def count_acknowledgements(ctx: RequestContext, acks: AckResults) -> None:
     if acks:
         ctx.services.metrics.on_share_acknowledgement(
-            failed_by_topic(ctx, ((key, a.error_code) for key, a in acks.items()))
+            await failed_by_topic(ctx, ((key, a.error_code) for key, a in acks.items()))
         )
+
+
+async def any_acknowledgements(topics: Iterable[AckTopic]) -> bool:
+    """Whether any partition listed carries acknowledgements (in slices)."""
+    slicer = Slicer()
+    for t in topics:
+        for p in t.partitions:
+            if p.acknowledgement_batches:
+                return True
+            await slicer.pause()
+    return False
