@@ -57,6 +57,7 @@ from protocol.messages import decode_peeked
 from protocol.messages import encode_response
 from protocol.messages import error_response
 from protocol.messages import has_error_field
+from protocol.messages import is_bulky
 from protocol.messages import peek_client_id
 from protocol.messages import response_frame
 
@@ -149,7 +150,7 @@ class KafkaConnection(asyncio.Protocol):
         for task in self._tasks:
             task.cancel()
         for _ in self._large:  # never to be answered
-            gc_pause.release()
+            asyncio.get_running_loop().call_soon(gc_pause.release)
         self._large.clear()
         self._slicing.clear()
 
@@ -304,10 +305,9 @@ class KafkaConnection(asyncio.Protocol):
         try:
             response = handler.checked(header.api_version, answer)
             if (
-                self._large
-                and seq in self._large
-                and response is not None
+                response is not None
                 and type(response) is not EncodedResponse
+                and ((self._large and seq in self._large) or is_bulky(response))
             ):
                 self._start(self._answer_off_loop(seq, ctx, handler, response, started))
                 return
@@ -427,9 +427,10 @@ class KafkaConnection(asyncio.Protocol):
     async def _answer_off_loop(
         self, seq: int, ctx: RequestContext, handler: Handler, response: Any, started: float
     ) -> None:
-        """`_answer` for a large request: its answer (a million partitions, say) is encoded,
-        and its error codes counted, in a thread, which lets the loop run meanwhile (kio's
-        writers are Python code: the thread hands the GIL over at each switch interval)."""
+        """`_answer` for a large request or a bulky answer: the answer (a million partitions,
+        say) is encoded, and its error codes counted, in a thread, which lets the loop run
+        meanwhile (kio's writers are Python code: the thread hands the GIL over at each switch
+        interval). Its place in line is kept (`_complete`)."""
         header = ctx.header
         try:
             out, codes = await asyncio.get_running_loop().run_in_executor(
@@ -438,6 +439,7 @@ class KafkaConnection(asyncio.Protocol):
         except Exception:
             self._failed(seq, ctx, handler, started)
             return
+        del response  # before `_complete` resumes garbage collection
         self._stats.of(handler.name).observe(time.perf_counter() - started)
         if codes:
             self._stats.count_error_totals(handler.name, codes)
@@ -490,7 +492,9 @@ class KafkaConnection(asyncio.Protocol):
         self._slicing.discard(seq)
         if seq in self._large:
             self._large.discard(seq)
-            gc_pause.release()
+            # On the next loop turn, once the frames now on the stack (which hold its request
+            # and answer) are gone: the first collection then walks only what it left alive.
+            asyncio.get_running_loop().call_soon(gc_pause.release)
 
     def _closed_by_sasl(self, sasl: SaslSession) -> bool:
         """After an answer on a SASL listener: close on a failed login (once the failure is

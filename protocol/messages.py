@@ -403,3 +403,53 @@ def error_response(api_key: int, version: int, code: ErrorCode) -> ResponsePaylo
 def has_error_field(response: ResponsePayload) -> bool:
     """Whether a response has a top-level error code (old versions of some APIs do not)."""
     return "error_code" in _field_plan(type(response))[0]
+
+
+# Entries (nested entities) past which an answer is bulky: encoding it costs milliseconds.
+BULKY_ENTRIES = 2_000
+
+
+def is_bulky(entity: Any) -> bool:
+    """Whether `entity` holds more than `BULKY_ENTRIES` nested entities, counted only until
+    that many (cheap for the small answers nearly every request gets): a small request may
+    ask for a large answer (OffsetFetch of 50,000 partitions, DescribeAcls of every binding)."""
+    return _entries(entity, BULKY_ENTRIES) < 0
+
+
+def _entries(entity: Any, budget: int) -> int:
+    """`budget` less the entries nested in `entity` (negative once they are more)."""
+    cls = type(entity)
+    fields = _ARRAY_FIELDS.get(cls)
+    if fields is None:
+        fields = _ARRAY_FIELDS[cls] = _array_fields(cls)
+    for name in fields:
+        items = getattr(entity, name)
+        if not items:
+            continue
+        budget -= len(items)
+        if budget < 0:
+            return budget
+        for item in items:
+            budget = _entries(item, budget)
+            if budget < 0:
+                return budget
+    return budget
+
+
+_ARRAY_FIELDS: dict[type, tuple[str, ...]] = {}  # `_array_fields` by class, worked out once
+
+
+def _array_fields(entity: type) -> tuple[str, ...]:
+    """The fields of a kio entity that hold a tuple of entities."""
+    if not dataclasses.is_dataclass(entity):
+        return ()
+    hints = typing.get_type_hints(entity)
+    return tuple(f.name for f in dataclasses.fields(entity) if _entity_tuple(hints[f.name]))
+
+
+def _entity_tuple(hint: Any) -> bool:
+    """A `tuple[Entity, ...]`, optional or not."""
+    for arg in (hint, *typing.get_args(hint)):
+        if typing.get_origin(arg) is tuple and dataclasses.is_dataclass(typing.get_args(arg)[0]):
+            return True
+    return False
