@@ -86,7 +86,7 @@ async def handle(
     changes: list[Change] = [*request.deletions, *request.upsertions]
     if not authorize_cluster(ctx, AclOperation.ALTER):
         denied = (ErrorCode.cluster_authorization_failed, "ALTER on the cluster is denied")
-        return await _response({c.name: denied for c in changes}, changes)
+        return await _response(_Everyone(denied), changes)
     await in_order()  # later requests on the connection see the change
     async with ctx.services.credentials_lock:
         # Planned and written in threads (a request may change a million users), then swapped
@@ -106,6 +106,20 @@ async def handle(
 
 
 LOGGED_USERS = 100  # a log line names this many users at most
+
+
+class _Everyone(dict[str, Refusal]):
+    """The same refusal for every user (a request may name a million)."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__()
+        self._refusal = refusal
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+    def __getitem__(self, name: str) -> Refusal:
+        return self._refusal
 
 
 def _plan(

@@ -141,14 +141,17 @@ async def _response(
     a million partitions is built in slices and written in a thread."""
     await _count(ctx, acks, fetched)
     by_topic: dict[uuid.UUID, list[PartitionAnswer]] = {}
-    keys = dict.fromkeys([*acks, *fetched]) if acks else fetched
     slicer = Slicer()
-    for key in keys:
+    for key in acks:  # the acknowledged partitions first, then those only fetched
         by_topic.setdefault(key[0], []).append(_partition(ctx, key, fetched.get(key), acks))
+        await slicer.pause()
+    for key in fetched:
+        if key not in acks:
+            by_topic.setdefault(key[0], []).append(_partition(ctx, key, fetched[key], acks))
         await slicer.pause()
     lock_ms = ctx.services.share_fetch.lock_duration_ms(group_id)
     answers = list(by_topic.items())
-    if len(keys) > ENCODE_ON_LOOP_MAX_PARTITIONS:
+    if len(acks) + len(fetched) > ENCODE_ON_LOOP_MAX_PARTITIONS:
         body = await asyncio.to_thread(
             encode_share_fetch_response, ctx.version, answers, lock_timeout_ms=lock_ms
         )
