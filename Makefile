@@ -8,7 +8,7 @@ PORT ?= 9092
 DATA ?= ./data
 METRICS_PORT ?= 9308
 
-.PHONY: install run test test-uvloop test-asyncio test-integration compat bench lint fmt clean
+.PHONY: install run test test-uvloop test-asyncio test-integration compat bench stalls lint fmt clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ compat: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# Every API's worst request at full size (a million partitions...) while a probe times other
+# clients' round trips; `make test` sends a smaller one per family. Minutes, not seconds.
+stalls: $(STAMP)
+	SHOAL_STALLS=full $(BIN)/pytest -m latency -s tests/integration/test_stalls.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
