@@ -450,7 +450,7 @@ K = 1_000
 CASES = [
     Hostile("produce", "produce", 0, 12, produce, quick=100 * K),
     Hostile("fetch", "fetch", 1, 12, fetch, quick=50 * K),
-    Hostile("share fetch/ack", "share_fetch", 78, 1, share_fetch_unknown_member, quick=100 * K),
+    Hostile("share fetch/ack", "share_fetch", 78, 1, share_fetch_unknown_member, quick=500 * K),
     Hostile("share fetch/ack", "share_acknowledge", 79, 1, share_acknowledge, quick=50 * K),
     Hostile("metadata", "metadata", 3, 12, metadata, full=300 * K, quick=30 * K),
     Hostile("metadata", "metadata_auto_created", 3, 12, metadata_auto_created, full=2 * K,
