@@ -104,8 +104,9 @@ class KafkaConnection(asyncio.Protocol):
         self._next_to_write = 0
         self._ready: dict[int, bytes | None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        # Requests whose frame was large (decoded off the loop): answered off the loop too,
-        # with automatic garbage collection paused until they are (`broker.gc_pause`).
+        # Requests whose frame was large (decoded off the loop) and that hold many entries:
+        # answered off the loop too, with automatic garbage collection paused until they are
+        # (`broker.gc_pause`).
         self._large: set[int] = set()
         # Requests whose handler yields between slices of its work (`broker.slicing`): until
         # they are done, no later request is dispatched, so that requests take effect in the
@@ -307,7 +308,10 @@ class KafkaConnection(asyncio.Protocol):
             if (
                 response is not None
                 and type(response) is not EncodedResponse
-                and ((self._large and seq in self._large) or is_bulky(response))
+                and (
+                    (self._large and seq in self._large)
+                    or (handler.bulky_answers and is_bulky(response))
+                )
             ):
                 self._start(self._answer_off_loop(seq, ctx, handler, response, started))
                 return
@@ -422,6 +426,9 @@ class KafkaConnection(asyncio.Protocol):
         except (UndecodableRequest, UnknownApi) as e:
             self.abort(f"undecodable request: {e}")
             return
+        if not is_bulky(request.body):  # a few big record batches: nothing to hold off for
+            self._large.discard(seq)
+            gc_pause.release()
         self._serve(seq, self._context(request.header), handler, request.body)
 
     async def _answer_off_loop(

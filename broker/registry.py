@@ -66,6 +66,11 @@ class Handler:
     responses: tuple[type[ResponsePayload], ...]
     # The authorization checks `handle` makes, by operation and resource type.
     acl: tuple[AclCheck, ...] = ()
+    # Whether an answer may be bulky though its request is small (DescribeAcls of every
+    # binding): the connection counts its entries before encoding it on the loop. False for
+    # a hot API whose answer is as long as its request (a frame decoded on the loop names
+    # ~10,000 partitions at most: tens of milliseconds to encode).
+    bulky_answers: bool = True
     _response_by_version: dict[int, type[ResponsePayload]] = field(
         init=False, repr=False, compare=False
     )
@@ -159,6 +164,7 @@ def handler(
     *requests: type[RequestPayload],
     responses: tuple[type[ResponsePayload], ...] | None = None,
     acl: tuple[AclCheck, ...],
+    bulky_answers: bool = True,
 ) -> Handler:
     """Declare a handler by the kio request classes it serves and the ACL checks it makes.
 
@@ -167,7 +173,13 @@ def handler(
     if responses is None and requests:
         newest = max(requests, key=_version)
         responses = (response_type(newest.__api_key__, newest.__version__),)
-    return Handler(requests=requests, handle=handle, responses=responses or (), acl=acl)
+    return Handler(
+        requests=requests,
+        handle=handle,
+        responses=responses or (),
+        acl=acl,
+        bulky_answers=bulky_answers,
+    )
 
 
 class Registry:

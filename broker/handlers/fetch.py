@@ -188,10 +188,12 @@ P = TypeVar(
 )
 
 
-async def _partitions(cls: type[P], reads: list[PartitionRead]) -> tuple[P, ...]:
-    if len(reads) > SLICED_ANSWER_PARTITIONS:  # a million: built a slice at a time
-        return tuple(await sliced_map(lambda r: _partition(cls, r), reads))
+def _partitions(cls: type[P], reads: list[PartitionRead]) -> tuple[P, ...]:
     return tuple(_partition(cls, r) for r in reads)
+
+
+async def _partitions_sliced(cls: type[P], reads: list[PartitionRead]) -> tuple[P, ...]:
+    return tuple(await sliced_map(lambda r: _partition(cls, r), reads))
 
 
 def _partition(cls: type[P], r: PartitionRead) -> P:
@@ -207,7 +209,38 @@ def _partition(cls: type[P], r: PartitionRead) -> P:
     )
 
 
-async def _response(request: FetchRequest, read: Read) -> by_name.FetchResponse | FetchResponseById:
+def _response(request: FetchRequest, read: Read) -> by_name.FetchResponse | FetchResponseById:
+    if isinstance(request, BY_NAME):
+        return by_name.FetchResponse(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            session_id=i32(0),
+            responses=tuple(
+                by_name.FetchableTopicResponse(
+                    topic=TopicName(t.topic), partitions=_partitions(by_name.PartitionData, ps)
+                )
+                for t, ps in zip(_named(request), read.topics, strict=True)
+            ),
+        )
+    m = BY_ID_RESPONSES[request.__version__]
+    response = m.FetchResponse(
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        session_id=i32(0),
+        responses=tuple(
+            m.FetchableTopicResponse(
+                topic_id=t.topic_id, partitions=_partitions(m.PartitionData, ps)
+            )
+            for t, ps in zip(_identified(request), read.topics, strict=True)
+        ),
+    )
+    return cast(FetchResponseById, response)
+
+
+async def _response_sliced(
+    request: FetchRequest, read: Read
+) -> by_name.FetchResponse | FetchResponseById:
+    """`_response` for a request naming thousands of partitions: built a slice at a time."""
     if isinstance(request, BY_NAME):
         return by_name.FetchResponse(
             throttle_time=NO_THROTTLE,
@@ -217,7 +250,7 @@ async def _response(request: FetchRequest, read: Read) -> by_name.FetchResponse 
                 [
                     by_name.FetchableTopicResponse(
                         topic=TopicName(t.topic),
-                        partitions=await _partitions(by_name.PartitionData, ps),
+                        partitions=await _partitions_sliced(by_name.PartitionData, ps),
                     )
                     for t, ps in zip(_named(request), read.topics, strict=True)
                 ]
@@ -231,7 +264,7 @@ async def _response(request: FetchRequest, read: Read) -> by_name.FetchResponse 
         responses=tuple(
             [
                 m.FetchableTopicResponse(
-                    topic_id=t.topic_id, partitions=await _partitions(m.PartitionData, ps)
+                    topic_id=t.topic_id, partitions=await _partitions_sliced(m.PartitionData, ps)
                 )
                 for t, ps in zip(_identified(request), read.topics, strict=True)
             ]
@@ -255,7 +288,9 @@ async def handle(
     for name, reads in zip(names, read.topics, strict=True):
         if name is not None:
             ctx.services.metrics.on_bytes_out(name, sum(len(r.records) for r in reads))
-    return await _response(request, read)
+    if sum(len(ps) for ps in read.topics) > SLICED_ANSWER_PARTITIONS:
+        return await _response_sliced(request, read)
+    return _response(request, read)
 
 
 HANDLER = handler(
@@ -264,4 +299,5 @@ HANDLER = handler(
     *BY_ID,
     responses=(by_name.FetchResponse, *(m.FetchResponse for m in BY_ID_RESPONSES.values())),
     acl=((READ, TOPIC),),
+    bulky_answers=False,  # as long as its request (see Handler.bulky_answers)
 )

@@ -27,6 +27,7 @@ from kio.static.primitive import i32Timedelta
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.share_common import SHARE_ACL_CHECKS
+from broker.handlers.share_common import SLICED
 from broker.handlers.share_common import Refusal
 from broker.handlers.share_common import acknowledge_all
 from broker.handlers.share_common import authorized_member
@@ -92,7 +93,7 @@ async def _handle(
         s.share_fetch.close_session(group_id, member_id, s.now_ms())
     leader = LeaderIdAndEpoch(leader_id=BrokerId(s.node_id), leader_epoch=i32(0))
     by_topic: dict[uuid.UUID, list[PartitionData]] = {}
-    slicer = Slicer()  # a request may name a million partitions
+    slicer = Slicer() if len(results) > SLICED else None  # a request may name a million
     for (tid, partition), outcome in results.items():
         by_topic.setdefault(tid, []).append(
             PartitionData(
@@ -102,7 +103,8 @@ async def _handle(
                 current_leader=leader,
             )
         )
-        await slicer.pause()
+        if slicer is not None:
+            await slicer.pause()
     topics = tuple(
         ShareAcknowledgeTopicResponse(topic_id=t, partitions=tuple(ps))
         for t, ps in by_topic.items()
@@ -111,5 +113,9 @@ async def _handle(
 
 
 HANDLER = handler(
-    handle, ShareAcknowledgeRequestV1, ShareAcknowledgeRequestV2, acl=SHARE_ACL_CHECKS
+    handle,
+    ShareAcknowledgeRequestV1,
+    ShareAcknowledgeRequestV2,
+    acl=SHARE_ACL_CHECKS,
+    bulky_answers=False,  # as long as its request (see Handler.bulky_answers)
 )

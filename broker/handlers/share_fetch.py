@@ -23,6 +23,7 @@ from kio.schema.share_fetch.v2.response import ShareFetchResponse
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.share_common import SHARE_ACL_CHECKS
+from broker.handlers.share_common import SLICED
 from broker.handlers.share_common import AckResults
 from broker.handlers.share_common import HasPartitions
 from broker.handlers.share_common import Refusal
@@ -126,7 +127,9 @@ async def _count(ctx: RequestContext, acks: AckResults, fetched: Fetched) -> Non
     await count_acknowledgements(ctx, acks)
     if fetched:
         metrics.on_share_fetch(
-            await failed_by_topic(ctx, ((k, f.error_code) for k, f in fetched.items()))
+            await failed_by_topic(
+                ctx, ((k, f.error_code) for k, f in fetched.items()), len(fetched)
+            )
         )
     for (tid, _), f in fetched.items():
         if f.records and (info := ctx.services.logs.topic_by_id(tid)) is not None:
@@ -141,14 +144,18 @@ async def _response(
     a million partitions is built in slices and written in a thread."""
     await _count(ctx, acks, fetched)
     by_topic: dict[uuid.UUID, list[PartitionAnswer]] = {}
-    slicer = Slicer()
-    for key in acks:  # the acknowledged partitions first, then those only fetched
-        by_topic.setdefault(key[0], []).append(_partition(ctx, key, fetched.get(key), acks))
-        await slicer.pause()
-    for key in fetched:
-        if key not in acks:
-            by_topic.setdefault(key[0], []).append(_partition(ctx, key, fetched[key], acks))
-        await slicer.pause()
+    if len(acks) + len(fetched) > SLICED:
+        slicer = Slicer()
+        for key in acks:  # the acknowledged partitions first, then those only fetched
+            by_topic.setdefault(key[0], []).append(_partition(ctx, key, fetched.get(key), acks))
+            await slicer.pause()
+        for key in fetched:
+            if key not in acks:
+                by_topic.setdefault(key[0], []).append(_partition(ctx, key, fetched[key], acks))
+            await slicer.pause()
+    else:
+        for key in dict.fromkeys([*acks, *fetched]) if acks else fetched:
+            by_topic.setdefault(key[0], []).append(_partition(ctx, key, fetched.get(key), acks))
     lock_ms = ctx.services.share_fetch.lock_duration_ms(group_id)
     answers = list(by_topic.items())
     if len(acks) + len(fetched) > ENCODE_ON_LOOP_MAX_PARTITIONS:
@@ -191,8 +198,9 @@ def _denied(topics: Sequence[HasPartitions], denied: set[uuid.UUID]) -> Fetched:
 async def handle(
     ctx: RequestContext, request: ShareFetchRequest
 ) -> ShareFetchResponse | EncodedResponse:
-    with_acks = await any_acknowledgements(request.topics)
-    response = await _handle(ctx, request, with_acks)
+    listed = sum(len(t.partitions) for t in request.topics)
+    with_acks = await any_acknowledgements(request.topics, listed)
+    response = await _handle(ctx, request, with_acks, listed)
     if response.error_code != ErrorCode.none:  # refused whole: every topic named failed
         failed = await failed_topics(ctx, request.topics)
         ctx.services.metrics.on_share_fetch(failed)
@@ -202,7 +210,7 @@ async def handle(
 
 
 async def _handle(
-    ctx: RequestContext, request: ShareFetchRequest, with_acks: bool
+    ctx: RequestContext, request: ShareFetchRequest, with_acks: bool, listed: int
 ) -> ShareFetchResponse | EncodedResponse:
     s = ctx.services
     ids = member_of(request.group_id, request.member_id)
@@ -214,7 +222,7 @@ async def _handle(
     denied = unreadable_topics(ctx, request.topics)
     readable = [t for t in request.topics if topic_id(t) not in denied]
     try:
-        update = await _update_session(ctx, request, group_id, member_id, readable)
+        update = await _update_session(ctx, request, group_id, member_id, readable, listed)
     except ShareSessionError as e:
         return _refused(Refusal(e.error_code, str(e)))
     acks = await acknowledge_all(
@@ -241,6 +249,7 @@ async def _update_session(
     group_id: str,
     member_id: str,
     readable: Sequence[HasPartitions],
+    listed: int,
 ) -> SessionUpdate:
     """`ShareFetchService.update_session`; the partitions of a request naming many are added
     a slice at a time (a million, each looked up, held the loop for seconds).
@@ -248,9 +257,8 @@ async def _update_session(
     :raises ShareSessionError: as `update_session`."""
     service = ctx.services.share_fetch
     epoch = request.share_session_epoch
-    listed = sum(len(t.partitions) for t in readable)
     forgotten = request.forgotten_topics_data
-    if listed <= SLICE and sum(len(t.partitions) for t in forgotten) <= SLICE:
+    if listed <= SLICE and (not forgotten or sum(len(t.partitions) for t in forgotten) <= SLICE):
         added = [(topic_id(t), p.partition_index) for t in readable for p in t.partitions]
         gone = [(topic_id(t), i) for t in forgotten for i in t.partitions]
         # Nearly always: one call, as before.

@@ -12,6 +12,7 @@ import datetime
 import gc
 import struct
 from collections import defaultdict
+from collections.abc import Callable
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,11 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.api_versions.v3.response import ApiVersionsResponse
 from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v12.request import MetadataRequest
+from kio.schema.metadata.v12.request import MetadataRequestTopic
+from kio.schema.metadata.v12.response import MetadataResponse
+from kio.schema.types import BrokerId
+from kio.schema.types import TopicName
 from kio.static.primitive import i32Timedelta
 from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
@@ -604,39 +610,89 @@ async def test_a_handler_slicing_after_a_wait_holds_back_the_requests_after_it(
     assert [_correlation_id(f) for f in transport.frames()] == [1, 2, 3]
 
 
-async def test_a_large_request_pauses_garbage_collection_until_answered(wire: Wire) -> None:
-    # A frame above DECODE_ON_LOOP_MAX_BYTES (a valid one: a long software name) is decoded in
-    # a thread and answered from one; collection resumes once it is answered.
-    body = ApiVersionsRequest(client_software_name="n" * DECODE_ON_LOOP_MAX_BYTES,
-                              client_software_version="1")  # fmt: skip
+def metadata_wire(
+    data_dir: Path, gate: asyncio.Event
+) -> tuple[KafkaConnection, RecordingTransport]:
+    """A connection whose registry serves Metadata v12, answering once `gate` is set."""
+
+    async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+        await gate.wait()
+        return MetadataResponse(
+            throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+            brokers=(),
+            cluster_id=None,
+            controller_id=BrokerId(0),
+            topics=(),
+        )
+
+    registry = Registry([served_by(MetadataRequest, MetadataResponse, handle)])
+    connection = KafkaConnection(broker_services(data_dir, registry), set())
+    transport = RecordingTransport()
+    transport.protocol = connection
+    connection.connection_made(transport)
+    return connection, transport
+
+
+def naming(topics: int) -> bytes:
+    """A Metadata request naming `topics` topics of 100 characters: above
+    DECODE_ON_LOOP_MAX_BYTES from 2,600 of them."""
+    body = MetadataRequest(
+        topics=tuple(
+            MetadataRequestTopic(topic_id=None, name=TopicName(f"{i:0100d}")) for i in range(topics)
+        ),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    return frame(encode_request(body, 1, "test"))
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("never")
+
+
+async def test_a_large_request_pauses_garbage_collection_until_answered(tmp_path: Path) -> None:
+    # Decoded in a thread, answered from one; collection resumes once it is answered.
+    gate = asyncio.Event()
+    connection, transport = metadata_wire(tmp_path / "data", gate)
     assert gc.isenabled()
-    wire.send(frame(encode_request(body, 1, "test")))
-    for _ in range(500):
-        await asyncio.sleep(0.01)
-        if wire.started:
-            break
-    assert wire.started == [1]
+    connection.data_received(naming(3000))
+    await until(lambda: not gc.isenabled())
+    await asyncio.sleep(0.05)
     assert not gc.isenabled() and gc_pause.held() == 1
-    wire.finish(1)
-    for _ in range(500):
-        await asyncio.sleep(0.01)
-        if wire.answers:
-            break
-    assert wire.answers == [1]
+    gate.set()
+    await until(lambda: bool(transport.frames()))
+    await settle()
     assert gc.isenabled() and gc_pause.held() == 0
 
 
+async def test_a_large_request_of_few_entries_does_not_pause_collection(tmp_path: Path) -> None:
+    # A few big record batches (or here, one long name): paused while decoded only.
+    gate = asyncio.Event()
+    connection, transport = metadata_wire(tmp_path / "data", gate)
+    body = MetadataRequest(
+        topics=(
+            MetadataRequestTopic(topic_id=None, name=TopicName("t" * DECODE_ON_LOOP_MAX_BYTES)),
+        ),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    connection.data_received(frame(encode_request(body, 1, "test")))
+    await until(lambda: gc_pause.held() == 0)
+    assert gc.isenabled()
+    gate.set()
+    await until(lambda: bool(transport.frames()))
+
+
 async def test_a_large_request_never_answered_resumes_collection_when_the_connection_goes(
-    wire: Wire,
+    tmp_path: Path,
 ) -> None:
-    body = ApiVersionsRequest(client_software_name="n" * DECODE_ON_LOOP_MAX_BYTES,
-                              client_software_version="1")  # fmt: skip
-    wire.send(frame(encode_request(body, 1, "test")))
-    for _ in range(500):
-        await asyncio.sleep(0.01)
-        if wire.started:
-            break
-    assert not gc.isenabled()
-    wire.connection.connection_lost(None)
+    connection, _ = metadata_wire(tmp_path / "data", asyncio.Event())
+    connection.data_received(naming(3000))
+    await until(lambda: not gc.isenabled())
+    connection.connection_lost(None)
     await settle()
     assert gc.isenabled() and gc_pause.held() == 0
