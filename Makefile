@@ -7,8 +7,9 @@ HOST ?= 127.0.0.1
 PORT ?= 9092
 DATA ?= ./data
 METRICS_PORT ?= 9308
+FUZZ_FRAMES ?= 200000
 
-.PHONY: install run test test-uvloop test-asyncio test-integration compat bench stalls lint fmt clean
+.PHONY: install run test test-uvloop test-asyncio test-integration compat bench stalls fuzz lint fmt clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +46,11 @@ bench: $(STAMP)
 # clients' round trips; `make test` sends a smaller one per family. Minutes, not seconds.
 stalls: $(STAMP)
 	SHOAL_STALLS=full $(BIN)/pytest -m latency -s tests/integration/test_stalls.py
+
+# The wire fuzzer of `make test` (tests/integration/test_request_fuzzer.py), with more frames;
+# SHOAL_FUZZ_SEED=N picks another sequence.
+fuzz: $(STAMP)
+	SHOAL_FUZZ_FRAMES=$(FUZZ_FRAMES) $(BIN)/pytest -s tests/integration/test_request_fuzzer.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

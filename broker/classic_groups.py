@@ -10,6 +10,7 @@ from collections.abc import Callable
 import structlog
 from kio.schema.errors import ErrorCode
 
+from broker.request_order import release_order
 from coordinator.classic_group import ClassicGroupCoordinator
 from coordinator.classic_group import JoinResult
 from coordinator.classic_group import Reply
@@ -34,7 +35,9 @@ class ClassicGroupService:
             member_id, replies = self.coordinator.join(req, self._now_ms())
         except CoordinatorError as e:
             return JoinResult(req.member_id, error=e.error_code)
-        result = await self._answer((Wait.JOIN, req.group_id, member_id), replies)
+        waiting = self._answer((Wait.JOIN, req.group_id, member_id), replies)
+        release_order()  # joined: now waiting on the other members
+        result = await waiting
         assert isinstance(result, JoinResult)
         return result
 
@@ -52,7 +55,9 @@ class ClassicGroupService:
             )
         except CoordinatorError as e:
             return SyncResult(error=e.error_code)
-        result = await self._answer((Wait.SYNC, group_id, member_id), replies)
+        waiting = self._answer((Wait.SYNC, group_id, member_id), replies)
+        release_order()  # now waiting on the leader's assignment
+        result = await waiting
         assert isinstance(result, SyncResult)
         return result
 

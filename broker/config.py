@@ -8,16 +8,18 @@ the command line. Everything is parsed and validated when loaded (types, ranges,
 Names Shoal does not know are kept (DescribeConfigs lists them) and reported once at start,
 as Kafka's "supplied but isn't a known config".
 
-The `group.share.*` defaults and bounds and the `log.*` defaults of topic configs may change
-at runtime (`broker.dynamic_config`): a change makes a new `BrokerConfig` with
-`dataclasses.replace`, validated the same way.
+The `group.share.*` defaults and bounds, the `log.*` defaults of topic configs and the
+connection limits may change at runtime (`broker.dynamic_config`): a change makes a new
+`BrokerConfig` with `dataclasses.replace`, validated the same way.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import math
 import os
+import re
 import socket
 import typing
 from collections.abc import Mapping
@@ -108,6 +110,17 @@ class BrokerConfig:
     sasl_server_max_receive_size: int = _int(524_288, 1)
     log_dirs: str = "./data"
     socket_request_max_bytes: int = _int(100 * 1024 * 1024, 1)
+    # The most a Fetch or ShareFetch answers, whatever its MaxBytes asks (KIP-541; Kafka's
+    # name, default and minimum): `KafkaApis` caps the request's MaxBytes with it.
+    fetch_max_bytes: int = _int(55 * 1024 * 1024, 1024)
+    # Connection limits (Kafka's SocketServer and Selector: names, defaults, semantics; see
+    # broker.connection_quotas). At max.connections the listeners stop accepting until a
+    # connection closes; a connection over its address's limit is closed once accepted.
+    max_connections: int = _int(_INT32_MAX, 0)
+    max_connections_per_ip: int = _int(_INT32_MAX, 0)  # 0 only with overrides, as Kafka
+    max_connections_per_ip_overrides: str = ""  # `host:count,...`; a host name is resolved
+    connections_max_idle_ms: int = _int(600_000)  # negative: never closed for idleness
+    socket_listen_backlog_size: int = _int(50, 1)  # accepted by the kernel, not yet by Shoal
     queued_max_requests: int = _int(500, 1)
     auto_create_topics_enable: bool = True
     num_partitions: int = _int(1, 1)
@@ -223,6 +236,7 @@ class BrokerConfig:
         check_listeners(self)
         check_bounds(self)
         check_consumer_group_bounds(self)
+        check_connection_limits(self)
         if self.authorizer_class_name and self.authorizer_class_name not in KNOWN_AUTHORIZERS:
             raise ValueError(
                 f"authorizer.class.name={self.authorizer_class_name}: Shoal provides only "
@@ -369,7 +383,8 @@ def check_listeners(config: BrokerConfig) -> None:
 
 
 def check_bounds(config: BrokerConfig) -> None:
-    """:raises ValueError: a `group.share.*` default lies outside its bounds, or min > max."""
+    """:raises ValueError: the broker default of a group config (`group.share.*`,
+    `group.consumer.*`) lies outside its bounds, or min > max."""
     for d in DEFS.values():
         if d.broker_default is None or d.broker_min is None or d.broker_max is None:
             continue
@@ -386,22 +401,58 @@ def check_bounds(config: BrokerConfig) -> None:
 
 
 def check_consumer_group_bounds(config: BrokerConfig) -> None:
-    """:raises ValueError: a `group.consumer.*` default outside its bounds, a heartbeat interval
-    not below the session timeout (as Kafka requires), an unknown assignor."""
-    for name in ("session.timeout.ms", "heartbeat.interval.ms"):
-        low, default, high = (
-            int(config.by_name(f"group.consumer.{bound}{name}")) for bound in ("min.", "", "max.")
-        )
-        if not low <= default <= high:
-            raise ValueError(
-                f"group.consumer.{name}={default} must lie within "
-                f"group.consumer.min.{name}={low} and group.consumer.max.{name}={high}"
-            )
+    """:raises ValueError: a heartbeat interval not below the session timeout (as Kafka
+    requires), an unknown assignor. Its defaults' bounds are `check_bounds`'s."""
     if config.group_consumer_heartbeat_interval_ms >= config.group_consumer_session_timeout_ms:
         raise ValueError(
             "group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms"
         )
     parse_assignors(config.group_consumer_assignors)
+
+
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+def parse_ip_overrides(text: str) -> dict[str, int]:
+    """`max.connections.per.ip.overrides`: `host:count,...`, a host being an address or a name
+    (an IPv6 address keeps its colons: the count follows the last one).
+
+    :raises ValueError: an entry without a count, a count below 0, a host that is neither.
+    """
+    overrides: dict[str, int] = {}
+    for item in filter(None, (i.strip() for i in text.split(","))):
+        host, sep, count = item.rpartition(":")
+        host = host.strip().strip("[]")
+        if not sep or not host or not count.strip().isdigit():
+            raise ValueError(f"max.connections.per.ip.overrides: {item!r} is not host:count")
+        try:
+            host = str(ipaddress.ip_address(host))
+        except ValueError:
+            if not all(_HOST_LABEL.fullmatch(label) for label in host.split(".")):
+                raise ValueError(
+                    f"max.connections.per.ip.overrides contains invalid addresses : {host}"
+                ) from None
+        overrides[host] = int(count)
+    return overrides
+
+
+def check_connection_limits(config: BrokerConfig) -> None:
+    """Kafka's own checks (KafkaConfig.validateValues).
+
+    :raises ValueError: a bad override, max.connections.per.ip=0 without overrides, a failed
+        login answered no sooner than an idle connection is closed."""
+    overrides = parse_ip_overrides(config.max_connections_per_ip_overrides)
+    if config.max_connections_per_ip == 0 and not overrides:
+        raise ValueError(
+            "max.connections.per.ip can be set to zero only if "
+            "max.connections.per.ip.overrides property is set."
+        )
+    delay = config.connection_failed_authentication_delay_ms
+    if 0 <= config.connections_max_idle_ms <= delay:
+        raise ValueError(
+            f"connection.failed.authentication.delay.ms={delay} should always be less than "
+            f"connections.max.idle.ms={config.connections_max_idle_ms}"
+        )
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -419,9 +470,10 @@ def parse_properties(text: str) -> dict[str, str]:
     return props
 
 
-# SHOAL_* variables read by something other than the config (the event loop, the benchmark).
+# SHOAL_* variables read by something other than the config (the event loop, the benchmark,
+# the wire fuzzer of `make fuzz`).
 NOT_SETTINGS_ENV = ("SHOAL_LOOP",)
-NOT_SETTINGS_ENV_PREFIXES = ("SHOAL_BENCH_",)
+NOT_SETTINGS_ENV_PREFIXES = ("SHOAL_BENCH_", "SHOAL_FUZZ_")
 
 
 def unknown_env_names(environ: Mapping[str, str], names: list[str]) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ transport's write buffer is full, so a fast producer cannot grow memory without 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import time
 from collections import Counter
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from collections.abc import Coroutine
 from collections.abc import Generator
 from collections.abc import Iterable
+from time import monotonic
 from typing import Any
 
 import structlog
@@ -26,6 +28,7 @@ from kio.static.protocol import ResponsePayload
 
 from broker import gc_pause
 from broker.authorization import AclCache
+from broker.connection_quotas import ConnectionSlot
 from broker.context import BrokerServices
 from broker.context import RequestContext
 from broker.handlers.api_versions import unsupported_version_response
@@ -35,6 +38,7 @@ from broker.metrics import ApiStats
 from broker.principal import ANONYMOUS
 from broker.registry import Answer
 from broker.registry import Handler
+from broker.request_order import ORDER
 from broker.response_errors import error_codes
 from broker.sasl.errors import AuthenticationFailed
 from broker.sasl.session import IllegalSaslState
@@ -56,7 +60,6 @@ from protocol.messages import decode_large_request
 from protocol.messages import decode_peeked
 from protocol.messages import encode_response
 from protocol.messages import error_response
-from protocol.messages import has_error_field
 from protocol.messages import is_bulky
 from protocol.messages import peek_client_id
 from protocol.messages import response_frame
@@ -82,8 +85,10 @@ class KafkaConnection(asyncio.Protocol):
         services: BrokerServices,
         connections: set[KafkaConnection],
         listener: Listener | None = None,
+        slot: ConnectionSlot | None = None,
     ) -> None:
-        """`listener`: the one accepted on (None: a plaintext one, as in unit tests)."""
+        """`listener`: the one accepted on (None: a plaintext one, as in unit tests); `slot`:
+        its place under the connection limits, given back when the connection is lost."""
         # Shared server state.
         self._services = services
         self._stats = services.metrics.request_stats
@@ -102,16 +107,16 @@ class KafkaConnection(asyncio.Protocol):
         self._acl_cache = AclCache() if services.acls is not None else None
         self._next_seq = 0
         self._next_to_write = 0
+        # The request still taking effect (-1: none): later ones wait (broker.request_order).
+        self._holder = -1
         self._ready: dict[int, bytes | None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         # Requests whose frame was large (decoded off the loop) and that hold many entries:
-        # answered off the loop too, with automatic garbage collection paused until they are
-        # (`broker.gc_pause`).
+        # their answers are encoded off the loop too.
         self._large: set[int] = set()
-        # Requests whose handler yields between slices of its work (`broker.slicing`): until
-        # they are done, no later request is dispatched, so that requests take effect in the
-        # order sent, as if each had run at once.
-        self._slicing: set[int] = set()
+        # The large request holding the garbage collection pause, by its sequence number: the
+        # future its `_decode_off_loop` awaits, set once it is answered (`_complete`).
+        self._answered: dict[int, asyncio.Future[None]] = {}
         self._reading_paused = False
         self._writing_paused = False
         self._closing = False
@@ -124,6 +129,11 @@ class KafkaConnection(asyncio.Protocol):
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._holding = False
+        self._slot = slot
+        # connections.max.idle.ms: the last read, or the last sweep that found a request in
+        # flight or response bytes leaving (`idle_for`).
+        self.last_active = monotonic()
+        self._write_backlog = 0  # the transport's write buffer at the last sweep
 
     # asyncio callbacks -------------------------------------------------------------------------
 
@@ -148,16 +158,16 @@ class KafkaConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._connections.discard(self)
         self._closing = True
+        if self._slot is not None:
+            self._slot.release()
         for task in self._tasks:
             task.cancel()
-        for _ in self._large:  # never to be answered
-            asyncio.get_running_loop().call_soon(gc_pause.release)
         self._large.clear()
-        self._slicing.clear()
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
+        self.last_active = monotonic()  # the idle sweep's one cost per read
         try:
             frames = self._decoder.feed(data)
         except FrameError as e:
@@ -193,10 +203,10 @@ class KafkaConnection(asyncio.Protocol):
             while waiting and not self._closing:
                 # `_busy`, inline: this runs once per request
                 if (
-                    self._draining
+                    self._holder >= 0
+                    or self._draining
                     or self._writing_paused
                     or self._next_seq - self._next_to_write >= MAX_IN_FLIGHT
-                    or self._slicing
                 ):
                     break
                 self._dispatch(waiting.popleft())
@@ -207,23 +217,18 @@ class KafkaConnection(asyncio.Protocol):
             or self._draining
             or self._writing_paused
             or self._next_seq - self._next_to_write >= MAX_IN_FLIGHT
-            or bool(self._slicing)
         )
         if busy is not self._reading_paused:  # `_update_reading` has something to do
             self._update_reading()
 
     def _busy(self) -> bool:
         in_flight = self._next_seq - self._next_to_write
-        return (
-            self._draining
-            or self._writing_paused
-            or in_flight >= MAX_IN_FLIGHT
-            or bool(self._slicing)
-        )
+        return self._draining or self._writing_paused or in_flight >= MAX_IN_FLIGHT
 
     def _dispatch(self, payload: bytes) -> None:
         if self._sasl is not None and self._sasl.expects_raw_token:
-            self._start(self._raw_token(self._take_seq(), self._sasl, payload))
+            seq = self._holder = self._take_seq()
+            self._start(self._raw_token(seq, self._sasl, payload))
             return
         if len(payload) < HEADER_PREFIX.size:
             self.abort(f"frame of {len(payload)} bytes is shorter than a header")
@@ -238,9 +243,9 @@ class KafkaConnection(asyncio.Protocol):
             self._refuse_version(key, version, correlation_id, peek_client_id(payload))
             return
         if len(payload) > DECODE_ON_LOOP_MAX_BYTES:
-            seq = self._take_seq()
+            # Later requests wait for this one, however long its decoding takes.
+            seq = self._holder = self._take_seq()
             self._large.add(seq)
-            gc_pause.hold()
             coro = self._decode_off_loop(seq, handler, payload)
         else:
             try:
@@ -262,7 +267,9 @@ class KafkaConnection(asyncio.Protocol):
         with `REQUEST` still set, from where it stopped."""
         header = ctx.header
         started = time.perf_counter()
+        self._holder = seq  # until it answers or calls release_order()
         token = REQUEST.set((header.client_id, header.correlation_id, handler.name, ctx.principal))
+        order = ORDER.set((self, seq))
         try:
             # `Handler.run` without its two calls: `body` was read with the kio class of this
             # key and version, which the handler serves (see `_dispatch`).
@@ -277,21 +284,19 @@ class KafkaConnection(asyncio.Protocol):
             if waiting_on is _DONE:  # here, not in the `except`: no StopIteration to chain to
                 self._answer(seq, ctx, handler, answer, started)
                 return
-            if waiting_on is None:  # a bare yield: between slices of its work
-                self._slicing.add(seq)
             context = contextvars.copy_context()
         except Exception:  # the answer's own steps failed: a bug of ours
             log.exception("request failed", peer=self._peer)
             self.abort("internal error")
             return
         finally:
+            ORDER.reset(order)
             REQUEST.reset(token)
         rest = _Answered(
             coro,
             waiting_on,
             lambda answer: self._answer(seq, ctx, handler, answer, started),
             lambda: self._failed(seq, ctx, handler, started),
-            lambda: self._slicing.add(seq),
         )
         task = asyncio.get_running_loop().create_task(rest, context=context)
         self._tasks.add(task)
@@ -302,6 +307,8 @@ class KafkaConnection(asyncio.Protocol):
         self, seq: int, ctx: RequestContext, handler: Handler, answer: Answer, started: float
     ) -> None:
         """What the handler answered, checked, encoded and queued in request order."""
+        if self._holder == seq:
+            self._holder = -1
         header = ctx.header
         try:
             response = handler.checked(header.api_version, answer)
@@ -339,6 +346,8 @@ class KafkaConnection(asyncio.Protocol):
     def _failed(self, seq: int, ctx: RequestContext, handler: Handler, started: float) -> None:
         """The handler raised (called in its `except` block, for the traceback): the request
         is answered UNKNOWN_SERVER_ERROR."""
+        if self._holder == seq:
+            self._holder = -1
         log.exception("handler failed", peer=self._peer)
         header = ctx.header
         response = error_response(
@@ -379,6 +388,7 @@ class KafkaConnection(asyncio.Protocol):
         if sasl.authenticated:
             log.info("authenticated", peer=self._peer, principal=sasl.principal,
                      mechanism=sasl.mechanism)  # fmt: skip
+        self._holder = -1
         self._complete(seq, answer)
 
     def _context(self, header: RequestHeader) -> RequestContext:
@@ -392,25 +402,28 @@ class KafkaConnection(asyncio.Protocol):
     def _refuse_version(
         self, key: int, version: int, correlation_id: int, client_id: str | None
     ) -> None:
-        """UNSUPPORTED_VERSION where a response can be encoded, else close (as Kafka does)."""
+        """A version not served, or an unknown key, closes the connection, as Kafka 4 does: its
+        network thread checks the header before anything else (`Processor.parseRequestHeader`
+        raises UnsupportedVersionException, `processChannelException` closes), so no answer
+        comes, in any layout. ApiVersions alone is answered, UNSUPPORTED_VERSION in its v0
+        layout with the versions served (KIP-511), for the client to retry with one."""
         log.info("unsupported version", api_key=key, api_version=version, peer=self._peer,
                  client_id=client_id, correlation_id=correlation_id)  # fmt: skip
-        wire_version = version
-        if key == API_VERSIONS:
-            response: Any = unsupported_version_response(self._services.registry)
-            wire_version = 0  # the layout every client can read (KIP-511)
-        else:
-            try:
-                response = error_response(key, version, ErrorCode.unsupported_version)
-            except UnknownApi:
-                response = None
-            if response is None or not has_error_field(response):
-                # No field could carry the error (Metadata v0 has none): close, as Kafka does.
-                self.abort(f"unsupported api key {key} version {version}")
-                return
+        if key != API_VERSIONS:
+            self.abort(f"unsupported api key {key} version {version}")
+            return
+        response = unsupported_version_response(self._services.registry)
         seq = self._next_seq
         self._next_seq += 1
-        self._complete(seq, frame(encode_response(response, correlation_id, wire_version)))
+        self._complete(seq, frame(encode_response(response, correlation_id, 0)))
+
+    def release_order(self, seq: int) -> None:
+        """`seq` has taken effect and now waits on others: the requests after it may start
+        (on the next loop turn, not inside the handler's step)."""
+        if self._holder == seq:
+            self._holder = -1
+            if self._waiting:
+                asyncio.get_running_loop().call_soon(self._pump)
 
     def _take_seq(self) -> int:
         seq = self._next_seq
@@ -418,18 +431,34 @@ class KafkaConnection(asyncio.Protocol):
         return seq
 
     async def _decode_off_loop(self, seq: int, handler: Handler, payload: bytes) -> None:
-        """A large frame: decoded in a thread; its answer keeps its place in request order."""
+        """A large frame: decoded in a thread; its answer keeps its place in request order.
+
+        Garbage collection is paused (`broker.gc_pause`) from its decoding until it is
+        answered, or `MAX_PAUSE_S` at most, and resumed in the `finally` (a lost connection
+        cancels this coroutine): a request of a million entries is made, handled and answered
+        with no full collection walking its objects."""
+        loop = asyncio.get_running_loop()
+        paused = gc_pause.hold()
         try:
-            request = await asyncio.get_running_loop().run_in_executor(
-                None, decode_large_request, payload
-            )
-        except (UndecodableRequest, UnknownApi) as e:
-            self.abort(f"undecodable request: {e}")
-            return
-        if not is_bulky(request.body):  # a few big record batches: nothing to hold off for
-            self._large.discard(seq)
-            gc_pause.release()
-        self._serve(seq, self._context(request.header), handler, request.body)
+            try:
+                request = await loop.run_in_executor(None, decode_large_request, payload)
+            except (UndecodableRequest, UnknownApi) as e:
+                self.abort(f"undecodable request: {e}")
+                return
+            answered = None
+            if not is_bulky(request.body):  # a few big record batches: answered on the loop,
+                self._large.discard(seq)  # and no call to pause collection for
+            elif paused:
+                answered = self._answered[seq] = loop.create_future()
+            self._serve(seq, self._context(request.header), handler, request.body)
+            del request
+            if answered is not None and not answered.done():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(answered), gc_pause.MAX_PAUSE_S)
+        finally:
+            self._answered.pop(seq, None)
+            if paused:
+                gc_pause.release()
 
     async def _answer_off_loop(
         self, seq: int, ctx: RequestContext, handler: Handler, response: Any, started: float
@@ -437,7 +466,8 @@ class KafkaConnection(asyncio.Protocol):
         """`_answer` for a large request or a bulky answer: the answer (a million partitions,
         say) is encoded, and its error codes counted, in a thread, which lets the loop run
         meanwhile (kio's writers are Python code: the thread hands the GIL over at each switch
-        interval). Its place in line is kept (`_complete`)."""
+        interval). Its place in line is kept (`_complete`); the requests after it may start
+        meanwhile, as its effect is done."""
         header = ctx.header
         try:
             out, codes = await asyncio.get_running_loop().run_in_executor(
@@ -446,7 +476,7 @@ class KafkaConnection(asyncio.Protocol):
         except Exception:
             self._failed(seq, ctx, handler, started)
             return
-        del response  # before `_complete` resumes garbage collection
+        del response
         self._stats.of(handler.name).observe(time.perf_counter() - started)
         if codes:
             self._stats.count_error_totals(handler.name, codes)
@@ -471,8 +501,11 @@ class KafkaConnection(asyncio.Protocol):
             self._stats.count_errors(api, codes)
 
     def _complete(self, seq: int, out: bytes | None) -> None:
-        if self._large or self._slicing:
-            self._done_with(seq)
+        if self._large:
+            self._large.discard(seq)
+            answered = self._answered.get(seq)
+            if answered is not None and not answered.done():
+                answered.set_result(None)
         if seq == self._next_to_write:  # next in line (nearly always): no need to hold it
             self._next_to_write += 1
             if out is not None:
@@ -493,15 +526,6 @@ class KafkaConnection(asyncio.Protocol):
             return
         if not self._pumping:  # else the dispatch loop on the stack goes on by itself
             self._pump()
-
-    def _done_with(self, seq: int) -> None:
-        """A large or sliced request is answered: collection and dispatch may resume."""
-        self._slicing.discard(seq)
-        if seq in self._large:
-            self._large.discard(seq)
-            # On the next loop turn, once the frames now on the stack (which hold its request
-            # and answer) are gone: the first collection then walks only what it left alive.
-            asyncio.get_running_loop().call_soon(gc_pause.release)
 
     def _closed_by_sasl(self, sasl: SaslSession) -> bool:
         """After an answer on a SASL listener: close on a failed login (once the failure is
@@ -542,6 +566,45 @@ class KafkaConnection(asyncio.Protocol):
     @property
     def idle(self) -> bool:
         return self._next_seq == self._next_to_write
+
+    @property
+    def listener_name(self) -> str:
+        return self._listener_name
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
+
+    @property
+    def peer(self) -> str:
+        return self._peer
+
+    def idle_for(self, now: float) -> float:
+        """Seconds without a read, a request in flight or response bytes leaving, at `now`
+        (the idle sweep's clock). A request in flight is never idleness, however long it
+        waits (a long poll, a group join): that wait is the broker's, not the client's."""
+        if self._next_seq != self._next_to_write:
+            self.last_active = now
+            return 0.0
+        transport = self._transport
+        backlog = transport.get_write_buffer_size() if transport is not None else 0
+        if backlog != self._write_backlog:  # a client reading its answers, however slowly
+            self._write_backlog = backlog
+            self.last_active = now
+        return now - self.last_active
+
+    def expire(self) -> None:
+        """Closed by the broker (idle, or over max.connections); the sweep logs it. Answers
+        still unsent mean a client not reading them: their bytes are dropped, as Kafka's
+        Selector drops a closed channel's sends."""
+        transport = self._transport
+        if transport is None or self._closing:
+            return
+        self._closing = True
+        if transport.get_write_buffer_size():
+            transport.abort()
+        else:
+            transport.close()
 
     def abort(self, reason: str) -> None:
         """Close this connection only; other connections are untouched."""
@@ -604,10 +667,9 @@ class _Resumed(Coroutine[Any, Any, Any]):
 class _Answered(_Resumed):
     """A handler resumed by its Task; once it returns, or raises, the connection answers
     (`_serve`'s `_answer` or `_failed`). Cancellation reaches the handler's await as it would
-    a coroutine's, even before the Task's first step. The first bare yield (a pause between
-    slices of its work) is reported to `sliced`."""
+    a coroutine's, even before the Task's first step."""
 
-    __slots__ = ("_answer", "_failed", "_sliced")
+    __slots__ = ("_answer", "_failed")
 
     def __init__(
         self,
@@ -615,26 +677,19 @@ class _Answered(_Resumed):
         first: Any,
         answer: Callable[[Answer], None],
         failed: Callable[[], None],
-        sliced: Callable[[], None],
     ) -> None:
         super().__init__(coro, first)
         self._answer = answer
         self._failed = failed
-        self._sliced: Callable[[], None] | None = sliced
 
     def send(self, value: Any) -> Any:
         try:
-            waiting_on = super().send(value)
+            return super().send(value)
         except StopIteration as done:
             answer = done.value
         except Exception:
             self._failed()  # in the `except`: its log line carries the traceback
             raise StopIteration from None
-        else:
-            if waiting_on is None and self._sliced is not None:
-                self._sliced()
-                self._sliced = None
-            return waiting_on
         self._answer(answer)
         raise StopIteration
 

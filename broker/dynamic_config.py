@@ -9,7 +9,11 @@ Kafka lets an operator change some broker configs without a restart (`kafka-conf
   (`log.retention.ms`, `log.segment.bytes`, ...: `LOG_CONFIG_SYNONYMS`). Every existing log
   follows a change at once, under its topic's own overrides, as Kafka's DynamicLogConfig;
 - the log cleaner's `log.cleaner.dedupe.buffer.size`, read at each pass (as Kafka's
-  LogCleaner reconfigures).
+  LogCleaner reconfigures);
+- the connection limits `max.connections`, `max.connections.per.ip` and
+  `max.connections.per.ip.overrides` (Kafka's DynamicConnectionQuota, KIP-402): read at each
+  accept; a lower `max.connections` closes the least recently active connections over it, a
+  higher one lets waiting connections in (`broker.connection_quotas`).
 
 Changes are stored in `<data dir>/dynamic-broker-configs.json` and win over the properties
 file, the environment and the command line, as Kafka's dynamic configs win over
@@ -43,14 +47,21 @@ from broker.config import BrokerConfig
 from coordinator.group_configs import ACQUIRE_MODES
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import DEFS
+from coordinator.group_configs import STATIC_BROKER_CONFIGS
 from storage.fsutil import atomic_write
 
 log = structlog.get_logger("shoal.config")
 
 FILE_NAME = "dynamic-broker-configs.json"
 CLEANER_CONFIGS = frozenset({"log.cleaner.dedupe.buffer.size"})
+CONNECTION_QUOTA_CONFIGS = frozenset(
+    {"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"}
+)
 DYNAMIC: frozenset[str] = (
-    frozenset(BROKER_DEFAULTS) | frozenset(LOG_CONFIG_SYNONYMS.values()) | CLEANER_CONFIGS
+    (frozenset(BROKER_DEFAULTS) - STATIC_BROKER_CONFIGS)
+    | frozenset(LOG_CONFIG_SYNONYMS.values())
+    | CLEANER_CONFIGS
+    | CONNECTION_QUOTA_CONFIGS
 )
 _CHOICES = {
     "group.share.auto.offset.reset": ("latest", "earliest"),
@@ -97,8 +108,13 @@ def _replace(config: BrokerConfig, changes: Mapping[str, Any]) -> BrokerConfig:
         raise InvalidBrokerConfig(str(e)) from None
 
 
+# Applied together: max.connections.per.ip may be 0 only with overrides.
+_PER_IP = "max.connections.per.ip"
+
+
 def _units(names: Iterable[str]) -> list[list[str]]:
-    """`names` grouped by the group config whose default and bounds they are."""
+    """`names` grouped by the group config whose default and bounds they are (and the per-IP
+    limit with its overrides)."""
     units: dict[str, list[str]] = {}
     for name in names:
         owner = next(
@@ -107,7 +123,7 @@ def _units(names: Iterable[str]) -> list[list[str]]:
                 for d in DEFS.values()
                 if name in (d.broker_default, d.broker_min, d.broker_max)
             ),
-            name,
+            _PER_IP if name.startswith(_PER_IP) else name,
         )
         units.setdefault(owner, []).append(name)
     return list(units.values())

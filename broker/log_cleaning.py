@@ -25,6 +25,7 @@ from storage.cleaner import CleaningJob
 from storage.cleaner import CleaningResult
 from storage.cleaner import SegmentDamaged
 from storage.cleaner import plan_cleaning
+from storage.cleaner import record_found_damage
 from storage.cleaner import release_replaced
 from storage.cleaner import run_cleaning
 from storage.cleaner import swap_one
@@ -73,7 +74,14 @@ class LogCleaner:
                     swapped.append(copy)
                 await asyncio.sleep(0)  # a few renames at a time: the loop serves in between
             await loop.run_in_executor(self._executor, release_replaced, swapped)
-        except (OSError, SegmentDamaged, InvalidRecordBatch) as e:
+        except SegmentDamaged as e:
+            # Recorded as every reader records damage (one line with file and offsets, counted);
+            # plans stop before a damaged segment, so the next pass cleans the ones before it.
+            record_found_damage(e)
+            log.warning("log cleaning stopped at a damaged segment; the log is as it was",
+                        topic=tp[0], partition=tp[1])  # fmt: skip
+            return False
+        except (OSError, InvalidRecordBatch) as e:
             log.error("log cleaning failed; the log is as it was", topic=tp[0], partition=tp[1],
                       error=str(e))  # fmt: skip
             self._clean_to[tp] = job.end_offset  # tried again once more of the log is dirty

@@ -11,6 +11,7 @@ from collections.abc import Hashable
 from typing import TypeVar
 
 from broker.notifier import Notifier
+from broker.request_order import release_order
 
 T = TypeVar("T")
 
@@ -36,4 +37,5 @@ async def long_poll(
         keys = wait_keys(result)
         if not keys:
             return result
+        release_order()  # only waiting on producers now: the connection's next requests may run
         await notifier.wait(keys, left)

@@ -35,12 +35,14 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from broker.connection_quotas import ListenerConnections
 from broker.share.record_state import AcknowledgeType
 
 ACK_TYPE_NAMES = {1: "Accept", 2: "Release", 3: "Reject", 4: "Renew"}
 SHARE = "kafka_server_sharegroupmetrics"
 COORDINATOR = "kafka_server_groupcoordinatormetrics"
 TOPICS = "kafka_server_brokertopicmetrics"
+SOCKET_SERVER = "kafka_server_socket_server_metrics"  # Selector's metrics, tagged by listener
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 LOAD_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0)
 MAX_TOPIC_LABELS = 1000
@@ -286,6 +288,7 @@ class BrokerMetrics:
         members: Callable[[], float],
         share_partitions: Callable[[], float],
         damaged_records: Callable[[], float],
+        missing_records: Callable[[], float],
     ) -> None:
         """Values read at scrape time from the live state (no bookkeeping on the hot path)."""
         for name, doc, fn in (
@@ -311,6 +314,11 @@ class BrokerMetrics:
                 "Offsets in damaged record batches found in the logs (stepped over, logged).",
                 damaged_records,
             ),
+            (
+                "shoal_log_missing_records",
+                "Offsets no segment file held at start: a lost or cut segment (logged).",
+                missing_records,
+            ),
         ):
             Gauge(name, doc, registry=self.registry).set_function(fn)
 
@@ -331,6 +339,10 @@ class BrokerMetrics:
     ) -> None:
         """Share groups by state (KIP-932's share-group-count) and their rebalances."""
         self.registry.register(_GroupCollector("share", counts, rebalances))
+
+    def connections(self, listeners: Callable[[], Mapping[str, ListenerConnections]]) -> None:
+        """Connections by listener (broker.connection_quotas' counts), read at scrape time."""
+        self.registry.register(_ConnectionCollector(listeners))
 
     def serve(self, host: str, port: int) -> int:
         """Start the scrape endpoint in a daemon thread; the port it listens on."""
@@ -500,3 +512,57 @@ class _GroupCollector(Collector):
             "assignments computed).",
             value=self._rebalances(),
         )
+
+
+class _ConnectionCollector(Collector):
+    """Kafka's socket-server metrics (Selector's SelectorMetrics: connection-count,
+    connection-creation-total, connection-close-total; the Acceptor's AcceptorBlockedPercent)
+    by listener, and what Kafka only logs: refusals by max.connections.per.ip and closes by
+    connections.max.idle.ms or a lowered max.connections. Labels: listener names (from the
+    config) and limit names, never an address or a client id."""
+
+    def __init__(self, listeners: Callable[[], Mapping[str, ListenerConnections]]) -> None:
+        self._listeners = listeners
+
+    def collect(self) -> Iterator[Metric]:
+        rows = sorted(self._listeners().items())  # one copy: the loop may add a listener
+        count = GaugeMetricFamily(
+            f"{SOCKET_SERVER}_connection_count", "connection-count: open connections.",
+            labels=["listener"],
+        )  # fmt: skip
+        created = CounterMetricFamily(
+            f"{SOCKET_SERVER}_connection_creation",
+            "connection-creation-total: connections accepted and admitted.",
+            labels=["listener"],
+        )
+        closed = CounterMetricFamily(
+            f"{SOCKET_SERVER}_connection_close",
+            "connection-close-total: admitted connections closed, by either side.",
+            labels=["listener"],
+        )
+        blocked = CounterMetricFamily(
+            "kafka_network_acceptor_acceptorblockedpercent_seconds",
+            "AcceptorBlockedPercent, as seconds: time the listener did not accept because "
+            "max.connections was reached (rate() is the fraction of time blocked).",
+            labels=["listener"],
+        )
+        refused = CounterMetricFamily(
+            "shoal_socket_server_connections_refused",
+            "Connections closed once accepted because their address held its limit.",
+            labels=["listener", "limit"],
+        )
+        expired = CounterMetricFamily(
+            "shoal_socket_server_connections_closed_by_broker",
+            "Connections the broker closed: idle for connections.max.idle.ms, or over a "
+            "lowered max.connections.",
+            labels=["listener", "reason"],
+        )
+        for listener, c in rows:
+            count.add_metric([listener], c.open)
+            created.add_metric([listener], c.created)
+            closed.add_metric([listener], c.closed)
+            blocked.add_metric([listener], c.blocked_s)
+            refused.add_metric([listener, "max.connections.per.ip"], c.refused_per_ip)
+            expired.add_metric([listener, "connections.max.idle.ms"], c.closed_idle)
+            expired.add_metric([listener, "max.connections"], c.closed_excess)
+        yield from (count, created, closed, blocked, refused, expired)

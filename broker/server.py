@@ -17,6 +17,9 @@ from pathlib import Path
 
 import structlog
 
+from broker.acceptor import Acceptor
+from broker.acceptor import open_listening_sockets
+from broker.acceptor import resolve_ip_overrides
 from broker.acl_manager import AclManager
 from broker.authorizer import AuthorizerSettings
 from broker.authorizer import parse_super_users
@@ -26,11 +29,16 @@ from broker.clock import WallClock
 from broker.config import BrokerConfig
 from broker.config import log_config
 from broker.connection import KafkaConnection
+from broker.connection_quotas import ConnectionQuotas
+from broker.connection_quotas import ConnectionSlot
+from broker.connection_sweep import ConnectionSweep
 from broker.context import BrokerServices
 from broker.dynamic_config import DynamicBrokerConfigs
+from broker.failure_episode import FailureEpisode
 from broker.group_commit import GroupCommit
 from broker.group_lag import GroupLagCollector
 from broker.handlers import build_registry
+from broker.listeners import Listener
 from broker.listeners import advertised_endpoint
 from broker.log_cleaning import LogCleaner
 from broker.metrics import BrokerMetrics
@@ -102,6 +110,10 @@ class Server:
         )
         # The log configs among them reach every log at once, under each topic's own configs.
         dynamic.on_change(lambda changed: logs.reconfigure(log_config(changed)))
+        # max.connections(.per.ip): read at each accept; a change wakes waiting listeners.
+        self._quotas = ConnectionQuotas(lambda: dynamic.current)
+        self._overrides_resolved: str | None = None  # the overrides text the quotas hold
+        dynamic.on_change(self._connection_limits_changed)
         # By Kafka name, from the group config table; read afresh as dynamic changes land.
         group_configs = GroupConfigs(data_dir / "share-group-configs.json", dynamic.current_value)
 
@@ -120,9 +132,11 @@ class Server:
 
         def consumer_limits(group_id: str) -> ConsumerLimits:
             c = dynamic.current
-            return ConsumerLimits(
-                session_timeout_ms=c.group_consumer_session_timeout_ms,
-                heartbeat_interval_ms=c.group_consumer_heartbeat_interval_ms,
+            return ConsumerLimits(  # the group's own configs, else the broker's defaults
+                session_timeout_ms=group_configs.effective(group_id, "consumer.session.timeout.ms"),
+                heartbeat_interval_ms=group_configs.effective(
+                    group_id, "consumer.heartbeat.interval.ms"
+                ),
                 max_size=c.group_consumer_max_size,
                 assignors=parse_assignors(c.group_consumer_assignors),
             )
@@ -211,7 +225,8 @@ class Server:
             notifier=notifier,
             metrics=metrics,
             registry=build_registry(),
-            producer_ids=ProducerIdAllocator(data_dir / "producer-ids"),
+            # Above every id any partition recorded, whatever happened to its own file.
+            producer_ids=ProducerIdAllocator(data_dir / "producer-ids", logs.max_producer_id()),
             cluster_id=_cluster_id(data_dir),
             node_id=config.node_id,
             host=host,
@@ -231,11 +246,16 @@ class Server:
             logs, metrics, self.services.now_ms, lambda: self.config.log_cleaner_dedupe_buffer_size
         )
         self._connections: set[KafkaConnection] = set()
-        self._servers: list[asyncio.Server] = []
+        self._acceptors: list[Acceptor] = []
+        self._sweep = ConnectionSweep(self._connections, self._quotas, lambda: self.config)
         self._duties: set[asyncio.Task[None]] = set()
         # Share snapshot files are written here, one at a time; stop() waits for the one under
         # way before it writes the rest itself (two writers of one file collide on its .tmp).
         self._snapshotter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-snapshot")
+        self._snapshot_episode = FailureEpisode(
+            log, "share snapshot not written; retried every second until one is",
+            "share snapshots written again",
+        )  # fmt: skip
         self._flushing: asyncio.Future[list[tuple[PendingSync, OSError]]] | None = None
         self.port = 0  # the first listener's
         self.ports: dict[str, int] = {}  # listener name -> bound port
@@ -255,6 +275,7 @@ class Server:
             members=lambda: sum(len(g.members) for g in s.coordinator.groups.values()),
             share_partitions=lambda: len(partitions()),
             damaged_records=s.logs.damaged_records,
+            missing_records=s.logs.missing_records,
         )
         classic = s.classic_groups.coordinator
         metrics.classic_groups(
@@ -278,6 +299,7 @@ class Server:
             return (info.name, plog.log_end_offset) if info and plog else None
 
         metrics.registry.register(ShareLagCollector(partitions, share_log_end))
+        metrics.connections(lambda: self._quotas.listeners)
 
     def _share_groups_by_state(self) -> dict[str, int]:
         counts = dict.fromkeys(("Empty", "Stable"), 0)  # both series exist from the start
@@ -293,26 +315,48 @@ class Server:
             s.offsets.coordinators.append(group_coordinator)
 
     async def _listen(self) -> None:
-        """One server per listener; TLS ones get the keystore's context (read once, here)."""
-        config, loop = self.config, asyncio.get_running_loop()
+        """One acceptor per listener; TLS ones get the keystore's context (read once, here)."""
+        config = self.config
         tls = server_context(config) if any(lst.tls for lst in config.listener_list) else None
+        await self._resolve_overrides(config)
         for listener in config.listener_list:
-            server = await loop.create_server(
-                lambda listener=listener: KafkaConnection(
-                    self.services, self._connections, listener
-                ),
-                listener.host,
-                listener.port,
-                reuse_address=True,
-                ssl=tls if listener.tls else None,
+            sockets = await open_listening_sockets(
+                listener.host, listener.port, config.socket_listen_backlog_size
             )
-            self._servers.append(server)
-            port = server.sockets[0].getsockname()[1]
+
+            def connection(slot: ConnectionSlot, listener: Listener = listener) -> KafkaConnection:
+                return KafkaConnection(self.services, self._connections, listener, slot)
+
+            acceptor = Acceptor(
+                listener, sockets, self._quotas, connection, tls if listener.tls else None
+            )
+            self._acceptors.append(acceptor)
+            acceptor.start()
+            port = sockets[0].getsockname()[1]
             self.ports[listener.name] = port
             self.services.endpoints[listener.name] = advertised_endpoint(
                 listener, port, config.advertised_list
             )
             log.info("listening", listener=listener.name, host=listener.host, port=port)
+
+    async def _resolve_overrides(self, config: BrokerConfig) -> None:
+        """max.connections.per.ip.overrides, by address, for the quotas."""
+        text = config.max_connections_per_ip_overrides
+        if text == self._overrides_resolved:
+            return
+        self._overrides_resolved = text
+        resolved = await resolve_ip_overrides(text)
+        if text == self._overrides_resolved:  # else a later change is resolving its own
+            self._quotas.ip_overrides = resolved
+
+    def _connection_limits_changed(self, config: BrokerConfig) -> None:
+        """A dynamic change: waiting listeners look again (a lower max.connections is the
+        sweep's to apply); changed overrides are resolved again."""
+        self._quotas.limits_changed()
+        if config.max_connections_per_ip_overrides != self._overrides_resolved:
+            task = asyncio.get_running_loop().create_task(self._resolve_overrides(config))
+            self._duties.add(task)
+            task.add_done_callback(self._duties.discard)
 
     async def start(self) -> None:
         host, _ = self.config.listener
@@ -330,6 +374,7 @@ class Server:
         self._every(MEMBER_CHECK_MS, self._expire_members)
         self._every(CLASSIC_GROUP_TICK_MS, self.services.classic_groups.tick)
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
+        self._every(self._sweep.interval_ms, self._sweep.run)
         if self.config.metrics_port >= 0:
             metrics_host = self.config.metrics_bind_address or host
             self.metrics_port = self.services.metrics.serve(metrics_host, self.config.metrics_port)
@@ -408,6 +453,7 @@ class Server:
         self._expire_members()
         self._expire_offsets()
         self.services.classic_groups.tick()
+        self._sweep.run()
 
     def _retention(self) -> None:
         eso = self._share_state.earliest_share_offsets() if self._share_state else {}
@@ -427,14 +473,15 @@ class Server:
             try:
                 await loop.run_in_executor(self._snapshotter, write.run)
             except OSError as e:  # a full disk: the file keeps its older SCO, tried again later
-                log.warning("share snapshot not written", group=write.group_id, error=str(e))
+                self._snapshot_episode.failed(e, group=write.group_id)
                 continue
             write.done()
+            self._snapshot_episode.succeeded()
 
     async def stop(self) -> None:
         log.info("shutting down", connections=len(self._connections))
-        for server in self._servers:
-            server.close()
+        for acceptor in self._acceptors:
+            await acceptor.close()
         for conn in list(self._connections):
             conn.stop_reading()
         deadline = self.config.shutdown_timeout_ms / 1000
@@ -444,6 +491,7 @@ class Server:
                     await asyncio.sleep(0.01)
         for conn in list(self._connections):
             conn.close()
+        await self.services.ack_slices.drain()  # acknowledgements under way end whole
         for task in list(self._duties):
             task.cancel()
         await asyncio.gather(*self._duties, return_exceptions=True)
@@ -451,11 +499,10 @@ class Server:
             await asyncio.gather(self._flushing, return_exceptions=True)
         self._flusher.shutdown(wait=True)
         self._cleaner.shutdown()
-        for server in self._servers:
-            await server.wait_closed()
         self._snapshotter.shutdown(wait=True)
         if self._share_state is not None:
-            self._share_state.flush_snapshots()
+            for group, error in self._share_state.flush_snapshots():
+                self._snapshot_episode.failed(error, group=group)  # kept: recovery reads back
         self.services.metrics.stop()
         self.services.logs.close()
         self._dir_lock.release()

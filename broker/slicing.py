@@ -5,9 +5,8 @@ number of partitions calls `await slicer.pause()` after each unit of work (or ma
 over them with `slicer.map`); the slicer yields only when its time budget is spent, so small
 requests pay one clock read per unit and no more.
 
-A handler that yields for a slice holds its connection's dispatch until it is done
-(`KafkaConnection`): the requests sent after it on that connection take effect after it, as
-if it had run at once.
+A handler yielding between slices still holds its connection's later requests back until it
+answers (`broker.request_order`): they take effect after it, as if it had run at once.
 """
 
 from __future__ import annotations
@@ -25,21 +24,24 @@ R = TypeVar("R")
 
 
 class Slicer:
-    def __init__(self, budget_s: float = SLICE_SECONDS) -> None:
+    def __init__(
+        self, budget_s: float = SLICE_SECONDS, clock: Callable[[], float] = time.perf_counter
+    ) -> None:
         self._budget = budget_s
-        self._started = time.perf_counter()
+        self._clock = clock
+        self._started = clock()
         self.yields = 0
 
     async def pause(self) -> None:
         """Yield to the loop if this slice has used its budget."""
-        if time.perf_counter() - self._started >= self._budget:
+        if self._clock() - self._started >= self._budget:
             await self._yield()
 
     async def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         """`[fn(item) for item in items]`, yielding to the loop between slices."""
         out: list[R] = []
         append = out.append
-        clock = time.perf_counter
+        clock = self._clock
         end = self._started + self._budget
         for item in items:
             append(fn(item))
@@ -51,16 +53,9 @@ class Slicer:
     async def _yield(self) -> None:
         await asyncio.sleep(0)
         self.yields += 1
-        self._started = time.perf_counter()
+        self._started = self._clock()
 
 
 async def sliced_map(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
     """`Slicer().map(fn, items)`: a list built in slices."""
     return await Slicer().map(fn, items)
-
-
-async def in_order() -> None:
-    """For a handler about to wait on work whose effect the requests sent after it on its
-    connection must see (a topic being made): a bare yield, which makes the connection hold
-    them back until this request is answered, as it does for a handler working in slices."""
-    await asyncio.sleep(0)

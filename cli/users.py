@@ -2,9 +2,10 @@
 
 `shoal users add NAME --password PW --data-dir D` writes the credential file of a stopped
 broker, as `kafka-storage format --add-scram` does for the first admin: the broker reads the
-file when it starts. With `--bootstrap-server` (and `--command-config` for a secured listener)
-the same commands go to a running broker (AlterUserScramCredentials,
-DescribeUserScramCredentials), as `kafka-configs --entity-type users` does.
+file when it starts; a running broker's data dir (it holds `.lock`) is refused. With
+`--bootstrap-server` (and `--command-config` for a secured listener) the same commands go to a
+running broker (AlterUserScramCredentials, DescribeUserScramCredentials), as `kafka-configs
+--entity-type users` does.
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ from client.users import describe_users
 from client.users import upsert_user
 
 # The one writer of storage outside the broker (declared in pyproject.toml's contract).
+from storage.dir_lock import DataDirLock
+from storage.dir_lock import DataDirLocked
 from storage.scram_credentials import InvalidCredential
+from storage.scram_credentials import Mechanism
 from storage.scram_credentials import ScramCredential
 from storage.scram_credentials import ScramCredentialStore
 from storage.scram_credentials import check_upsert
@@ -41,6 +45,27 @@ def _add_offline(args: argparse.Namespace) -> int:
         mechanism = check_upsert(args.name, args.mechanism, args.iterations)
     except InvalidCredential as e:
         return fail(str(e), USAGE)
+    # The broker's own lock, held while the file is read and rewritten: a running broker
+    # keeps its users in memory and would never see the change (and its next one would
+    # write over it), so its data dir is refused, as `share-state dump` refuses it.
+    try:
+        args.data_dir.mkdir(parents=True, exist_ok=True)
+        lock = DataDirLock(args.data_dir)
+    except DataDirLocked:
+        return fail(
+            f"{args.data_dir} is in use by a running broker: stop it first, or add the user "
+            "through it with --bootstrap-server",
+            USAGE,
+        )
+    except OSError as e:
+        return fail(f"cannot write {args.data_dir}: {e.strerror or e}", KAFKA_ERROR)
+    try:
+        return _save_user(args, mechanism)
+    finally:
+        lock.release()
+
+
+def _save_user(args: argparse.Namespace, mechanism: Mechanism) -> int:
     store = ScramCredentialStore.in_data_dir(args.data_dir)
     credential = ScramCredential.from_password(mechanism, args.password, args.iterations)
     store.upsert(args.name, mechanism.name, credential)

@@ -229,10 +229,13 @@ class ClassicGroupCoordinator:
     def _replace_static(
         self, group: ClassicGroup, req: JoinRequest, member_id: str, now_ms: int
     ) -> list[Reply]:
-        """A known static member rejoins with no member id: it takes over under a new id and
-        the old id is fenced; a Stable group keeps its assignment without a rebalance."""
+        """A known static member rejoins with no member id: it takes over under a new id with
+        the old one's assignment, and the old id is fenced (Kafka's
+        `updateStaticMemberThenRebalanceOrCompleteJoin`). A Stable group whose protocol would
+        not change keeps its generation: no rebalance, leader or not."""
         assert req.group_instance_id is not None
         old_id = group.static[req.group_instance_id]
+        previous_leader = group.leader
         old = group.members.pop(old_id)
         replies = self._release(group, old, ErrorCode.fenced_instance_id)
         log.info("member fenced", group=group.group_id, member=old_id)
@@ -240,17 +243,34 @@ class ClassicGroupCoordinator:
         member.assignment = old.assignment
         group.members[member_id] = member
         group.static[req.group_instance_id] = member_id
-        was_leader = group.leader == old_id
-        if was_leader:
+        if group.leader == old_id:
             group.leader = member_id
         log.info("static member replaced", group=group.group_id, old=old_id, member=member_id)
         if group.state is GroupState.PREPARING_REBALANCE:
             return replies + self._maybe_complete_join(group, now_ms)
-        if group.state is GroupState.STABLE and not (was_leader and not req.can_skip_assignment):
+        if group.state is GroupState.STABLE and group.select_protocol() == group.protocol_name:
             member.awaiting_join = False
-            result = self._join_result(group, member_id, skip=was_leader)
+            result = self._static_rejoin_result(group, req, member_id, previous_leader)
             return [*replies, _join_reply(group, member_id, result)]
         return replies + self._prepare_rebalance(group, now_ms, f"static member {member_id}")
+
+    def _static_rejoin_result(
+        self, group: ClassicGroup, req: JoinRequest, member_id: str, previous_leader: str | None
+    ) -> JoinResult:
+        """The current generation for a static member back in a Stable group. JoinGroup v9+
+        (KIP-814): the leader gets the members and SkipAssignment. Older versions cannot skip
+        the assignment, and an assignment the leader sent a Stable group would reach nobody:
+        they are given the leader id from before the rejoin, so a returning leader sees
+        another id, acts as a follower and syncs to get its assignment back."""
+        if req.can_skip_assignment:
+            return self._join_result(group, member_id, skip=group.leader == member_id)
+        return JoinResult(
+            member_id=member_id,
+            generation_id=group.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader=previous_leader or "",
+        )
 
     @staticmethod
     def _release(group: ClassicGroup, old: ClassicMember, code: ErrorCode) -> list[Reply]:
@@ -305,8 +325,8 @@ class ClassicGroupCoordinator:
         self.rebalances += 1
         if not group.members:
             group.state = GroupState.EMPTY
+            # The protocol type stays while the group exists (Kafka's initNextGeneration).
             group.protocol_name = group.leader = None
-            group.protocol_type = None
             log.info("group emptied", group=group.group_id, generation=group.generation_id)
             return []
         group.state = GroupState.COMPLETING_REBALANCE

@@ -1,6 +1,11 @@
-"""Share-group configs, bounded by broker configs (seed 002).
+"""Group configs (Kafka's `GroupConfig`), bounded by broker configs (seed 002): the share
+groups' `share.*` and KIP-848 consumer groups' `consumer.*` (Kafka 4.1/4.2 have these two:
+`consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms`). One table for every kind,
+as Kafka keys them by group id alone.
 
-- Setting a group config validates it against the broker's bounds and rejects what is outside.
+- Setting a group config validates it against the broker's bounds and rejects what is outside;
+  the group's session timeout must stay above its heartbeat interval (Kafka's
+  `GroupConfig.validateValues`, over the group's stored values and the broker defaults).
 - The broker starts even when stored values lie outside bounds changed since.
 - Reading the effective value caps it by the current bounds.
 Stored configs live in one JSON file, rewritten atomically on every change (changes are rare).
@@ -115,6 +120,21 @@ DEFS: dict[str, GroupConfigDef] = {
             "group.share.min.heartbeat.interval.ms",
             "group.share.max.heartbeat.interval.ms",
         ),
+        # KIP-848 consumer groups (ConsumerGroupHeartbeat): read at each member's heartbeat.
+        GroupConfigDef(
+            "consumer.session.timeout.ms",
+            int,
+            "group.consumer.session.timeout.ms",
+            "group.consumer.min.session.timeout.ms",
+            "group.consumer.max.session.timeout.ms",
+        ),
+        GroupConfigDef(
+            "consumer.heartbeat.interval.ms",
+            int,
+            "group.consumer.heartbeat.interval.ms",
+            "group.consumer.min.heartbeat.interval.ms",
+            "group.consumer.max.heartbeat.interval.ms",
+        ),
         # KIP-1191 dead-letter topics: off unless a group names one.
         GroupConfigDef(DLQ_TOPIC, str, None, default="", check=_check_dlq_topic),
         GroupConfigDef(DLQ_COPY_RECORD, bool, None, default=False),
@@ -149,7 +169,22 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "group.share.max.size": (200, int),
     # KIP-1191: the names a group's dead-letter topic may have ("": any name).
     DLQ_PREFIX: ("dlq.", str),
+    # KIP-848's, with Kafka's defaults (GroupCoordinatorConfig).
+    "group.consumer.session.timeout.ms": (45_000, int),
+    "group.consumer.min.session.timeout.ms": (45_000, int),
+    "group.consumer.max.session.timeout.ms": (60_000, int),
+    "group.consumer.heartbeat.interval.ms": (5_000, int),
+    "group.consumer.min.heartbeat.interval.ms": (5_000, int),
+    "group.consumer.max.heartbeat.interval.ms": (15_000, int),
 }
+# Static, as every GroupCoordinatorConfig setting is in Kafka; the rest above are dynamic
+# in Shoal (seed 002).
+STATIC_BROKER_CONFIGS = frozenset(n for n in BROKER_DEFAULTS if n.startswith("group.consumer."))
+# Each group's session timeout must exceed its heartbeat interval.
+SESSION_AND_HEARTBEAT = (
+    ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"),
+    ("share.session.timeout.ms", "share.heartbeat.interval.ms"),
+)
 
 
 class InvalidGroupConfig(ValueError):
@@ -210,10 +245,11 @@ class GroupConfigs:
             raise InvalidGroupConfig(f"{name}={parsed} is above the broker maximum {high}")
         return parsed
 
-    def alter(self, group_id: str, changes: Mapping[str, str | None]) -> None:
-        """Set (or with None, delete) configs of a group, all or nothing.
+    def check(self, group_id: str, changes: Mapping[str, str | None]) -> None:
+        """Validate a change of the group's configs as a whole (what a dry run answers).
 
-        :raises InvalidGroupConfig: on the first invalid change; nothing is stored then.
+        :raises InvalidGroupConfig: a change is invalid, or the result would leave a session
+            timeout at or below its heartbeat interval.
         """
         for name, value in changes.items():
             if value is None:
@@ -221,6 +257,29 @@ class GroupConfigs:
                     raise InvalidGroupConfig(f"unknown group config {name!r}")
             else:
                 self.validate(name, value)
+        merged = {**self._stored.get(group_id, {}), **changes}
+        for session, heartbeat in SESSION_AND_HEARTBEAT:
+            if session not in changes and heartbeat not in changes:
+                continue  # as stored: checked when set, or bounds moved since (seed 002)
+            session_ms, heartbeat_ms = (self._raw(n, merged.get(n)) for n in (session, heartbeat))
+            if session_ms <= heartbeat_ms:
+                raise InvalidGroupConfig(
+                    f"{session}={session_ms} must be greater than {heartbeat}={heartbeat_ms}"
+                )
+
+    def _raw(self, name: str, value: str | None) -> Any:
+        """A value as set, else its broker default: not capped (what Kafka validates)."""
+        d = DEFS[name]
+        if value is not None:
+            return _parse(d, value)
+        return self._broker(d.broker_default) if d.broker_default is not None else d.default
+
+    def alter(self, group_id: str, changes: Mapping[str, str | None]) -> None:
+        """Set (or with None, delete) configs of a group, all or nothing.
+
+        :raises InvalidGroupConfig: on the first invalid change; nothing is stored then.
+        """
+        self.check(group_id, changes)
         configs = self._stored.setdefault(group_id, {})
         for name, value in changes.items():
             if value is None:
@@ -259,7 +318,8 @@ class GroupConfigs:
         return value
 
     def describe(self, group_id: str) -> list[tuple[str, str, bool]]:
-        """(name, effective value as a string, set on the group?) for every group config."""
+        """(name, effective value as a string, set on the group?) for every group config,
+        whatever kind the group is (as Kafka's DescribeConfigs lists them)."""
         stored = self._stored.get(group_id, {})
         out = []
         for name in DEFS:

@@ -17,13 +17,20 @@ class FrameError(ValueError):
 
 
 class FrameDecoder:
-    """Splits a byte stream into frames, refusing any frame larger than `max_frame_bytes`."""
+    """Splits a byte stream into frames, refusing any frame larger than `max_frame_bytes`.
 
-    __slots__ = ("_buffer", "_max")
+    Linear in the bytes fed: an unfinished frame's bytes are appended to one buffer and looked
+    at again only once the frame they belong to is complete (its size is known as soon as the
+    4-byte prefix is in), so a 100 MiB frame read 64 KiB at a time costs one copy into the
+    buffer and one out of it, not one copy of the whole buffer per read.
+    """
+
+    __slots__ = ("_buffer", "_max", "_need")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         self._buffer = bytearray()
         self._max = max_frame_bytes
+        self._need = SIZE.size  # bytes the buffer must hold before a frame can come out of it
 
     @property
     def buffered(self) -> int:
@@ -46,28 +53,44 @@ class FrameDecoder:
 
         :raises FrameError: the next frame's size is negative or above the limit.
         """
-        if self._buffer:
-            self._buffer += data
-            data = bytes(self._buffer)
-            self._buffer.clear()
-        elif len(data) >= 4 and type(data) is bytes:
+        buffer = self._buffer
+        if buffer:
+            buffer += data
+            if len(buffer) < self._need:  # the pending frame (or its size) is not all in
+                return []
+            # A new buffer for the tail: the old one (up to a whole frame) is freed with the
+            # views of it, not kept at its largest size for the life of the connection.
+            self._buffer = bytearray()
+            view = memoryview(buffer)
+            try:
+                return self._split(view)
+            finally:
+                view.release()
+        if len(data) >= 4 and type(data) is bytes:
             # One whole frame per read: a client waiting on each answer sends just that.
             (size,) = SIZE.unpack_from(data)
             if size + 4 == len(data) and size <= self._max:
                 return [data[4:]]
+        return self._split(data)
+
+    def _split(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+        """The whole frames at the start of `data`; the rest goes to the (empty) buffer."""
         frames: list[bytes] = []
         pos = 0
         end = len(data)
+        need = SIZE.size
         while end - pos >= 4:
             (size,) = SIZE.unpack_from(data, pos)
             if size < 0 or size > self._max:
                 raise FrameError(f"frame size {size} outside 0..{self._max}")
             if end - pos - 4 < size:
+                need = 4 + size  # size checked: what is buffered never grows past the limit
                 break
             frames.append(bytes(data[pos + 4 : pos + 4 + size]))
             pos += 4 + size
         if pos < end:
             self._buffer += data[pos:]
+        self._need = need
         return frames
 
 

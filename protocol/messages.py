@@ -37,6 +37,7 @@ from kio.static.protocol import ResponsePayload
 from protocol import large_requests
 from protocol.api_keys import API_VERSIONS
 from protocol.framing import SIZE
+from protocol.request_bounds import request_walker
 
 # api key, api version, correlation id: the fixed start of every request header version.
 HEADER_PREFIX = struct.Struct(">hhi")
@@ -162,8 +163,10 @@ def _writer(entity: type[E]) -> Callable[[io.BytesIO, E], None]:
     return entity_writer(entity)  # type: ignore[type-var]
 
 
-# Per (api key, version): the kio readers of the header and body, and the body's class name.
-_Plan = tuple[Callable[[Any, int], tuple[Any, int]], Callable[[Any, int], tuple[Any, int]], str]
+# Per (api key, version): the bounds check (`protocol.request_bounds`), the kio readers of the
+# header and body, and the body's class name.
+_Read = Callable[[Any, int], tuple[Any, int]]
+_Plan = tuple[Callable[[Any], int], _Read, _Read, str]
 _PLANS: dict[tuple[int, int], _Plan] = {}
 
 
@@ -172,7 +175,12 @@ def _plan(key: int, version: int) -> _Plan:
     if plan is None:
         req_type = request_type(key, version)
         header_type: Any = req_type.__header_schema__
-        plan = _PLANS[key, version] = (_reader(header_type), _reader(req_type), req_type.__name__)
+        plan = _PLANS[key, version] = (
+            request_walker(req_type),
+            _reader(header_type),
+            _reader(req_type),
+            req_type.__name__,
+        )
     return plan
 
 
@@ -180,7 +188,8 @@ def decode_request(frame: bytes) -> Request:
     """Parse a request frame (without its size prefix).
 
     :raises UnknownApi: kio has no schema for the request's key and version.
-    :raises UndecodableRequest: the header or body does not parse, or bytes are left over.
+    :raises UndecodableRequest: the header or body does not parse, declares more than the frame
+        holds, or holds null where its version forbids it (`protocol.request_bounds`).
     """
     key, version, _ = peek_header(frame)
     return decode_peeked(frame, key, version)
@@ -189,8 +198,11 @@ def decode_request(frame: bytes) -> Request:
 def decode_peeked(frame: bytes, key: int, version: int) -> Request:
     """`decode_request` of a frame whose key and version `peek_header` has already read (a
     connection peeks to pick the handler: once per request is enough)."""
-    read_header, read_body, name = _PLANS.get((key, version)) or _plan(key, version)
+    check_bounds, read_header, read_body, name = _PLANS.get((key, version)) or _plan(key, version)
     try:
+        # Before kio: its reader sizes a collection by the count a frame declares, and a
+        # count past the frame's end would abort the process.
+        check_bounds(frame)
         header, pos = read_header(frame, 0)
         body, _ = read_body(frame, pos)
     except (
@@ -210,8 +222,9 @@ def decode_large_request(frame: bytes) -> Request:
     """`decode_request` for a large frame, in a worker thread: the same request, read an array
     element at a time (`protocol.large_requests`), so the thread lets the event loop run."""
     key, version, _ = peek_header(frame)
-    read_header, _, name = _PLANS.get((key, version)) or _plan(key, version)
+    check_bounds, read_header, _, name = _PLANS.get((key, version)) or _plan(key, version)
     try:
+        check_bounds(frame)  # as decode_peeked: before anything is read or allocated
         header, pos = read_header(frame, 0)
         body, _ = large_requests.reader(request_type(key, version))(frame, pos)
     except Exception as e:  # as decode_peeked: every failure means "does not parse"
@@ -391,18 +404,12 @@ def build(entity: type[E], /, **values: Any) -> E:
 def error_response(api_key: int, version: int, code: ErrorCode) -> ResponsePayload:
     """A response of the request's own version that carries only a top-level error.
 
-    Some APIs (Metadata, Produce, ...) have no such field: their response comes back empty,
-    and `has_error_field` tells the caller so.
+    Some APIs (Metadata, Produce, ...) have no such field: their response comes back empty.
     """
     entity = response_type(api_key, version)
     if "error_code" not in _names_in_any_version(entity):
         return build(entity)
     return build(entity, error_code=code)
-
-
-def has_error_field(response: ResponsePayload) -> bool:
-    """Whether a response has a top-level error code (old versions of some APIs do not)."""
-    return "error_code" in _field_plan(type(response))[0]
 
 
 # Entries (nested entities) past which an answer is bulky: encoding it costs milliseconds.

@@ -1,8 +1,9 @@
 """The ACL file in the data dir: every binding, rewritten atomically on each change.
 
 ACL changes are rare and the set is small, so the whole set is one JSON document, written
-through `atomic_write` (readers see the old file or the new one, never half). A file that does
-not parse stops the broker: starting with no ACLs could open what they closed.
+through `atomic_write` (readers see the old file or the new one, never half), readable by the
+broker's user only (0600: it says who may do what). A file that does not parse stops the
+broker: starting with no ACLs could open what they closed.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from protocol.acl import AclPermissionType
 from protocol.acl import PatternType
 from protocol.acl import ResourcePattern
 from protocol.acl import ResourceType
+from storage.fsutil import PRIVATE
 from storage.fsutil import atomic_write
 
 ACL_FILE: Final = "acls.json"
@@ -77,4 +79,4 @@ class AclStore:
         :raises OSError: the file was not replaced; the old one stands.
         """
         doc = {"version": _FORMAT_VERSION, "acls": [_encode(b) for b in sorted(bindings)]}
-        atomic_write(self.path, json.dumps(doc, indent=1).encode())
+        atomic_write(self.path, json.dumps(doc, indent=1).encode(), PRIVATE)

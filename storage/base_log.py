@@ -18,8 +18,10 @@ from collections.abc import Sequence
 import structlog
 
 from protocol.record_batch import BASE_OFFSET_POS
+from protocol.record_batch import BATCH_HEADER_SIZE
 from protocol.record_batch import CONTROL_MASK
 from protocol.record_batch import LOG_OVERHEAD
+from protocol.record_batch import RECORD_COUNT_POS
 from protocol.record_batch import BatchHeader
 from protocol.record_batch import Buffer
 from protocol.record_batch import InvalidRecordBatch
@@ -30,6 +32,8 @@ from storage.cleaned_segment import CleanedCopy
 from storage.compacted import require_keys
 from storage.config import LogConfig
 from storage.damage import DamagedRange
+from storage.damage import stand_in
+from storage.errors import CorruptRecords
 from storage.errors import KafkaStorageError
 from storage.errors import OffsetOutOfRange
 from storage.log import AppendResult
@@ -37,9 +41,32 @@ from storage.log import BatchSpan
 from storage.producer_state import ProducerStateManager
 from storage.segment import PendingSync
 from storage.segment import Segment
+from storage.segment_ranges import MissingOffsets
+from storage.segment_ranges import first_offsets
 
 _log = structlog.get_logger("shoal.storage")
 _BASE_OFFSET = struct.Struct(">q")  # rewritten in place: the CRC does not cover it
+MAX_DAMAGED_PASSES = 64
+# A read of empty batches goes on to at most this many more stretches (an emptied segment is
+# one): 64 take ~3 ms the first time (files opened, CRCs checked), ~0.6 ms after, and a
+# ShareFetch may make 8 such reads; a log of thousands of emptied segments takes more fetches.
+MAX_EMPTY_STRETCHES = 64
+_RECORD_COUNT = struct.Struct(">i")
+
+
+def _fitting(batch: bytes, first_batch_max: int | None) -> bytes:
+    """`batch` (a read's first and only one), or nothing when it is above `first_batch_max`."""
+    return batch if first_batch_max is None or len(batch) <= first_batch_max else b""
+
+
+def _after_empty(data: bytes) -> int | None:
+    """The offset after `data` when every batch in it is empty (no record), else None."""
+    after = None
+    for _, header in iter_batch_headers(data):
+        if header.record_count:
+            return None
+        after = header.last_offset + 1
+    return after
 
 
 class SegmentedLog(ABC):
@@ -49,13 +76,15 @@ class SegmentedLog(ABC):
         assert segments, "a log always has an active segment"
         self.config = config
         self._segments = segments
-        self._bases = [s.base_offset for s in segments]
+        self._bases = first_offsets(segments)  # a segment's own base, unless overlapped
         self._producers = producers
         self._unflushed_messages = 0
         self._failing = False  # in a failed-write episode: logged once, until a write succeeds
         # May lie inside the first segment (DeleteRecords); never below its base.
         self._log_start = segments[0].base_offset
         self.name = "memory"
+        # Offsets no segment held at open (a lost or cut segment file), logged then.
+        self.missing: list[MissingOffsets] = []
 
     @abstractmethod
     def _new_segment(self, base_offset: int) -> Segment: ...
@@ -84,9 +113,20 @@ class SegmentedLog(ABC):
     def segments(self) -> Sequence[Segment]:
         return tuple(self._segments)
 
+    @property
+    def max_producer_id(self) -> int:
+        """The highest producer id this log ever recorded (-1: none), expired ones included."""
+        return self._producers.max_producer_id
+
     def damaged_ranges(self) -> list[DamagedRange]:
         """Damaged stretches found so far (at open or on reads), oldest segment first."""
         return [d for s in self._segments for d in s.damage.ranges]
+
+    def missing_records(self) -> int:
+        """Offsets found missing between segments at open, and not deleted since."""
+        start = self._log_start
+        return sum(m.last_offset - max(m.first_offset, start) + 1
+                   for m in self.missing if m.last_offset >= start)  # fmt: skip
 
     @property
     def size_bytes(self) -> int:
@@ -217,36 +257,100 @@ class SegmentedLog(ABC):
                 return segment, *found
         return None
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
-        """Whole batches from the one holding ``offset``, within one segment like Kafka.
+    def read(self, offset: int, max_bytes: int, first_batch_max: int | None = None) -> bytes:
+        """Whole batches from the one holding ``offset``, up to ``max_bytes``, within one
+        segment like Kafka's `LogSegment.read`.
+
+        The first batch comes whole even above ``max_bytes`` (KIP-74: a consumer always
+        progresses), up to ``first_batch_max`` bytes; None: whatever its size (Kafka's
+        minOneMessage). A first batch above ``first_batch_max`` makes the read empty.
 
         The end is found before reading (index floor below the limit, then a short
-        header walk), so the data comes from one exact pread and is never copied.
+        header walk), so the data comes from one exact pread and is never copied. Damaged
+        bytes are never returned: a read stops before damage it meets, and one of damaged
+        offsets gets their stand-in, an empty batch over them (`storage.damage.stand_in`).
+        A read that finds only empty batches goes on past them (`_read_past_empty`).
         """
-        located = self._locate(offset)
-        if located is None:
-            return b""
-        segment, position, header = located
-        hole = segment.damage.next_from(position)
-        stop = hole.start if hole is not None else segment.size
-        limit = min(position + max(max_bytes, header.size), stop)
-        end = limit  # a segment holds only whole batches
-        if limit < stop:
-            end = max(segment.offset_index.floor_position(limit), position)
-            for pos, h in segment.iter_headers(end):
-                if pos + h.size > limit:
-                    break
-                end = pos + h.size
-        data = segment.read(position, end - position)
-        good = segment.verify(position, data)
-        if good == 0:  # the batch holding `offset` is damaged: verify has recorded it
-            segment.locate(offset)  # raises CorruptRecords with the offsets it covered
-        return data if good == len(data) else data[:good]
+        data = self._read_segment(offset, max_bytes, first_batch_max)
+        # Nearly every read starts with a batch of records: one header field says so.
+        if len(data) < BATCH_HEADER_SIZE or _RECORD_COUNT.unpack_from(data, RECORD_COUNT_POS)[0]:
+            return data
+        return self._read_past_empty(data, max_bytes, first_batch_max)
+
+    def _read_segment(self, offset: int, max_bytes: int, first_batch_max: int | None) -> bytes:
+        # A pass whose one batch turns out damaged has recorded it, and the next steps over
+        # it: each pass starts further on, so this ends; the bound is a guard, never reached.
+        for _ in range(MAX_DAMAGED_PASSES):
+            try:
+                located = self._locate(offset)
+            except CorruptRecords as e:
+                return _fitting(stand_in(e.first_offset, e.last_offset), first_batch_max)
+            if located is None:  # the log end, or offsets no segment holds up to it
+                if offset >= self.log_end_offset:
+                    return b""
+                return _fitting(self._missing(offset), first_batch_max)
+            segment, position, header = located
+            if first_batch_max is not None and header.size > first_batch_max:
+                return b""
+            hole = segment.damage.next_from(position)
+            stop = hole.start if hole is not None else segment.size
+            limit = min(position + max(max_bytes, header.size), stop)
+            end = limit  # a segment holds only whole batches
+            if limit < stop:
+                end = max(segment.offset_index.floor_position(limit), position)
+                for pos, h in segment.iter_headers(end):
+                    if pos + h.size > limit:
+                        break
+                    end = pos + h.size
+            data = segment.read(position, end - position)
+            good = segment.verify(position, data)
+            if good:
+                return data if good == len(data) else data[:good]
+        return b""
+
+    def _read_past_empty(self, data: bytes, max_bytes: int, first_batch_max: int | None) -> bytes:
+        """`data`, and when it holds only empty batches, what follows them.
+
+        An empty batch (offsets the cleaner removed, or damage's stand-in) is all a segment
+        compaction emptied holds; Kafka's cleaner leaves nothing there, and its read goes on to
+        the next segment (`LocalLog.read`). So does this one, while only empty batches come,
+        within what is left of the budgets: the empty batches are bytes of the answer too, and
+        a batch that does not fit beside them is the next read's first. (A librdkafka consumer
+        answered only empty batches doubles its fetch size, then reports "Message at offset
+        ... might be too large to fetch" for each such answer.)
+        """
+        parts, used = [data], len(data)
+        nxt = _after_empty(data)
+        for _ in range(MAX_EMPTY_STRETCHES):
+            if nxt is None or nxt >= self.log_end_offset:
+                break
+            room = max_bytes - used
+            chunk = self._read_segment(
+                nxt, room, room if first_batch_max is None else first_batch_max - used
+            )
+            if not chunk:
+                break
+            parts.append(chunk)
+            used += len(chunk)
+            nxt = _after_empty(chunk)
+        return b"".join(parts)
+
+    def _missing(self, offset: int) -> bytes:
+        """The stand-in for offsets from `offset` that no segment holds and no later batch
+        follows (a lost or cut segment file before an empty active one): readers step over
+        them to the next segment's first offset, as over damage."""
+        i = bisect_right(self._bases, offset)
+        end = self._bases[i] if i < len(self._bases) else self.log_end_offset
+        return stand_in(offset, end - 1)
 
     def read_with_spans(
-        self, offset: int, max_bytes: int, max_records: int | None = None
+        self,
+        offset: int,
+        max_bytes: int,
+        max_records: int | None = None,
+        first_batch_max: int | None = None,
     ) -> tuple[bytes, list[BatchSpan]]:
-        data = self.read(offset, max_bytes)
+        data = self.read(offset, max_bytes, first_batch_max)
         spans: list[BatchSpan] = []
         records = 0
         for pos, h in iter_batch_headers(data):
@@ -257,7 +361,8 @@ class SegmentedLog(ABC):
                     h.base_offset, h.last_offset, pos, h.size, h.is_control, h.record_count > 0
                 )
             )
-            records += h.last_offset - max(h.base_offset, offset) + 1
+            if h.record_count:  # an empty batch's offsets are archived, never handed out
+                records += h.last_offset - max(h.base_offset, offset) + 1
         end = spans[-1].position_in_result + spans[-1].size if spans else 0
         return (data if end == len(data) else data[:end]), spans
 
@@ -270,12 +375,30 @@ class SegmentedLog(ABC):
         """The first record at or after `timestamp_ms` (Kafka's ListOffsets), with its timestamp.
 
         The time index finds the batch; that one batch's records are then read for the exact
-        record. A compressed batch answers with its base offset and max timestamp.
+        record. A compressed batch answers with its base offset and max timestamp. A batch
+        that holds no record (damaged, so read as its stand-in, or emptied by the cleaner) is
+        passed over and the search goes on after it, as Kafka's `FileRecords` search goes on
+        to the next batch when one has no record at or after the timestamp.
         """
-        for segment in self._segments:
-            header = segment.find_timestamp(timestamp_ms)
+        offset = self.log_start_offset
+        while True:
+            header = self._batch_reaching(timestamp_ms, offset)
+            if header is None:
+                return None
+            found = self._record_at_or_after(header, timestamp_ms)
+            if isinstance(found, tuple):
+                return found
+            if found <= offset:  # never: each batch passed over ends after `offset`
+                return None
+            offset = found
+
+    def _batch_reaching(self, timestamp_ms: int, offset: int) -> BatchHeader | None:
+        """The first batch ending at or after `offset` whose maxTimestamp >= `timestamp_ms`."""
+        first = max(0, bisect_right(self._bases, offset) - 1)
+        for segment in self._segments[first:]:
+            header = segment.find_timestamp(timestamp_ms, offset)
             if header is not None:
-                return self._record_at_or_after(header, timestamp_ms)
+                return header
         return None
 
     def learn_data_max(self) -> Iterator[None]:
@@ -294,6 +417,10 @@ class SegmentedLog(ABC):
         Each segment tracks its largest data timestamp and the batch holding it (control
         batches, such as share state, do not count); only that one batch is read, as
         `offset_for_timestamp` reads its batch (a compressed one answers its base offset).
+
+        :raises CorruptRecords: that batch turned out damaged (now logged and counted); its
+            segment forgot its maximum: `learn_data_max` walks it again, stepping over the
+            damage, and then this answers from the intact batches.
         """
         best: tuple[int, int, Segment] | None = None
         for segment in self._segments:
@@ -303,20 +430,34 @@ class SegmentedLog(ABC):
         if best is None:
             return None
         timestamp, base_offset, segment = best
-        located = segment.locate(base_offset)
-        return None if located is None else self._record_at_or_after(located[1], timestamp)
-
-    def _record_at_or_after(self, header: BatchHeader, timestamp_ms: int) -> tuple[int, int]:
-        start = self.log_start_offset
-        batch = self.read(max(header.base_offset, start), header.size)[: header.size]
         try:
-            for offset, ts in record_timestamps(batch):
+            located = segment.locate(base_offset)
+        except CorruptRecords:
+            located = None
+        answer = None if located is None else self._record_at_or_after(located[1], timestamp)
+        if isinstance(answer, tuple):
+            return answer
+        segment.forget_data_max()
+        raise CorruptRecords(base_offset, base_offset, segment.describe())
+
+    def _record_at_or_after(self, header: BatchHeader, timestamp_ms: int) -> tuple[int, int] | int:
+        """The first record of `header`'s batch at or after `timestamp_ms`, with its timestamp;
+        or, when the batch holds no record (damaged: read as its stand-in; emptied by the
+        cleaner), the offset after it, to search on from."""
+        start = self.log_start_offset
+        data = self.read(max(header.base_offset, start), header.size)
+        batch = next(iter_batch_headers(data), None)
+        if batch is None or batch[1].record_count == 0:
+            return header.last_offset + 1 if batch is None else batch[1].last_offset + 1
+        read = batch[1]
+        try:
+            for offset, ts in record_timestamps(data[: read.size]):
                 if ts >= timestamp_ms and offset >= start:
                     return offset, ts
         except InvalidRecordBatch:
             pass
         # Records below the log start are deleted, even where their batch is still stored.
-        return max(header.base_offset, start), header.max_timestamp
+        return max(read.base_offset, start), read.max_timestamp
 
     # --- the log start (DeleteRecords) -------------------------------------------------
 

@@ -44,6 +44,7 @@ that fails aborts the pass for that log, which stays as it was.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from collections.abc import Iterator
@@ -65,6 +66,7 @@ from protocol.records import encode_run
 from storage.base_log import SegmentedLog
 from storage.cleaned_segment import CleanedCopy
 from storage.config import LogConfig
+from storage.damage import find_damage
 from storage.offset_map import DEFAULT_MAP_ENTRIES
 from storage.offset_map import OffsetMap
 from storage.segment import FileSegment
@@ -73,11 +75,28 @@ from storage.segment import Segment
 READ_CHUNK_BYTES = 4 * 1024 * 1024
 _INT32_MAX = 2**31 - 1
 _Read = Callable[[int, int], bytes]
-_Crc = Callable[[bytes], int]
 
 
 class SegmentDamaged(Exception):
-    """A batch of a sealed segment failed its CRC while being cleaned."""
+    """A batch of a sealed segment is damaged (a header that does not parse, a length past
+    the end, an offset that does not follow, a CRC that fails), found while cleaning it: the
+    pass stops, and the caller records the damage on the event loop (`record_found_damage`),
+    so that the segment is not planned again."""
+
+    def __init__(self, segment: Segment, position: int, reason: str) -> None:
+        super().__init__(f"{reason} at {position} of {segment.describe()}")
+        self.segment = segment
+        self.position = position
+        self.reason = reason
+
+
+def record_found_damage(error: SegmentDamaged) -> None:
+    """Record (log once, count) the damage a pass found; event loop only, as every reader's
+    damage is recorded. A segment gone meanwhile (retention) has nothing left to record."""
+    segment = error.segment
+    with contextlib.suppress(OSError):
+        expected = segment.offset_at(error.position)
+        find_damage(segment, error.position, expected, segment.next_offset, error.reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,28 +170,39 @@ def _reader(segment: Segment) -> tuple[int | None, Iterator[tuple[BatchHeader, b
     def read(position: int, size: int) -> bytes:
         return os.pread(fd, size, position) if fd is not None else segment.read(position, size)
 
-    return fd, _batches(read, segment.size)
+    return fd, _batches(segment, read)
 
 
-def _batches(read: _Read, size: int) -> Iterator[tuple[BatchHeader, bytes]]:
-    """Every stored batch of a sealed segment, CRC-checked, read in chunks."""
-    position = 0
+def _batches(segment: Segment, read: _Read) -> Iterator[tuple[BatchHeader, bytes]]:
+    """Every stored batch of a sealed segment, checked (header, length, offset, CRC), read in
+    chunks. :raises SegmentDamaged: at the first batch that is not intact."""
+    size, position, expected = segment.size, 0, segment.base_offset
     while position < size:
         chunk = read(position, min(READ_CHUNK_BYTES, size - position))
         consumed = 0
-        for pos, header in iter_batch_headers(chunk):
-            yield _checked(header, chunk[pos : pos + header.size], crc32c.crc32c)
-            consumed = pos + header.size
-        if consumed == 0:  # one batch larger than a chunk
-            header = parse_header(chunk)
-            yield _checked(header, read(position, header.size), crc32c.crc32c)
-            consumed = header.size
+        try:
+            for pos, header in iter_batch_headers(chunk):
+                batch = chunk[pos : pos + header.size]
+                yield _checked(segment, position + pos, expected, header, batch)
+                consumed, expected = pos + header.size, header.last_offset + 1
+            if consumed == 0:  # one batch larger than a chunk, or a header that does not fit
+                header = parse_header(chunk)
+                if header.size > size - position:
+                    raise InvalidRecordBatch("length", f"batch of {header.size} bytes")
+                yield _checked(segment, position, expected, header, read(position, header.size))
+                consumed, expected = header.size, header.last_offset + 1
+        except InvalidRecordBatch as e:
+            raise SegmentDamaged(segment, position + consumed, e.reason) from e
         position += consumed
 
 
-def _checked(header: BatchHeader, batch: bytes, crc: _Crc) -> tuple[BatchHeader, bytes]:
-    if len(batch) != header.size or crc(batch[ATTRIBUTES_POS:]) != header.crc:
-        raise SegmentDamaged(f"batch at offset {header.base_offset}")
+def _checked(
+    segment: Segment, position: int, expected: int, header: BatchHeader, batch: bytes
+) -> tuple[BatchHeader, bytes]:
+    if header.base_offset != expected:
+        raise SegmentDamaged(segment, position, "offset")
+    if len(batch) != header.size or crc32c.crc32c(batch[ATTRIBUTES_POS:]) != header.crc:
+        raise SegmentDamaged(segment, position, "crc")
     return header, batch
 
 
@@ -354,7 +384,7 @@ def run_cleaning(job: CleaningJob) -> CleaningResult:
     Runs in a thread: it reads only sealed segments (through descriptors of its own) and
     writes only ``.cleaned``/``.swap`` files. On any error every copy is discarded.
 
-    :raises SegmentDamaged: a batch failed its CRC; nothing was committed.
+    :raises SegmentDamaged: a batch is damaged; nothing was committed.
     :raises OSError: a read or write failed; nothing was committed.
     """
     offsets = OffsetMap(job.map_entries)

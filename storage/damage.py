@@ -3,14 +3,17 @@
 A stretch is damaged where the bytes at which a batch should start do not hold one (bad magic
 or length, a length that runs past the file, a base offset that does not follow the batch
 before) or where a batch's CRC32C does not match its bytes. Damage is found when a segment is
-recovered at start, or at the latest when its bytes are first read: every read CRC-checks the
-batches it returns once (positions already checked are remembered, so a steady reader pays for
-each byte once).
+recovered at start, or at the latest when its bytes are first read: every read checks the
+headers and CRCs of the batches it returns once (positions already checked are remembered, so
+a steady reader pays for each byte once).
 
 The stretch ends at the next intact batch, found through the offset index (its entries name
 batch starts) or, failing that, by scanning for a batch whose header, offset and CRC hold up.
-Reads never return damaged bytes: a read that starts in a damaged stretch gets
-`CorruptRecords` with the offsets it covered, and one that meets damage later stops before it.
+Reads never return damaged bytes: a read that meets damage later stops before it, and one that
+starts in a damaged stretch gets a stand-in for it (`stand_in`): an empty batch, a header with
+no records whose offsets are the stretch's, as the cleaner leaves for offsets it removed. Every
+reader steps over it as over those (a consumer moves to the offset after it, a share group
+archives its offsets), so damage costs the offsets it held and stops no reader.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from protocol.record_batch import MAGIC_POS
 from protocol.record_batch import BatchHeader
 from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import parse_header
+from protocol.records import StoredBatch
+from protocol.records import build_stored_batch
 
 if TYPE_CHECKING:
     from storage.segment import Segment
@@ -72,6 +77,11 @@ class DamageMap:
         i = bisect.bisect_left(self._ends, damaged.end)
         self._ranges.insert(i, damaged)
         self._ends.insert(i, damaged.end)
+
+    def drop_before(self, position: int) -> None:
+        """Forget the ranges ending at or before `position` (a larger one replaces them)."""
+        i = bisect.bisect_right(self._ends, position)
+        del self._ranges[:i], self._ends[:i]
 
     def at_position(self, position: int) -> DamagedRange | None:
         """The range holding byte `position`."""
@@ -159,11 +169,29 @@ def find_damage(
     found = _resync(segment, position, (expected, end_offset))
     end, next_offset = found if found is not None else (segment.size, end_offset)
     damaged = DamagedRange(position, end, expected, next_offset - 1)
+    record_damage(segment, damaged, reason)
+    return damaged
+
+
+def record_damage(segment: Segment, damaged: DamagedRange, reason: str, **detail: object) -> None:
+    """Remember a damaged stretch and say so, once: the one log line of each stretch."""
     segment.damage.add(damaged)
     _log.error(
         "damaged record batches stepped over",
-        file=segment.describe(), positions=[position, end],
+        file=segment.describe(), positions=[damaged.start, damaged.end],
         offsets=[damaged.first_offset, damaged.last_offset], records=damaged.records,
-        reason=reason,
+        reason=reason, **detail,
     )  # fmt: skip
-    return damaged
+
+
+def stand_in(first_offset: int, last_offset: int) -> bytes:
+    """What a read of the damaged offsets returns: an empty batch (a 61-byte header, no
+    records) covering them, with a valid CRC. Clients step over it by its last offset, as over
+    the empty batches compaction leaves (Kafka's consumer, librdkafka's msgset reader: the
+    next fetch offset is a batch's last offset + 1, records or not)."""
+    fields = StoredBatch(
+        base_offset=first_offset, last_offset=last_offset, attributes=0,
+        base_timestamp=-1, max_timestamp=-1, producer_id=-1, producer_epoch=-1,
+        base_sequence=-1, record_count=0,
+    )  # fmt: skip
+    return build_stored_batch(fields, b"")

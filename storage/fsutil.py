@@ -14,10 +14,19 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_synced(path: Path, data: bytes) -> None:
-    """Create or truncate `path`, write `data` and fsync it (the directory entry is not)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+PRIVATE = 0o600  # files of secrets and access rules: the broker's user only
+
+
+def write_synced(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Create or truncate `path`, write `data` and fsync it (the directory entry is not).
+
+    `mode`: the file's permissions from the first byte on, whatever the umask or an old file
+    left there had (PRIVATE for secrets); None: 0644 under the umask.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644 if mode is None else mode)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -26,11 +35,13 @@ def write_synced(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write tmp, fsync, rename, fsync the directory: readers see old or new, never half."""
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Write tmp, fsync, rename, fsync the directory: readers see old or new, never half.
+
+    `mode`: as for `write_synced`; the tmp file has it before any byte is written."""
     tmp = path.with_name(path.name + ".tmp")
     try:
-        write_synced(tmp, data)
+        write_synced(tmp, data, mode)
     except OSError:
         tmp.unlink(missing_ok=True)  # a full disk must not keep the half-written copy
         raise

@@ -58,7 +58,8 @@ class DataDirectory:
                 "--force-read-only to read it as it is now"
             )
         self.path = path
-        self._topics = {t.name: t for t in load_topics(path / TOPICS_DIR)}  # read once
+        topics, _ = load_topics(path / TOPICS_DIR)  # read once; an unreadable file is left out
+        self._topics = {t.name: t for t in topics}
 
     def topics(self) -> dict[str, TopicInfo]:
         return dict(self._topics)

@@ -62,15 +62,25 @@ class PartitionLog(Protocol):
         """Append a control batch built by the broker itself."""
         ...
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
-        """Whole stored batches from the one holding ``offset``, at least one (KIP-74).
+    def read(self, offset: int, max_bytes: int, first_batch_max: int | None = None) -> bytes:
+        """Whole stored batches from the one holding ``offset``, up to ``max_bytes``; the
+        first one whole even above it (KIP-74) up to ``first_batch_max`` (None: whatever its
+        size; above it, the read is empty).
+
+        Damaged bytes are never returned: damaged offsets read as an empty batch over them
+        (`storage.damage.stand_in`), which every reader steps over as over compaction's. A
+        read that finds only empty batches goes on past them to the next records.
 
         :raises storage.errors.OffsetOutOfRange: outside [log start, log end].
         """
         ...
 
     def read_with_spans(
-        self, offset: int, max_bytes: int, max_records: int | None = None
+        self,
+        offset: int,
+        max_bytes: int,
+        max_records: int | None = None,
+        first_batch_max: int | None = None,
     ) -> tuple[bytes, list[BatchSpan]]:
         """``read`` plus every batch boundary in the result (ShareFetch reads once)."""
         ...
@@ -89,7 +99,11 @@ class PartitionLog(Protocol):
         ...
 
     def offset_for_max_timestamp(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first data record with the largest timestamp."""
+        """(offset, timestamp) of the first data record with the largest timestamp.
+
+        :raises storage.errors.CorruptRecords: the batch holding it was damaged: drive
+            `learn_data_max` again (it now steps over the damage), then ask again.
+        """
         ...
 
     def flush(self) -> None: ...

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import replace
@@ -39,6 +40,16 @@ from storage.topics import write_partition_metadata
 TOPICS_DIR = "__topics"
 
 _log = structlog.get_logger("shoal.storage")
+
+
+def _keep_aside(path: Path) -> Path:
+    """Rename an unreadable file out of the way, for the operator (never deleted)."""
+    target = path.with_name(f"{path.name}.corrupt-{time.time_ns() // 1_000_000}")
+    try:
+        path.rename(target)
+    except OSError:
+        return path  # replaced when its topic is saved again
+    return target
 
 
 class LogManager:
@@ -77,14 +88,38 @@ class LogManager:
         self.data_dir = Path(data_dir)
         self.meta_dir.mkdir(parents=True, exist_ok=True)
         self._finish_deletes()
-        for info in load_topics(self.meta_dir):
-            self._register(info)
-        for info in rebuild_topics(self.data_dir, self.topics()):
-            self._save(info)
-            self._register(info)
+        self._load_topics()
         for info in self.topics():
             for partition in range(info.partitions):
-                self._open_log(info, partition)
+                self._open_log(info, partition, starting=True)
+
+    def _load_topics(self) -> None:
+        """Topic files, then topics rebuilt from partition directories: those whose file is
+        missing or unreadable (set aside as `<file>.corrupt-<ms>`, one log line each)."""
+        assert self.data_dir is not None
+        topics, unreadable = load_topics(self.meta_dir)
+        for info in topics:
+            self._register(info)
+        kept = {f.path: _keep_aside(f.path) for f in unreadable}
+        said = {
+            f.topic_id: f"unreadable ({f.error}); kept as {kept[f.path].name}"
+            for f in unreadable
+            if f.topic_id is not None
+        }
+        rebuilt = rebuild_topics(self.data_dir, self.topics(), said)
+        for info in rebuilt:
+            try:
+                self._save(info)
+            except OSError as e:  # a full disk: served all the same, rebuilt again next start
+                _log.warning("rebuilt topic's metadata file not written", topic=info.name,
+                             error=e.strerror)  # fmt: skip
+            self._register(info)
+        ids = {info.topic_id for info in rebuilt}
+        for f in unreadable:
+            if f.topic_id not in ids:
+                _log.error("topic metadata file unreadable, and no partition directory names "
+                           "its topic id; kept aside", path=str(kept[f.path]),
+                           error=f.error)  # fmt: skip
 
     @property
     def meta_dir(self) -> Path:
@@ -107,12 +142,15 @@ class LogManager:
         del self._collisions[collision_key(info.name)]
         self._partition_total -= info.partitions
 
-    def _open_log(self, info: TopicInfo, partition: int) -> None:
-        self._logs[(info.name, partition)] = self.open_log(info, partition)
+    def _open_log(self, info: TopicInfo, partition: int, *, starting: bool = False) -> None:
+        self._logs[(info.name, partition)] = self.open_log(info, partition, starting=starting)
 
-    def open_log(self, info: TopicInfo, partition: int, new: bool = False) -> PartitionLog:
+    def open_log(
+        self, info: TopicInfo, partition: int, new: bool = False, *, starting: bool = False
+    ) -> PartitionLog:
         """A partition's log, opened (and recovered) from its directory; a `new` one's
-        `partition.metadata` is written later (`NewPartitions.record`)."""
+        `partition.metadata` is written later (`NewPartitions.record`). `starting`: at the
+        broker's start, where a full disk must not stop it."""
         config = self.config.with_overrides(info.configs)
         log: PartitionLog
         if self.data_dir is None:
@@ -124,7 +162,12 @@ class LogManager:
                 return log
             claimed = read_partition_metadata(directory)
             if claimed is None:  # new, or made before partition.metadata existed
-                write_partition_metadata(directory, info.topic_id)
+                try:
+                    write_partition_metadata(directory, info.topic_id)
+                except OSError:
+                    if not starting:  # a new partition must have it: the create fails
+                        raise
+                    # A full disk at start: the topic file names the id; written next start.
             elif claimed != info.topic_id:
                 _log.error(
                     "partition directory names another topic id; serving it as the topic file says",
@@ -312,6 +355,20 @@ class LogManager:
             for d in log.damaged_ranges()
         )
 
+    def max_producer_id(self) -> int:
+        """The highest producer id any partition recorded (-1: none): where the producer id
+        allocator must start above when its own file is lost. Known from recovery already."""
+        return max(
+            (log.max_producer_id for log in self._all_logs() if isinstance(log, SegmentedLog)),
+            default=-1,
+        )
+
+    def missing_records(self) -> int:
+        """Offsets found missing between segments at open (lost or cut segment files)."""
+        return sum(
+            log.missing_records() for log in self._all_logs() if isinstance(log, SegmentedLog)
+        )
+
     def flush_all(self) -> None:
         for log in self._all_logs():
             log.flush()
@@ -329,8 +386,18 @@ class LogManager:
         return sum(log.apply_retention(now_ms, keep.get(tp)) for tp, log in self.partition_logs())
 
     def close(self) -> None:
+        """Close every log, even when some cannot be closed cleanly (no room on the disk for
+        their indexes): those are checked at the next start, and said in one line."""
+        failed: list[tuple[str, OSError]] = []
         for log in self._all_logs():
-            log.close()
+            try:
+                log.close()
+            except OSError as e:
+                failed.append((getattr(log, "name", "?"), e))
+        if failed:
+            name, error = failed[0]
+            _log.error("logs not closed cleanly; their newest segments are checked at the next "
+                       "start", logs=len(failed), first=name, error=error.strerror)  # fmt: skip
 
     def reconfigure(self, config: LogConfig) -> None:
         """New broker-level defaults (dynamic broker configs): every log follows them at once,

@@ -19,6 +19,10 @@ from storage.errors import OutOfOrderSequence
 
 CACHED_BATCHES = 5
 _INT32_MAX = 2**31 - 1
+# Producer ids at or above this were made up by a client: no allocator hands out 2**62 ids
+# (a million a second for 146,000 years). They are not counted in `max_producer_id`, so one
+# such batch cannot push the broker's allocator to the end of the id space.
+ISSUABLE_PRODUCER_IDS = 2**62
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,9 @@ def _idempotent(header: BatchHeader) -> bool:
 class ProducerStateManager:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        # The highest producer id this log has ever recorded (below ISSUABLE_PRODUCER_IDS),
+        # kept when its producer expires: the broker's allocator starts above it (-1: none).
+        self.max_producer_id = -1
 
     def check(self, headers: Sequence[BatchHeader]) -> BatchMetadata | None:
         """Validate the batches of one append; return a duplicate's metadata if any.
@@ -88,6 +95,8 @@ class ProducerStateManager:
         """Record a batch written at ``base_offset`` (its header predates the rewrite)."""
         if not _idempotent(header):
             return
+        if self.max_producer_id < header.producer_id < ISSUABLE_PRODUCER_IDS:
+            self.max_producer_id = header.producer_id
         entry = self.producers.get(header.producer_id)
         if entry is None or entry.epoch != header.producer_epoch:
             entry = ProducerEntry(header.producer_epoch, header.max_timestamp)
@@ -115,7 +124,13 @@ class ProducerStateManager:
             [pid, e.epoch, e.last_timestamp, [list(vars_of(m)) for m in e.batches]]
             for pid, e in self.producers.items()
         ]
-        return json.dumps({"version": 1, "offset": offset, "producers": producers}).encode()
+        doc = {
+            "version": 1,
+            "offset": offset,
+            "producers": producers,
+            "max_producer_id": self.max_producer_id,  # optional: older snapshots lack it
+        }
+        return json.dumps(doc).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> tuple[ProducerStateManager, int]:
@@ -131,6 +146,8 @@ class ProducerStateManager:
             entry = ProducerEntry(int(epoch), int(last_ts))
             entry.batches.extend(BatchMetadata(*map(int, b)) for b in batches)
             state.producers[int(pid)] = entry
+        ids = (int(doc.get("max_producer_id", -1)), *state.producers)
+        state.max_producer_id = max((p for p in ids if p < ISSUABLE_PRODUCER_IDS), default=-1)
         return state, int(doc["offset"])
 
 

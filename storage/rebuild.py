@@ -1,9 +1,9 @@
-"""Topics rebuilt from their partition directories when their metadata file is gone.
+"""Topics rebuilt from their partition directories when their metadata file is gone or garbled.
 
 A partition directory `<topic>-<n>` holds `partition.metadata` with its topic's id (as in
-Kafka), so a lost or never-written `__topics/<id>.json` costs no data: the topic comes back
-with its name, id and partition count (configs, kept only in the lost file, fall back to the
-broker's defaults). A directory of a known topic beyond its recorded partition count (a
+Kafka), so a lost, unreadable or never-written `__topics/<id>.json` costs no data: the topic
+comes back with its name, id and partition count (configs, kept only in that file, fall back
+to the broker's defaults). A directory of a known topic beyond its recorded partition count (a
 CreatePartitions cut short) is adopted too. Nothing here deletes or moves anything.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -40,8 +41,15 @@ def _unclaimed(
     return found
 
 
-def rebuild_topics(data_dir: Path, topics: Iterable[TopicInfo]) -> list[TopicInfo]:
-    """Topics to (re)register: rebuilt from directories alone, or grown to cover them."""
+def rebuild_topics(
+    data_dir: Path, topics: Iterable[TopicInfo], unreadable: Mapping[uuid.UUID, str] | None = None
+) -> list[TopicInfo]:
+    """Topics to (re)register: rebuilt from directories alone, or grown to cover them.
+
+    ``unreadable``: topic id -> what became of its metadata file that did not parse, said in
+    the rebuilt topic's one log line (a file that is simply gone is "missing").
+    """
+    unreadable = unreadable or {}
     known = {t.name: t for t in topics}
     out: list[TopicInfo] = []
     for name, partitions in _unclaimed(data_dir, known).items():
@@ -64,9 +72,10 @@ def rebuild_topics(data_dir: Path, topics: Iterable[TopicInfo]) -> list[TopicInf
         missing = sorted(set(range(count)) - set(partitions))
         out.append(TopicInfo(name, topic_id, count, {}))
         _log.warning(
-            "topic rebuilt from its partition directories (its metadata file was missing); "
-            "its configs are the broker's defaults now",
+            "topic rebuilt from its partition directories (its metadata file was missing or "
+            "unreadable); its configs are the broker's defaults now",
             topic=name, topic_id=str(topic_id), partitions=count, recreated_empty=missing,
             id_from="partition.metadata" if from_file else "new",
+            metadata_file=unreadable.get(topic_id, "missing"),
         )  # fmt: skip
     return out

@@ -12,11 +12,11 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from storage.fsutil import PRIVATE
 from storage.fsutil import atomic_write
 
 CREDENTIALS_FILE = "scram-credentials.json"
@@ -184,8 +184,7 @@ class ScramCredentialStore:
     def write(self, data: bytes) -> None:
         """Atomically replace the file (fsyncs: run it off the event loop)."""
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self._path, data)
-        os.chmod(self._path, 0o600)
+        atomic_write(self._path, data, PRIVATE)  # 0600 from its first byte, the tmp file too
 
     def save(self) -> None:
         self.write(self.snapshot())

@@ -14,6 +14,7 @@ import struct
 import time
 from abc import ABC
 from abc import abstractmethod
+from bisect import bisect_left
 from bisect import bisect_right
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +27,6 @@ from protocol.record_batch import CONTROL_MASK
 from protocol.record_batch import LOG_OVERHEAD
 from protocol.record_batch import BatchHeader
 from protocol.record_batch import InvalidRecordBatch
-from protocol.record_batch import iter_batch_headers
 from protocol.record_batch import parse_header
 from storage.damage import DamageMap
 from storage.damage import find_damage
@@ -273,6 +273,12 @@ class Segment(ABC):
                     yield
         self.data_max_known = True
 
+    def forget_data_max(self) -> None:
+        """The batch named as holding the data maximum turned out damaged: learn it again by
+        a walk, which steps over the damage now recorded (`learn_data_max`)."""
+        self.max_data_timestamp = self.max_data_offset = -1
+        self.data_max_known = False
+
     def fits(self, record_count: int) -> bool:
         return self.next_offset + record_count - 1 - self.base_offset <= MAX_RELATIVE_OFFSET
 
@@ -286,9 +292,11 @@ class Segment(ABC):
         A damaged stretch (known, or found here: a header that does not parse, a length past
         the end, an offset that does not follow) is recorded and stepped over; with ``strict``
         the walk raises InvalidRecordBatch instead (open-time checks that fall back to a scan).
+        A walk from a batch whose offset is known (the segment's start, an index entry) checks
+        its first batch too: a base offset is outside the CRC, so continuity is its only check.
         """
         chunk = self.index_interval_bytes + 2 * BATCH_HEADER_SIZE
-        expected: int | None = None
+        expected = self._anchor(position)
         while position < self.size:
             hole = self.damage.at_position(position)
             if hole is not None:
@@ -316,17 +324,36 @@ class Segment(ABC):
                 if strict:
                     raise InvalidRecordBatch(bad, f"{bad} at {position + pos} of {self.describe()}")
                 at = position + pos
-                start = expected if expected is not None else self._offset_before(at)
+                start = expected if expected is not None else self.offset_at(at)
                 find_damage(self, at, start, self.next_offset, bad)
             position += pos
 
-    def _offset_before(self, position: int) -> int:
+    def _anchor(self, position: int) -> int | None:
+        """The base offset of the batch at ``position`` if the segment knows it without
+        reading it: the segment's start, an offset index entry, a tracked tail batch."""
+        if position == 0:
+            return self.base_offset
+        positions = self.offset_index.positions
+        i = bisect_left(positions, position)
+        if i < len(positions) and positions[i] == position:
+            return self.base_offset + self.offset_index.offsets[i]
+        tail = self._tail_positions
+        i = bisect_left(tail, position)
+        if i < len(tail) and tail[i] == position:
+            return self._tail_offsets[i]
+        return None
+
+    def offset_at(self, position: int) -> int:
         """The offset a batch at ``position`` should start with (a short walk from the index)."""
         index = self.offset_index
         i = bisect_right(index.positions, position) - 1
         pos, expected = (index.positions[i], index.offsets[i]) if i >= 0 else (0, 0)
         expected += self.base_offset
         while pos < position:
+            hole = self.damage.at_position(pos)
+            if hole is not None:
+                pos, expected = hole.end, hole.last_offset + 1
+                continue
             try:
                 header = parse_header(self.read(pos, BATCH_HEADER_SIZE))
             except InvalidRecordBatch:
@@ -358,33 +385,55 @@ class Segment(ABC):
         """How much of ``data`` (whole batches read at ``position``) holds intact batches.
 
         Each byte's CRC is checked once: the first read of a batch checks it, later reads
-        find it in the checked ranges. A batch whose CRC fails is recorded as damaged.
+        find it in the checked ranges. The first batch that is not intact (a header that does
+        not parse, a length past the data, an offset that does not follow, a CRC that fails)
+        is recorded as damaged and the read stops before it; nothing here raises.
         """
         if self.damage.verified(position, position + len(data)):
             return len(data)
         view = memoryview(data)
+        end = len(data)
         good = 0
-        for pos, header in iter_batch_headers(view):
-            at = position + pos
-            checked = self.damage.verified(at, at + header.size)
-            if not checked and crc32c.crc32c(view[pos + ATTRIBUTES_POS : pos + header.size]) != (
-                header.crc
-            ):
-                expected = header.base_offset if good == 0 else self._offset_before(at)
-                find_damage(self, at, expected, self.next_offset, "crc")
+        expected: int | None = None
+        reason = None
+        while good < end:
+            try:
+                header = parse_header(view, good)
+            except InvalidRecordBatch as e:
+                reason = e.reason
                 break
-            good = pos + header.size
+            at, size = position + good, header.size
+            if good + size > end:
+                reason = "length"
+            elif expected is not None and header.base_offset != expected:
+                reason = "offset"
+            elif not self.damage.verified(at, at + size) and (
+                crc32c.crc32c(view[good + ATTRIBUTES_POS : good + size]) != header.crc
+            ):
+                reason = "crc"
+                if expected is None:  # the batch a read located: its offset was checked
+                    expected = header.base_offset
+            if reason is not None:
+                break
+            good += size
+            expected = header.last_offset + 1
         self.damage.mark_verified(position, position + good)
+        if reason is not None:
+            at = position + good
+            start = expected if expected is not None else self.offset_at(at)
+            find_damage(self, at, start, self.next_offset, reason)
         return good
 
-    def find_timestamp(self, timestamp: int) -> BatchHeader | None:
-        """First batch whose maxTimestamp >= ``timestamp``."""
-        if self.max_timestamp < timestamp:
+    def find_timestamp(self, timestamp: int, from_offset: int = 0) -> BatchHeader | None:
+        """First batch ending at or after ``from_offset`` whose maxTimestamp >= ``timestamp``."""
+        if self.max_timestamp < timestamp or from_offset >= self.next_offset:
             return None
         relative = self.time_index.scan_start(timestamp)
         start = 0 if relative is None else self.offset_index.lookup(relative)
+        if from_offset > self.base_offset:
+            start = max(start, self.offset_index.lookup(from_offset - self.base_offset))
         for _, header in self.iter_headers(start):
-            if header.max_timestamp >= timestamp:
+            if header.max_timestamp >= timestamp and header.last_offset >= from_offset:
                 return header
         return None
 

@@ -9,6 +9,7 @@ clean close and the next open).
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from pathlib import Path
@@ -20,6 +21,7 @@ from storage.cleaned_segment import CleanedCopy
 from storage.cleaned_segment import FileCopy
 from storage.cleaned_segment import finish_interrupted_cleaning
 from storage.config import LogConfig
+from storage.errors import CorruptRecords
 from storage.fsutil import atomic_write
 from storage.fsutil import fsync_dir
 from storage.producer_state import ProducerStateManager
@@ -28,11 +30,14 @@ from storage.recovery import load_indexes
 from storage.recovery import recover_segment
 from storage.segment import FileSegment
 from storage.segment import Segment
+from storage.segment_ranges import check_ranges
 
 CLEAN_SHUTDOWN = ".clean_shutdown"
 PRODUCER_SNAPSHOT = "producer_state.json"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 LOG_START_VERSION = 0
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 _log = structlog.get_logger(__name__)
 
@@ -60,8 +65,42 @@ def _open_segments(
             continue
         # Only the active segment's tail can be torn; damage in a sealed one is stepped
         # over, and never costs the intact batches after it or the segments that follow.
-        recover_segment(segment, events, None if last else segments[i + 1].base_offset)
+        _recover(segment, events, None if last else segments[i + 1].base_offset)
     return segments
+
+
+def _recover(segment: FileSegment, events: list[RecoveryEvent], sealed_end: int | None) -> None:
+    """`recover_segment`, on a disk with no room for what it writes (the broker must start on
+    a full disk, serve reads and refuse writes). The scan had finished: the segment is served
+    as scanned, its indexes are rebuilt again at the next start, and a torn tail that could
+    not be copied aside is cut without the copy, as Kafka's recovery cuts it."""
+    try:
+        recover_segment(segment, events, sealed_end)
+    except OSError as e:
+        if e.errno not in _NO_SPACE:
+            raise  # a read failed: what the scan learnt cannot be trusted
+        path = str(segment.log_path)
+        end = _valid_end(segment) if sealed_end is None else segment.size  # only it is cut
+        if end < segment.size:  # the copy aside failed: nothing was cut yet
+            events.append(RecoveryEvent("truncated", path, end, f"not saved aside: {e.strerror}"))
+            segment.truncate(end)  # shrinking a file needs no space
+            segment.flush()
+        rebuilt = RecoveryEvent(
+            "index_rebuilt", path, None, f"not saved: {e.strerror}; rebuilt again at next start"
+        )
+        if events and events[-1].kind == "index_rebuilt" and events[-1].path == path:
+            events[-1] = rebuilt  # one line for the segment, saying what became of its indexes
+        else:
+            events.append(rebuilt)
+
+
+def _valid_end(segment: FileSegment) -> int:
+    """Where the last batch the scan kept ends."""
+    if segment.next_offset == segment.base_offset:
+        return 0
+    found = segment.locate(segment.last_offset)
+    assert found is not None
+    return found[0] + found[1].size
 
 
 class SegmentLog(SegmentedLog):
@@ -94,11 +133,13 @@ class SegmentLog(SegmentedLog):
         clean = marker.exists()
         events: list[RecoveryEvent] = []
         segments = _open_segments(path, config, clean, events)
+        missing = check_ranges(segments)  # before anything trusts the segments' offsets
         producers = _load_producers(path, segments, events)
         if clean:
             marker.unlink()
             fsync_dir(path)
         log = cls(path, config, segments, producers, events)
+        log.missing = missing
         for event in events:
             _log.warning(
                 "log_recovery",
@@ -130,15 +171,22 @@ class SegmentLog(SegmentedLog):
         atomic_write(self.directory / PRODUCER_SNAPSHOT, data)
 
     def close(self) -> None:
+        """Seal, sync, snapshot, then mark the clean shutdown.
+
+        :raises OSError: no room for the indexes or the snapshot (a full disk): the log is
+            closed all the same, unmarked, so the next start checks its newest segment.
+        """
         if self._closed:
             return
-        self._segments[-1].seal()
-        self.flush()
-        self._save_producers()
-        for segment in self._segments:
-            segment.close()
+        try:
+            self._segments[-1].seal()
+            self.flush()
+            self._save_producers()
+        finally:
+            for segment in self._segments:
+                segment.close()
+            self._closed = True
         atomic_write(self.directory / CLEAN_SHUTDOWN, b"")
-        self._closed = True
 
     def delete(self) -> None:
         for segment in self._segments:
@@ -167,7 +215,10 @@ def _load_producers(
     for segment in segments:
         if segment.next_offset <= covered:
             continue
-        found = segment.locate(covered) if covered >= segment.base_offset else None
+        try:
+            found = segment.locate(covered) if covered >= segment.base_offset else None
+        except CorruptRecords:  # `covered` lies in damage: walk the segment, stepping over it
+            found = None
         for _, header in segment.iter_headers(found[0] if found else 0):
             if header.base_offset >= covered:
                 state.update(header, header.base_offset)

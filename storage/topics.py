@@ -70,19 +70,47 @@ def save_topic(directory: Path, info: TopicInfo) -> None:
     atomic_write(topic_file(directory, info), json.dumps(doc, indent=1).encode())
 
 
-def load_topics(directory: Path) -> list[TopicInfo]:
-    topics = []
+@dataclass(frozen=True, slots=True)
+class UnreadableTopicFile:
+    """A topic metadata file that does not parse (garbled bytes, a hand edit gone wrong)."""
+
+    path: Path
+    error: str
+
+    @property
+    def topic_id(self) -> uuid.UUID | None:
+        """The id its name carries (`<topic id>.json`), if it does."""
+        try:
+            return uuid.UUID(self.path.stem)
+        except ValueError:
+            return None
+
+
+def _read_topic(path: Path) -> TopicInfo:
+    doc = json.loads(path.read_bytes())
+    info = TopicInfo(
+        name=str(doc["name"]),
+        topic_id=uuid.UUID(doc["topic_id"]),
+        partitions=int(doc["partitions"]),
+        configs={str(k): str(v) for k, v in doc["configs"].items()},
+    )
+    validate_topic_name(info.name)
+    if info.partitions < 1:
+        raise ValueError(f"{info.partitions} partitions")
+    return info
+
+
+def load_topics(directory: Path) -> tuple[list[TopicInfo], list[UnreadableTopicFile]]:
+    """Every topic file that reads, and those that do not: one garbled file must not keep the
+    broker from serving every other topic (its own is rebuilt from its partition directories)."""
+    topics, unreadable = [], []
     for path in sorted(directory.glob("*.json")):
-        doc = json.loads(path.read_bytes())
-        topics.append(
-            TopicInfo(
-                name=str(doc["name"]),
-                topic_id=uuid.UUID(doc["topic_id"]),
-                partitions=int(doc["partitions"]),
-                configs={str(k): str(v) for k, v in doc["configs"].items()},
-            )
-        )
-    return topics
+        try:
+            topics.append(_read_topic(path))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError,
+                InvalidTopic) as e:  # fmt: skip
+            unreadable.append(UnreadableTopicFile(path, repr(e)[:200]))
+    return topics, unreadable
 
 
 PARTITION_METADATA = "partition.metadata"

@@ -21,7 +21,6 @@ from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
-from broker.slicing import in_order
 from broker.slicing import sliced_map
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -87,7 +86,6 @@ async def handle(
     if not authorize_cluster(ctx, AclOperation.ALTER):
         denied = (ErrorCode.cluster_authorization_failed, "ALTER on the cluster is denied")
         return await _response(_Everyone(denied), changes)
-    await in_order()  # later requests on the connection see the change
     async with ctx.services.credentials_lock:
         # Planned and written in threads (a request may change a million users), then swapped
         # in: memory is never ahead of the file.

@@ -10,7 +10,6 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 
 from broker.context import RequestContext
-from broker.slicing import in_order
 from storage.errors import TopicAlreadyExists
 from storage.topics import TopicInfo
 
@@ -30,7 +29,6 @@ async def topic_or_create(
         return topic, ErrorCode.none
     if not (allow_create and s.config.auto_create_topics_enable):
         return None, ErrorCode.unknown_topic_or_partition
-    await in_order()  # later requests on the connection see the topic
     try:
         created = await s.topic_admin.create_topic(s.logs, name, s.config.num_partitions, {})
     except TopicAlreadyExists:  # made meanwhile, by another request

@@ -1,7 +1,8 @@
 """Config changes of one resource, all or nothing: what IncrementalAlterConfigs and
 AlterConfigs share. A change maps a name to its new value, or to None to remove it.
 
-- GROUP: share-group configs, each validated against the broker's bounds (seed 002).
+- GROUP: share and consumer groups' configs, each validated against the broker's bounds
+  (seed 002).
 - TOPIC: the configs Shoal's logs act on, and a few Kafka topic configs that are stored.
 - BROKER (node id, or "" for the cluster default): the dynamic `group.share.*` and `log.*`
   configs (`broker.dynamic_config`).
@@ -50,9 +51,7 @@ def _group(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: 
     configs = ctx.services.group_configs
     try:
         if dry:
-            for n, value in changes.items():
-                if value is not None:
-                    configs.validate(n, value)
+            configs.check(name, changes)
         else:
             configs.alter(name, changes)
     except InvalidGroupConfig as e:

@@ -14,7 +14,6 @@ from broker.handlers.acl_common import refusal
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.slicing import Slicer
-from broker.slicing import in_order
 from protocol.acl import AccessControlEntry
 from protocol.acl import AclBinding
 from protocol.acl import AclOperation
@@ -67,7 +66,6 @@ async def handle(ctx: RequestContext, request: Request) -> v3.CreateAclsResponse
             bindings.append(str(e))
         await slicer.pause()
     valid = [b for b in bindings if isinstance(b, AclBinding)]
-    await in_order()  # later requests on the connection see the bindings
     try:
         errors = iter(await acls.create(valid))
     except OSError as e:

@@ -15,7 +15,6 @@ from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import too_many_partitions
 from broker.registry import handler
 from broker.slicing import Slicer
-from broker.slicing import in_order
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.errors import StorageError
@@ -43,7 +42,6 @@ async def _grow(
     if validate_only:
         return ErrorCode.none, None
     s = ctx.services
-    await in_order()  # later requests on the connection see the partitions
     try:
         await s.topic_admin.create_partitions(s.logs, name, count)
     except StorageError as e:

@@ -20,7 +20,6 @@ from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import too_many_partitions
 from broker.registry import handler
 from broker.slicing import Slicer
-from broker.slicing import in_order
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.config import check_topic_config_names
@@ -91,7 +90,6 @@ async def _create(
             ctx.services.logs.config.with_overrides(configs)
             return ErrorCode.none, None, None
         s = ctx.services
-        await in_order()  # later requests on the connection see the topic
         return (
             ErrorCode.none,
             None,

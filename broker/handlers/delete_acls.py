@@ -15,7 +15,6 @@ from broker.handlers.acl_common import refusal
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.slicing import Slicer
-from broker.slicing import in_order
 from protocol.acl import AclBinding
 from protocol.acl import AclBindingFilter
 from protocol.acl import AclOperation
@@ -61,7 +60,6 @@ async def handle(ctx: RequestContext, request: Request) -> v3.DeleteAclsResponse
             filters.append(str(e))
         await slicer.pause()
     valid = [f for f in filters if isinstance(f, AclBindingFilter)]
-    await in_order()  # later requests on the connection see the bindings gone
     try:
         removed = iter(await acls.delete(valid))
     except OSError as e:

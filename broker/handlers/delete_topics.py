@@ -19,7 +19,6 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.slicing import Slicer
-from broker.slicing import in_order
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.errors import StorageError
@@ -56,7 +55,6 @@ async def _delete(
         return (ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id), None
     if not name and not authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, info.name):
         return ErrorCode.topic_authorization_failed, None
-    await in_order()  # later requests on the connection see it gone
     try:
         await ctx.services.topic_admin.delete_topic(logs, info.name)
     except UnknownTopicOrPartition:  # deleted meanwhile, by another request

@@ -1,4 +1,4 @@
-"""DescribeConfigs (32): GROUP (share-group configs), TOPIC and BROKER resources.
+"""DescribeConfigs (32): GROUP (share and consumer groups' configs), TOPIC and BROKER resources.
 
 A topic lists every config Shoal acts on with its effective value (the topic's own, else the
 broker's `log.*` default, with that one's source), plus any other config stored on it. The
@@ -26,6 +26,7 @@ from broker.dynamic_config import DYNAMIC
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.slicing import sliced_map
+from coordinator.group_configs import DEFS as GROUP_CONFIGS
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.config import DLQ_GROUP_ENABLE
@@ -56,14 +57,24 @@ def _text(value: object) -> str:
 
 
 def _group(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list[Row]]:
+    """Every group config; one the group has not set shows its broker default, with that
+    setting's source (Kafka's `ConfigHelper.createGroupConfigEntry`)."""
     if not name:
         return ErrorCode.invalid_group_id, "group name is empty", []
     rows = ctx.services.group_configs.describe(name)
     return (
         ErrorCode.none,
         None,
-        [(n, v, DYNAMIC_GROUP if own else DEFAULT, False) for n, v, own in rows],
+        [
+            (n, v, DYNAMIC_GROUP if own else _group_default_source(ctx, n), False)
+            for n, v, own in rows
+        ],
     )
+
+
+def _group_default_source(ctx: RequestContext, group_config: str) -> int:
+    name = GROUP_CONFIGS[group_config].broker_default
+    return DEFAULT if name is None else _broker_source(ctx, name)
 
 
 def _topic(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list[Row]]:

@@ -62,7 +62,11 @@ async def handle(ctx: RequestContext, request: Request) -> Response:
         pid, epoch = request.producer_id, request.producer_epoch
     if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:
         return _answer(ErrorCode.none, pid, epoch + 1)
-    return _answer(ErrorCode.none, ctx.services.producer_ids.allocate(), 0)
+    try:
+        producer_id = ctx.services.producer_ids.allocate()
+    except OSError:  # no block recorded (a full disk): retriable, as Kafka's RPCProducerIdManager
+        return _answer(ErrorCode.coordinator_load_in_progress, -1, -1)  # answers without one
+    return _answer(ErrorCode.none, producer_id, 0)
 
 
 HANDLER = handler(

@@ -1,7 +1,10 @@
 """Metadata (3): this broker, and topics by name or by id (share consumers look up by id).
 
-v8-10 carry ClusterAuthorizedOperations, which v11 removed, so v1-10 are answered with v10's
-classes and v11-12 with v12's (where a topic's name may be null: an unknown topic id).
+v0-13, as Kafka 4 serves (MetadataRequest.json; KIP-896 removed none). v8-10 carry
+ClusterAuthorizedOperations, which v11 removed, so v0-10 are answered with v10's classes and
+v11-13 with v13's (where a topic's name may be null: an unknown topic id; v13 adds a top-level
+error code, KIP-1102). In v0 an empty topic list asks for every topic; from v1 that is a null
+list, and an empty one asks for none.
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
+from typing import cast
 
 from kio.schema.errors import ErrorCode
+from kio.schema.metadata import v0
 from kio.schema.metadata import v1
 from kio.schema.metadata import v2
 from kio.schema.metadata import v3
@@ -25,6 +30,7 @@ from kio.schema.metadata import v9
 from kio.schema.metadata import v10
 from kio.schema.metadata import v11
 from kio.schema.metadata import v12
+from kio.schema.metadata import v13
 from kio.schema.types import BrokerId
 from kio.schema.types import TopicName
 from kio.static.primitive import i32
@@ -43,13 +49,15 @@ from broker.slicing import Slicer
 from protocol.acl import CLUSTER_NAME
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+from protocol.messages import build
 from storage.topics import TopicInfo
 
 DESCRIBE, CREATE = AclOperation.DESCRIBE, AclOperation.CREATE
 TOPIC = ResourceType.TOPIC
 
 Request = (
-    v1.MetadataRequest
+    v0.MetadataRequest
+    | v1.MetadataRequest
     | v2.MetadataRequest
     | v3.MetadataRequest
     | v4.MetadataRequest
@@ -61,15 +69,17 @@ Request = (
     | v10.MetadataRequest
     | v11.MetadataRequest
     | v12.MetadataRequest
+    | v13.MetadataRequest
 )
+OLDER_THAN_V4 = (v0.MetadataRequest, v1.MetadataRequest, v2.MetadataRequest, v3.MetadataRequest)
 OLDER_THAN_V8 = (
-    v1.MetadataRequest, v2.MetadataRequest, v3.MetadataRequest, v4.MetadataRequest,
-    v5.MetadataRequest, v6.MetadataRequest, v7.MetadataRequest,
+    *OLDER_THAN_V4, v4.MetadataRequest, v5.MetadataRequest, v6.MetadataRequest, v7.MetadataRequest,
 )  # fmt: skip
 ById = (
     v10.request.MetadataRequestTopic
     | v11.request.MetadataRequestTopic
     | v12.request.MetadataRequestTopic
+    | v13.request.MetadataRequestTopic
 )
 
 
@@ -89,19 +99,18 @@ class _Topic:
 
 async def _topics(ctx: RequestContext, request: Request, slicer: Slicer) -> list[_Topic]:
     logs = ctx.services.logs
-    allow_create = (
-        True
-        if isinstance(request, (v1.MetadataRequest, v2.MetadataRequest, v3.MetadataRequest))
-        else request.allow_auto_topic_creation
+    allow_create = True if isinstance(request, OLDER_THAN_V4) else request.allow_auto_topic_creation
+    every = request.topics is None or (
+        isinstance(request, v0.MetadataRequest) and not request.topics
     )
-    if request.topics is None:  # all topics: those it may not describe are left out
+    if every:  # all topics: those it may not describe are left out
         described = await slicer.map(
             lambda t: _Topic.of(t) if authorize(ctx, DESCRIBE, TOPIC, t.name) else None,
             logs.topics(),
         )
         return [t for t in described if t is not None]
     out = []
-    for wanted in request.topics:
+    for wanted in request.topics or ():
         name = wanted.name
         topic_id = wanted.topic_id if isinstance(wanted, ById) else None
         if name is None and topic_id is not None and topic_id.int != 0:
@@ -139,7 +148,7 @@ async def _by_name(
 
 
 Partition = TypeVar(
-    "Partition", v10.response.MetadataResponsePartition, v12.response.MetadataResponsePartition
+    "Partition", v10.response.MetadataResponsePartition, v13.response.MetadataResponsePartition
 )
 
 
@@ -164,10 +173,10 @@ def _partitions(cls: type[Partition], node: BrokerId, count: int) -> tuple[Parti
 TopicOps = Callable[[_Topic], i32]
 
 
-async def _answer_v12(
+async def _answer_v13(
     ctx: RequestContext, topics: list[_Topic], topic_ops: TopicOps, slicer: Slicer
-) -> v12.MetadataResponse:
-    s, r = ctx.services, v12.response
+) -> v13.MetadataResponse:
+    s, r = ctx.services, v13.response
     node = BrokerId(s.node_id)
     host, port = ctx.endpoint  # of the listener the client connected to
     answered = await slicer.map(
@@ -180,7 +189,8 @@ async def _answer_v12(
         ),
         topics,
     )
-    return v12.MetadataResponse(
+    return v13.MetadataResponse(
+        error_code=ErrorCode.none,
         throttle_time=NO_THROTTLE,
         brokers=(r.MetadataResponseBroker(node_id=node, host=host, port=i32(port)),),
         cluster_id=s.cluster_id,
@@ -216,10 +226,43 @@ async def _answer_v10(
     )
 
 
+def _names_a_topic_by_id(request: Request) -> bool:
+    """Whether a v10 or v11 request names a topic by id or leaves a name null, which only
+    v12 may (Kafka's KafkaApis.handleTopicMetadataRequest: "Topic name can not be null for
+    version", "Topic IDs are not supported in requests for version")."""
+    if not isinstance(request, (v10.MetadataRequest, v11.MetadataRequest)) or not request.topics:
+        return False
+    return any(t.name is None or t.topic_id is not None for t in request.topics)
+
+
+async def _invalid(request: Request, slicer: Slicer) -> v10.MetadataResponse | v13.MetadataResponse:
+    """Kafka's answer to such a request (MetadataRequest.getErrorResponse): every topic asked
+    for with INVALID_REQUEST, a null name as "", and no brokers. In slices: a request may name
+    300,000 topics, and each costs tens of microseconds."""
+    wire = v13 if isinstance(request, v11.MetadataRequest) else v10  # v11 has v13's classes
+
+    def refused(t: ById) -> object:
+        return build(
+            wire.response.MetadataResponseTopic,
+            error_code=ErrorCode.invalid_request,
+            name=t.name or "",
+            topic_id=t.topic_id,
+            partitions=(),
+        )
+
+    topics = tuple(await slicer.map(refused, cast(tuple[ById, ...], request.topics or ())))
+    answer = {"throttle_time": NO_THROTTLE, "brokers": (), "cluster_id": None, "topics": topics}
+    if wire is v13:
+        return build(v13.MetadataResponse, controller_id=-1, **answer)
+    return build(v10.MetadataResponse, controller_id=-1, **answer)
+
+
 async def handle(
     ctx: RequestContext, request: Request
-) -> v10.MetadataResponse | v12.MetadataResponse:
+) -> v10.MetadataResponse | v13.MetadataResponse:
     slicer = Slicer()  # a request may name 300,000 topics
+    if _names_a_topic_by_id(request):
+        return await _invalid(request, slicer)
     topics = await _topics(ctx, request, slicer)
     cluster_ops = NOT_REQUESTED
     if (
@@ -238,13 +281,14 @@ async def handle(
             return NOT_REQUESTED
         return authorized_operations(ctx, TOPIC, t.name, TOPIC_OPERATIONS)
 
-    if isinstance(request, (v11.MetadataRequest, v12.MetadataRequest)):
-        return await _answer_v12(ctx, topics, topic_ops, slicer)
+    if isinstance(request, (v11.MetadataRequest, v12.MetadataRequest, v13.MetadataRequest)):
+        return await _answer_v13(ctx, topics, topic_ops, slicer)
     return await _answer_v10(ctx, topics, topic_ops, cluster_ops, slicer)
 
 
 HANDLER = handler(
     handle,
+    v0.MetadataRequest,
     v1.MetadataRequest,
     v2.MetadataRequest,
     v3.MetadataRequest,
@@ -257,6 +301,7 @@ HANDLER = handler(
     v10.MetadataRequest,
     v11.MetadataRequest,
     v12.MetadataRequest,
-    responses=(v10.MetadataResponse, v12.MetadataResponse),
+    v13.MetadataRequest,
+    responses=(v10.MetadataResponse, v13.MetadataResponse),
     acl=((DESCRIBE, TOPIC), (CREATE, ResourceType.CLUSTER), (CREATE, TOPIC)),
 )

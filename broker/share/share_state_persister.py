@@ -304,11 +304,21 @@ class ShareStatePersister:
                 due.append(SnapshotWrite(store, key[0], chain, offset, self._snapshot_written))
         return due
 
-    def flush_snapshots(self) -> None:
-        """Bring lagging snapshot files up to their newest checkpoint, here and now (shutdown)."""
+    def flush_snapshots(self) -> list[tuple[str, OSError]]:
+        """Bring lagging snapshot files up to their newest checkpoint, here and now (shutdown).
+
+        A file that cannot be written (a full disk) keeps its older SCO, which recovery reads
+        forward from: the others are written all the same. Returns (group, error) of those.
+        """
+        failed = []
         for write in self.due_snapshots():
-            write.run()
+            try:
+                write.run()
+            except OSError as e:
+                failed.append((write.group_id, e))
+                continue
             write.done()
+        return failed
 
     def earliest_share_offsets(self) -> dict[tuple[str, int], int]:
         """ESO per partition: the lowest SCO of any group; retention and cleaning keep control

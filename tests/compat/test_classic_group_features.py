@@ -75,31 +75,45 @@ def _split(members: list[Member], sizes: list[int], partitions: int) -> Callable
     return done
 
 
+@pytest.mark.parametrize("restarted", ["leader", "follower"])
 def test_a_static_member_restarts_into_its_place_without_a_rebalance(
-    broker: BrokerProcess,
+    broker: BrokerProcess, restarted: str
 ) -> None:
+    """A static member that comes back under its `group.instance.id` with the same protocols
+    takes its place back, leader or not, and the others are told of no rebalance (KIP-345).
+
+    Kafka's `GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin`
+    (group-coordinator/.../GroupMetadataManager.java): in a Stable group whose selected
+    protocol would not change, the new member id replaces the old one and the current
+    generation stands. A JoinGroup v9+ (KIP-814) gets the member list with SkipAssignment when
+    it is the leader; an older one (librdkafka 2.16 sends v5) is answered with the *old*
+    leader id and no members, so it acts as a follower and its SyncGroup returns the
+    assignment it had."""
     b = broker.bootstrap
     create_topic(b, "static", 4)
-    # The leader joins alone first: a restarted static *leader* is made to rebalance (as
-    # Kafka does for clients that cannot skip the assignment), a follower is not.
+    # alpha joins alone first, so it leads the group beta then joins.
     leader = Member(b, "statics", "static", **{"group.instance.id": "alpha"})
     _poll_until([leader], lambda: len(leader.held()) == 4)
     follower = Member(b, "statics", "static", **{"group.instance.id": "beta"})
     _poll_until([leader, follower], _split([leader, follower], [2, 2], 4))
-    held, leader_events = follower.held(), len(leader.events)
-    follower.consumer.close()  # a static member sends no LeaveGroup: its place is kept
+    gone, stays = (leader, follower) if restarted == "leader" else (follower, leader)
+    instance = "alpha" if gone is leader else "beta"
+    held, events = gone.held(), list(stays.events)
+    gone.consumer.close()  # a static member sends no LeaveGroup: its place is kept
     restarted_at = time.monotonic()
-    again = Member(b, "statics", "static", **{"group.instance.id": "beta"})
-    _poll_until([again, leader], lambda: again.held() == held)
+    again = Member(b, "statics", "static", **{"group.instance.id": instance})
+    _poll_until([again, stays], lambda: again.held() == held)
     assert time.monotonic() - restarted_at < SESSION_MS / 1000  # not after an expiry
-    for _ in range(20):  # the leader is told of no rebalance
-        leader.consumer.poll(0.05)
-    assert len(leader.events) == leader_events and leader.held() == {0, 1, 2, 3} - held
+    for _ in range(20):  # the member that stayed is told of no rebalance
+        stays.consumer.poll(0.05)
+    assert stays.events == events  # no revocation, no new assignment
+    assert stays.held() == {0, 1, 2, 3} - held
+    assert again.revoked() == [] and again.events == [("assign", held)]
     client = admin(b)
     group = client.describe_consumer_groups(["statics"])["statics"].result(10)
     assert group.state == ConsumerGroupState.STABLE
     assert sorted(m.group_instance_id for m in group.members) == ["alpha", "beta"]
-    for m in (again, leader):
+    for m in (again, stays):
         m.consumer.close()
 
 
@@ -124,3 +138,27 @@ def test_cooperative_sticky_moves_only_the_partitions_a_newcomer_gets(
     assert group.partition_assignor == "cooperative-sticky"
     for m in members:
         m.consumer.close()
+
+
+def test_an_emptied_group_keeps_its_protocol_type(broker: BrokerProcess) -> None:
+    """Kafka keeps a classic group's protocol type once its last member has left: only the
+    protocol name is cleared when the next generation has no members (`ClassicGroup
+    .initNextGeneration` in group-coordinator/.../classic/ClassicGroup.java), so tools still see
+    an Empty "consumer" group, not a simple one ("")."""
+    b = broker.bootstrap
+    create_topic(b, "emptied", 2)
+    member = Member(b, "emptied-group", "emptied")
+    _poll_until([member], lambda: len(member.held()) == 2)
+    member.consumer.close()  # LeaveGroup: the group rebalances to no members, Empty
+    client = admin(b)
+    deadline = time.monotonic() + 10
+    while True:
+        group = client.describe_consumer_groups(["emptied-group"])["emptied-group"].result(10)
+        if group.state == ConsumerGroupState.EMPTY or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert group.state == ConsumerGroupState.EMPTY
+    assert not group.is_simple_consumer_group
+    listed = client.list_consumer_groups().result(10)
+    [listing] = [g for g in listed.valid if g.group_id == "emptied-group"]
+    assert not listing.is_simple_consumer_group

@@ -3,15 +3,19 @@
 The data dir is a small tmpfs. Records are produced until the disk is full: the producer is
 told KAFKA_STORAGE_ERROR, reads go on, writes resume by themselves once space is freed, and
 after kill -9 every record the producer was told was written is there, and no record whose
-ACCEPT was confirmed is delivered again.
+ACCEPT was confirmed is delivered again. A broker (re)started on a full disk starts, serves
+reads and refuses writes the same way (issue 28).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 import subprocess
+import time
+from collections.abc import Callable
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -129,3 +133,88 @@ def test_a_full_disk_costs_no_acknowledged_record(small_disk: Path) -> None:
         assert sorted(read_all(broker.bootstrap)) == sorted(acked)
         again = accept_some(broker.bootstrap, 10**6)
         assert not accepted & again  # confirmed ACCEPTs are never delivered again
+
+
+def fill_up(path: Path) -> None:
+    """Write zeros to `path` until the filesystem has not a page left."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        while True:
+            os.write(fd, b"\0" * 65536)
+    except OSError as e:
+        assert e.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+
+
+def snapshot_files(data: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in (data / "__share_state").rglob("*.snapshot")}
+
+
+def log_events(broker: BrokerProcess) -> list[dict[str, object]]:
+    lines = broker.log_path.read_text().splitlines()
+    return [json.loads(x) for x in lines if x.startswith("{")]
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.1)
+
+
+def test_a_broker_starts_on_a_full_disk_serves_reads_and_refuses_writes(
+    small_disk: Path,
+) -> None:
+    """It used to die at start with Errno 28: recovery after kill -9 could not save the
+    indexes it rebuilt. A share snapshot file that cannot be written was said every second."""
+    with BrokerProcess(small_disk) as broker:
+        create_topic(broker.bootstrap, TOPIC, 1)
+        set_group_configs(broker.bootstrap, GROUP, {"share.auto.offset.reset": "earliest"})
+        acked, errors = produce(broker.bootstrap, 0, 300)
+        assert accept_some(broker.bootstrap, 300)  # the window empties: a checkpoint
+        wait_for(lambda: snapshot_files(small_disk), "share snapshot file")
+        stale = snapshot_files(small_disk)
+        more, errors = produce(broker.bootstrap, 300, 50)
+        acked += more
+        assert not errors and accept_some(broker.bootstrap, 50)  # a newer checkpoint
+        broker.kill()  # the active segment is checked, its indexes rebuilt, at the next start
+    for path, data in stale.items():  # the snapshot file lags its newest checkpoint:
+        path.write_bytes(data)  # the restarted broker has one to write
+    fill_up(small_disk / "filler")
+
+    with BrokerProcess(small_disk, port=broker.port) as broker:
+        # The group's share state is loaded: its snapshot file is due, and cannot be written.
+        sc = share_consumer(broker.bootstrap, GROUP)
+        sc.subscribe([TOPIC])
+        wait_for(
+            lambda: (
+                poll_records(sc) is None
+                or any(
+                    str(e["event"]).startswith("share snapshot not written")
+                    for e in log_events(broker)
+                )
+            ),
+            "share snapshot write tried",
+        )
+        sc.close()
+        assert sorted(read_all(broker.bootstrap)) == sorted(acked)  # reads go on (>= 3 s)
+        written, errors = produce(broker.bootstrap, 1000, 20)
+        acked += written  # the segment's last page may hold a few
+        assert errors and set(errors) == {KafkaError.KAFKA_STORAGE_ERROR}
+        (small_disk / "filler").unlink()  # writes resume without a restart
+        resumed, errors = produce(broker.bootstrap, 2000, 20)
+        assert not errors and len(resumed) == 20
+        acked += resumed
+        wait_for(
+            lambda: any(e["event"] == "share snapshots written again" for e in log_events(broker)),
+            "share snapshot written once there is room",
+        )
+        assert broker.stop() == 0
+    events = log_events(broker)
+    assert not [e for e in events if "Traceback" in json.dumps(e)]
+    unwritten = [e for e in events if str(e["event"]).startswith("share snapshot not written")]
+    assert len(unwritten) == 1  # once for the episode, not once a second
+
+    with BrokerProcess(small_disk, port=broker.port) as broker:
+        assert sorted(read_all(broker.bootstrap)) == sorted(acked)

@@ -3,6 +3,8 @@
 With `__topics/<id>.json` gone, the broker used to start without the topic, and the next
 auto-create deleted the partition directory: 6,000 records gone. Now the topic is rebuilt from
 its partition directories, with the same id, every record, and its share group's progress.
+A garbled file stopped the whole broker (JSONDecodeError, exit 1; issue 28): it is set aside
+and the topic rebuilt the same way, with one log line.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def share_consume(bootstrap: str, limit: int) -> list[int]:
     return got
 
 
-def test_topics_come_back_from_their_partition_directories(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["deleted", "garbled"])
+def test_topics_come_back_from_their_partition_directories(tmp_path: Path, how: str) -> None:
     data = tmp_path / "data"
     with BrokerProcess(data) as broker:
         set_group_configs(broker.bootstrap, GROUP, {"share.auto.offset.reset": "earliest"})
@@ -60,7 +63,10 @@ def test_topics_come_back_from_their_partition_directories(tmp_path: Path) -> No
         [meta] = (data / "__topics").glob("*.json")
         topic_id = json.loads(meta.read_text())["topic_id"]
         assert broker.stop() == 0
-    meta.unlink()
+    if how == "garbled":
+        meta.write_bytes(meta.read_bytes()[:40] + b"\xff\xfe\x00")  # cut, then noise
+    else:
+        meta.unlink()
 
     with BrokerProcess(data, port=broker.port) as broker:
         produce(broker.bootstrap, range(RECORDS, RECORDS + 1))  # auto-create finds it
@@ -70,5 +76,14 @@ def test_topics_come_back_from_their_partition_directories(tmp_path: Path) -> No
         broker.kill()
     [meta] = (data / "__topics").glob("*.json")
     assert json.loads(meta.read_text())["topic_id"] == topic_id
-    log = broker.log_path.read_text()
-    assert "topic rebuilt from its partition directories" in log
+    lines = [json.loads(x) for x in broker.log_path.read_text().splitlines() if x[:1] == "{"]
+    [rebuilt] = [e for e in lines if e["event"].startswith("topic rebuilt from its partition")]
+    if how == "garbled":  # kept for the operator, named in that one line
+        [kept] = (data / "__topics").glob(f"{meta.name}.corrupt-*")
+        assert (
+            rebuilt["metadata_file"].startswith("unreadable")
+            and kept.name in rebuilt["metadata_file"]
+        )
+    else:
+        assert rebuilt["metadata_file"] == "missing"
+    assert not [e for e in lines if e["level"] in ("error", "critical")]

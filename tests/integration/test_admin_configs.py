@@ -120,6 +120,40 @@ async def test_dynamic_broker_bounds_persist_and_do_not_revalidate_groups(
         await srv.stop()
 
 
+async def test_a_group_config_not_set_shows_its_broker_setting_and_source(
+    tmp_path: Path,
+) -> None:
+    """Kafka's `ConfigHelper.createGroupConfigEntry`: a group config the group has not set is
+    described with its broker default (`group.` + its name) and that setting's source."""
+    srv = make_server(tmp_path / "data", **{"group.consumer.session.timeout.ms": 50_000})
+    await srv.start()
+    try:
+        async with Admin(_bootstrap(srv)) as admin:
+
+            async def described(name: str) -> tuple[str | None, ConfigSource]:
+                entries = await admin.describe_config_entries(GROUP, "g", (name,))
+                return entries[0].value, entries[0].source
+
+            session = "share.session.timeout.ms"
+            assert await described(session) == ("45000", ConfigSource.DEFAULT_CONFIG)
+            assert await described("consumer.session.timeout.ms") == (
+                "50000",
+                ConfigSource.STATIC_BROKER_CONFIG,
+            )
+            await admin.incremental_alter_configs(BROKER, "", {f"group.{session}": "50000"})
+            expected = ("50000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+            assert await described(session) == expected
+            await admin.incremental_alter_configs(GROUP, "g", {session: "55000"})
+            assert await described(session) == ("55000", ConfigSource.GROUP_CONFIG)
+            # Kafka's GroupCoordinatorConfig settings are static: not altered at runtime.
+            refused = admin.incremental_alter_configs(
+                BROKER, "", {"group.consumer.session.timeout.ms": "55000"}
+            )
+            assert await _error(refused) == ErrorCode.invalid_request
+    finally:
+        await srv.stop()
+
+
 async def test_broker_config_errors(server: Server) -> None:
     async with Admin(_bootstrap(server)) as admin:
         alter = admin.incremental_alter_configs

@@ -127,3 +127,23 @@ def test_a_running_brokers_data_dir_is_not_read_or_shared(broker: BrokerProcess)
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert second.returncode == 1 and "in use by a running broker" in second.stderr + second.stdout
+
+
+def test_users_add_refuses_a_running_brokers_data_dir(
+    broker: BrokerProcess, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """`shoal users add --data-dir` wrote into a running broker's data dir (issue 28): the
+    broker keeps its users in memory, so the user could not log in, and the broker's next
+    change of users wrote over the file. Its `.lock` now refuses it (rc 2, saying how to add
+    the user instead), as it refuses `share-state dump`; a stopped broker's data dir is fine."""
+    creds = broker.data_dir / "scram-credentials.json"
+    before = creds.read_bytes() if creds.exists() else None
+    add = ("users", "add", "eve", "--password", "pw", "--data-dir")
+    code, out, err = shoal(*add, str(broker.data_dir))
+    assert code == 2 and out == "", err
+    assert "in use by a running broker" in err and "--bootstrap-server" in err
+    assert (creds.read_bytes() if creds.exists() else None) == before
+    stopped = tmp_path_factory.mktemp("stopped") / "data"
+    code, out, err = shoal(*add, str(stopped))
+    assert code == 0, err
+    assert "eve" in json.loads((stopped / "scram-credentials.json").read_text())["users"]

@@ -19,6 +19,7 @@ from kio.static.primitive import i32Timedelta
 
 from broker.server import Server
 from client.admin import Admin
+from client.admin import ConfigResourceType
 from client.connection import Connection
 from tests.clock import ManualClock
 
@@ -129,5 +130,33 @@ async def test_a_group_id_is_one_kind_at_a_time(broker: Server) -> None:
         )
         assert refused_share.error_code == ErrorCode.group_id_not_found
         assert (await _describe(conn, "workers")).error_code == ErrorCode.group_id_not_found
+    finally:
+        await conn.close()
+
+
+async def test_a_groups_configs_set_its_heartbeat_interval_and_session_timeout(
+    broker: Server, clock: ManualClock
+) -> None:
+    """KIP-848's group configs (Kafka's `GroupConfig`): the heartbeat answers the group's
+    `consumer.heartbeat.interval.ms`, and a silent member is expired after the group's
+    `consumer.session.timeout.ms`; a group without them has the broker's (45 s, 5 s)."""
+    async with Admin(f"127.0.0.1:{broker.port}") as admin:
+        await admin.create_topic(TOPIC, 3)
+        await admin.incremental_alter_configs(
+            ConfigResourceType.GROUP,
+            "tuned",
+            {"consumer.session.timeout.ms": "55000", "consumer.heartbeat.interval.ms": "8000"},
+        )
+    conn = await Connection.open("127.0.0.1", broker.port)
+    try:
+        tuned = await conn.request(_join("tuned", "member-t"))
+        assert tuned.heartbeat_interval == datetime.timedelta(seconds=8)
+        plain = await conn.request(_join("plain", "member-p"))
+        assert plain.heartbeat_interval == datetime.timedelta(seconds=5)
+        clock.advance(45_000)  # the broker's session timeout: only the plain member goes
+        assert (await _describe(conn, "plain")).members == ()
+        assert len((await _describe(conn, "tuned")).members) == 1
+        clock.advance(10_000)
+        assert (await _describe(conn, "tuned")).members == ()
     finally:
         await conn.close()

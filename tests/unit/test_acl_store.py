@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,9 @@ from protocol.acl import ResourcePattern
 from protocol.acl import ResourceType as RT
 from storage.acl_store import AclFileDamaged
 from storage.acl_store import AclStore
+from storage.scram_credentials import SCRAM_SHA_512
+from storage.scram_credentials import ScramCredential
+from storage.scram_credentials import ScramCredentialStore
 
 READ_ORDERS = AclBinding(
     ResourcePattern(RT.TOPIC, "orders", PatternType.LITERAL),
@@ -91,3 +96,25 @@ def test_authorizer_settings_use_kafkas_names() -> None:
     assert BrokerConfig.load(environ={}).allow_everyone_if_no_acl_found is False
     with pytest.raises(ValueError, match=r"authorizer\.class\.name"):
         BrokerConfig.load(environ={}, overrides={"authorizer.class.name": "kafka.Other"})
+
+
+@pytest.mark.parametrize("kind", ["acls", "credentials"])
+def test_files_of_access_rules_and_secrets_are_the_brokers_alone(tmp_path: Path, kind: str) -> None:
+    """acls.json was created 0644 (issue 28): who may do what, readable by every local user.
+    Both it and the SCRAM credentials are 0600 from their first byte (the tmp file too, even
+    one a crash left behind 0666), whatever the umask."""
+    name = "acls.json" if kind == "acls" else "scram-credentials.json"
+    stale = tmp_path / f"{name}.tmp"
+    stale.write_bytes(b"half")
+    stale.chmod(0o666)
+    umask = os.umask(0)
+    try:
+        if kind == "acls":
+            AclStore(tmp_path).save([READ_ORDERS])
+        else:
+            store = ScramCredentialStore.in_data_dir(tmp_path)
+            store.upsert("a", SCRAM_SHA_512.name, ScramCredential.from_password(SCRAM_SHA_512, "p"))
+            store.save()
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600

@@ -7,8 +7,10 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.classic_group import ClassicGroupCoordinator
 from coordinator.classic_group import GroupState
+from coordinator.classic_member import Protocols
 from coordinator.share_group import CoordinatorError
 from tests.unit.classic_group_support import GROUP
+from tests.unit.classic_group_support import RANGE
 from tests.unit.classic_group_support import REBALANCE_MS
 from tests.unit.classic_group_support import SESSION_MS
 from tests.unit.classic_group_support import join_request
@@ -161,16 +163,65 @@ def test_static_member_rejoins_without_a_rebalance_and_fences_the_old_id() -> No
     assert c.check_commit(GROUP, b, 2, "i-b") is ErrorCode.fenced_instance_id
 
 
-def test_a_static_leader_rejoining_on_an_old_version_rebalances() -> None:
+def _static_pair(
+    a_protocols: Protocols = RANGE, b_protocols: Protocols = RANGE
+) -> tuple[ClassicGroupCoordinator, str, str]:
+    """Static members a (instance i-a, the leader) and b (i-b), Stable at generation 2 with
+    assignments b"A" and b"B"."""
     c = make()
-    a, _ = c.join(join_request(instance="i-a"), 0)
-    c.sync(GROUP, a, 1, None, {a: b"A"}, 0)
-    a2, replies = c.join(join_request(instance="i-a", version=8), 10)
-    assert joins(replies)[a2].generation_id == 2  # completed at once: a2 is alone
-    c.sync(GROUP, a2, 2, None, {a2: b"A"}, 10)
-    a3, replies = c.join(join_request(instance="i-a", version=9), 20)
-    result = joins(replies)[a3]  # KIP-814: the leader keeps the generation, skips assigning
-    assert result.skip_assignment and result.generation_id == 2 and result.leader == a3
+    a, _ = c.join(join_request(instance="i-a", protocols=a_protocols), 0)
+    c.sync(GROUP, a, 1, "i-a", {a: b"A"}, 0)
+    b, _ = c.join(join_request(instance="i-b", protocols=b_protocols), 0)
+    c.join(join_request(a, instance="i-a", protocols=a_protocols), 0)
+    c.sync(GROUP, a, 2, "i-a", {a: b"A", b: b"B"}, 0)
+    assert c.groups[GROUP].state is GroupState.STABLE
+    return c, a, b
+
+
+def test_a_static_leader_rejoining_on_an_old_version_syncs_as_a_follower() -> None:
+    """Kafka's `updateStaticMemberThenRebalanceOrCompleteJoin`: below JoinGroup v9 the
+    returning leader gets the old leader id and no members; no rebalance."""
+    c, a, b = _static_pair()
+    a2, replies = c.join(join_request(instance="i-a", version=5), 10)
+    result = joins(replies)[a2]
+    assert (result.generation_id, result.leader, result.members) == (2, a, ())
+    assert not result.skip_assignment and result.protocol_name == "range"
+    group = c.groups[GROUP]
+    assert group.state is GroupState.STABLE and group.leader == a2
+    assert syncs(c.sync(GROUP, a2, 2, "i-a", {}, 10))[a2].assignment == b"A"
+    assert c.heartbeat(GROUP, b, 2, "i-b", 10) is ErrorCode.none  # b is not asked to rejoin
+    assert c.heartbeat(GROUP, a, 2, "i-a", 10) is ErrorCode.fenced_instance_id
+
+
+def test_a_static_leader_rejoining_on_v9_skips_the_assignment() -> None:
+    """KIP-814: the leader keeps the generation, gets the members and SkipAssignment."""
+    c, _, b = _static_pair()
+    a2, replies = c.join(join_request(instance="i-a", version=9), 10)
+    result = joins(replies)[a2]
+    assert result.skip_assignment and result.generation_id == 2 and result.leader == a2
+    assert {m for m, _, _ in result.members} == {a2, b}
+    assert syncs(c.sync(GROUP, a2, 2, "i-a", {}, 10))[a2].assignment == b"A"
+    assert c.heartbeat(GROUP, b, 2, "i-b", 10) is ErrorCode.none
+
+
+def test_a_static_member_that_changes_the_protocol_rebalances() -> None:
+    both = (("roundrobin", b""), ("range", b""))
+    c, _, _ = _static_pair(a_protocols=both, b_protocols=both[::-1])
+    assert c.groups[GROUP].protocol_name == "range"  # one vote each: the first by name
+    b2, replies = c.join(join_request(instance="i-b", protocols=both), 10)
+    assert replies == []  # the selected protocol would change: everyone rejoins
+    assert c.groups[GROUP].state is GroupState.PREPARING_REBALANCE
+    assert c.heartbeat(GROUP, b2, 2, "i-b", 10) is ErrorCode.rebalance_in_progress
+
+
+def test_a_static_member_back_while_the_leader_assigns_rebalances() -> None:
+    """CompletingRebalance: the leader may be assigning to the old id, so a new round."""
+    c, a, b = _static_pair()
+    c.join(join_request(a, instance="i-a", protocols=(("range", b"new"),)), 10)
+    c.join(join_request(b, instance="i-b"), 10)
+    assert c.groups[GROUP].state is GroupState.COMPLETING_REBALANCE
+    c.join(join_request(instance="i-b"), 20)
+    assert c.groups[GROUP].state is GroupState.PREPARING_REBALANCE
 
 
 def test_session_timeout_bounds_and_group_max_size() -> None:

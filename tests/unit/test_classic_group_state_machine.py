@@ -32,7 +32,7 @@ from tests.unit.classic_group_support import join_request
 from tests.unit.classic_group_support import make
 
 CLIENTS = ("c0", "c1", "c2", "c3")
-STATIC = {"c3": "i3"}  # one static member
+STATIC = {"c2": "i2", "c3": "i3"}  # static members
 PROTOCOLS = (
     (("range", b"r"),),
     (("roundrobin", b"o"), ("range", b"r")),
@@ -114,6 +114,49 @@ class ClassicGroupMachine(RuleBasedStateMachine):
         client.member_id, client.protocols = member_id, protocols
         self.waiting.add((Wait.JOIN, member_id))
         self._deliver(replies)
+
+    @rule(
+        name=st.sampled_from(sorted(STATIC)),
+        protocols=st.integers(0, len(PROTOCOLS) - 1),
+        version=st.sampled_from([5, 9]),
+    )
+    def restart(self, name: str, protocols: int, version: int) -> None:
+        """The static client restarts: no member id, its instance id. In a Stable group whose
+        protocol stays it takes its place back at once, with its assignment, and nobody
+        rejoins; a returning leader below v9 is told the old leader id (Kafka's
+        `updateStaticMemberThenRebalanceOrCompleteJoin`)."""
+        instance = STATIC[name]
+        client, group = self.clients[name], self.group
+        if group is None or group.static.get(instance) != client.member_id:
+            return
+        old, state, generation = client.member_id, group.state, group.generation_id
+        previous_leader, same_protocols = group.leader, protocols == client.protocols
+        req = join_request(instance=instance, protocols=PROTOCOLS[protocols], version=version)
+        try:
+            member_id, replies = self.c.join(req, self.now)
+        except CoordinatorError:
+            return
+        assert member_id != old and group.static[instance] == member_id
+        client.member_id, client.protocols = member_id, protocols
+        self.waiting.add((Wait.JOIN, member_id))
+        stays = state is GroupState.STABLE and group.state is GroupState.STABLE
+        # The same protocols cannot change the group's protocol: no rebalance then.
+        assert stays or not (state is GroupState.STABLE and same_protocols)
+        if stays and (generation, old) in self.sent:
+            self.sent[(generation, member_id)] = self.sent[(generation, old)]
+        self._deliver(replies)
+        self.waiting = {(w, m) for w, m in self.waiting if m != old}
+        if not stays:
+            return
+        assert group.generation_id == generation
+        assert all(not m.awaiting_join for m in group.members.values())
+        result = next(r.result for r in replies if r.member_id == member_id)
+        assert isinstance(result, JoinResult) and result.generation_id == generation
+        if version < 9:
+            assert result.leader == previous_leader and not result.skip_assignment
+            assert result.members == ()
+        else:
+            assert result.skip_assignment == (previous_leader == old)
 
     @rule(name=st.sampled_from(CLIENTS), data=st.data())
     def sync(self, name: str, data: st.DataObject) -> None:

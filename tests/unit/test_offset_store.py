@@ -15,6 +15,7 @@ from protocol.consumer_offsets import decode_key
 from protocol.consumer_offsets import decode_value
 from protocol.consumer_offsets import encode_key
 from protocol.consumer_offsets import encode_value
+from protocol.record_batch import iter_batch_headers
 from storage.cleaner import plan_cleaning
 from storage.cleaner import run_cleaning
 from storage.cleaner import swap_in
@@ -101,6 +102,33 @@ def test_a_torn_tail_after_a_crash_loses_only_the_unfinished_commit(tmp_path: Pa
     logs.close()
     logs, third = open_store(tmp_path)
     assert third.fetch("g", "t", 0) == OffsetValue(3)
+    logs.close()
+
+
+@pytest.mark.parametrize("damage", ["magic", "crc"])
+def test_a_damaged_commit_in_the_log_costs_only_itself(tmp_path: Path, damage: str) -> None:
+    """After a clean stop the log is trusted without a scan, so damage inside it is met by the
+    recovery read: it used to raise (InvalidRecordBatch, CorruptRecords) and stop the broker
+    from starting. The damaged commit is lost (logged and counted by storage); no other is."""
+    logs, store = open_store(tmp_path)
+    for p in range(200):
+        store.commit("g", {("t", p): OffsetValue(p + 1)})
+    logs.close()
+    segment = next((tmp_path / f"{CONSUMER_OFFSETS}-0").glob("*.log"))
+    data = bytearray(segment.read_bytes())
+    batches = list(iter_batch_headers(bytes(data)))
+    pos, victim = batches[50]
+    if damage == "magic":
+        data[pos + 16] = 7
+    else:
+        data[pos + victim.size - 3] ^= 0xFF
+    segment.write_bytes(bytes(data))
+
+    logs, again = open_store(tmp_path)
+    assert again.fetch("g", "t", 50) is None
+    assert [again.fetch("g", "t", p) for p in (0, 49, 51, 199)] == [
+        OffsetValue(1), OffsetValue(50), OffsetValue(52), OffsetValue(200),
+    ]  # fmt: skip
     logs.close()
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from protocol.record_batch import build_batch
+from protocol.record_batch import iter_batch_headers
 from protocol.share_state import ShareCheckpoint
 from protocol.share_state import ShareDelta
 from protocol.share_state import StateBatch
@@ -98,3 +100,32 @@ def test_a_running_brokers_data_dir_is_refused_unless_forced_and_never_changed(
         running.close()
         lock.release()
     assert DataDirectory(tmp_path).share_state_chain("jobs", 0, "g").records
+
+
+def test_a_damaged_header_in_a_sealed_segment_is_stepped_over_offline(tmp_path: Path) -> None:
+    """`shoal share-state dump` reads the log from its start when the snapshot file is gone;
+    a batch header damaged on the way (a wrong magic byte) used to end the tool with
+    InvalidRecordBatch. It is stepped over, as the broker steps over it (issue 28)."""
+    logs = LogManager(tmp_path)
+    logs.create_topic("jobs", 1, {"segment.bytes": "2000", "index.interval.bytes": "200"})
+    plog = logs.log("jobs", 0)
+    assert plog is not None
+    for i in range(60):
+        plog.append(build_batch([(None, b"r%03d" % i)] * 3, timestamp_ms=NOW), now_ms=NOW)
+    store = ShareStateStore(plog, tmp_path / SHARE_STATE_DIR / "jobs-0")
+    checkpoint = store.append(ShareCheckpoint("g", 1, 0, 0, ()), NOW)
+    delta = store.append(ShareDelta("g", 1, checkpoint, (StateBatch(0, 1, 2, 1),)), NOW)
+    logs.close()
+    second = sorted((tmp_path / "jobs-0").glob("*.log"))[1]
+    batches = list(iter_batch_headers(second.read_bytes()))
+    assert len(batches) > 4 and not any(h.is_control for _, h in batches)
+    data = bytearray(second.read_bytes())
+    data[batches[3][0] + 16] = 7  # the magic byte of a batch inside the sealed segment
+    second.write_bytes(bytes(data))
+
+    chain = DataDirectory(tmp_path).share_state_chain("jobs", 0, "g")
+    assert chain.snapshot_offset is None  # no snapshot file: the log is read from its start
+    assert [(o, type(r).__name__) for o, r in chain.records] == [
+        (checkpoint, "ShareCheckpoint"),
+        (delta, "ShareDelta"),
+    ]

@@ -6,6 +6,7 @@ auto-create deleted the old partition directory: 6,000 records gone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,60 @@ def test_a_create_never_deletes_a_directory_in_its_way(tmp_path: Path) -> None:
     assert (kept[0] / "00000000000000000000.log").read_bytes() == b"precious"
     plog = logs.log("late", 0)
     assert plog is not None and plog.log_end_offset == 0  # the new partition starts empty
+
+
+@pytest.mark.parametrize(
+    "garble",
+    [
+        lambda b: b[:30] + b"\xff\xfe",  # cut and noise: not UTF-8 (JSONDecodeError's cousin)
+        lambda b: b[: len(b) // 2],  # cut: JSONDecodeError
+        lambda b: b"[]",  # JSON, not a topic
+        lambda b: b.replace(b'"partitions": 2', b'"partitions": 0'),
+        lambda b: b.replace(b'"name": "t"', b'"name": "../etc"'),
+        lambda b: b"[" * 100_000,  # nested past the parser's recursion limit
+    ],
+    ids=["noise", "cut", "not-a-topic", "no-partitions", "bad-name", "deep"],
+)
+def test_a_garbled_topic_file_is_set_aside_and_the_topic_rebuilt(
+    tmp_path: Path, garble: Callable[[bytes], bytes]
+) -> None:
+    """Issue 28: one garbled `__topics/<id>.json` stopped the broker (JSONDecodeError) and
+    with it every other topic; it now costs only that topic's configs, as a lost file does."""
+    logs = LogManager(tmp_path)
+    info = logs.create_topic("t", 2, {"retention.ms": "-1"})
+    other = logs.create_topic("other", 1, {"retention.ms": "1000"})
+    fill(logs, "t", 2, 4)
+    logs.close()
+    path = tmp_path / "__topics" / f"{info.topic_id}.json"
+    damaged = garble(path.read_bytes())
+    path.write_bytes(damaged)
+
+    with capture_logs() as events:
+        logs = LogManager(tmp_path)
+    assert logs.topic("other") == other  # untouched, configs and all
+    rebuilt = logs.topic("t")
+    assert rebuilt is not None and (rebuilt.topic_id, rebuilt.partitions) == (info.topic_id, 2)
+    assert rebuilt.configs == {}  # only the garbled file held them
+    plog = logs.log("t", 1)
+    assert plog is not None and plog.log_end_offset == 40
+    [said] = events  # one line, naming what was found and where it was kept
+    [kept] = (tmp_path / "__topics").glob(f"{path.name}.corrupt-*")
+    assert said["log_level"] == "warning" and said["topic"] == "t"
+    assert said["metadata_file"].startswith("unreadable (") and kept.name in said["metadata_file"]
+    assert kept.read_bytes() == damaged
+    logs.close()
+    assert LogManager(tmp_path).topic("t") == rebuilt  # its file was written again
+
+
+def test_a_garbled_file_of_no_topic_on_disk_is_kept_and_said(tmp_path: Path) -> None:
+    logs = LogManager(tmp_path)
+    logs.create_topic("t", 1)
+    logs.close()
+    stray = tmp_path / "__topics" / "6f1c9a32-3b1e-4c56-9a55-2f0d8f5b2a10.json"
+    stray.write_bytes(b"\x00garbage")
+    with capture_logs() as events:
+        logs = LogManager(tmp_path)
+    assert [t.name for t in logs.topics()] == ["t"]
+    [said] = events
+    assert said["log_level"] == "error" and ".corrupt-" in said["path"]
+    assert not stray.exists() and list((tmp_path / "__topics").glob("*.corrupt-*"))
