@@ -53,6 +53,8 @@ requests = st.sampled_from(SERVED).flatmap(st.from_type)
 def test_the_same_request_from_the_same_bytes(value: Any) -> None:
     raw = _encoded(value)
     kind: type = type(value)
+    # kio writes some values its reader refuses (a retention time past timedelta's range).
+    assume(_outcome(entity_reader(kind), raw)[0] == "read")
     read, size = reader(kind)(raw, 0)
     assert (read, size) == entity_reader(kind)(raw, 0)
     assert read == value and size == len(raw)
