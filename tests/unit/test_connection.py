@@ -33,6 +33,7 @@ from kio.static.protocol import ResponsePayload
 from structlog.testing import capture_logs
 
 from broker import gc_pause
+from broker.connection import COUNT_ON_LOOP_MAX_CODES
 from broker.connection import DECODE_ON_LOOP_MAX_BYTES
 from broker.connection import MAX_IN_FLIGHT
 from broker.connection import KafkaConnection
@@ -741,3 +742,20 @@ async def test_one_large_request_holds_the_pause_and_the_next_cannot_extend_it(
     await until(lambda: bool(second_out.frames()))
     await settle()
     assert gc.isenabled() and not gc_pause.held()
+
+
+async def test_every_error_code_of_a_long_encoded_answer_is_counted(tmp_path: Path) -> None:
+    # A Produce of 100,000 unknown partitions: its codes are counted in a thread (~100 ms of
+    # counting on the loop), all of them.
+    many = COUNT_ON_LOOP_MAX_CODES * 3
+
+    async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> EncodedResponse:
+        codes = (int(ErrorCode.unknown_topic_or_partition),) * many
+        return EncodedResponse(API_VERSIONS, ctx.header.api_version, b"", 0, codes)
+
+    connection, transport = one_handler(tmp_path / "data", handle)
+    connection.data_received(request(1))
+    stats = connection._services.metrics.request_stats
+    key = ("ApiVersions", int(ErrorCode.unknown_topic_or_partition))
+    await until(lambda: stats._errors.get(key) == many)
+    assert [_correlation_id(f) for f in transport.frames()] == [1]
