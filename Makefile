@@ -9,7 +9,7 @@ DATA ?= ./data
 METRICS_PORT ?= 9308
 FUZZ_FRAMES ?= 200000
 
-.PHONY: install run test test-uvloop test-asyncio test-integration compat bench fuzz lint fmt clean
+.PHONY: install run test test-uvloop test-asyncio test-integration compat bench stalls fuzz lint fmt clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ compat: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# Every API's worst request at full size (a million partitions...) while a probe times other
+# clients' round trips; `make test` sends a smaller one per family. Minutes, not seconds.
+stalls: $(STAMP)
+	SHOAL_STALLS=full $(BIN)/pytest -m latency -s tests/integration/test_stalls.py
 
 # The wire fuzzer of `make test` (tests/integration/test_request_fuzzer.py), with more frames;
 # SHOAL_FUZZ_SEED=N picks another sequence.

@@ -38,17 +38,14 @@ class AclManager:
 
         :raises OSError: the file was not written; nothing changed.
         """
-        errors: list[str | None] = []
-        for b in bindings:
-            try:
-                b.validate()
-                errors.append(None)
-            except InvalidAcl as e:
-                errors.append(str(e))
-        valid = [b for b, err in zip(bindings, errors, strict=True) if err is None]
         async with self._lock:
-            await self._commit(self.authorizer.with_added(valid))
-        log.info("acls created", created=len(valid), refused=len(bindings) - len(valid))
+            # The new authorizer is planned in a thread too: a request may add a million
+            # bindings. The one in force is never changed in place, so reading it meanwhile
+            # (requests being authorized) is safe.
+            errors, new = await asyncio.to_thread(_added, self.authorizer, bindings)
+            await self._commit(new)
+        created = sum(e is None for e in errors)
+        log.info("acls created", created=created, refused=len(bindings) - created)
         return errors
 
     async def delete(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
@@ -57,12 +54,39 @@ class AclManager:
         :raises OSError: the file was not written; nothing changed.
         """
         async with self._lock:
-            current = self.authorizer
-            matched = [current.matching(f) for f in filters]
-            await self._commit(current.with_removed(b for m in matched for b in m))
+            matched, new = await asyncio.to_thread(_removed, self.authorizer, filters)
+            await self._commit(new)
         log.info("acls deleted", deleted=sum(len(m) for m in matched))
         return matched
 
     async def _commit(self, new: StandardAuthorizer) -> None:
-        await asyncio.to_thread(self._store.save, list(new))
+        await asyncio.to_thread(lambda: self._store.save(list(new)))  # list(): a million, maybe
         self.authorizer = new
+
+
+def _added(
+    current: StandardAuthorizer, bindings: Sequence[AclBinding]
+) -> tuple[list[str | None], StandardAuthorizer]:
+    errors: list[str | None] = []
+    for b in bindings:
+        try:
+            b.validate()
+            errors.append(None)
+        except InvalidAcl as e:
+            errors.append(str(e))
+    valid = [b for b, err in zip(bindings, errors, strict=True) if err is None]
+    return errors, current.with_added(valid)
+
+
+def _removed(
+    current: StandardAuthorizer, filters: Sequence[AclBindingFilter]
+) -> tuple[list[list[AclBinding]], StandardAuthorizer]:
+    """What each filter selects (a filter named again is matched once), and the authorizer
+    without them."""
+    found: dict[AclBindingFilter, list[AclBinding]] = {}
+    matched = []
+    for f in filters:
+        if (selected := found.get(f)) is None:
+            selected = found[f] = current.matching(f)
+        matched.append(selected)
+    return matched, current.with_removed(b for m in found.values() for b in m)

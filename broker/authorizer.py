@@ -140,8 +140,19 @@ class StandardAuthorizer:
     # --- the store
 
     def matching(self, f: AclBindingFilter) -> list[AclBinding]:
-        """The bindings a DescribeAcls/DeleteAcls filter selects, in a stable order."""
-        return sorted(b for b in self if f.matches(b))
+        """The bindings a DescribeAcls/DeleteAcls filter selects, in a stable order. A filter
+        naming one resource (type, name, LITERAL or PREFIXED) is looked up in its index, not
+        matched against every binding (a DeleteAcls of a million such filters was quadratic)."""
+        return sorted(b for b in self._candidates(f) if f.matches(b))
+
+    def _candidates(self, f: AclBindingFilter) -> Iterable[AclBinding]:
+        concrete = f.resource_type not in (ResourceType.ANY, ResourceType.UNKNOWN)
+        if concrete and f.name is not None:
+            if f.pattern_type is PatternType.LITERAL:
+                return self._literal.get((f.resource_type, f.name), ())
+            if f.pattern_type is PatternType.PREFIXED:
+                return self._prefixed.get((f.resource_type, f.name), ())
+        return self
 
     def with_added(self, bindings: Iterable[AclBinding]) -> StandardAuthorizer:
         """A copy with `bindings` added (adding one already present changes nothing)."""

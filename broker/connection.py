@@ -9,8 +9,10 @@ transport's write buffer is full, so a fast producer cannot grow memory without 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import time
+from collections import Counter
 from collections import deque
 from collections.abc import Callable
 from collections.abc import Coroutine
@@ -24,6 +26,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 
+from broker import gc_pause
 from broker.authorization import AclCache
 from broker.connection_quotas import ConnectionSlot
 from broker.context import BrokerServices
@@ -53,10 +56,11 @@ from protocol.messages import EncodedResponse
 from protocol.messages import RequestHeader
 from protocol.messages import UndecodableRequest
 from protocol.messages import UnknownApi
+from protocol.messages import decode_large_request
 from protocol.messages import decode_peeked
-from protocol.messages import decode_request
 from protocol.messages import encode_response
 from protocol.messages import error_response
+from protocol.messages import is_bulky
 from protocol.messages import peek_client_id
 from protocol.messages import response_frame
 
@@ -67,8 +71,11 @@ MAX_IN_FLIGHT = 64
 # more than its system call, and the transport must see them to apply back-pressure.
 HOLD_MAX_BYTES = 64 * 1024
 # Decoding costs ~35 ms per MiB of acknowledgement ranges: a larger frame is decoded in a
-# thread (kio's reader lets the loop run meanwhile), so it never stalls other clients.
+# thread, an array element at a time (`decode_large_request`: kio's reader would keep the GIL
+# for a whole array), so it never stalls other clients.
 DECODE_ON_LOOP_MAX_BYTES = 256 * 1024
+# Error codes of one answer counted on the loop (~1 us each); more are counted in a thread.
+COUNT_ON_LOOP_MAX_CODES = 2_000
 # What a SASL listener serves before authentication completes; anything else closes the
 # connection, as Kafka's SaslServerAuthenticator does.
 BEFORE_AUTHENTICATION = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
@@ -106,6 +113,12 @@ class KafkaConnection(asyncio.Protocol):
         self._holder = -1
         self._ready: dict[int, bytes | None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        # Requests whose frame was large (decoded off the loop) and that hold many entries:
+        # their answers are encoded off the loop too.
+        self._large: set[int] = set()
+        # The large request holding the garbage collection pause, by its sequence number: the
+        # future its `_decode_off_loop` awaits, set once it is answered (`_complete`).
+        self._answered: dict[int, asyncio.Future[None]] = {}
         self._reading_paused = False
         self._writing_paused = False
         self._closing = False
@@ -151,6 +164,7 @@ class KafkaConnection(asyncio.Protocol):
             self._slot.release()
         for task in self._tasks:
             task.cancel()
+        self._large.clear()
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
@@ -233,6 +247,7 @@ class KafkaConnection(asyncio.Protocol):
         if len(payload) > DECODE_ON_LOOP_MAX_BYTES:
             # Later requests wait for this one, however long its decoding takes.
             seq = self._holder = self._take_seq()
+            self._large.add(seq)
             coro = self._decode_off_loop(seq, handler, payload)
         else:
             try:
@@ -299,6 +314,16 @@ class KafkaConnection(asyncio.Protocol):
         header = ctx.header
         try:
             response = handler.checked(header.api_version, answer)
+            if (
+                response is not None
+                and type(response) is not EncodedResponse
+                and (
+                    (self._large and seq in self._large)
+                    or (handler.bulky_answers and is_bulky(response))
+                )
+            ):
+                self._start(self._answer_off_loop(seq, ctx, handler, response, started))
+                return
             out = (
                 None
                 if response is None
@@ -317,7 +342,7 @@ class KafkaConnection(asyncio.Protocol):
                 stats = self._api_stats[api] = self._stats.of(api)
             stats.observe(time.perf_counter() - started)
             if response.error_codes:
-                self._stats.count_errors(api, response.error_codes)
+                self._count_errors(api, response.error_codes)
         self._complete(seq, out)
 
     def _failed(self, seq: int, ctx: RequestContext, handler: Handler, started: float) -> None:
@@ -408,15 +433,56 @@ class KafkaConnection(asyncio.Protocol):
         return seq
 
     async def _decode_off_loop(self, seq: int, handler: Handler, payload: bytes) -> None:
-        """A large frame: decoded in a thread; its answer keeps its place in request order."""
+        """A large frame: decoded in a thread; its answer keeps its place in request order.
+
+        Garbage collection is paused (`broker.gc_pause`) from its decoding until it is
+        answered, or `MAX_PAUSE_S` at most, and resumed in the `finally` (a lost connection
+        cancels this coroutine): a request of a million entries is made, handled and answered
+        with no full collection walking its objects."""
+        loop = asyncio.get_running_loop()
+        paused = gc_pause.hold()
         try:
-            request = await asyncio.get_running_loop().run_in_executor(
-                None, decode_request, payload
+            try:
+                request = await loop.run_in_executor(None, decode_large_request, payload)
+            except (UndecodableRequest, UnknownApi) as e:
+                self.abort(f"undecodable request: {e}")
+                return
+            answered = None
+            if not is_bulky(request.body):  # a few big record batches: answered on the loop,
+                self._large.discard(seq)  # and no call to pause collection for
+            elif paused:
+                answered = self._answered[seq] = loop.create_future()
+            self._serve(seq, self._context(request.header), handler, request.body)
+            del request
+            if answered is not None and not answered.done():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(answered), gc_pause.MAX_PAUSE_S)
+        finally:
+            self._answered.pop(seq, None)
+            if paused:
+                gc_pause.release()
+
+    async def _answer_off_loop(
+        self, seq: int, ctx: RequestContext, handler: Handler, response: Any, started: float
+    ) -> None:
+        """`_answer` for a large request or a bulky answer: the answer (a million partitions,
+        say) is encoded, and its error codes counted, in a thread, which lets the loop run
+        meanwhile (kio's writers are Python code: the thread hands the GIL over at each switch
+        interval). Its place in line is kept (`_complete`); the requests after it may start
+        meanwhile, as its effect is done."""
+        header = ctx.header
+        try:
+            out, codes = await asyncio.get_running_loop().run_in_executor(
+                None, _encoded_with_errors, response, header.correlation_id, header.api_version
             )
-        except (UndecodableRequest, UnknownApi) as e:
-            self.abort(f"undecodable request: {e}")
+        except Exception:
+            self._failed(seq, ctx, handler, started)
             return
-        self._serve(seq, self._context(request.header), handler, request.body)
+        del response
+        self._stats.of(handler.name).observe(time.perf_counter() - started)
+        if codes:
+            self._stats.count_error_totals(handler.name, codes)
+        self._complete(seq, out)
 
     @staticmethod
     def _encode(response: ResponsePayload | EncodedResponse, ctx: RequestContext) -> bytes:
@@ -430,13 +496,29 @@ class KafkaConnection(asyncio.Protocol):
         # Top-level and partition-level codes, as Kafka counts them; a hot API's own
         # serialiser lists its codes beside the bytes.
         if isinstance(response, EncodedResponse):
-            codes: Iterable[int] = response.error_codes
-        else:
-            codes = () if response is None else error_codes(response)
+            if response.error_codes:
+                self._count_errors(api, response.error_codes)
+            return
+        codes: Iterable[int] = () if response is None else error_codes(response)
         if codes:
             self._stats.count_errors(api, codes)
 
+    def _count_errors(self, api: str, codes: tuple[int, ...]) -> None:
+        """A hot API's error codes counted for the request metrics: a long list (a Produce of
+        100,000 unknown partitions: ~100 ms of counting) in a thread, whose Python loop hands
+        the GIL back, added once done."""
+        if len(codes) <= COUNT_ON_LOOP_MAX_CODES:
+            self._stats.count_errors(api, codes)
+            return
+        counted = asyncio.get_running_loop().run_in_executor(None, _counted, codes)
+        counted.add_done_callback(lambda done: self._stats.count_error_totals(api, done.result()))
+
     def _complete(self, seq: int, out: bytes | None) -> None:
+        if self._large:
+            self._large.discard(seq)
+            answered = self._answered.get(seq)
+            if answered is not None and not answered.done():
+                answered.set_result(None)
         if seq == self._next_to_write:  # next in line (nearly always): no need to hold it
             self._next_to_write += 1
             if out is not None:
@@ -453,15 +535,21 @@ class KafkaConnection(asyncio.Protocol):
         if not self._holding or self._out_bytes >= HOLD_MAX_BYTES:
             self._flush()
         sasl = self._sasl
-        if sasl is not None:
-            if sasl.state is SaslState.FAILED:
-                self._flush()
-                self.close()  # after the failure is written, as Kafka does
-                return
-            if sasl.authenticated:
-                self._decoder.max_frame_bytes = self._services.config.socket_request_max_bytes
+        if sasl is not None and self._closed_by_sasl(sasl):
+            return
         if not self._pumping:  # else the dispatch loop on the stack goes on by itself
             self._pump()
+
+    def _closed_by_sasl(self, sasl: SaslSession) -> bool:
+        """After an answer on a SASL listener: close on a failed login (once the failure is
+        written, as Kafka does), take full-size frames after a successful one."""
+        if sasl.state is SaslState.FAILED:
+            self._flush()
+            self.close()
+            return True
+        if sasl.authenticated:
+            self._decoder.max_frame_bytes = self._services.config.socket_request_max_bytes
+        return False
 
     def _flush(self) -> None:
         """Write the responses that are ready, in one write."""
@@ -550,6 +638,21 @@ class KafkaConnection(asyncio.Protocol):
 
 
 _DONE = object()  # `_serve`: the handler answered in its first step
+
+
+def _counted(codes: tuple[int, ...]) -> dict[int, int]:
+    """Each code's count, in a Python loop: Counter's C loop would keep the GIL throughout."""
+    totals: dict[int, int] = {}
+    for code in codes:
+        totals[code] = totals.get(code, 0) + 1
+    return totals
+
+
+def _encoded_with_errors(
+    response: ResponsePayload, correlation_id: int, version: int
+) -> tuple[bytes, Counter[int]]:
+    """A response's frame and its error codes counted (for `_answer_off_loop`'s thread)."""
+    return response_frame(response, correlation_id, version), Counter(error_codes(response))
 
 
 class _Resumed(Coroutine[Any, Any, Any]):

@@ -17,6 +17,7 @@ from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
 from broker.principal import ANONYMOUS
 from broker.producer_ids import ProducerIdAllocator
+from broker.topic_admin import TopicAdmin
 from protocol.messages import RequestHeader
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class BrokerServices:
     # Listener name -> the (host, port) Metadata gives its clients; filled in when bound.
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
     notifier: Notifier = field(default_factory=Notifier)
+    topic_admin: TopicAdmin = field(default_factory=TopicAdmin)  # topics made and removed
     # Acknowledgements of a share-partition wait while a big one of it is applied in steps.
     ack_slices: AckSlices = field(default_factory=AckSlices)
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)

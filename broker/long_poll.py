@@ -4,6 +4,7 @@ partition the request reads to change, until the request's MaxWaitMs is spent.""
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable
 from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Hashable
@@ -16,7 +17,7 @@ T = TypeVar("T")
 
 
 async def long_poll(
-    attempt: Callable[[], T],
+    attempt: Callable[[], Awaitable[T]],
     *,
     enough: Callable[[T], bool],
     wait_keys: Callable[[T], Collection[Hashable]],
@@ -25,10 +26,11 @@ async def long_poll(
     monotonic: Callable[[], float] = time.monotonic,
 ) -> T:
     """Call `attempt` until its result is `enough`, the wait is over, or there is no partition
-    to wait on; return the last result."""
+    to wait on; return the last result. An attempt is a coroutine: one that reads a million
+    partitions yields between slices."""
     deadline = monotonic() + max_wait_s
     while True:
-        result = attempt()
+        result = await attempt()
         left = deadline - monotonic()
         if enough(result) or left <= 0:
             return result

@@ -450,6 +450,13 @@ class RequestStats(Collector):
             key = (api, code)
             errors[key] = errors.get(key, 0) + 1
 
+    def count_error_totals(self, api: str, totals: Mapping[int, int]) -> None:
+        """`count_errors` of codes already counted (a large response's, off the loop)."""
+        errors = self._errors
+        for code, n in totals.items():
+            key = (api, code)
+            errors[key] = errors.get(key, 0) + n
+
     def requests(self, api: str) -> int:
         """Requests of `api` handled so far."""
         stats = self._apis.get(api)

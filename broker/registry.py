@@ -66,6 +66,11 @@ class Handler:
     responses: tuple[type[ResponsePayload], ...]
     # The authorization checks `handle` makes, by operation and resource type.
     acl: tuple[AclCheck, ...] = ()
+    # Whether an answer may be bulky though its request is small (DescribeAcls of every
+    # binding): the connection counts its entries before encoding it on the loop. False for
+    # a hot API whose answer is as long as its request (a frame decoded on the loop names
+    # ~10,000 partitions at most: tens of milliseconds to encode).
+    bulky_answers: bool = True
     # The oldest version ApiVersions lists, when older than the oldest served (Produce: see
     # `handler`); None: the oldest served.
     advertise_from: int | None = None
@@ -169,6 +174,7 @@ def handler(
     *requests: type[RequestPayload],
     responses: tuple[type[ResponsePayload], ...] | None = None,
     acl: tuple[AclCheck, ...],
+    bulky_answers: bool = True,
     advertise_from: int | None = None,
 ) -> Handler:
     """Declare a handler by the kio request classes it serves and the ACL checks it makes.
@@ -185,6 +191,7 @@ def handler(
         handle=handle,
         responses=responses or (),
         acl=acl,
+        bulky_answers=bulky_answers,
         advertise_from=advertise_from,
     )
 

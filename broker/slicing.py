@@ -1,8 +1,12 @@
 """Long request work cut into slices: yield to the event loop once a slice has run long enough.
 
 No request may hold the loop for more than ~50 ms. A handler that loops over an unbounded
-number of partitions calls `await slicer.pause()` after each unit of work; the slicer yields
-only when its time budget is spent, so small requests pay one clock read per unit and no more.
+number of partitions calls `await slicer.pause()` after each unit of work (or maps a function
+over them with `slicer.map`); the slicer yields only when its time budget is spent, so small
+requests pay one clock read per unit and no more.
+
+A handler yielding between slices still holds its connection's later requests back until it
+answers (`broker.request_order`): they take effect after it, as if it had run at once.
 """
 
 from __future__ import annotations
@@ -10,8 +14,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from collections.abc import Iterable
+from typing import TypeVar
 
 SLICE_SECONDS = 0.010
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Slicer:
@@ -26,6 +35,27 @@ class Slicer:
     async def pause(self) -> None:
         """Yield to the loop if this slice has used its budget."""
         if self._clock() - self._started >= self._budget:
-            await asyncio.sleep(0)
-            self.yields += 1
-            self._started = self._clock()
+            await self._yield()
+
+    async def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """`[fn(item) for item in items]`, yielding to the loop between slices."""
+        out: list[R] = []
+        append = out.append
+        clock = self._clock
+        end = self._started + self._budget
+        for item in items:
+            append(fn(item))
+            if clock() >= end:
+                await self._yield()
+                end = self._started + self._budget
+        return out
+
+    async def _yield(self) -> None:
+        await asyncio.sleep(0)
+        self.yields += 1
+        self._started = self._clock()
+
+
+async def sliced_map(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+    """`Slicer().map(fn, items)`: a list built in slices."""
+    return await Slicer().map(fn, items)

@@ -121,7 +121,12 @@ class ClassicGroup:
             return bool(protocol_type) and bool(names)
         if any(m.protocol_type != protocol_type for m in self.members.values()):
             return False
-        return any(all(n in m.protocol_names() for m in self.members.values()) for n in names)
+        # One set per member: testing each name against each member's list was quadratic
+        # (a JoinGroup may list a million protocols).
+        shared = set(names)
+        for m in self.members.values():
+            shared.intersection_update(m.protocol_names())
+        return bool(shared)
 
 
 class ClassicGroupCoordinator:

@@ -34,6 +34,7 @@ from kio.static.primitive import i32
 from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 
+from protocol import large_requests
 from protocol.api_keys import API_VERSIONS
 from protocol.framing import SIZE
 from protocol.request_bounds import request_walker
@@ -217,6 +218,20 @@ def decode_peeked(frame: bytes, key: int, version: int) -> Request:
     )
 
 
+def decode_large_request(frame: bytes) -> Request:
+    """`decode_request` for a large frame, in a worker thread: the same request, read an array
+    element at a time (`protocol.large_requests`), so the thread lets the event loop run."""
+    key, version, _ = peek_header(frame)
+    check_bounds, read_header, _, name = _PLANS.get((key, version)) or _plan(key, version)
+    try:
+        check_bounds(frame)  # as decode_peeked: before anything is read or allocated
+        header, pos = read_header(frame, 0)
+        body, _ = large_requests.reader(request_type(key, version))(frame, pos)
+    except Exception as e:  # as decode_peeked: every failure means "does not parse"
+        raise UndecodableRequest(f"{name}: {e}") from e
+    return Request(RequestHeader(key, version, header.correlation_id, header.client_id), body)
+
+
 def encode_request(body: RequestPayload, correlation_id: int, client_id: str | None) -> bytes:
     """Header and body of a request, without the size prefix (the client's side)."""
     header_type: Any = body.__header_schema__
@@ -395,3 +410,53 @@ def error_response(api_key: int, version: int, code: ErrorCode) -> ResponsePaylo
     if "error_code" not in _names_in_any_version(entity):
         return build(entity)
     return build(entity, error_code=code)
+
+
+# Entries (nested entities) past which an answer is bulky: encoding it costs milliseconds.
+BULKY_ENTRIES = 2_000
+
+
+def is_bulky(entity: Any) -> bool:
+    """Whether `entity` holds more than `BULKY_ENTRIES` nested entities, counted only until
+    that many (cheap for the small answers nearly every request gets): a small request may
+    ask for a large answer (OffsetFetch of 50,000 partitions, DescribeAcls of every binding)."""
+    return _entries(entity, BULKY_ENTRIES) < 0
+
+
+def _entries(entity: Any, budget: int) -> int:
+    """`budget` less the entries nested in `entity` (negative once they are more)."""
+    cls = type(entity)
+    fields = _ARRAY_FIELDS.get(cls)
+    if fields is None:
+        fields = _ARRAY_FIELDS[cls] = _array_fields(cls)
+    for name in fields:
+        items = getattr(entity, name)
+        if not items:
+            continue
+        budget -= len(items)
+        if budget < 0:
+            return budget
+        for item in items:
+            budget = _entries(item, budget)
+            if budget < 0:
+                return budget
+    return budget
+
+
+_ARRAY_FIELDS: dict[type, tuple[str, ...]] = {}  # `_array_fields` by class, worked out once
+
+
+def _array_fields(entity: type) -> tuple[str, ...]:
+    """The fields of a kio entity that hold a tuple of entities."""
+    if not dataclasses.is_dataclass(entity):
+        return ()
+    hints = typing.get_type_hints(entity)
+    return tuple(f.name for f in dataclasses.fields(entity) if _entity_tuple(hints[f.name]))
+
+
+def _entity_tuple(hint: Any) -> bool:
+    """A `tuple[Entity, ...]`, optional or not."""
+    for arg in (hint, *typing.get_args(hint)):
+        if typing.get_origin(arg) is tuple and dataclasses.is_dataclass(typing.get_args(arg)[0]):
+            return True
+    return False

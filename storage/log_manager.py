@@ -19,22 +19,21 @@ from storage.config import check_topic_config_names
 from storage.config import check_topic_config_values
 from storage.errors import InvalidPartitions
 from storage.errors import InvalidTopic
-from storage.errors import KafkaStorageError
 from storage.errors import TopicAlreadyExists
 from storage.errors import UnknownTopicOrPartition
-from storage.fsutil import fsync_dir
 from storage.log import PartitionLog
 from storage.memory_log import MemoryLog
 from storage.rebuild import rebuild_topics
 from storage.segment import PendingSync
 from storage.segment_log import SegmentLog
+from storage.topic_changes import NewPartitions
+from storage.topic_changes import TopicDeletion
 from storage.topics import INTERNAL_LOGS
 from storage.topics import TopicInfo
 from storage.topics import collision_key
 from storage.topics import load_topics
 from storage.topics import read_partition_metadata
 from storage.topics import save_topic
-from storage.topics import topic_file
 from storage.topics import validate_topic_name
 from storage.topics import write_partition_metadata
 
@@ -51,6 +50,12 @@ def _keep_aside(path: Path) -> Path:
     except OSError:
         return path  # replaced when its topic is saved again
     return target
+
+
+def _name(log: PartitionLog, info: TopicInfo, partition: int) -> None:
+    """What a log's own lines (retention's deletions) name it by."""
+    if isinstance(log, SegmentedLog):
+        log.topic, log.partition = info.name, partition
 
 
 class LogManager:
@@ -75,6 +80,10 @@ class LogManager:
         self._topics: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        # Kept as topics come and go, not summed per request: a broker may hold 50,000 topics.
+        self._partition_total = 0  # partitions of the topics served
+        self._reserved = 0  # partitions being made (`begin_topic`, `begin_partitions`)
+        self._collisions: dict[str, str] = {}  # collision key -> the topic served under it
         # The broker's own logs (`internal_log`): maintained like the others, never topics.
         self._internal: dict[str, tuple[PartitionLog, dict[str, str]]] = {}
         if memory:
@@ -83,7 +92,7 @@ class LogManager:
         if data_dir is None:
             raise ValueError("data_dir is required unless memory=True")
         self.data_dir = Path(data_dir)
-        self._meta_dir.mkdir(parents=True, exist_ok=True)
+        self.meta_dir.mkdir(parents=True, exist_ok=True)
         self._finish_deletes()
         self._load_topics()
         for info in self.topics():
@@ -94,7 +103,7 @@ class LogManager:
         """Topic files, then topics rebuilt from partition directories: those whose file is
         missing or unreadable (set aside as `<file>.corrupt-<ms>`, one log line each)."""
         assert self.data_dir is not None
-        topics, unreadable = load_topics(self._meta_dir)
+        topics, unreadable = load_topics(self.meta_dir)
         for info in topics:
             self._register(info)
         kept = {f.path: _keep_aside(f.path) for f in unreadable}
@@ -119,26 +128,46 @@ class LogManager:
                            error=f.error)  # fmt: skip
 
     @property
-    def _meta_dir(self) -> Path:
+    def meta_dir(self) -> Path:
         assert self.data_dir is not None
         return self.data_dir / TOPICS_DIR
 
-    def _partition_dir(self, name: str, partition: int) -> Path:
+    def partition_dir(self, name: str, partition: int) -> Path:
         assert self.data_dir is not None
         return self.data_dir / f"{name}-{partition}"
 
     def _register(self, info: TopicInfo) -> None:
+        known = self._topics.get(info.name)
+        self._partition_total += info.partitions - (known.partitions if known else 0)
         self._topics[info.name] = info
         self._by_id[info.topic_id] = info
+        self._collisions[collision_key(info.name)] = info.name
+
+    def _unregister(self, info: TopicInfo) -> None:
+        del self._topics[info.name], self._by_id[info.topic_id]
+        del self._collisions[collision_key(info.name)]
+        self._partition_total -= info.partitions
 
     def _open_log(self, info: TopicInfo, partition: int, *, starting: bool = False) -> None:
+        self._logs[(info.name, partition)] = self.open_log(info, partition, starting=starting)
+
+    def open_log(
+        self, info: TopicInfo, partition: int, new: bool = False, *, starting: bool = False
+    ) -> PartitionLog:
+        """A partition's log, opened (and recovered) from its directory; a `new` one's
+        `partition.metadata` is written later (`NewPartitions.record`). `starting`: at the
+        broker's start, where a full disk must not stop it."""
         config = self.config.with_overrides(info.configs)
         log: PartitionLog
         if self.data_dir is None:
             log = MemoryLog(config)
+            _name(log, info, partition)
         else:
-            directory = self._partition_dir(info.name, partition)
+            directory = self.partition_dir(info.name, partition)
             log = SegmentLog.open(directory, config)
+            _name(log, info, partition)
+            if new:
+                return log
             claimed = read_partition_metadata(directory)
             if claimed is None:  # new, or made before partition.metadata existed
                 try:
@@ -152,9 +181,7 @@ class LogManager:
                     "partition directory names another topic id; serving it as the topic file says",
                     directory=str(directory), topic_id=str(info.topic_id), claimed=str(claimed),
                 )  # fmt: skip
-        if isinstance(log, SegmentedLog):
-            log.topic, log.partition = info.name, partition
-        self._logs[(info.name, partition)] = log
+        return log
 
     def _finish_deletes(self) -> None:
         """Complete DeleteTopics that a crash interrupted (their directories were renamed)."""
@@ -162,24 +189,38 @@ class LogManager:
         for directory in sorted(self.data_dir.glob("*-delete")):
             topic_id = directory.name.removesuffix("-delete").rpartition(".")[2]
             with contextlib.suppress(ValueError):
-                (self._meta_dir / f"{uuid.UUID(topic_id)}.json").unlink(missing_ok=True)
+                (self.meta_dir / f"{uuid.UUID(topic_id)}.json").unlink(missing_ok=True)
             shutil.rmtree(directory, ignore_errors=True)
             _log.info("finished deleting a topic's partition", directory=str(directory))
 
     def _save(self, info: TopicInfo) -> None:
         if self.data_dir is not None:
-            save_topic(self._meta_dir, info)
+            save_topic(self.meta_dir, info)
+
+    save = _save
+
+    @staticmethod
+    def write_metadata(directory: Path, topic_id: uuid.UUID) -> None:
+        write_partition_metadata(directory, topic_id)
 
     # --- topics -----------------------------------------------------------------------
 
     def create_topic(
         self, name: str, partitions: int, configs: Mapping[str, str] | None = None
     ) -> TopicInfo:
+        return self.begin_topic(name, partitions, configs).run_all()
+
+    def begin_topic(
+        self, name: str, partitions: int, configs: Mapping[str, str] | None = None
+    ) -> NewPartitions:
+        """A new topic, checked and its room taken, to be made in steps (`topic_changes`).
+
+        :raises StorageError: the name, the count or a config is refused, or there is no room.
+        """
         validate_topic_name(name)
         if name in self._topics:
             raise TopicAlreadyExists(f"topic {name!r} already exists")
-        key = collision_key(name)
-        clash = next((t for t in self._topics if collision_key(t) == key), None)
+        clash = self._collisions.get(collision_key(name))
         if clash is not None:
             raise InvalidTopic(f"topic {name!r} collides with existing topic {clash!r}")
         if partitions < 1:
@@ -188,91 +229,81 @@ class LogManager:
         check_topic_config_names(info.configs)  # refuse bad names and values before anything
         check_topic_config_values(info.configs)
         self.config.with_overrides(info.configs)  # exists
-        self._check_room(partitions)
-        self._open_new(info, 0)
-        self._register(info)
-        return info
+        return self._reserve(info, 0)
 
     def partition_count(self) -> int:
-        return sum(t.partitions for t in self._topics.values())
+        """Partitions served, and being made."""
+        return self._partition_total + self._reserved
 
-    def _check_room(self, added: int) -> None:
+    def _reserve(self, info: TopicInfo, first: int) -> NewPartitions:
+        added = info.partitions - first
         total = self.partition_count() + added
         if self.max_partitions is not None and total > self.max_partitions:
             raise InvalidPartitions(
                 f"{added} more partitions would make {total}, over max.broker.partitions "
                 f"({self.max_partitions})"
             )
+        self._reserved += added
+        return NewPartitions(self, info, first)
 
-    def _open_new(self, info: TopicInfo, first: int) -> None:
-        """Open partitions [first, info.partitions) and record the topic; all or nothing.
+    def release(self, change: NewPartitions) -> None:
+        """`change` is finished or abandoned: its room is no longer reserved."""
+        self._reserved -= change.count
 
-        A failure part-way (no space, no file handles) closes and removes the partitions this
-        call made, which hold no data yet, and answers KAFKA_STORAGE_ERROR.
-        """
-        made = first
-        try:
-            for partition in range(first, info.partitions):
-                self._set_aside(info.name, partition)
-                made = partition + 1
-                self._open_log(info, partition)
-            self._save(info)
-        except OSError as e:
-            for partition in range(first, made):
-                log = self._logs.pop((info.name, partition), None)
-                if log is not None:
-                    log.delete()
-                if self.data_dir is not None:
-                    shutil.rmtree(self._partition_dir(info.name, partition), ignore_errors=True)
-            _log.error("partitions not created; nothing left behind", topic=info.name,
-                       error=str(e))  # fmt: skip
-            raise KafkaStorageError(f"creating {info.name} failed: {e.strerror}") from e
+    def finish_new(self, change: NewPartitions) -> None:
+        """Serve `change`'s partitions (`NewPartitions.finish`)."""
+        for partition, log in change.logs.items():
+            self._logs[(change.info.name, partition)] = log
+        self.release(change)
+        self._register(change.info)
 
     def delete_topic(self, name: str) -> None:
         """Removes a topic and its data. Crash-safe: the partition directories are renamed
         `<dir>.<id>-delete` first, so a restart finishes the deletion instead of rebuilding
         the topic from them."""
+        self.begin_delete(name).run_all()
+
+    def begin_delete(self, name: str) -> TopicDeletion:
+        """Take a topic out of service, to be deleted in steps (`topic_changes`).
+
+        :raises UnknownTopicOrPartition: no such topic.
+        """
         info = self._require(name)
-        doomed: list[Path] = []
-        if self.data_dir is not None:
-            for partition in range(info.partitions):
-                directory = self._partition_dir(name, partition)
-                target = directory.with_name(f"{directory.name}.{info.topic_id.hex}-delete")
-                with contextlib.suppress(FileNotFoundError):
-                    directory.rename(target)
-                    doomed.append(target)
-            fsync_dir(self.data_dir)
-            topic_file(self._meta_dir, info).unlink(missing_ok=True)
-            fsync_dir(self._meta_dir)
-        for partition in range(info.partitions):
-            self._logs.pop((name, partition)).delete()
-        for directory in doomed:
-            shutil.rmtree(directory, ignore_errors=True)
-        del self._topics[name], self._by_id[info.topic_id]
+        logs = {p: self._logs.pop((name, p)) for p in range(info.partitions)}
+        self._unregister(info)
+        return TopicDeletion(self, info, logs)
+
+    def restore(self, deletion: TopicDeletion) -> None:
+        """Serve a topic whose deletion failed again."""
+        for partition, log in deletion.logs.items():
+            self._logs[(deletion.info.name, partition)] = log
+        self._register(deletion.info)
 
     def create_partitions(self, name: str, new_total: int) -> TopicInfo:
+        return self.begin_partitions(name, new_total).run_all()
+
+    def begin_partitions(self, name: str, new_total: int) -> NewPartitions:
+        """A topic's new partitions, checked and their room taken, to be made in steps.
+
+        :raises StorageError: no such topic, no partition added, or no room.
+        """
         info = self._require(name)
         if new_total <= info.partitions:
             raise InvalidPartitions(
                 f"topic {name!r} has {info.partitions} partitions; {new_total} would not add any"
             )
-        grown = replace(info, partitions=new_total)
-        self._check_room(new_total - info.partitions)
-        self._open_new(grown, info.partitions)
-        self._register(grown)
-        return grown
+        return self._reserve(replace(info, partitions=new_total), info.partitions)
 
-    def _set_aside(self, name: str, partition: int) -> None:
-        """A new partition's directory already exists (no topic claimed it at start): keep it,
-        renamed out of the way, and say so. Only DeleteTopics removes data."""
-        if self.data_dir is None:
-            return
-        directory = self._partition_dir(name, partition)
+    def set_aside(self, name: str, partition: int) -> Path:
+        """A new partition's directory (returned) already exists (no topic claimed it at
+        start): keep it, renamed out of the way, and say so. Only DeleteTopics removes data."""
+        directory = self.partition_dir(name, partition)
         if directory.exists():
             target = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}-orphaned")
             directory.rename(target)
             _log.error("an existing directory was in the way of a new partition; kept as",
                        directory=str(target))  # fmt: skip
+        return directory
 
     def _require(self, name: str) -> TopicInfo:
         info = self._topics.get(name)

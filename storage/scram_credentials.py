@@ -166,6 +166,13 @@ class ScramCredentialStore:
     def restore(self, users: dict[str, dict[str, ScramCredential]]) -> None:
         self._users = users
 
+    def copy(self) -> ScramCredentialStore:
+        """A copy to plan changes on: nothing is read or written."""
+        other = object.__new__(ScramCredentialStore)
+        other._path = self._path
+        other._users = self.export()
+        return other
+
     def snapshot(self) -> bytes:
         """The file's next content (taken on the loop, written by `write` anywhere)."""
         users = {

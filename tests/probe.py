@@ -36,8 +36,9 @@ class Probe:
 
     LIMIT_S = 0.100  # no request may hold the loop for more than ~50 ms
 
-    def __init__(self, port: int) -> None:
-        self._sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    def __init__(self, port: int, timeout: float = 10) -> None:
+        """`timeout`: the longest round trip waited for (the probe fails past it)."""
+        self._sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self._stop = threading.Event()
         self.round_trips: list[float] = []
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -72,3 +73,11 @@ class Probe:
     def slowest(self) -> float:
         assert self.round_trips, "the probe made no round trip"
         return max(self.round_trips)
+
+    def wait_for(self, count: int, timeout: float = 60) -> None:
+        """Until `count` round trips are done (polled, with a deadline)."""
+        deadline = time.monotonic() + timeout
+        while len(self.round_trips) < count:
+            assert self._thread.is_alive(), "the probe stopped"
+            assert time.monotonic() < deadline, f"{len(self.round_trips)} round trips of {count}"
+            time.sleep(0.005)

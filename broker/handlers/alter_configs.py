@@ -22,6 +22,7 @@ from broker.handlers.config_changes import Result
 from broker.handlers.config_changes import alter_configs
 from broker.handlers.config_changes import current_configs
 from broker.registry import handler
+from broker.slicing import Slicer
 
 Request = v0.AlterConfigsRequest | v1.AlterConfigsRequest | v2.AlterConfigsRequest
 Resource = (
@@ -43,7 +44,9 @@ def _replace(ctx: RequestContext, resource: Resource, validate_only: bool) -> Re
 
 async def handle(ctx: RequestContext, request: Request) -> v2.AlterConfigsResponse:
     responses = []
+    slicer = Slicer()  # a request may name a million resources
     for resource in request.resources:
+        await slicer.pause()
         code, message = _replace(ctx, resource, request.validate_only)
         responses.append(
             v2.response.AlterConfigsResourceResponse(

@@ -18,9 +18,11 @@ from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
+from broker.slicing import Slicer
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+from storage.topics import TopicInfo
 
 # KIP-932: READ on the group, READ on each topic.
 ACL_CHECKS = ((AclOperation.READ, ResourceType.GROUP), (AclOperation.READ, ResourceType.TOPIC))
@@ -30,8 +32,31 @@ Response = v0.AlterShareGroupOffsetsResponse
 log = structlog.get_logger("shoal.groups")
 
 
-def _topic(
-    ctx: RequestContext, group_id: str, t: v0.request.AlterShareGroupOffsetsRequestTopic
+Partition = tuple[str, int]
+
+
+async def _last_offsets(
+    request: v0.AlterShareGroupOffsetsRequest, slicer: Slicer
+) -> dict[Partition, int]:
+    """Each partition's last valid start offset in the request: a partition named again is
+    reset once, to where resetting it entry by entry would have left it (a request may name
+    one partition a million times)."""
+    last: dict[Partition, int] = {}
+    for t in request.topics:
+        for p in t.partitions:
+            if p.start_offset >= 0:
+                last[(t.topic_name, p.partition_index)] = p.start_offset
+            await slicer.pause()
+    return last
+
+
+async def _topic(
+    ctx: RequestContext,
+    group_id: str,
+    t: v0.request.AlterShareGroupOffsetsRequestTopic,
+    last: dict[Partition, int],
+    done: dict[Partition, ErrorCode],
+    slicer: Slicer,
 ) -> v0.response.AlterShareGroupOffsetsResponseTopic:
     topic = ctx.services.logs.topic(t.topic_name)
     s = ctx.services
@@ -47,19 +72,19 @@ def _topic(
                 ErrorCode.unknown_topic_or_partition,
                 f"no {t.topic_name}-{p.partition_index}",
             )
+        elif p.start_offset < 0:
+            code, message = ErrorCode.invalid_request, "start offset must not be negative"
         else:
-            code = offsets.reset(group_id, topic, p.partition_index, p.start_offset)
-            if code == ErrorCode.none:
-                log.info("share group offset reset", group=group_id, topic=t.topic_name,
-                         partition=p.partition_index, start_offset=p.start_offset)  # fmt: skip
-            message = (
-                "start offset must not be negative" if code == ErrorCode.invalid_request else None
-            )
+            key = (t.topic_name, p.partition_index)
+            if key not in done:
+                done[key] = _reset(offsets, group_id, topic, key, last[key])
+            code, message = done[key], None
         rows.append(
             v0.response.AlterShareGroupOffsetsResponsePartition(
                 partition_index=p.partition_index, error_code=code, error_message=message
             )
         )
+        await slicer.pause()
     return v0.response.AlterShareGroupOffsetsResponseTopic(
         topic_name=t.topic_name,
         topic_id=topic.topic_id if topic and readable else None,
@@ -82,8 +107,21 @@ async def handle(ctx: RequestContext, request: v0.AlterShareGroupOffsetsRequest)
         return Response(
             throttle_time=NO_THROTTLE, error_code=e.error_code, error_message=str(e), responses=()
         )
-    topics = tuple(_topic(ctx, request.group_id, t) for t in request.topics)
-    return Response(throttle_time=NO_THROTTLE, error_code=ErrorCode.none, responses=topics)
+    slicer = Slicer()
+    last = await _last_offsets(request, slicer)
+    done: dict[Partition, ErrorCode] = {}
+    topics = [await _topic(ctx, request.group_id, t, last, done, slicer) for t in request.topics]
+    return Response(throttle_time=NO_THROTTLE, error_code=ErrorCode.none, responses=tuple(topics))
+
+
+def _reset(
+    offsets: ShareGroupOffsets, group_id: str, topic: TopicInfo, key: Partition, start: int
+) -> ErrorCode:
+    code = offsets.reset(group_id, topic, key[1], start)
+    if code == ErrorCode.none:
+        log.info("share group offset reset", group=group_id, topic=key[0], partition=key[1],
+                 start_offset=start)  # fmt: skip
+    return code
 
 
 HANDLER = handler(handle, v0.AlterShareGroupOffsetsRequest, acl=ACL_CHECKS)

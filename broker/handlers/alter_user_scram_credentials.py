@@ -21,6 +21,7 @@ from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import sliced_map
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.scram_credentials import BY_KAFKA_TYPE
@@ -84,39 +85,67 @@ async def handle(
     changes: list[Change] = [*request.deletions, *request.upsertions]
     if not authorize_cluster(ctx, AclOperation.ALTER):
         denied = (ErrorCode.cluster_authorization_failed, "ALTER on the cluster is denied")
-        return _response({c.name: denied for c in changes}, changes)
+        return await _response(_Everyone(denied), changes)
     async with ctx.services.credentials_lock:
-        refused = _check_all(store, changes)
-        before = store.export()
-        for change in changes:
-            if change.name not in refused:
-                _apply(store, change)
-        accepted = {c.name for c in changes} - set(refused)
+        # Planned and written in threads (a request may change a million users), then swapped
+        # in: memory is never ahead of the file.
+        refused, users, data, accepted = await asyncio.to_thread(_plan, store, changes)
         if accepted:
             try:
-                loop = asyncio.get_running_loop()
-                await loop.run_in_executor(None, store.write, store.snapshot())
+                await asyncio.to_thread(store.write, data)
             except OSError as e:
-                store.restore(before)
                 log.error("credentials not written", error=str(e))
                 refused.update({n: (ErrorCode.kafka_storage_error, str(e)) for n in accepted})
             else:
-                log.info("credentials changed", users=sorted(accepted), principal=ctx.principal)
-    return _response(refused, changes)
+                store.restore(users)
+                log.info("credentials changed", users=sorted(accepted)[:LOGGED_USERS],
+                         count=len(accepted), principal=ctx.principal)  # fmt: skip
+    return await _response(refused, changes)
 
 
-def _response(
+LOGGED_USERS = 100  # a log line names this many users at most
+
+
+class _Everyone(dict[str, Refusal]):
+    """The same refusal for every user (a request may name a million)."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__()
+        self._refusal = refusal
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+    def __getitem__(self, name: str) -> Refusal:
+        return self._refusal
+
+
+def _plan(
+    store: ScramCredentialStore, changes: Sequence[Change]
+) -> tuple[dict[str, Refusal], dict[str, dict[str, ScramCredential]], bytes, set[str]]:
+    """The refusals, and the credentials and file content after the accepted changes."""
+    refused = _check_all(store, changes)
+    scratch = store.copy()
+    for change in changes:
+        if change.name not in refused:
+            _apply(scratch, change)
+    accepted = {c.name for c in changes} - set(refused)
+    return refused, scratch.export(), scratch.snapshot(), accepted
+
+
+async def _response(
     refused: Mapping[str, Refusal], changes: Sequence[Change]
 ) -> v0.AlterUserScramCredentialsResponse:
-    results = tuple(
-        v0.response.AlterUserScramCredentialsResult(
+    names = await asyncio.to_thread(lambda: list(dict.fromkeys(c.name for c in changes)))
+    results = await sliced_map(
+        lambda name: v0.response.AlterUserScramCredentialsResult(
             user=name,
             error_code=refused[name][0] if name in refused else ErrorCode.none,
             error_message=refused[name][1] if name in refused else None,
-        )
-        for name in dict.fromkeys(c.name for c in changes)
+        ),
+        names,
     )
-    return v0.AlterUserScramCredentialsResponse(throttle_time=NO_THROTTLE, results=results)
+    return v0.AlterUserScramCredentialsResponse(throttle_time=NO_THROTTLE, results=tuple(results))
 
 
 HANDLER = handler(

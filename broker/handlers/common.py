@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 
 from broker.context import RequestContext
+from storage.errors import TopicAlreadyExists
 from storage.topics import TopicInfo
 
 log = structlog.get_logger("shoal.topics")
@@ -18,23 +19,38 @@ log = structlog.get_logger("shoal.topics")
 NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
 
 
-def topic_or_create(
+async def topic_or_create(
     ctx: RequestContext, name: str, allow_create: bool
 ) -> tuple[TopicInfo | None, ErrorCode]:
     """Find a topic, creating it when auto-creation is on and the client allows it."""
-    logs = ctx.services.logs
-    topic = logs.topic(name)
+    s = ctx.services
+    topic = s.logs.topic(name)
     if topic is not None:
         return topic, ErrorCode.none
-    if not (allow_create and ctx.services.config.auto_create_topics_enable):
+    if not (allow_create and s.config.auto_create_topics_enable):
         return None, ErrorCode.unknown_topic_or_partition
     try:
-        created = logs.create_topic(name, ctx.services.config.num_partitions, {})
+        created = await s.topic_admin.create_topic(s.logs, name, s.config.num_partitions, {})
+    except TopicAlreadyExists:  # made meanwhile, by another request
+        topic = s.logs.topic(name)
+        return (topic, ErrorCode.none) if topic else (None, ErrorCode.leader_not_available)
     except Exception as e:  # an invalid name, most often
         return None, getattr(e, "error_code", ErrorCode.invalid_topic_exception)
     log.info("topic created", topic=name, partitions=created.partitions,
              topic_id=str(created.topic_id), auto=True)  # fmt: skip
     return created, ErrorCode.none
+
+
+def too_many_subscribed(ctx: RequestContext, count: int) -> str | None:
+    """Why a subscription (a group heartbeat's topic names or owned partitions) is refused,
+    if it is: more than the broker could ever hold (max.broker.partitions; a topic has one
+    partition at least). No client sends that; each heartbeat of its group would walk it
+    (a million names held the loop for seconds). Kafka has no such limit, nor a broker this
+    small."""
+    limit = ctx.services.config.max_broker_partitions
+    if count > limit:
+        return f"{count} subscribed, over max.broker.partitions ({limit})"
+    return None
 
 
 def too_many_partitions(ctx: RequestContext, added: int) -> str | None:

@@ -20,6 +20,7 @@ from broker.authorized_operations import NOT_REQUESTED
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import sliced_map
 from coordinator.consumer_group import ConsumerGroup
 from coordinator.consumer_group import ConsumerGroupMember
 from coordinator.consumer_group import TopicPartition
@@ -105,8 +106,9 @@ def _described(ctx: RequestContext, group_id: GroupId, with_ops: bool) -> r.Desc
 
 async def handle(ctx: RequestContext, request: Request) -> v1.ConsumerGroupDescribeResponse:
     with_ops = request.include_authorized_operations
-    groups = tuple(_described(ctx, g, with_ops) for g in request.group_ids)
-    return v1.ConsumerGroupDescribeResponse(throttle_time=NO_THROTTLE, groups=groups)
+    # A request may name a million groups.
+    groups = await sliced_map(lambda g: _described(ctx, g, with_ops), request.group_ids)
+    return v1.ConsumerGroupDescribeResponse(throttle_time=NO_THROTTLE, groups=tuple(groups))
 
 
 HANDLER = handler(

@@ -18,6 +18,7 @@ from kio.static.primitive import i32Timedelta
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import too_many_subscribed
 from broker.registry import handler
 from coordinator.assignor import Assignment
 from coordinator.consumer_group import ConsumerHeartbeat
@@ -60,6 +61,16 @@ def _undescribable(ctx: RequestContext, topics: Sequence[str] | None) -> list[st
     return [t for t in topics or () if not authorize(ctx, DESCRIBE, ResourceType.TOPIC, t)]
 
 
+def _subscribed_count(request: Request) -> int:
+    """The larger of the topic names subscribed and the partitions owned (counted only when
+    the topics listed are few enough to walk)."""
+    topics = request.topic_partitions or ()
+    count = max(len(request.subscribed_topic_names or ()), len(topics))
+    if count > 100_000:
+        return count
+    return max(count, sum(len(t.partitions) for t in topics))
+
+
 def _owned(request: Request) -> frozenset[TopicPartition] | None:
     if request.topic_partitions is None:
         return None
@@ -91,6 +102,8 @@ async def handle(ctx: RequestContext, request: Request) -> Response:
     s = ctx.services
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _error(request, ErrorCode.group_authorization_failed, "no READ on the group")
+    if too_many := too_many_subscribed(ctx, _subscribed_count(request)):
+        return _error(request, ErrorCode.invalid_request, too_many)
     denied = _undescribable(ctx, request.subscribed_topic_names)
     if denied:
         return _error(request, ErrorCode.topic_authorization_failed, f"no DESCRIBE on {denied}")

@@ -13,6 +13,7 @@ from broker.handlers.acl_common import code
 from broker.handlers.acl_common import refusal
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import Slicer
 from protocol.acl import AccessControlEntry
 from protocol.acl import AclBinding
 from protocol.acl import AclOperation
@@ -57,11 +58,13 @@ async def handle(ctx: RequestContext, request: Request) -> v3.CreateAclsResponse
         error, message = refused or (ErrorCode.unknown_server_error, None)
         return v3.CreateAclsResponse(throttle_time=NO_THROTTLE, results=_all(error, message, n))
     bindings: list[AclBinding | str] = []
+    slicer = Slicer()  # a request may list a million bindings
     for c in request.creations:
         try:
             bindings.append(_binding(c))
         except InvalidAcl as e:
             bindings.append(str(e))
+        await slicer.pause()
     valid = [b for b in bindings if isinstance(b, AclBinding)]
     try:
         errors = iter(await acls.create(valid))
@@ -77,6 +80,7 @@ async def handle(ctx: RequestContext, request: Request) -> v3.CreateAclsResponse
             if problem
             else Result(error_code=ErrorCode.none, error_message=None)
         )
+        await slicer.pause()
     return v3.CreateAclsResponse(throttle_time=NO_THROTTLE, results=tuple(out))
 
 

@@ -14,6 +14,7 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import too_many_partitions
 from broker.registry import handler
+from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.errors import StorageError
@@ -28,7 +29,7 @@ Request = (
 )
 
 
-def _grow(
+async def _grow(
     ctx: RequestContext, name: str, count: int, validate_only: bool
 ) -> tuple[ErrorCode, str | None]:
     if not authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, name):
@@ -40,8 +41,9 @@ def _grow(
         return ErrorCode.invalid_partitions, f"topic has {info.partitions} partitions already"
     if validate_only:
         return ErrorCode.none, None
+    s = ctx.services
     try:
-        ctx.services.logs.create_partitions(name, count)
+        await s.topic_admin.create_partitions(s.logs, name, count)
     except StorageError as e:
         return e.error_code, str(e)
     log.info("partitions added", topic=name, partitions=count, was=info.partitions)
@@ -55,18 +57,24 @@ def _added(ctx: RequestContext, name: str, count: int) -> int:
 
 async def handle(ctx: RequestContext, request: Request) -> v3.CreatePartitionsResponse:
     results = []
-    refused = too_many_partitions(ctx, sum(_added(ctx, t.name, t.count) for t in request.topics))
+    slicer = Slicer()  # a request may name a million topics
+    added = 0
+    for t in request.topics:
+        added += _added(ctx, t.name, t.count)
+        await slicer.pause()
+    refused = too_many_partitions(ctx, added)
     for topic in request.topics:
         code, message = (
             (ErrorCode.invalid_partitions, refused)
             if refused
-            else _grow(ctx, topic.name, topic.count, request.validate_only)
+            else await _grow(ctx, topic.name, topic.count, request.validate_only)
         )
         results.append(
             v3.response.CreatePartitionsTopicResult(
                 name=topic.name, error_code=code, error_message=message
             )
         )
+        await slicer.pause()
     return v3.CreatePartitionsResponse(throttle_time=NO_THROTTLE, results=tuple(results))
 
 

@@ -19,6 +19,7 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import too_many_partitions
 from broker.registry import handler
+from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.config import check_topic_config_names
@@ -64,7 +65,7 @@ def _partitions(ctx: RequestContext, topic: Topic) -> int | tuple[ErrorCode, str
     return len(indexes)
 
 
-def _create(
+async def _create(
     ctx: RequestContext, topic: Topic, validate_only: bool
 ) -> tuple[ErrorCode, str | None, TopicInfo | None]:
     if not (
@@ -88,7 +89,12 @@ def _create(
             check_topic_config_values(configs)
             ctx.services.logs.config.with_overrides(configs)
             return ErrorCode.none, None, None
-        return ErrorCode.none, None, ctx.services.logs.create_topic(topic.name, partitions, configs)
+        s = ctx.services
+        return (
+            ErrorCode.none,
+            None,
+            await s.topic_admin.create_topic(s.logs, topic.name, partitions, configs),
+        )
     except StorageError as e:
         return e.error_code, str(e), None
 
@@ -123,15 +129,21 @@ def _result(
 
 
 async def handle(ctx: RequestContext, request: Request) -> v7.CreateTopicsResponse:
-    refused = too_many_partitions(ctx, sum(_requested(ctx, t) for t in request.topics))
+    slicer = Slicer()  # a request may name a million topics
+    requested = 0
+    for t in request.topics:
+        requested += _requested(ctx, t)
+        await slicer.pause()
+    refused = too_many_partitions(ctx, requested)
     results = []
     for topic in request.topics:
         code, message, info = (
             (ErrorCode.invalid_partitions, refused, None)
             if refused
-            else _create(ctx, topic, request.validate_only)
+            else await _create(ctx, topic, request.validate_only)
         )
         results.append(_result(topic, code, message, info))
+        await slicer.pause()
     return v7.CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=tuple(results))
 
 

@@ -14,6 +14,7 @@ from broker.handlers.acl_common import binding_filter
 from broker.handlers.acl_common import refusal
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import Slicer
 from protocol.acl import AclBinding
 from protocol.acl import AclBindingFilter
 from protocol.acl import AclOperation
@@ -51,11 +52,13 @@ async def handle(ctx: RequestContext, request: Request) -> v3.DeleteAclsResponse
         failed = _failed(*(refused or (ErrorCode.unknown_server_error, None)))
         return v3.DeleteAclsResponse(throttle_time=NO_THROTTLE, filter_results=(failed,) * n)
     filters: list[AclBindingFilter | str] = []
+    slicer = Slicer()  # a request may list a million filters
     for f in request.filters:
         try:
             filters.append(binding_filter(f))
         except InvalidAcl as e:
             filters.append(str(e))
+        await slicer.pause()
     valid = [f for f in filters if isinstance(f, AclBindingFilter)]
     try:
         removed = iter(await acls.delete(valid))
@@ -63,17 +66,19 @@ async def handle(ctx: RequestContext, request: Request) -> v3.DeleteAclsResponse
         log.error("acl file not written", error=str(e))
         failed = _failed(ErrorCode.kafka_storage_error, str(e))
         return v3.DeleteAclsResponse(throttle_time=NO_THROTTLE, filter_results=(failed,) * n)
-    results = tuple(
-        _failed(ErrorCode.invalid_request, f)
-        if isinstance(f, str)
-        else r.DeleteAclsFilterResult(
-            error_code=ErrorCode.none,
-            error_message=None,
-            matching_acls=tuple(_matching(b) for b in next(removed)),
-        )
-        for f in filters
+    results = await slicer.map(
+        lambda f: (
+            _failed(ErrorCode.invalid_request, f)
+            if isinstance(f, str)
+            else r.DeleteAclsFilterResult(
+                error_code=ErrorCode.none,
+                error_message=None,
+                matching_acls=tuple(_matching(b) for b in next(removed)),
+            )
+        ),
+        filters,
     )
-    return v3.DeleteAclsResponse(throttle_time=NO_THROTTLE, filter_results=results)
+    return v3.DeleteAclsResponse(throttle_time=NO_THROTTLE, filter_results=tuple(results))
 
 
 HANDLER = handler(

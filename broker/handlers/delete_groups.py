@@ -22,6 +22,7 @@ from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
+from broker.slicing import sliced_map
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -75,11 +76,11 @@ def _logged(ctx: RequestContext, group_id: str) -> ErrorCode:
 
 
 async def handle(ctx: RequestContext, request: Request) -> v2.DeleteGroupsResponse:
-    results = tuple(
-        v2.response.DeletableGroupResult(group_id=g, error_code=_logged(ctx, g))
-        for g in request.groups_names
+    results = await sliced_map(  # a request may name a million groups
+        lambda g: v2.response.DeletableGroupResult(group_id=g, error_code=_logged(ctx, g)),
+        request.groups_names,
     )
-    return v2.DeleteGroupsResponse(throttle_time=NO_THROTTLE, results=results)
+    return v2.DeleteGroupsResponse(throttle_time=NO_THROTTLE, results=tuple(results))
 
 
 HANDLER = handler(

@@ -12,6 +12,7 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -21,6 +22,7 @@ Request = v0.DeleteRecordsRequest | v1.DeleteRecordsRequest | v2.DeleteRecordsRe
 async def handle(ctx: RequestContext, request: Request) -> v2.DeleteRecordsResponse:
     deletion = ctx.services.record_deletion
     topics = []
+    slicer = Slicer()  # a request may name a million partitions
     for topic in request.topics:
         allowed = authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, topic.name)
         results = []
@@ -34,6 +36,7 @@ async def handle(ctx: RequestContext, request: Request) -> v2.DeleteRecordsRespo
                     partition_index=p.partition_index, low_watermark=i64(low), error_code=code
                 )
             )
+            await slicer.pause()
         topics.append(
             v2.response.DeleteRecordsTopicResult(name=topic.name, partitions=tuple(results))
         )

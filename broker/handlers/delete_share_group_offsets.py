@@ -16,6 +16,7 @@ from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
+from broker.slicing import Slicer
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -28,8 +29,8 @@ Response = v0.DeleteShareGroupOffsetsResponse
 log = structlog.get_logger("shoal.groups")
 
 
-def _delete(
-    ctx: RequestContext, group_id: str, name: str
+async def _delete(
+    ctx: RequestContext, group_id: str, name: str, slicer: Slicer
 ) -> tuple[TopicInfo | None, ErrorCode, str | None]:
     if not authorize(ctx, AclOperation.READ, ResourceType.TOPIC, name):
         return None, ErrorCode.topic_authorization_failed, None
@@ -44,6 +45,7 @@ def _delete(
     try:
         for p in started:
             offsets.delete(group_id, topic, p)
+            await slicer.pause()
     except StorageError as e:
         return topic, e.error_code, str(e)
     log.info("share group offsets deleted", group=group_id, topic=name, partitions=started)
@@ -67,8 +69,10 @@ async def handle(ctx: RequestContext, request: v0.DeleteShareGroupOffsetsRequest
             throttle_time=NO_THROTTLE, error_code=e.error_code, error_message=str(e), responses=()
         )
     responses = []
+    slicer = Slicer()  # a request may name a million topics
     for t in request.topics:
-        topic, code, message = _delete(ctx, request.group_id, t.topic_name)
+        await slicer.pause()
+        topic, code, message = await _delete(ctx, request.group_id, t.topic_name, slicer)
         responses.append(
             v0.response.DeleteShareGroupOffsetsResponseTopic(
                 topic_name=t.topic_name,

@@ -18,9 +18,11 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.errors import StorageError
+from storage.errors import UnknownTopicOrPartition
 from storage.topics import TopicInfo
 
 log = structlog.get_logger("shoal.topics")
@@ -41,7 +43,7 @@ def _targets(request: Request) -> list[tuple[TopicName | None, uuid.UUID | None]
     return [(name, None) for name in request.topic_names]
 
 
-def _delete(
+async def _delete(
     ctx: RequestContext, name: TopicName | None, topic_id: uuid.UUID | None
 ) -> tuple[ErrorCode, TopicInfo | None]:
     """Delete one topic; the topic is returned only when the principal may see it."""
@@ -53,7 +55,10 @@ def _delete(
         return (ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id), None
     if not name and not authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, info.name):
         return ErrorCode.topic_authorization_failed, None
-    logs.delete_topic(info.name)
+    try:
+        await ctx.services.topic_admin.delete_topic(logs, info.name)
+    except UnknownTopicOrPartition:  # deleted meanwhile, by another request
+        return (ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id), None
     log.info("topic deleted", topic=info.name, topic_id=str(info.topic_id))
     ctx.services.share_partitions.forget_topic(info.name, info.topic_id)
     ctx.services.metrics.forget_topic(info.name)
@@ -67,8 +72,10 @@ def _delete(
 
 async def handle(ctx: RequestContext, request: Request) -> v6.DeleteTopicsResponse:
     results = []
+    slicer = Slicer()  # a request may name a million topics
     for name, topic_id in _targets(request):
-        code, info = _delete(ctx, name, topic_id)
+        await slicer.pause()
+        code, info = await _delete(ctx, name, topic_id)
         results.append(
             v6.response.DeletableTopicResult(
                 name=TopicName(info.name) if info else name,

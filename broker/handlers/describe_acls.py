@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from itertools import groupby
 
 from kio.schema.describe_acls import v1
@@ -57,14 +58,17 @@ async def handle(ctx: RequestContext, request: Request) -> Response:
     if acls is None:
         return _error(*(refused or (ErrorCode.unknown_server_error, "")))
     try:
-        selected = acls.describe(binding_filter(request))
+        wanted = binding_filter(request)
     except InvalidAcl as e:
         return _error(ErrorCode.invalid_request, str(e))
+    # In a thread: there may be a million bindings to walk and answer. The authorizer in force
+    # is never changed in place (AclManager swaps in a new one).
+    resources = await asyncio.to_thread(lambda: _resources(acls.describe(wanted)))
     return Response(
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         error_message=None,
-        resources=_resources(selected),
+        resources=resources,
     )
 
 

@@ -8,6 +8,8 @@ broker lists its configs; the dynamic ones (`group.share.*` and the `log.*` defa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kio.schema.describe_configs import v1
 from kio.schema.describe_configs import v2
 from kio.schema.describe_configs import v3
@@ -23,6 +25,7 @@ from broker.context import RequestContext
 from broker.dynamic_config import DYNAMIC
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import sliced_map
 from coordinator.group_configs import DEFS as GROUP_CONFIGS
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -161,8 +164,20 @@ def _result(ctx: RequestContext, resource: Resource) -> v4.response.DescribeConf
 
 
 async def handle(ctx: RequestContext, request: Request) -> v4.DescribeConfigsResponse:
-    results = tuple(_result(ctx, resource) for resource in request.resources)
-    return v4.DescribeConfigsResponse(throttle_time=NO_THROTTLE, results=results)
+    # A request may name a million resources; one named again is answered with the same entry.
+    described: dict[tuple[int, str, tuple[str, ...] | None], v4.response.DescribeConfigsResult]
+    described = {}
+
+    def result(resource: Resource) -> v4.response.DescribeConfigsResult:
+        keys = resource.configuration_keys
+        key = (resource.resource_type, resource.resource_name, tuple(keys) if keys else keys)
+        if (found := described.get(key)) is None:
+            found = described[key] = _result(ctx, resource)
+        return found
+
+    resources: Sequence[Resource] = request.resources
+    results = await sliced_map(result, resources)
+    return v4.DescribeConfigsResponse(throttle_time=NO_THROTTLE, results=tuple(results))
 
 
 HANDLER = handler(

@@ -26,6 +26,7 @@ from broker.context import RequestContext
 from broker.handlers.classic_common import is_share_group
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import sliced_map
 from coordinator.classic_group import ClassicGroup
 from coordinator.classic_group import GroupState
 from protocol.acl import AclOperation
@@ -96,8 +97,9 @@ def _described(ctx: RequestContext, group_id: GroupId, with_ops: bool) -> r.Desc
 
 async def handle(ctx: RequestContext, request: Request) -> v6.DescribeGroupsResponse:
     with_ops = getattr(request, "include_authorized_operations", False)
-    groups = tuple(_described(ctx, g, with_ops) for g in request.groups)
-    return v6.DescribeGroupsResponse(throttle_time=NO_THROTTLE, groups=groups)
+    # A request may name a million groups.
+    groups = await sliced_map(lambda g: _described(ctx, g, with_ops), request.groups)
+    return v6.DescribeGroupsResponse(throttle_time=NO_THROTTLE, groups=tuple(groups))
 
 
 HANDLER = handler(

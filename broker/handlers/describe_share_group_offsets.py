@@ -25,6 +25,7 @@ from broker.registry import handler
 from broker.share.share_group_offsets import PartitionOffsets
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
+from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -60,7 +61,7 @@ def _partition(index: int, code: ErrorCode, offsets: PartitionOffsets | None = N
 
 
 async def _topics(
-    ctx: RequestContext, group_id: str, wanted: Sequence[RequestTopic] | None
+    ctx: RequestContext, group_id: str, wanted: Sequence[RequestTopic] | None, slicer: Slicer
 ) -> tuple[Topic, ...]:
     s = ctx.services
     offsets = ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms)
@@ -74,6 +75,7 @@ async def _topics(
         requested = [(n, ps) for n, ps in by_topic.items() if authorize(ctx, DESCRIBE, TOPIC, n)]
     else:
         requested = [(t.topic_name, list(t.partitions)) for t in wanted]
+    described: dict[tuple[str, int], Partition] = {}  # a partition named again is not redone
     out = []
     for name, partitions in requested:
         info = logs.topic(name)
@@ -84,11 +86,15 @@ async def _topics(
                 rows.append(_partition(p, ErrorCode.topic_authorization_failed))
             elif info is None or not 0 <= p < info.partitions:
                 rows.append(_partition(p, ErrorCode.unknown_topic_or_partition))
+            elif (row := described.get((name, p))) is not None:
+                rows.append(row)
             else:
                 plog = logs.log(name, p)
                 if plog is not None:  # a segment sealed before non-data ranges were kept
                     await learn_non_data(plog)
-                rows.append(_partition(p, ErrorCode.none, offsets.describe(group_id, info, p)))
+                row = _partition(p, ErrorCode.none, offsets.describe(group_id, info, p))
+                rows.append(described.setdefault((name, p), row))
+            await slicer.pause()
         out.append(
             Topic(
                 topic_name=TopicName(name),
@@ -102,7 +108,9 @@ async def _topics(
 async def handle(ctx: RequestContext, request: Request) -> v1.DescribeShareGroupOffsetsResponse:
     admin = group_admin(ctx.services.coordinator, ctx.services.share_partitions)
     groups = []
+    slicer = Slicer()  # a request may name a million groups, or partitions
     for g in request.groups:
+        await slicer.pause()
         if not authorize(ctx, DESCRIBE, ResourceType.GROUP, g.group_id):
             groups.append(
                 Group(
@@ -127,7 +135,7 @@ async def handle(ctx: RequestContext, request: Request) -> v1.DescribeShareGroup
         groups.append(
             Group(
                 group_id=g.group_id,
-                topics=await _topics(ctx, g.group_id, g.topics),
+                topics=await _topics(ctx, g.group_id, g.topics, slicer),
                 error_code=ErrorCode.none,
             )
         )

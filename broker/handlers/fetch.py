@@ -9,9 +9,11 @@ tells clients to send full requests (KIP-227).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any
 from typing import Protocol
 from typing import TypeVar
@@ -50,12 +52,15 @@ from broker.long_poll import long_poll
 from broker.read_committed import READ_COMMITTED
 from broker.read_committed import committed_view
 from broker.registry import handler
+from broker.slicing import SLICE_SECONDS
+from broker.slicing import sliced_map
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.errors import StorageError
 from storage.producer_state import AbortedTxn
 
 READ = AclOperation.READ
+SLICED_ANSWER_PARTITIONS = 1_000  # answers for more partitions are built a slice at a time
 TOPIC = ResourceType.TOPIC
 
 FetchRequestByName = (
@@ -138,7 +143,7 @@ def _topic_names(ctx: RequestContext, request: FetchRequest) -> list[str | None]
     return [info.name if info else None for info in infos]
 
 
-def _read(
+async def _read(
     ctx: RequestContext,
     request: FetchRequest,
     names: Sequence[str | None],
@@ -160,9 +165,15 @@ def _read(
     min_one = True
     committed = request.isolation_level == READ_COMMITTED
     read = Read([], 0, [])
+    # A request may name a million partitions: yield between slices (`broker.slicing`; the
+    # clock read inline, as a Slicer's pause costs a call per partition on a hot path).
+    slice_ends = perf_counter() + SLICE_SECONDS
     for name, topic in zip(names, topics, strict=True):
         partitions: list[PartitionRead] = []
         for p in topic.partitions:
+            if perf_counter() >= slice_ends:
+                await asyncio.sleep(0)
+                slice_ends = perf_counter() + SLICE_SECONDS
             plog = ctx.services.logs.log(name, p.partition) if name is not None else None
             if name is None or plog is None:
                 partitions.append(PartitionRead(p.partition, unknown))
@@ -219,18 +230,23 @@ def _aborted(cls: type[P], aborted: list[AbortedTxn] | None) -> Any:
 
 
 def _partitions(cls: type[P], reads: list[PartitionRead]) -> tuple[P, ...]:
-    return tuple(
-        cls(
-            partition_index=i32(r.partition),
-            error_code=r.error_code,
-            high_watermark=i64(r.high_watermark),
-            last_stable_offset=i64(r.last_stable_offset),
-            log_start_offset=i64(r.log_start_offset),
-            aborted_transactions=_aborted(cls, r.aborted),
-            preferred_read_replica=BrokerId(-1),
-            records=Records(r.records),
-        )
-        for r in reads
+    return tuple(_partition(cls, r) for r in reads)
+
+
+async def _partitions_sliced(cls: type[P], reads: list[PartitionRead]) -> tuple[P, ...]:
+    return tuple(await sliced_map(lambda r: _partition(cls, r), reads))
+
+
+def _partition(cls: type[P], r: PartitionRead) -> P:
+    return cls(
+        partition_index=i32(r.partition),
+        error_code=r.error_code,
+        high_watermark=i64(r.high_watermark),
+        last_stable_offset=i64(r.last_stable_offset),
+        log_start_offset=i64(r.log_start_offset),
+        aborted_transactions=_aborted(cls, r.aborted),
+        preferred_read_replica=BrokerId(-1),
+        records=Records(r.records),
     )
 
 
@@ -262,6 +278,42 @@ def _response(request: FetchRequest, read: Read) -> by_name.FetchResponse | Fetc
     return cast(FetchResponseById, response)
 
 
+async def _response_sliced(
+    request: FetchRequest, read: Read
+) -> by_name.FetchResponse | FetchResponseById:
+    """`_response` for a request naming thousands of partitions: built a slice at a time."""
+    if isinstance(request, BY_NAME):
+        return by_name.FetchResponse(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            session_id=i32(0),
+            responses=tuple(
+                [
+                    by_name.FetchableTopicResponse(
+                        topic=TopicName(t.topic),
+                        partitions=await _partitions_sliced(by_name.PartitionData, ps),
+                    )
+                    for t, ps in zip(_named(request), read.topics, strict=True)
+                ]
+            ),
+        )
+    m = BY_ID_RESPONSES[request.__version__]
+    response = m.FetchResponse(
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        session_id=i32(0),
+        responses=tuple(
+            [
+                m.FetchableTopicResponse(
+                    topic_id=t.topic_id, partitions=await _partitions_sliced(m.PartitionData, ps)
+                )
+                for t, ps in zip(_identified(request), read.topics, strict=True)
+            ]
+        ),
+    )
+    return cast(FetchResponseById, response)
+
+
 async def handle(
     ctx: RequestContext, request: FetchRequest
 ) -> by_name.FetchResponse | FetchResponseById:
@@ -280,6 +332,8 @@ async def handle(
     for name, reads in zip(names, read.topics, strict=True):
         if name is not None:
             ctx.services.metrics.on_bytes_out(name, sum(len(r.records) for r in reads))
+    if sum(len(ps) for ps in read.topics) > SLICED_ANSWER_PARTITIONS:
+        return await _response_sliced(request, read)
     return _response(request, read)
 
 
@@ -289,4 +343,5 @@ HANDLER = handler(
     *BY_ID,
     responses=(by_name.FetchResponse, *(m.FetchResponse for m in BY_ID_RESPONSES.values())),
     acl=((READ, TOPIC),),
+    bulky_answers=False,  # as long as its request (see Handler.bulky_answers)
 )

@@ -23,6 +23,7 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import sliced_map
 from coordinator.share_group import CoordinatorError
 from coordinator.share_group import check_ids
 from protocol.acl import AclOperation
@@ -93,10 +94,13 @@ async def handle(
     if isinstance(
         request, (v4.FindCoordinatorRequest, v5.FindCoordinatorRequest, v6.FindCoordinatorRequest)
     ):
-        coordinators = tuple(
-            _coordinator(ctx, request.key_type, key) for key in request.coordinator_keys
+        keys_type = int(request.key_type)
+        coordinators = await sliced_map(  # a request may name a million keys
+            lambda key: _coordinator(ctx, keys_type, key), request.coordinator_keys
         )
-        return v6.FindCoordinatorResponse(throttle_time=NO_THROTTLE, coordinators=coordinators)
+        return v6.FindCoordinatorResponse(
+            throttle_time=NO_THROTTLE, coordinators=tuple(coordinators)
+        )
     key_type = (
         GROUP_KEY_TYPE if isinstance(request, v0.FindCoordinatorRequest) else request.key_type
     )

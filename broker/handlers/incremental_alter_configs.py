@@ -26,6 +26,7 @@ from broker.handlers.config_changes import Result
 from broker.handlers.config_changes import alter_configs
 from broker.handlers.config_changes import current_configs
 from broker.registry import handler
+from broker.slicing import Slicer
 
 Request = v0.IncrementalAlterConfigsRequest | v1.IncrementalAlterConfigsRequest
 Resource = v0.request.AlterConfigsResource | v1.request.AlterConfigsResource
@@ -44,7 +45,9 @@ def _alter(ctx: RequestContext, resource: Resource, validate_only: bool) -> Resu
 
 async def handle(ctx: RequestContext, request: Request) -> v1.IncrementalAlterConfigsResponse:
     responses = []
+    slicer = Slicer()  # a request may name a million resources
     for resource in request.resources:
+        await slicer.pause()
         code, message = _alter(ctx, resource, request.validate_only)
         responses.append(
             v1.response.AlterConfigsResourceResponse(

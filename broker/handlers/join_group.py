@@ -7,6 +7,9 @@ version: each version's writer reads only its own fields.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from kio.schema.errors import ErrorCode
 from kio.schema.join_group import v0
 from kio.schema.join_group import v1
@@ -26,6 +29,7 @@ from broker.handlers.classic_common import is_share_group
 from broker.handlers.classic_common import millis
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import sliced_map
 from coordinator.classic_group import JoinResult
 from coordinator.classic_member import JoinRequest
 from protocol.acl import AclOperation
@@ -46,7 +50,19 @@ Request = (
 NULLABLE_PROTOCOL_NAME = 7  # protocol name is a non-null string before v7
 
 
-def _join_request(ctx: RequestContext, request: Request) -> JoinRequest:
+class _Protocol(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def metadata(self) -> bytes: ...
+
+
+def _protocol(p: _Protocol) -> tuple[str, bytes]:
+    return p.name, p.metadata
+
+
+async def _join_request(ctx: RequestContext, request: Request) -> JoinRequest:
+    protocols: Sequence[_Protocol] = request.protocols
     session_ms = millis(request.session_timeout)
     rebalance_ms = session_ms if isinstance(request, v0.JoinGroupRequest) else None
     if rebalance_ms is None:
@@ -57,7 +73,8 @@ def _join_request(ctx: RequestContext, request: Request) -> JoinRequest:
         member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
         protocol_type=request.protocol_type,
-        protocols=tuple((p.name, p.metadata) for p in request.protocols),
+        # A request may list a million protocols.
+        protocols=tuple(await sliced_map(_protocol, protocols)),
         session_timeout_ms=session_ms,
         rebalance_timeout_ms=rebalance_ms,
         require_known_member_id=ctx.version >= 4,
@@ -96,7 +113,7 @@ async def handle(ctx: RequestContext, request: Request) -> v9.JoinGroupResponse:
         request.group_id
     ):  # one kind per group id (no online migration between the protocols yet)
         return _response(ctx, JoinResult(request.member_id, error=_INCONSISTENT))
-    result = await ctx.services.classic_groups.join(_join_request(ctx, request))
+    result = await ctx.services.classic_groups.join(await _join_request(ctx, request))
     return _response(ctx, result)
 
 

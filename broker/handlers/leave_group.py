@@ -6,6 +6,9 @@ request fails (an unknown group, no READ on it).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from kio.schema.errors import ErrorCode
 from kio.schema.leave_group import v0
 from kio.schema.leave_group import v1
@@ -18,6 +21,7 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import sliced_map
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -27,10 +31,23 @@ Request = Single | v3.LeaveGroupRequest | v4.LeaveGroupRequest | v5.LeaveGroupRe
 Response = v2.LeaveGroupResponse | v5.LeaveGroupResponse
 
 
-def _leaving(request: Request) -> list[tuple[str, str | None]]:
+class _Member(Protocol):
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def group_instance_id(self) -> str | None: ...
+
+
+def _member(m: _Member) -> tuple[str, str | None]:
+    return m.member_id, m.group_instance_id
+
+
+async def _leaving(request: Request) -> list[tuple[str, str | None]]:
     if isinstance(request, (v0.LeaveGroupRequest, v1.LeaveGroupRequest, v2.LeaveGroupRequest)):
         return [(request.member_id, None)]
-    return [(m.member_id, m.group_instance_id) for m in request.members]
+    # A request may list a million members.
+    members: Sequence[_Member] = request.members
+    return await sliced_map(_member, members)
 
 
 def _response(
@@ -46,16 +63,18 @@ def _response(
 async def handle(ctx: RequestContext, request: Request) -> Response:
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(ctx, ErrorCode.group_authorization_failed, ())
-    leaving = _leaving(request)
+    leaving = await _leaving(request)
     try:
         codes = ctx.services.classic_groups.leave(request.group_id, leaving)
     except CoordinatorError as e:
         return _response(ctx, e.error_code, ())
-    members = tuple(
-        v5.response.MemberResponse(member_id=m, group_instance_id=i, error_code=c)
-        for (m, i), c in zip(leaving, codes, strict=True)
+    members = await sliced_map(
+        lambda answer: v5.response.MemberResponse(
+            member_id=answer[0][0], group_instance_id=answer[0][1], error_code=answer[1]
+        ),
+        zip(leaving, codes, strict=True),
     )
-    return _response(ctx, ErrorCode.none, members)
+    return _response(ctx, ErrorCode.none, tuple(members))
 
 
 HANDLER = handler(

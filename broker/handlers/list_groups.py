@@ -26,11 +26,15 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.share.share_group_offsets import group_admin
+from broker.slicing import Slicer
+from coordinator.consumer_group import GROUP_TYPE as CONSUMER
+from coordinator.share_group_admin import GROUP_TYPE as SHARE
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
 DESCRIBE = AclOperation.DESCRIBE
 CLASSIC = "classic"  # KIP-848's group type of a JoinGroup/SyncGroup group
+GROUP_TYPES = frozenset({CLASSIC, CONSUMER, SHARE})
 
 Request = (
     v0.ListGroupsRequest
@@ -60,21 +64,39 @@ def _classic(
     ]
 
 
+async def _lowered(values: tuple[str, ...], slicer: Slicer) -> set[str]:
+    """A filter's values in lower case, without repeats: a request may send a million."""
+    out: set[str] = set()
+    for value in values:
+        out.add(value.lower())
+        await slicer.pause()
+    return out
+
+
+def _types(wanted: set[str]) -> tuple[str, ...]:
+    """The types filter reduced to the group types there are, with the same outcome: each
+    kind of group asks whether its own type is in it."""
+    if not wanted:
+        return ()
+    return tuple(wanted & GROUP_TYPES) or (next(iter(wanted)),)  # matching none of them
+
+
 async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse:
-    states: tuple[str, ...] = ()
+    slicer = Slicer()
+    states: set[str] = set()
     types: tuple[str, ...] = ()
     if isinstance(request, (v4.ListGroupsRequest, v5.ListGroupsRequest)):
-        states = request.states_filter
+        states = await _lowered(request.states_filter, slicer)
     if isinstance(request, v5.ListGroupsRequest):
-        types = request.types_filter
+        types = _types(await _lowered(request.types_filter, slicer))
     # DESCRIBE on the cluster lists every group; else only those it may DESCRIBE (KIP-231).
     everything = authorize_cluster(ctx, DESCRIBE)
     s = ctx.services
-    coordinated = group_admin(s.coordinator, s.share_partitions).list_groups(
-        states=states, types=types
-    )
-    coordinated += s.consumer_groups.list_groups(states, types)
-    classic = _classic(ctx, states, types)
+    # Every state here, filtered below: each kind of group would otherwise lower the filter's
+    # values again (a million, each).
+    coordinated = group_admin(s.coordinator, s.share_partitions).list_groups(types=types)
+    coordinated += s.consumer_groups.list_groups((), types)
+    classic = _classic(ctx, (), types)
     known = (
         {g.group_id for g in coordinated}
         | set(s.coordinator.groups)
@@ -87,12 +109,13 @@ async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse
             group_state=g.state,
             group_type=g.group_type,
         )
-        for g in coordinated + s.offsets.empty_group_listings(known, states, types)
+        for g in coordinated + s.offsets.empty_group_listings(known, (), types)
     ] + classic
     groups = tuple(
         g
         for g in sorted(listed, key=lambda g: g.group_id)
-        if everything or authorize(ctx, DESCRIBE, ResourceType.GROUP, g.group_id)
+        if (not states or g.group_state.lower() in states)
+        and (everything or authorize(ctx, DESCRIBE, ResourceType.GROUP, g.group_id))
     )
     return v5.ListGroupsResponse(
         throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=groups

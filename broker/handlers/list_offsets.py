@@ -34,6 +34,7 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.read_committed import READ_COMMITTED
 from broker.registry import handler
+from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.errors import CorruptRecords
@@ -104,6 +105,7 @@ async def _lookup(
 async def handle(ctx: RequestContext, request: Request) -> v10.ListOffsetsResponse:
     committed = getattr(request, "isolation_level", 0) == READ_COMMITTED  # v2+
     topics = []
+    slicer = Slicer()  # a request may name a million partitions
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
@@ -119,6 +121,7 @@ async def handle(ctx: RequestContext, request: Request) -> v10.ListOffsetsRespon
                     leader_epoch=i32(0 if code == ErrorCode.none else -1),
                 )
             )
+            await slicer.pause()
         topics.append(
             v10.response.ListOffsetsTopicResponse(name=topic.name, partitions=tuple(partitions))
         )

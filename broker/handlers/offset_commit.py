@@ -20,12 +20,12 @@ from kio.schema.offset_commit import v7
 from kio.schema.offset_commit import v8
 from kio.schema.offset_commit import v9
 from kio.schema.types import TopicName
-from kio.static.primitive import i32
 
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from protocol.consumer_offsets import OffsetValue
@@ -63,7 +63,7 @@ def _partition_code(ctx: RequestContext, topic: str, partition: int, metadata: s
     return ErrorCode.none
 
 
-def _commit(ctx: RequestContext, request: Request) -> Codes:
+async def _commit(ctx: RequestContext, request: Request, slicer: Slicer) -> Codes:
     """Each partition's answer; the accepted ones are written together."""
     codes: Codes = {}
     accepted: dict[tuple[str, int], OffsetValue] = {}
@@ -83,6 +83,7 @@ def _commit(ctx: RequestContext, request: Request) -> Codes:
             if code is ErrorCode.none:
                 epoch = int(getattr(p, "committed_leader_epoch", -1))
                 accepted[tp] = OffsetValue(int(p.committed_offset), epoch, metadata, now)
+            await slicer.pause()
     outside = not request.member_id and request.generation_id_or_member_epoch == NO_GENERATION
     reset = _reset(ctx, request.group_id, accepted) if outside else None
     try:
@@ -114,21 +115,24 @@ def _reset(
 
 
 async def handle(ctx: RequestContext, request: Request) -> Response:
-    codes = _commit(ctx, request)
+    slicer = Slicer()  # a request may name a million partitions
+    codes = await _commit(ctx, request, slicer)
     r = v9.response
-    topics = tuple(
-        r.OffsetCommitResponseTopic(
-            name=TopicName(t.name),
-            partitions=tuple(
+    answered = []
+    for t in request.topics:
+        name, partitions = str(t.name), []
+        for p in t.partitions:
+            partitions.append(
                 r.OffsetCommitResponsePartition(
-                    partition_index=i32(p.partition_index),
-                    error_code=codes[(str(t.name), int(p.partition_index))],
+                    partition_index=p.partition_index,
+                    error_code=codes[(name, int(p.partition_index))],
                 )
-                for p in t.partitions
-            ),
+            )
+            await slicer.pause()
+        answered.append(
+            r.OffsetCommitResponseTopic(name=TopicName(t.name), partitions=tuple(partitions))
         )
-        for t in request.topics
-    )
+    topics = tuple(answered)
     if isinstance(request, v2.OffsetCommitRequest):
         return v2.OffsetCommitResponse(topics=topics)  # type: ignore[arg-type]  # same layout
     return v9.OffsetCommitResponse(throttle_time=NO_THROTTLE, topics=topics)

@@ -12,12 +12,12 @@ import structlog
 from kio.schema.errors import ErrorCode
 from kio.schema.offset_delete import v0
 from kio.schema.types import TopicName
-from kio.static.primitive import i32
 
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.errors import StorageError
@@ -38,13 +38,18 @@ def _topic_code(ctx: RequestContext, group_id: str, topic: str) -> ErrorCode:
     return ErrorCode.none
 
 
-def _delete(ctx: RequestContext, request: v0.OffsetDeleteRequest) -> Codes:
+async def _delete(ctx: RequestContext, request: v0.OffsetDeleteRequest, slicer: Slicer) -> Codes:
     codes: Codes = {}
+    committed = ctx.services.offsets.group_offsets(request.group_id)
+    doomed = []  # committed partitions to delete (a request may name a million others)
     for topic in request.topics:
         code = _topic_code(ctx, request.group_id, topic.name)
         for p in topic.partitions:
-            codes[(str(topic.name), int(p.partition_index))] = code
-    doomed = [tp for tp, code in codes.items() if code is ErrorCode.none]
+            tp = (str(topic.name), int(p.partition_index))
+            codes[tp] = code
+            if code is ErrorCode.none and tp in committed:
+                doomed.append(tp)
+            await slicer.pause()
     try:
         ctx.services.offsets.delete_offsets(request.group_id, doomed)
     except StorageError as e:
@@ -68,21 +73,24 @@ async def handle(ctx: RequestContext, request: v0.OffsetDeleteRequest) -> v0.Off
     group_code = _group_code(ctx, request.group_id)
     if group_code is not ErrorCode.none:
         return v0.OffsetDeleteResponse(error_code=group_code, throttle_time=NO_THROTTLE, topics=())
-    codes = _delete(ctx, request)
+    slicer = Slicer()
+    codes = await _delete(ctx, request, slicer)
     r = v0.response
-    topics = tuple(
-        r.OffsetDeleteResponseTopic(
-            name=TopicName(t.name),
-            partitions=tuple(
+    answered = []
+    for t in request.topics:
+        name, partitions = str(t.name), []
+        for p in t.partitions:
+            partitions.append(
                 r.OffsetDeleteResponsePartition(
-                    partition_index=i32(p.partition_index),
-                    error_code=codes[(str(t.name), int(p.partition_index))],
+                    partition_index=p.partition_index,
+                    error_code=codes[(name, int(p.partition_index))],
                 )
-                for p in t.partitions
-            ),
+            )
+            await slicer.pause()
+        answered.append(
+            r.OffsetDeleteResponseTopic(name=TopicName(t.name), partitions=tuple(partitions))
         )
-        for t in request.topics
-    )
+    topics = tuple(answered)
     return v0.OffsetDeleteResponse(
         error_code=ErrorCode.none, throttle_time=NO_THROTTLE, topics=topics
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 from typing import Protocol
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 from kio.schema.offset_fetch import v1
@@ -31,6 +32,7 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -85,8 +87,12 @@ def _asked(ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None) -
     return [(t, ps) for t, ps in committed.items() if _topic_code(ctx, t) is ErrorCode.none]
 
 
-def _answer(
-    ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None, stable: bool = False
+async def _answer(
+    ctx: RequestContext,
+    group_id: str,
+    topics: Sequence[Topic] | None,
+    slicer: Slicer,
+    stable: bool = False,
 ) -> Answer:
     """Each asked topic's partitions with their committed offsets (-1: none). With
     `require_stable` (v7+), a partition an open transaction commits an offset of is answered
@@ -104,34 +110,56 @@ def _answer(
                 rows.append(Partition(p, NO_OFFSET, -1, "", code))
             else:
                 rows.append(Partition(p, value.offset, value.leader_epoch, value.metadata, code))
+            await slicer.pause()
         answer.append((topic, rows))
     return answer
 
 
-def _one_group(
-    ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None, stable: bool
-) -> tuple[v7.response.OffsetFetchResponseTopic, ...]:
-    r = v7.response
+Row = TypeVar(
+    "Row", v7.response.OffsetFetchResponsePartition, v9.response.OffsetFetchResponsePartitions
+)
+
+
+async def _rows(cls: type[Row], rows: list[Partition], slicer: Slicer) -> tuple[Row, ...]:
     return tuple(
-        r.OffsetFetchResponseTopic(
-            name=TopicName(topic),
-            partitions=tuple(
-                r.OffsetFetchResponsePartition(
-                    partition_index=i32(p.partition),
-                    committed_offset=i64(p.offset),
-                    committed_leader_epoch=i32(p.leader_epoch),
-                    metadata=p.metadata,
-                    error_code=p.error_code,
-                )
-                for p in rows
+        await slicer.map(
+            lambda p: cls(
+                partition_index=i32(p.partition),
+                committed_offset=i64(p.offset),
+                committed_leader_epoch=i32(p.leader_epoch),
+                metadata=p.metadata,
+                error_code=p.error_code,
             ),
+            rows,
         )
-        for topic, rows in _answer(ctx, group_id, topics, stable)
     )
 
 
-def _group(
-    ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None, stable: bool
+async def _one_group(
+    ctx: RequestContext,
+    group_id: str,
+    topics: Sequence[Topic] | None,
+    slicer: Slicer,
+    stable: bool,
+) -> tuple[v7.response.OffsetFetchResponseTopic, ...]:
+    r = v7.response
+    return tuple(
+        [
+            r.OffsetFetchResponseTopic(
+                name=TopicName(topic),
+                partitions=await _rows(r.OffsetFetchResponsePartition, rows, slicer),
+            )
+            for topic, rows in await _answer(ctx, group_id, topics, slicer, stable)
+        ]
+    )
+
+
+async def _group(
+    ctx: RequestContext,
+    group_id: str,
+    topics: Sequence[Topic] | None,
+    slicer: Slicer,
+    stable: bool,
 ) -> v9.response.OffsetFetchResponseGroup:
     r = v9.response
     if not _group_allowed(ctx, group_id):
@@ -141,20 +169,13 @@ def _group(
     return r.OffsetFetchResponseGroup(
         group_id=GroupId(group_id),
         topics=tuple(
-            r.OffsetFetchResponseTopics(
-                name=TopicName(topic),
-                partitions=tuple(
-                    r.OffsetFetchResponsePartitions(
-                        partition_index=i32(p.partition),
-                        committed_offset=i64(p.offset),
-                        committed_leader_epoch=i32(p.leader_epoch),
-                        metadata=p.metadata,
-                        error_code=p.error_code,
-                    )
-                    for p in rows
-                ),
-            )
-            for topic, rows in _answer(ctx, group_id, topics, stable)
+            [
+                r.OffsetFetchResponseTopics(
+                    name=TopicName(topic),
+                    partitions=await _rows(r.OffsetFetchResponsePartitions, rows, slicer),
+                )
+                for topic, rows in await _answer(ctx, group_id, topics, slicer, stable)
+            ]
         ),
         error_code=ErrorCode.none,
     )
@@ -163,10 +184,13 @@ def _group(
 async def handle(
     ctx: RequestContext, request: Request
 ) -> v7.OffsetFetchResponse | v9.OffsetFetchResponse:
+    slicer = Slicer()  # a request may name a million groups, or partitions
     if isinstance(request, (v8.OffsetFetchRequest, v9.OffsetFetchRequest)):
-        stable = request.require_stable
-        groups = tuple(_group(ctx, g.group_id, g.topics, stable) for g in request.groups)
-        return v9.OffsetFetchResponse(throttle_time=NO_THROTTLE, groups=groups)
+        groups = []
+        for g in request.groups:
+            groups.append(await _group(ctx, g.group_id, g.topics, slicer, request.require_stable))
+            await slicer.pause()
+        return v9.OffsetFetchResponse(throttle_time=NO_THROTTLE, groups=tuple(groups))
     if not _group_allowed(ctx, request.group_id):
         return v7.OffsetFetchResponse(
             throttle_time=NO_THROTTLE, topics=(), error_code=ErrorCode.group_authorization_failed
@@ -174,8 +198,8 @@ async def handle(
     topics: Sequence[Topic] | None = request.topics
     return v7.OffsetFetchResponse(
         throttle_time=NO_THROTTLE,
-        topics=_one_group(
-            ctx, request.group_id, topics, bool(getattr(request, "require_stable", False))
+        topics=await _one_group(
+            ctx, request.group_id, topics, slicer, bool(getattr(request, "require_stable", False))
         ),
         error_code=ErrorCode.none,
     )

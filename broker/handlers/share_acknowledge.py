@@ -27,6 +27,7 @@ from kio.static.primitive import i32Timedelta
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.share_common import SHARE_ACL_CHECKS
+from broker.handlers.share_common import SLICED
 from broker.handlers.share_common import Refusal
 from broker.handlers.share_common import acknowledge_all
 from broker.handlers.share_common import authorized_member
@@ -39,6 +40,7 @@ from broker.handlers.share_common import unreadable_topics
 from broker.registry import handler
 from broker.share.share_session_cache import CLOSE_EPOCH
 from broker.share.share_session_cache import ShareSessionError
+from broker.slicing import Slicer
 
 ShareAcknowledgeRequest = ShareAcknowledgeRequestV1 | ShareAcknowledgeRequestV2
 
@@ -61,7 +63,7 @@ def _response(
 async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     response = await _handle(ctx, request)
     if response.error_code != ErrorCode.none:  # refused whole: every topic named failed
-        ctx.services.metrics.on_share_acknowledgement(failed_topics(ctx, request.topics))
+        ctx.services.metrics.on_share_acknowledgement(await failed_topics(ctx, request.topics))
     return response
 
 
@@ -86,11 +88,12 @@ async def _handle(
         renew_allowed=isinstance(request, ShareAcknowledgeRequestV2), now_ms=s.now_ms(),
     )  # fmt: skip
     results |= refused_acks(request.topics, denied)
-    count_acknowledgements(ctx, results)
+    await count_acknowledgements(ctx, results)
     if request.share_session_epoch == CLOSE_EPOCH:
         s.share_fetch.close_session(group_id, member_id, s.now_ms())
     leader = LeaderIdAndEpoch(leader_id=BrokerId(s.node_id), leader_epoch=i32(0))
     by_topic: dict[uuid.UUID, list[PartitionData]] = {}
+    slicer = Slicer() if len(results) > SLICED else None  # a request may name a million
     for (tid, partition), outcome in results.items():
         by_topic.setdefault(tid, []).append(
             PartitionData(
@@ -100,6 +103,8 @@ async def _handle(
                 current_leader=leader,
             )
         )
+        if slicer is not None:
+            await slicer.pause()
     topics = tuple(
         ShareAcknowledgeTopicResponse(topic_id=t, partitions=tuple(ps))
         for t, ps in by_topic.items()
@@ -108,5 +113,9 @@ async def _handle(
 
 
 HANDLER = handler(
-    handle, ShareAcknowledgeRequestV1, ShareAcknowledgeRequestV2, acl=SHARE_ACL_CHECKS
+    handle,
+    ShareAcknowledgeRequestV1,
+    ShareAcknowledgeRequestV2,
+    acl=SHARE_ACL_CHECKS,
+    bulky_answers=False,  # as long as its request (see Handler.bulky_answers)
 )

@@ -32,6 +32,8 @@ TOPIC = ResourceType.TOPIC
 SHARE_ACL_CHECKS: Final = ((AclOperation.READ, ResourceType.GROUP), (AclOperation.READ, TOPIC))
 
 AckResults = dict[TopicIdPartition, AckOutcome]
+# Requests naming more partitions than this are walked a slice at a time.
+SLICED = 1_000
 # Kafka's null topic id: what a request that names no topic id is answered under.
 NULL_TOPIC_ID = uuid.UUID(int=0)
 
@@ -167,28 +169,54 @@ async def acknowledge_all(
     return out
 
 
-def failed_by_topic(
-    ctx: RequestContext, codes: Iterable[tuple[TopicIdPartition, int]]
+async def failed_by_topic(
+    ctx: RequestContext, codes: Iterable[tuple[TopicIdPartition, int]], count: int
 ) -> dict[str, bool]:
     """Per topic name (as BrokerTopicMetrics counts it): did any of its partitions fail?
-    Topic ids the broker does not know are left out: there is no name to count them under."""
+    Topic ids the broker does not know are left out: there is no name to count them under.
+    `count` codes: more than `SLICED` are grouped a slice at a time."""
     out: dict[str, bool] = {}
+    if count <= SLICED:  # nearly always: each code's topic looked up, no slices
+        for (tid, _), code in codes:
+            info = ctx.services.logs.topic_by_id(tid)
+            if info is not None:
+                out[info.name] = out.get(info.name, False) or code != ErrorCode.none
+        return out
+    failed: dict[uuid.UUID, bool] = {}  # grouped by topic id first: one look-up per topic
+    slicer = Slicer()
     for (tid, _), code in codes:
+        failed[tid] = failed.get(tid, False) or code != ErrorCode.none
+        await slicer.pause()
+    for tid, fail in failed.items():
         info = ctx.services.logs.topic_by_id(tid)
         if info is not None:
-            out[info.name] = out.get(info.name, False) or code != ErrorCode.none
+            out[info.name] = out.get(info.name, False) or fail
     return out
 
 
-def failed_topics(ctx: RequestContext, topics: Iterable[AckTopic]) -> dict[str, bool]:
+async def failed_topics(ctx: RequestContext, topics: Iterable[AckTopic]) -> dict[str, bool]:
     """Every topic of a request refused as a whole (session, member or group errors)."""
-    return failed_by_topic(
-        ctx, (((topic_id(t), 0), ErrorCode.unknown_server_error) for t in topics)
+    listed = list(topics)
+    return await failed_by_topic(
+        ctx, (((topic_id(t), 0), ErrorCode.unknown_server_error) for t in listed), len(listed)
     )
 
 
-def count_acknowledgements(ctx: RequestContext, acks: AckResults) -> None:
+async def count_acknowledgements(ctx: RequestContext, acks: AckResults) -> None:
     if acks:
         ctx.services.metrics.on_share_acknowledgement(
-            failed_by_topic(ctx, ((key, a.error_code) for key, a in acks.items()))
+            await failed_by_topic(ctx, ((key, a.error_code) for key, a in acks.items()), len(acks))
         )
+
+
+async def any_acknowledgements(topics: Sequence[AckTopic], listed: int) -> bool:
+    """Whether any of the `listed` partitions carries acknowledgements (in slices, for many)."""
+    if listed <= SLICED:
+        return any(p.acknowledgement_batches for t in topics for p in t.partitions)
+    slicer = Slicer()
+    for t in topics:
+        for p in t.partitions:
+            if p.acknowledgement_batches:
+                return True
+            await slicer.pause()
+    return False

@@ -8,8 +8,11 @@ The share logic is `ShareFetchService`'s; this module only speaks the protocol.
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import uuid
 from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Sequence
 
 from kio.schema.errors import ErrorCode
@@ -20,10 +23,12 @@ from kio.schema.share_fetch.v2.response import ShareFetchResponse
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.share_common import SHARE_ACL_CHECKS
+from broker.handlers.share_common import SLICED
 from broker.handlers.share_common import AckResults
 from broker.handlers.share_common import HasPartitions
 from broker.handlers.share_common import Refusal
 from broker.handlers.share_common import acknowledge_all
+from broker.handlers.share_common import any_acknowledgements
 from broker.handlers.share_common import authorized_member
 from broker.handlers.share_common import count_acknowledgements
 from broker.handlers.share_common import failed_by_topic
@@ -34,11 +39,13 @@ from broker.handlers.share_common import topic_id
 from broker.handlers.share_common import unreadable_topics
 from broker.long_poll import long_poll
 from broker.registry import handler
+from broker.share.share_fetch_service import SessionUpdate
 from broker.share.share_partition_manager import FetchedPartition
 from broker.share.share_session_cache import OPEN_EPOCH
 from broker.share.share_session_cache import ShareSession
 from broker.share.share_session_cache import ShareSessionError
 from broker.share.share_session_cache import TopicIdPartition
+from broker.slicing import Slicer
 from protocol.api_keys import SHARE_FETCH
 from protocol.messages import EncodedResponse
 from protocol.share_fetch_response import AcquiredRange
@@ -46,6 +53,9 @@ from protocol.share_fetch_response import PartitionAnswer
 from protocol.share_fetch_response import encode_share_fetch_response
 
 ShareFetchRequest = ShareFetchRequestV1 | ShareFetchRequestV2
+# An answer for more partitions than this is written in a thread.
+ENCODE_ON_LOOP_MAX_PARTITIONS = 5_000
+SLICE = 2_000  # partitions added to a session per slice (a few milliseconds)
 Fetched = dict[TopicIdPartition, FetchedPartition]
 
 
@@ -58,10 +68,8 @@ def _record_limit(request: ShareFetchRequest) -> bool:
     return isinstance(request, ShareFetchRequestV2) and request.share_acquire_mode == 1
 
 
-def _invalid(request: ShareFetchRequest) -> Refusal | None:
-    if request.share_session_epoch == OPEN_EPOCH and any(
-        p.acknowledgement_batches for t in request.topics for p in t.partitions
-    ):
+def _invalid(request: ShareFetchRequest, with_acks: bool) -> Refusal | None:
+    if request.share_session_epoch == OPEN_EPOCH and with_acks:
         problem = "a request that opens a share session cannot carry acknowledgements"
         return Refusal(ErrorCode.invalid_request, problem)
     if _is_renew(request) and (
@@ -82,7 +90,7 @@ async def _acquire(
     s = ctx.services
     max_bytes = min(request.max_bytes, s.config.fetch_max_bytes)  # as Fetch's (KafkaApis)
 
-    def attempt() -> Fetched:
+    async def attempt() -> Fetched:
         return s.share_fetch.acquire(
             session, session_epoch=request.share_session_epoch, max_records=request.max_records,
             max_bytes=max_bytes, now_ms=s.now_ms(), record_limit=_record_limit(request),
@@ -115,25 +123,42 @@ def _partition(
     )
 
 
-def _count(ctx: RequestContext, acks: AckResults, fetched: Fetched) -> None:
+async def _count(ctx: RequestContext, acks: AckResults, fetched: Fetched) -> None:
     metrics = ctx.services.metrics
-    count_acknowledgements(ctx, acks)
+    await count_acknowledgements(ctx, acks)
     for (tid, _), f in fetched.items():
         if f.records and (info := ctx.services.logs.topic_by_id(tid)) is not None:
             metrics.on_bytes_out(info.name, len(f.records))
 
 
-def _response(
+async def _response(
     ctx: RequestContext, group_id: str, acks: AckResults, fetched: Fetched
 ) -> EncodedResponse:
     """Written by `protocol.share_fetch_response` (tested byte for byte against kio): one
-    answer per fetch, and a consumer at the tail fetches a record or two at a time."""
-    _count(ctx, acks, fetched)
+    answer per fetch, and a consumer at the tail fetches a record or two at a time. One for
+    a million partitions is built in slices and written in a thread."""
+    await _count(ctx, acks, fetched)
     by_topic: dict[uuid.UUID, list[PartitionAnswer]] = {}
-    for key in dict.fromkeys([*acks, *fetched]):
-        by_topic.setdefault(key[0], []).append(_partition(ctx, key, fetched.get(key), acks))
+    if len(acks) + len(fetched) > SLICED:
+        slicer = Slicer()
+        for key in acks:  # the acknowledged partitions first, then those only fetched
+            by_topic.setdefault(key[0], []).append(_partition(ctx, key, fetched.get(key), acks))
+            await slicer.pause()
+        for key in fetched:
+            if key not in acks:
+                by_topic.setdefault(key[0], []).append(_partition(ctx, key, fetched[key], acks))
+            await slicer.pause()
+    else:
+        for key in dict.fromkeys([*acks, *fetched]) if acks else fetched:
+            by_topic.setdefault(key[0], []).append(_partition(ctx, key, fetched.get(key), acks))
     lock_ms = ctx.services.share_fetch.lock_duration_ms(group_id)
-    body = encode_share_fetch_response(ctx.version, list(by_topic.items()), lock_timeout_ms=lock_ms)
+    answers = list(by_topic.items())
+    if len(acks) + len(fetched) > ENCODE_ON_LOOP_MAX_PARTITIONS:
+        body = await asyncio.to_thread(
+            encode_share_fetch_response, ctx.version, answers, lock_timeout_ms=lock_ms
+        )
+    else:
+        body = encode_share_fetch_response(ctx.version, answers, lock_timeout_ms=lock_ms)
     codes = tuple(
         code
         for answers in by_topic.values()
@@ -168,33 +193,31 @@ def _denied(topics: Sequence[HasPartitions], denied: set[uuid.UUID]) -> Fetched:
 async def handle(
     ctx: RequestContext, request: ShareFetchRequest
 ) -> ShareFetchResponse | EncodedResponse:
-    response = await _handle(ctx, request)
+    listed = sum(len(t.partitions) for t in request.topics)
+    with_acks = await any_acknowledgements(request.topics, listed)
+    response = await _handle(ctx, request, with_acks, listed)
     if response.error_code != ErrorCode.none:  # refused whole: every topic named failed
-        failed = failed_topics(ctx, request.topics)
+        failed = await failed_topics(ctx, request.topics)
         ctx.services.metrics.on_share_fetch(failed)
-        if any(p.acknowledgement_batches for t in request.topics for p in t.partitions):
+        if with_acks:
             ctx.services.metrics.on_share_acknowledgement(failed)
     return response
 
 
 async def _handle(
-    ctx: RequestContext, request: ShareFetchRequest
+    ctx: RequestContext, request: ShareFetchRequest, with_acks: bool, listed: int
 ) -> ShareFetchResponse | EncodedResponse:
     s = ctx.services
     ids = member_of(request.group_id, request.member_id)
     if isinstance(ids, Refusal):
         return _refused(ids)
     group_id, member_id = ids
-    if refusal := _invalid(request) or authorized_member(ctx, group_id, member_id):
+    if refusal := _invalid(request, with_acks) or authorized_member(ctx, group_id, member_id):
         return _refused(refusal)
     denied = unreadable_topics(ctx, request.topics)
     readable = [t for t in request.topics if topic_id(t) not in denied]
-    added = [(topic_id(t), p.partition_index) for t in readable for p in t.partitions]
-    forgotten = [(topic_id(t), i) for t in request.forgotten_topics_data for i in t.partitions]
     try:
-        update = s.share_fetch.update_session(
-            group_id, member_id, request.share_session_epoch, added, forgotten, ctx.principal
-        )
+        update = await _update_session(ctx, request, group_id, member_id, readable, listed)
     except ShareSessionError as e:
         return _refused(Refusal(e.error_code, str(e)))
     acks = await acknowledge_all(
@@ -206,18 +229,18 @@ async def _handle(
     unknown = update.unknown | _denied(request.topics, denied) if denied else update.unknown
     if update.session is None:
         s.share_fetch.close_session(group_id, member_id, s.now_ms())
-        return _response(ctx, group_id, acks, {})
+        return await _response(ctx, group_id, acks, {})
     if _is_renew(request):
-        return _response(ctx, group_id, acks, unknown)
+        return await _response(ctx, group_id, acks, unknown)
     # Partitions answered with an error need an answer now, not after the long poll.
     max_wait_s = 0.0 if unknown else request.max_wait.total_seconds()
     fetched = await _acquire(ctx, request, update.session, max_wait_s)
     answered = unknown | fetched
-    _count_fetch(ctx, update.session.partitions, answered)
-    return _response(ctx, group_id, acks, answered)
+    await _count_fetch(ctx, update.session.partitions, answered)
+    return await _response(ctx, group_id, acks, answered)
 
 
-def _count_fetch(
+async def _count_fetch(
     ctx: RequestContext, session: Iterable[TopicIdPartition], answered: Fetched
 ) -> None:
     """A fetch counts once for every topic of the session's partitions, with or without
@@ -225,7 +248,47 @@ def _count_fetch(
     PerSec), and as failed for a topic one of whose partitions has an error."""
     codes = dict.fromkeys(session, int(ErrorCode.none))
     codes.update((k, f.error_code) for k, f in answered.items())
-    ctx.services.metrics.on_share_fetch(failed_by_topic(ctx, codes.items()))
+    ctx.services.metrics.on_share_fetch(await failed_by_topic(ctx, codes.items(), len(codes)))
+
+
+async def _update_session(
+    ctx: RequestContext,
+    request: ShareFetchRequest,
+    group_id: str,
+    member_id: str,
+    readable: Sequence[HasPartitions],
+    listed: int,
+) -> SessionUpdate:
+    """`ShareFetchService.update_session`; the partitions of a request naming many are added
+    a slice at a time (a million, each looked up, held the loop for seconds).
+
+    :raises ShareSessionError: as `update_session`."""
+    service = ctx.services.share_fetch
+    epoch = request.share_session_epoch
+    forgotten = request.forgotten_topics_data
+    if listed <= SLICE and (not forgotten or sum(len(t.partitions) for t in forgotten) <= SLICE):
+        added = [(topic_id(t), p.partition_index) for t in readable for p in t.partitions]
+        gone = [(topic_id(t), i) for t in forgotten for i in t.partitions]
+        # Nearly always: one call, as before.
+        return service.update_session(group_id, member_id, epoch, added, gone, ctx.principal)
+    update = service.update_session(group_id, member_id, epoch, (), (), ctx.principal)
+    if update.session is None:
+        return update
+    unknown = dict(update.unknown)
+    added_pairs = ((topic_id(t), p.partition_index) for t in readable for p in t.partitions)
+    for chunk in _chunks(added_pairs):
+        unknown |= service.change_partitions(update.session, chunk, ())
+        await asyncio.sleep(0)
+    for chunk in _chunks((topic_id(t), i) for t in forgotten for i in t.partitions):
+        service.change_partitions(update.session, (), chunk)
+        await asyncio.sleep(0)
+    return SessionUpdate(update.session, unknown)
+
+
+def _chunks(pairs: Iterable[TopicIdPartition]) -> Iterator[list[TopicIdPartition]]:
+    it = iter(pairs)
+    while chunk := list(itertools.islice(it, SLICE)):
+        yield chunk
 
 
 HANDLER = handler(handle, ShareFetchRequestV1, ShareFetchRequestV2, acl=SHARE_ACL_CHECKS)

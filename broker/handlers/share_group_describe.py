@@ -16,6 +16,7 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.share.share_group_offsets import group_admin
+from broker.slicing import sliced_map
 from coordinator.share_group import ShareGroup
 from coordinator.share_group import ShareGroupMember
 from protocol.acl import AclOperation
@@ -94,10 +95,10 @@ async def handle(
 ) -> v1.ShareGroupDescribeResponse:
     admin = group_admin(ctx.services.coordinator, ctx.services.share_partitions)
     with_ops = request.include_authorized_operations
-    groups = tuple(
-        _described(ctx, g, admin.group(g) if g else None, with_ops) for g in request.group_ids
+    groups = await sliced_map(  # a request may name a million groups
+        lambda g: _described(ctx, g, admin.group(g) if g else None, with_ops), request.group_ids
     )
-    return v1.ShareGroupDescribeResponse(throttle_time=NO_THROTTLE, groups=groups)
+    return v1.ShareGroupDescribeResponse(throttle_time=NO_THROTTLE, groups=tuple(groups))
 
 
 HANDLER = handler(handle, v1.ShareGroupDescribeRequest, acl=((DESCRIBE, GROUP),))

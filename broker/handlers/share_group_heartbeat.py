@@ -13,6 +13,7 @@ from kio.static.primitive import i32Timedelta
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import too_many_subscribed
 from broker.registry import handler
 from coordinator.assignor import Assignment
 from coordinator.share_group import CoordinatorError
@@ -62,6 +63,8 @@ async def handle(ctx: RequestContext, request: v1.ShareGroupHeartbeatRequest) ->
         # One kind per group id; Kafka answers this for a classic group's id.
         message = f"Group {request.group_id} is not a share group."
         return _error(request, ErrorCode.group_id_not_found, message)
+    if too_many := too_many_subscribed(ctx, len(request.subscribed_topic_names or ())):
+        return _error(request, ErrorCode.invalid_request, too_many)
     denied = _unreadable(ctx, request.subscribed_topic_names)
     if denied:
         return _error(request, ErrorCode.topic_authorization_failed, f"no DESCRIBE on {denied}")

@@ -18,6 +18,7 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import Slicer
 from coordinator.classic_group import SyncResult
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -54,6 +55,16 @@ def _inconsistent(ctx: RequestContext, request: Request) -> bool:
     )
 
 
+async def _assignments(request: Request) -> dict[str, bytes]:
+    """The leader's assignments by member id (a request may list a million)."""
+    out: dict[str, bytes] = {}
+    slicer = Slicer()
+    for a in request.assignments:
+        out[a.member_id] = a.assignment
+        await slicer.pause()
+    return out
+
+
 async def handle(ctx: RequestContext, request: Request) -> v5.SyncGroupResponse:
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(SyncResult(error=ErrorCode.group_authorization_failed))
@@ -64,7 +75,7 @@ async def handle(ctx: RequestContext, request: Request) -> v5.SyncGroupResponse:
         request.member_id,
         request.generation_id,
         getattr(request, "group_instance_id", None),
-        {a.member_id: a.assignment for a in request.assignments},
+        await _assignments(request),
     )
     return _response(result)
 

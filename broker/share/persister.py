@@ -82,7 +82,7 @@ class Persister(Protocol):
         """Whether the share-partition was initialised (Kafka's read summary), without a read."""
         ...
 
-    def groups(self) -> set[str]:
+    def groups(self) -> frozenset[str]:
         """Groups with recorded state on some partition (they outlive their members)."""
         ...
 
@@ -125,8 +125,8 @@ class NoPersister:
     def has_state(self, key: SharePartitionKey) -> bool:
         return False
 
-    def groups(self) -> set[str]:
-        return set()
+    def groups(self) -> frozenset[str]:
+        return frozenset()
 
     def recorded(self) -> list[SharePartitionKey]:
         return []

@@ -105,6 +105,15 @@ class ShareFetchService:
             session.principal = principal
         else:
             session = self.sessions.advance(key, epoch)
+        return SessionUpdate(session, self.change_partitions(session, added, forgotten))
+
+    def change_partitions(
+        self,
+        session: ShareSession,
+        added: Iterable[TopicIdPartition],
+        forgotten: Iterable[TopicIdPartition],
+    ) -> dict[TopicIdPartition, FetchedPartition]:
+        """Add and forget partitions of an open session; those it cannot hold, with why."""
         unknown: dict[TopicIdPartition, FetchedPartition] = {}
         for tp in added:
             code = self._unknown(tp)
@@ -114,7 +123,7 @@ class ShareFetchService:
                 unknown[tp] = FetchedPartition(code, b"", [])
         for tp in forgotten:
             session.partitions.pop(tp, None)
-        return SessionUpdate(session, unknown)
+        return unknown
 
     def check_principal(self, group_id: str, member_id: str, principal: str) -> None:
         """A member's share session is used only by the principal that opened it.

@@ -765,7 +765,7 @@ class SharePartitionManager:
 
     # admin (share-group offsets) -----------------------------------------------------------
 
-    def durable_groups(self) -> set[str]:
+    def durable_groups(self) -> frozenset[str]:
         """Groups with recorded share state (known after a restart, before any member joins)."""
         return self._persister.groups()
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import uuid
+from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,12 +68,14 @@ class SnapshotWrite:
     group_id: str
     chain: Chain
     offset: int
+    written: Callable[[str], None] = lambda group_id: None  # told the group has a snapshot
 
     def run(self) -> None:
         self.store.write_snapshot(self.group_id, self.offset, self.chain.epoch)
 
     def done(self) -> None:
         self.chain.snapshot_offset = self.offset
+        self.written(self.group_id)
 
 
 def _batches(ranges: Sequence[StateRange]) -> tuple[StateBatch, ...]:
@@ -128,6 +131,9 @@ class ShareStatePersister:
         self._max_deltas = max_deltas
         self._stores: dict[tuple[uuid.UUID, int], ShareStateStore] = {}
         self._chains: dict[SharePartitionKey, Chain] = {}
+        # `groups()`, read from the snapshot files once and kept up to date (None: read again).
+        # DescribeGroups asks it of every group id it names: a million file scans, before.
+        self._groups: frozenset[str] | None = None
 
     def _store(self, key: SharePartitionKey) -> ShareStateStore | None:
         return self._partition_store(key[1], key[2])
@@ -236,13 +242,22 @@ class ShareStatePersister:
             store.append(ShareCheckpoint(group_id, epoch, start_offset, start_offset, ()), now_ms)
         self._chains.pop(key, None)
         store.delete_snapshot(group_id)
+        self._groups = None  # the group may have snapshots on other partitions
 
     def has_state(self, key: SharePartitionKey) -> bool:
         store = self._store(key)
         return store is not None and store.read_snapshot(key[0]) is not None
 
-    def groups(self) -> set[str]:
-        return snapshot_groups(self._state_dir) if self._state_dir is not None else set()
+    def groups(self) -> frozenset[str]:
+        if self._state_dir is None:
+            return frozenset()
+        if self._groups is None:
+            self._groups = frozenset(snapshot_groups(self._state_dir))
+        return self._groups
+
+    def _snapshot_written(self, group_id: str) -> None:
+        if self._groups is not None and group_id not in self._groups:
+            self._groups = self._groups | {group_id}
 
     def recorded(self) -> list[SharePartitionKey]:
         out = []
@@ -253,6 +268,7 @@ class ShareStatePersister:
         return out
 
     def forget_topic(self, topic: str, topic_id: uuid.UUID) -> None:
+        self._groups = None
         for key in [k for k in self._chains if k[1] == topic_id]:
             del self._chains[key]
         for store_key in [k for k in self._stores if k[0] == topic_id]:
@@ -293,7 +309,8 @@ class ShareStatePersister:
         for key, chain in self._chains.items():
             store = self._store(key)
             if store is not None and chain.snapshot_offset != chain.checkpoint_offset:
-                due.append(SnapshotWrite(store, key[0], chain, chain.checkpoint_offset))
+                offset = chain.checkpoint_offset
+                due.append(SnapshotWrite(store, key[0], chain, offset, self._snapshot_written))
         return due
 
     def flush_snapshots(self) -> list[tuple[str, OSError]]:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import gc
 import struct
 from collections import defaultdict
+from collections.abc import Callable
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,11 +22,18 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.api_versions.v3.response import ApiVersionsResponse
 from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v12.request import MetadataRequest
+from kio.schema.metadata.v12.request import MetadataRequestTopic
+from kio.schema.metadata.v12.response import MetadataResponse
+from kio.schema.types import BrokerId
+from kio.schema.types import TopicName
 from kio.static.primitive import i32Timedelta
 from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 from structlog.testing import capture_logs
 
+from broker import gc_pause
+from broker.connection import COUNT_ON_LOOP_MAX_CODES
 from broker.connection import DECODE_ON_LOOP_MAX_BYTES
 from broker.connection import MAX_IN_FLIGHT
 from broker.connection import KafkaConnection
@@ -572,3 +581,181 @@ def _uvarint(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+# large requests and slices (issue 27: no request holds the loop) ------------------------------
+
+
+async def test_a_handler_working_in_slices_holds_back_the_requests_after_it(
+    tmp_path: Path,
+) -> None:
+    # Between slices of its work other connections are served, but the requests sent after it
+    # on its own connection must take effect after it, as if it had run at once (promise 1).
+    started: list[int] = []
+    slices = 5
+
+    async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
+        cid = ctx.header.correlation_id
+        started.append(cid)
+        if cid == 1:
+            for _ in range(slices):
+                await asyncio.sleep(0)  # what broker.slicing.Slicer does when a slice is spent
+                started.append(-1)
+        return ApiVersionsResponse(
+            error_code=ErrorCode.none,
+            api_keys=(),
+            throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+        )
+
+    connection, transport = one_handler(tmp_path / "data", handle)
+    connection.data_received(request(1) + request(2) + request(3))
+    await settle()
+    assert started == [1, *[-1] * slices, 2, 3]
+    assert [_correlation_id(f) for f in transport.frames()] == [1, 2, 3]
+    assert connection.idle
+
+
+def metadata_wire(
+    data_dir: Path, gate: asyncio.Event
+) -> tuple[KafkaConnection, RecordingTransport]:
+    """A connection whose registry serves Metadata v12, answering once `gate` is set."""
+
+    async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+        await gate.wait()
+        return MetadataResponse(
+            throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+            brokers=(),
+            cluster_id=None,
+            controller_id=BrokerId(0),
+            topics=(),
+        )
+
+    registry = Registry([served_by(MetadataRequest, MetadataResponse, handle)])
+    connection = KafkaConnection(broker_services(data_dir, registry), set())
+    transport = RecordingTransport()
+    transport.protocol = connection
+    connection.connection_made(transport)
+    return connection, transport
+
+
+def naming(topics: int) -> bytes:
+    """A Metadata request naming `topics` topics of 100 characters: above
+    DECODE_ON_LOOP_MAX_BYTES from 2,600 of them."""
+    body = MetadataRequest(
+        topics=tuple(
+            MetadataRequestTopic(topic_id=None, name=TopicName(f"{i:0100d}")) for i in range(topics)
+        ),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    return frame(encode_request(body, 1, "test"))
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("never")
+
+
+async def test_a_large_request_pauses_garbage_collection_until_answered(tmp_path: Path) -> None:
+    # Decoded in a thread, answered from one; collection resumes once it is answered.
+    gate = asyncio.Event()
+    connection, transport = metadata_wire(tmp_path / "data", gate)
+    assert gc.isenabled()
+    connection.data_received(naming(3000))
+    await until(lambda: not gc.isenabled())
+    await asyncio.sleep(0.05)
+    assert not gc.isenabled() and gc_pause.held()
+    gate.set()
+    await until(lambda: bool(transport.frames()))
+    await settle()
+    assert gc.isenabled() and not gc_pause.held()
+
+
+async def test_a_large_request_of_few_entries_does_not_pause_collection(tmp_path: Path) -> None:
+    # A few big record batches (or here, nine long names): paused while decoded only.
+    gate = asyncio.Event()
+    connection, transport = metadata_wire(tmp_path / "data", gate)
+    long_name = 32_000  # a string's length is an int16
+    body = MetadataRequest(
+        topics=tuple(
+            MetadataRequestTopic(topic_id=None, name=TopicName(f"{i}" * long_name))
+            for i in range(DECODE_ON_LOOP_MAX_BYTES // long_name + 1)
+        ),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    connection.data_received(frame(encode_request(body, 1, "test")))
+    await until(lambda: not gc_pause.held())
+    assert gc.isenabled()
+    gate.set()
+    await until(lambda: bool(transport.frames()))
+
+
+async def test_a_large_request_never_answered_resumes_collection_when_the_connection_goes(
+    tmp_path: Path,
+) -> None:
+    connection, _ = metadata_wire(tmp_path / "data", asyncio.Event())
+    connection.data_received(naming(3000))
+    await until(lambda: not gc.isenabled())
+    connection.connection_lost(None)
+    await settle()
+    assert gc.isenabled() and not gc_pause.held()
+
+
+async def test_the_pause_lasts_max_pause_s_at_most(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A large request still in flight (a long wait, say) gives collection back all the same.
+    monkeypatch.setattr(gc_pause, "MAX_PAUSE_S", 0.2)
+    gate = asyncio.Event()
+    connection, transport = metadata_wire(tmp_path / "data", gate)
+    connection.data_received(naming(3000))
+    await until(lambda: not gc.isenabled())
+    await until(lambda: gc.isenabled())
+    assert not gc_pause.held() and not connection.idle  # not answered yet
+    gate.set()
+    await until(lambda: bool(transport.frames()))
+    assert gc.isenabled()
+
+
+async def test_one_large_request_holds_the_pause_and_the_next_cannot_extend_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Large requests back to back, on two connections: collection resumes when the holder is
+    # answered, though the other is still in flight (it never held the pause).
+    monkeypatch.setattr(gc_pause, "MAX_PAUSE_S", 60)  # longer than `until` waits
+    gates = [asyncio.Event(), asyncio.Event()]
+    first, first_out = metadata_wire(tmp_path / "a", gates[0])
+    second, second_out = metadata_wire(tmp_path / "b", gates[1])
+    first.data_received(naming(3000))
+    await until(lambda: not gc.isenabled())
+    second.data_received(naming(3000))
+    await asyncio.sleep(0.1)
+    gates[0].set()
+    await until(lambda: bool(first_out.frames()))
+    await until(lambda: gc.isenabled())
+    assert not gc_pause.held() and not second.idle
+    gates[1].set()
+    await until(lambda: bool(second_out.frames()))
+    await settle()
+    assert gc.isenabled() and not gc_pause.held()
+
+
+async def test_every_error_code_of_a_long_encoded_answer_is_counted(tmp_path: Path) -> None:
+    # A Produce of 100,000 unknown partitions: its codes are counted in a thread (~100 ms of
+    # counting on the loop), all of them.
+    many = COUNT_ON_LOOP_MAX_CODES * 3
+
+    async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> EncodedResponse:
+        codes = (int(ErrorCode.unknown_topic_or_partition),) * many
+        return EncodedResponse(API_VERSIONS, ctx.header.api_version, b"", 0, codes)
+
+    connection, transport = one_handler(tmp_path / "data", handle)
+    connection.data_received(request(1))
+    stats = connection._services.metrics.request_stats
+    key = ("ApiVersions", int(ErrorCode.unknown_topic_or_partition))
+    await until(lambda: stats._errors.get(key) == many)
+    assert [_correlation_id(f) for f in transport.frames()] == [1]

@@ -19,7 +19,7 @@ class Clock:
 async def test_enough_at_once_never_waits() -> None:
     calls: list[int] = []
 
-    def attempt() -> int:
+    async def attempt() -> int:
         calls.append(1)
         return 5
 
@@ -38,7 +38,7 @@ async def test_a_notification_brings_another_attempt() -> None:
     values = iter([0, 3])
     task = asyncio.create_task(
         long_poll(
-            lambda: next(values),
+            lambda: _now(next(values)),
             enough=lambda n: n >= 1,
             wait_keys=lambda _: ["k"],
             notifier=notifier,
@@ -53,7 +53,7 @@ async def test_a_notification_brings_another_attempt() -> None:
 
 async def test_nothing_to_wait_on_or_no_time_left_returns_the_last_result() -> None:
     no_keys = await long_poll(
-        lambda: 0,
+        lambda: _now(0),
         enough=lambda n: n >= 1,
         wait_keys=lambda _: [],
         notifier=Notifier(),
@@ -61,7 +61,7 @@ async def test_nothing_to_wait_on_or_no_time_left_returns_the_last_result() -> N
     )
     clock = Clock()
 
-    def attempt() -> int:
+    async def attempt() -> int:
         clock.now += 10  # each attempt uses up the wait
         return 0
 
@@ -103,3 +103,7 @@ async def test_a_cancelled_wait_leaves_no_waiter_behind() -> None:
     await asyncio.gather(task, return_exceptions=True)
     assert task.cancelled()
     assert not notifier._waiters
+
+
+async def _now(value: int) -> int:
+    return value

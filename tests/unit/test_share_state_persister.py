@@ -7,8 +7,10 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
 from structlog.testing import capture_logs
 
+from broker.share import share_state_persister
 from broker.share.persister import NoPersister
 from broker.share.persister import PersistedState
 from broker.share.persister import Persister
@@ -105,6 +107,33 @@ def test_delete_leaves_an_empty_window_and_no_summary(tmp_path: Path) -> None:
     written = t.control_batches()
     view.delete(t.key("never-started"), 0, 3)  # nothing recorded: nothing to tombstone
     assert t.control_batches() == written
+
+
+def test_the_groups_are_kept_not_read_from_the_files_each_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DescribeGroups asks once per group id named (a million, in a hostile one): the snapshot
+    files are read once, then the set follows the snapshots written and deleted."""
+    t = Topic()
+    persister = ShareStatePersister(t.logs, tmp_path)
+    load(persister, t.partition("G"), 0, 0)
+    persister.flush_snapshots()
+    reads: list[Path] = []
+    real = share_state_persister.snapshot_groups
+
+    def counted(state_dir: Path) -> set[str]:
+        reads.append(state_dir)
+        return real(state_dir)
+
+    monkeypatch.setattr(share_state_persister, "snapshot_groups", counted)
+    assert [persister.groups() for _ in range(1000)][-1] == {"G"}
+    assert len(reads) == 1
+    load(persister, t.partition("H"), 0, 0)
+    persister.flush_snapshots()
+    assert persister.groups() == {"G", "H"} and len(reads) == 1  # a snapshot written: noted
+    persister.delete(t.key("G"), 0, 1)
+    assert persister.groups() == {"H"} and len(reads) == 2  # a delete: read again
+    assert ShareStatePersister(t.logs, tmp_path).groups() == {"H"}  # as the files say
 
 
 def test_forget_topic_takes_its_snapshot_files(tmp_path: Path) -> None:
