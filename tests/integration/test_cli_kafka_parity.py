@@ -129,3 +129,120 @@ async def test_list_with_states_and_types_and_all_groups(broker: BrokerProcess) 
     for group in ("idle-one", "idle-two"):
         parts = ok_json(CG, "--describe", "--group", group, bootstrap=b)["partitions"]
         assert [p["current_offset"] for p in parts] == [0]
+
+
+def test_version_get_offsets_and_keyed_produce(broker: BrokerProcess) -> None:
+    """`--version` prints the version, exit 0 (Kafka's tools: `CommandLineUtils`).
+    `get-offsets` is kafka-get-offsets.sh (`GetOffsetShell`): `topic:partition:offset` lines,
+    `--time -1/-2/ts`, `--partitions`, a timestamp past the last record leaves the partition
+    out, no match is exit 1. The console producer's `--property parse.key=true
+    key.separator=:` splits each line at the first separator; a line without one is refused
+    with Kafka's message (`LineMessageReader`)."""
+    b = broker.bootstrap
+    code, out, _ = shoal("--version")
+    assert code == 0 and out.startswith("shoal "), out
+    ok("topics", "create", "--topic", "keyed", "--partitions", "2", bootstrap=b)
+    code, _, err = shoal("produce", "--topic", "keyed", "--partition", "0", "--property",
+                         "parse.key=true", "--property", "key.separator=:", bootstrap=b,
+                         stdin="k1:v:1\nk2:v2\n")  # fmt: skip
+    assert code == 0, err
+    code, _, err = shoal("produce", "--topic", "keyed", "--property", "parse.key=true",
+                         bootstrap=b, stdin="a\tb\nno-separator\n")  # fmt: skip
+    assert code == 2 and "No key separator found on line number 2: 'no-separator'" in err, err
+    read = ok("console-consumer", "--topic", "keyed", "--partition", "0", "--offset",
+              "earliest", "--max-messages", "2", "--property", "print.key=true",
+              "--property", "key.separator=|", bootstrap=b)  # fmt: skip
+    assert read.splitlines() == ["k1|v:1", "k2|v2"]
+
+    latest, earliest, one, future, none = shoal_all(
+        ("get-offsets", "--topic", "keyed"), ("get-offsets", "--topic", "keyed", "--time", "-2"),
+        ("get-offsets", "--topic", "key.*", "--partitions", "1", "--time", "latest"),
+        ("get-offsets", "--topic", "keyed", "--time", str(2**45)),
+        ("get-offsets", "--topic", "nothing-like-this"),
+        bootstrap=b,
+    )  # fmt: skip
+    assert latest[1].splitlines() == ["keyed:0:2", "keyed:1:0"], latest
+    assert earliest[1].splitlines() == ["keyed:0:0", "keyed:1:0"], earliest
+    assert one[1].splitlines() == ["keyed:1:0"], one
+    assert (future[0], future[1]) == (0, ""), future
+    assert none[0] == 1 and "Could not match any topic-partitions" in none[2], none
+
+
+def test_topics_describe_prints_kafkas_lines(broker: BrokerProcess) -> None:
+    """kafka-topics.sh --describe: `Topic: T<TAB>TopicId: ..<TAB>PartitionCount: N<TAB>
+    ReplicationFactor: 1<TAB>Configs: k=v`, then per partition `<TAB>Topic: T<TAB>Partition:
+    P<TAB>Leader: 1<TAB>Replicas: 1<TAB>Isr: 1<TAB>Elr: N/A<TAB>LastKnownElr: N/A`
+    (`TopicCommand.TopicDescription/PartitionDescription.printDescription`)."""
+    b = broker.bootstrap
+    ok("topics", "create", "--topic", "described", "--partitions", "2", "--config",
+       "retention.ms=60000", bootstrap=b)  # fmt: skip
+    (info,) = ok_json("topics", "describe", "--topic", "described", bootstrap=b)
+    lines = ok("topics", "--describe", "--topic", "described", bootstrap=b).splitlines()
+    leader = info["partitions"][0]["leader"]
+    assert lines[0] == (
+        f"Topic: described\tTopicId: {info['topic_id']}\tPartitionCount: 2\t"
+        "ReplicationFactor: 1\tConfigs: retention.ms=60000"
+    )
+    assert lines[1:] == [
+        f"\tTopic: described\tPartition: {p}\tLeader: {leader}\tReplicas: {leader}\t"
+        f"Isr: {leader}\tElr: N/A\tLastKnownElr: N/A"
+        for p in (0, 1)
+    ]
+
+
+def test_consume_on_a_missing_topic_fails_and_creates_no_group(broker: BrokerProcess) -> None:
+    b = broker.bootstrap
+    code, _, err = shoal("consume", "--topic", "no-such-topic", "--group", "ghosts",
+                           "--timeout", "1", bootstrap=b)  # fmt: skip
+    assert code == 1 and "no-such-topic" in err and "UNKNOWN_TOPIC_OR_PARTITION" in err, err
+    listed = ok_json("share-groups", "list", bootstrap=b)
+    assert "ghosts" not in str(listed), listed
+    code, _, err = shoal("console-consumer", "--topic", "no-such-topic", "--timeout-ms", "100",
+                         bootstrap=b)  # fmt: skip
+    assert code == 1 and "does not exist" in err, err
+
+
+def test_console_consumer_plain_and_in_a_group(broker: BrokerProcess) -> None:
+    """kafka-console-consumer.sh's main options (`ConsoleConsumerOptions`): a plain read from
+    the beginning, one partition from an offset, the usage rules (exit 2), and `--group`:
+    a member of the group while it reads, its offsets committed, the next run going on from
+    them; `--timeout-ms` ends an idle read with exit 0 and "Processed a total of N messages"."""
+    b = broker.bootstrap
+    ok("topics", "create", "--topic", "console", "--partitions", "2", bootstrap=b)
+    for partition, values in (("0", "a\nb\nc\n"), ("1", "x\ny\n")):
+        code, _, err = shoal("produce", "--topic", "console", "--partition", partition,
+                             bootstrap=b, stdin=values)  # fmt: skip
+        assert code == 0, err
+    plain, one, latest, bad1, bad2, bad3 = shoal_all(
+        ("console-consumer", "--topic", "console", "--from-beginning", "--timeout-ms", "1500"),
+        ("console-consumer", "--topic", "console", "--partition", "0", "--offset", "1",
+         "--max-messages", "2", "--property", "print.offset=true", "--property",
+         "print.partition=true", "--property", "print.timestamp=true"),
+        ("console-consumer", "--topic", "console", "--timeout-ms", "500"),
+        ("console-consumer", "--topic", "console", "--offset", "1"),
+        ("console-consumer", "--topic", "console", "--group", "g", "--partition", "0"),
+        ("console-consumer", "--topic", "console", "--partition", "0", "--offset", "-3"),
+        bootstrap=b,
+    )  # fmt: skip
+    assert plain[0] == 0 and sorted(plain[1].split()) == ["a", "b", "c", "x", "y"], plain
+    assert "Processed a total of 5 messages" in plain[2]
+    rows = [line.split("\t") for line in one[1].splitlines()]
+    assert [r[1:] for r in rows] == [
+        ["Partition:0", "Offset:1", "b"], ["Partition:0", "Offset:2", "c"]
+    ]  # fmt: skip
+    assert all(r[0].startswith("CreateTime:") for r in rows), rows
+    assert latest[0] == 0 and latest[1] == "", latest  # from the end: nothing new
+    assert bad1[0] == 2 and "The partition is required when offset is specified." in bad1[2]
+    assert bad2[0] == 2 and "Options group and partition cannot be specified together." in bad2[2]
+    assert bad3[0] == 2 and "'-3' is incorrect" in bad3[2]
+
+    first = ok("console-consumer", "--topic", "console", "--group", "readers",
+               "--from-beginning", "--max-messages", "3", bootstrap=b)  # fmt: skip
+    assert len(first.split()) == 3
+    described = ok_json(CG, "--describe", "--group", "readers", bootstrap=b)
+    assert sum(p["current_offset"] or 0 for p in described["partitions"]) == 3, described
+    rest = ok("console-consumer", "--topic", "console", "--group", "readers",
+              "--timeout-ms", "1500", bootstrap=b)  # fmt: skip
+    assert sorted(first.split() + rest.split()) == ["a", "b", "c", "x", "y"], (first, rest)
+    lags = ok_json(CG, "--describe", "--group", "readers", bootstrap=b)["partitions"]
+    assert [p["lag"] for p in lags] == [0, 0], lags
