@@ -7,6 +7,7 @@ import datetime
 from collections.abc import AsyncIterator
 from collections.abc import Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import pytest
 from kio.schema.consumer_group_heartbeat import v1 as heartbeat
@@ -246,3 +247,62 @@ def test_console_consumer_plain_and_in_a_group(broker: BrokerProcess) -> None:
     assert sorted(first.split() + rest.split()) == ["a", "b", "c", "x", "y"], (first, rest)
     lags = ok_json(CG, "--describe", "--group", "readers", bootstrap=b)["partitions"]
     assert [p["lag"] for p in lags] == [0, 0], lags
+
+
+def test_configs_entity_type_users(broker: BrokerProcess) -> None:
+    """kafka-configs.sh --entity-type users manages SCRAM credentials (`ConfigCommand`):
+    `--add-config 'SCRAM-SHA-256=[iterations=8192,password=P]'`, `--delete-config MECH`,
+    and `--describe` printing "SCRAM credential configs for user-principal 'U' are
+    SCRAM-SHA-256=iterations=8192, ..."; alter prints "Completed updating config for user U."."""
+    b = broker.bootstrap
+    out = ok("configs", "--alter", "--entity-type", "users", "--entity-name", "alice",
+             "--add-config", "SCRAM-SHA-256=[iterations=8192,password=alice-secret],"
+             "SCRAM-SHA-512=[password=alice-secret]", bootstrap=b)  # fmt: skip
+    assert out.strip() == "Completed updating config for user alice."
+    described = ok("configs", "--describe", "--entity-type", "users", "--entity-name", "alice",
+                   bootstrap=b)  # fmt: skip
+    assert described.strip() == (
+        "SCRAM credential configs for user-principal 'alice' are "
+        "SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096"
+    )
+    ok("configs", "--alter", "--user", "alice", "--delete-config", "SCRAM-SHA-512", bootstrap=b)
+    every = ok("configs", "--describe", "--entity-type", "users", bootstrap=b)
+    assert "'alice' are SCRAM-SHA-256=iterations=8192\n" in every, every
+    code, _, err = shoal("configs", "--alter", "--entity-type", "users", "--entity-name", "bob",
+                         "--add-config", "producer_byte_rate=1024", bootstrap=b)  # fmt: skip
+    assert code == 2 and "SCRAM" in err, err
+
+
+def test_acls_producer_consumer_and_force(tmp_path: Path) -> None:
+    """kafka-acls.sh's `--producer` (Write, Describe, Create on the topic; IdempotentWrite on
+    the cluster with --idempotent), `--consumer` (Read, Describe on the topic, Read on the
+    group, which it requires) and `--force` (`AclCommand`)."""
+    props = tmp_path / "broker.properties"
+    props.write_text(
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+        "allow.everyone.if.no.acl.found=true\n"
+        "super.users=User:ANONYMOUS\n"  # the tool itself, once the cluster has an ACL
+    )
+    with BrokerProcess(tmp_path / "data", extra=["--config", str(props)]) as proc:
+        _producer_consumer_force(proc.bootstrap)
+
+
+def _producer_consumer_force(b: str) -> None:
+    who = ("--allow-principal", "User:carol")
+    ok("acls", "--add", *who, "--producer", "--idempotent", "--topic", "orders", bootstrap=b)
+    ok("acls", "--add", *who, "--consumer", "--topic", "orders", "--group", "billing",
+       bootstrap=b)  # fmt: skip
+    rows = ok_json("acls", "--list", "--principal", "User:carol", bootstrap=b)
+    got = {(r["resource_type"], r["name"], r["operation"]) for r in rows}
+    assert got == {
+        ("TOPIC", "orders", "WRITE"), ("TOPIC", "orders", "DESCRIBE"),
+        ("TOPIC", "orders", "CREATE"), ("TOPIC", "orders", "READ"),
+        ("GROUP", "billing", "READ"), ("CLUSTER", "kafka-cluster", "IDEMPOTENT_WRITE"),
+    }, got  # fmt: skip
+    code, _, err = shoal("acls", "--add", *who, "--consumer", "--topic", "orders", bootstrap=b)
+    assert code == 2 and "With --consumer you must specify a --group" in err, err
+    ok("acls", "--remove", *who, "--consumer", "--topic", "orders", "--group", "billing",
+       "--force", bootstrap=b)  # fmt: skip
+    left = {r["operation"] for r in ok_json("acls", "--list", "--principal", "User:carol",
+                                             bootstrap=b)}  # fmt: skip
+    assert left == {"WRITE", "CREATE", "IDEMPOTENT_WRITE"}, left  # Describe was shared
