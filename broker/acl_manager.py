@@ -48,7 +48,10 @@ class AclManager:
         valid = [b for b, err in zip(bindings, errors, strict=True) if err is None]
         async with self._lock:
             await self._commit(self.authorizer.with_added(valid))
-        log.info("acls created", created=len(valid), refused=len(bindings) - len(valid))
+        # The bindings themselves, not counts: an audit must say what access changed.
+        refused = [b for b, err in zip(bindings, errors, strict=True) if err is not None]
+        log.info("acls created", acls=[b.fields() for b in valid],
+                 refused=[b.fields() for b in refused])  # fmt: skip
         return errors
 
     async def delete(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
@@ -60,7 +63,7 @@ class AclManager:
             current = self.authorizer
             matched = [current.matching(f) for f in filters]
             await self._commit(current.with_removed(b for m in matched for b in m))
-        log.info("acls deleted", deleted=sum(len(m) for m in matched))
+        log.info("acls deleted", acls=[b.fields() for m in matched for b in m])
         return matched
 
     async def _commit(self, new: StandardAuthorizer) -> None:
