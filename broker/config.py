@@ -252,10 +252,12 @@ class BrokerConfig:
         raw: dict[str, Any] = {}
         if file is not None:
             raw.update(parse_properties(file.read_text()))
-        known = list(DEFAULTS) + [n for n in raw if n not in DEFAULTS]
+        known = list(DEFAULTS) + list(RETENTION_SYNONYMS)
+        known += [n for n in raw if n not in known]
         env = os.environ if environ is None else environ
         raw.update(env_overrides(env, known))
         raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
+        _retention_ms(raw)
         typed: dict[str, Any] = {}
         unknown: dict[str, str] = {}
         for name, value in raw.items():
@@ -471,6 +473,31 @@ def parse_properties(text: str) -> dict[str, str]:
 # the wire fuzzer of `make fuzz`).
 NOT_SETTINGS_ENV = ("SHOAL_LOOP",)
 NOT_SETTINGS_ENV_PREFIXES = ("SHOAL_BENCH_", "SHOAL_FUZZ_")
+
+
+# Kafka's coarser names for log.retention.ms, honoured (not reported as unknown); they stay
+# listed as supplied (DescribeConfigs) but only log.retention.ms is used, and changed at runtime.
+RETENTION_SYNONYMS = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000}
+
+
+def _retention_ms(raw: dict[str, Any]) -> None:
+    """Kafka's precedence (`KafkaConfig.logRetentionTimeMillis`): log.retention.ms, else
+    log.retention.minutes, else log.retention.hours; negative means -1 (keep forever).
+
+    :raises ValueError: a synonym given is not an integer.
+    """
+    values = {}
+    for name in RETENTION_SYNONYMS:
+        if name in raw:
+            try:
+                values[name] = int(str(raw[name]).strip())
+            except ValueError:
+                raise ValueError(f"{name}={raw[name]!r}: expected an integer") from None
+    if "log.retention.ms" in raw or not values:
+        return
+    name = next(n for n in RETENTION_SYNONYMS if n in values)  # minutes before hours
+    ms = values[name] * RETENTION_SYNONYMS[name]
+    raw["log.retention.ms"] = -1 if ms < 0 else ms
 
 
 def unknown_env_names(environ: Mapping[str, str], names: list[str]) -> tuple[str, ...]:
