@@ -64,12 +64,12 @@ _CHOICES = {
     "group.share.auto.offset.reset": ("latest", "earliest"),
     "group.share.acquire.mode": ACQUIRE_MODES,
     "ssl.client.auth": ("none", "requested", "required"),
-    "ssl.keystore.type": ("PEM",),
-    "ssl.truststore.type": ("PEM",),
+    "ssl.keystore.type": ("PEM", "PKCS12"),
+    "ssl.truststore.type": ("PEM", "PKCS12"),
 }
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 # Shown by DescribeConfigs as null, as Kafka shows its PASSWORD-typed configs.
-SENSITIVE = frozenset({"ssl.key.password"})
+SENSITIVE = frozenset({"ssl.key.password", "ssl.keystore.password", "ssl.truststore.password"})
 
 
 def _int(default: int, low: int | None = None, high: int | None = None) -> Any:
@@ -100,6 +100,9 @@ class BrokerConfig:
     ssl_keystore_type: str = "PEM"
     ssl_keystore_location: str = ""
     ssl_key_password: str = ""
+    # PKCS12 stores' passwords (Kafka's names); PEM files use ssl.key.password only.
+    ssl_keystore_password: str = ""
+    ssl_truststore_password: str = ""
     ssl_truststore_type: str = "PEM"
     ssl_truststore_location: str = ""
     ssl_client_auth: str = "none"

@@ -296,5 +296,5 @@ def test_retention_hours_and_minutes_with_kafkas_precedence(
 
 
 def test_a_retention_synonym_that_is_not_a_number_stops_the_broker(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="log.retention.hours"):
+    with pytest.raises(ValueError, match=r"log\.retention\.hours"):
         BrokerConfig.load(environ={}, overrides={"log.retention.hours": "a week"})
