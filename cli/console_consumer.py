@@ -8,7 +8,9 @@ Kafka's options and rules (`ConsoleConsumerOptions`, `ConsoleConsumer`, apache/k
   `--group` and `--partition` too (usage errors, exit 2).
 - `--group G` joins the consumer group (KIP-848 heartbeats) and starts from its committed
   offsets, else from the end (`--from-beginning`: the start); it commits what it printed as it
-  goes and when it stops, then leaves the group.
+  goes and when it stops, then leaves the group. A classic group (JoinGroup clients) cannot be
+  joined that way: an empty one is read from its committed offsets and committed to without
+  joining (as the admin client commits); one with members is refused (exit 1).
 - `--max-messages N` stops after N records; `--timeout-ms MS` stops when nothing arrives for
   that long (exit 0, as Kafka). "Processed a total of N messages" goes to stderr at the end.
 - `--property print.key=true`, `print.timestamp=true` (`CreateTime:ms`), `print.partition`,
@@ -24,6 +26,8 @@ import asyncio
 import sys
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from cli.common import OK
 from cli.common import NotFound
 from cli.common import UsageError
@@ -31,6 +35,7 @@ from cli.common import add_common
 from cli.common import run
 from cli.common import security
 from client.admin import Admin
+from client.errors import KafkaError
 from client.group_member import GroupMember
 from client.records import LOG_APPEND_TIME
 from client.records import ConsumerRecord
@@ -110,6 +115,7 @@ class Session:
         self.positions: dict[TopicPartition, int] = {}
         self.member = GroupMember(admin.cluster, args.group, [args.topic]) if args.group else None
         self.next_heartbeat = 0.0
+        self.classic = False  # reading an empty classic group without joining it
 
     async def open(self, partitions: int) -> None:
         if self.member is None:
@@ -121,7 +127,32 @@ class Session:
                     tp = (self.args.topic, p)
                     self.positions[tp] = await _start(self.admin, tp, self.reset)
             return
-        await self.tick(force=True)
+        try:
+            await self.tick(force=True)
+        except KafkaError as e:
+            if e.error_code != ErrorCode.group_id_not_found:
+                raise
+            await self._open_classic(partitions)
+
+    async def _open_classic(self, partitions: int) -> None:
+        """The group id is a classic group's, which a KIP-848 member cannot join (Kafka would
+        convert an empty one; Shoal does not). An empty one is read as Kafka's admin client
+        writes offsets: every partition, from the committed offsets, committed back outside
+        any membership (which the coordinator allows only while the group has no members)."""
+        desc = await self.admin.describe_consumer_group(self.args.group)
+        if desc is not None and desc.members:
+            raise NotFound(f"group {self.args.group!r} is a classic group with members "
+                           f"({desc.state}): stop them, or read with another --group")  # fmt: skip
+        self.member, self.classic = None, True
+        committed = await self.admin.list_consumer_group_offsets(self.args.group)
+        for p in range(partitions):
+            tp = (self.args.topic, p)
+            done = committed.get(tp)
+            self.positions[tp] = (
+                done.offset
+                if done is not None and done.offset >= 0
+                else await _start(self.admin, tp, self.reset)
+            )
 
     async def tick(self, *, force: bool = False) -> None:
         """Heartbeat when due; take up newly assigned partitions at their committed offsets."""
@@ -140,6 +171,11 @@ class Session:
     async def commit(self) -> None:
         if self.member is not None:
             await self.member.commit(self.positions)
+        elif self.classic:
+            errors = await self.admin.alter_consumer_group_offsets(self.args.group, self.positions)
+            for error in errors.values():
+                if error is not None:
+                    raise error
 
     async def close(self) -> None:
         if self.member is not None:
