@@ -93,9 +93,20 @@ async def _describe(args: argparse.Namespace) -> int:
         groups = await _groups(admin, args)
         if not args.all_groups:
             return await _describe_one(admin, args, groups[0])
+        args.collected = []  # --json: one list of every group's document
         for group in groups:
             await _describe_one(admin, args, group)
+    if args.json:
+        print_json(args.collected)
     return OK
+
+
+def _emit(args: argparse.Namespace, doc: Any) -> None:
+    """A group's JSON document: printed, or kept for --all-groups' one list."""
+    if getattr(args, "collected", None) is not None:
+        args.collected.append(doc)
+    else:
+        print_json(doc)
 
 
 async def _describe_one(admin: Admin, args: argparse.Namespace, group: str) -> int:
@@ -126,7 +137,7 @@ async def _describe_one(admin: Admin, args: argparse.Namespace, group: str) -> i
                      "consumer_id": owner and owner.member_id, "host": owner and owner.client_host,
                      "client_id": owner and owner.client_id})  # fmt: skip
     if args.json:
-        print_json({"group": group, "state": _state_name(desc), "partitions": rows})
+        _emit(args, {"group": group, "state": _state_name(desc), "partitions": rows})
         return OK
     _warn(group, desc)
     print_table(
@@ -161,8 +172,9 @@ def _assignment_text(assignment: dict[str, tuple[int, ...]] | None) -> str:
 def _members(args: argparse.Namespace, group: str, desc: ConsumerGroupDescription | None) -> None:
     members = sorted(desc.members, key=lambda m: m.member_id) if desc else []
     if args.json:
-        print_json(
-            {"group": group, "state": _state_name(desc), "members": [asdict(m) for m in members]}
+        _emit(
+            args,
+            {"group": group, "state": _state_name(desc), "members": [asdict(m) for m in members]},
         )
         return
     _warn(group, desc)
@@ -201,7 +213,7 @@ def _state(args: argparse.Namespace, group: str, desc: ConsumerGroupDescription 
         "assignment_epoch": desc.assignment_epoch if desc else None,
     }
     if args.json:
-        print_json(info)
+        _emit(args, info)
         return
     headers = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
     row = [group, None if c is None else f"{c.host}:{c.port} ({c.node_id})",

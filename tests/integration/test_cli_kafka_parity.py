@@ -123,6 +123,8 @@ async def test_list_with_states_and_types_and_all_groups(broker: BrokerProcess) 
         described = ok(CG, "--describe", "--all-groups", bootstrap=b)
         for group in ("idle-one", "idle-two", "live-one"):
             assert f"\n{group} " in f"\n{described}" or f"'{group}'" in described, described
+        as_json = ok_json(CG, "--describe", "--all-groups", bootstrap=b)  # one JSON list
+        assert {"idle-one", "idle-two", "live-one"} <= {d["group"] for d in as_json}, as_json
         code, out, err = shoal(CG, "--reset-offsets", "--all-groups", "--topic", "listed-cg",
                                "--to-earliest", "--execute", bootstrap=b)  # fmt: skip
         assert code == 1 and "'live-one' is inactive" in err, err  # the active one refused
