@@ -8,6 +8,7 @@ authorizer in force is the old one, so memory is never ahead of what a restart w
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Sequence
 
 import structlog
@@ -44,8 +45,9 @@ class AclManager:
             # (requests being authorized) is safe.
             errors, new = await asyncio.to_thread(_added, self.authorizer, bindings)
             await self._commit(new)
-        created = sum(e is None for e in errors)
-        log.info("acls created", created=created, refused=len(bindings) - created)
+        # The bindings themselves, not counts: an audit must say what access changed.
+        valid, refused = await asyncio.to_thread(_split, bindings, errors)
+        log.info("acls created", **_listed("acls", valid), **_listed("refused", refused))
         return errors
 
     async def delete(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
@@ -56,12 +58,33 @@ class AclManager:
         async with self._lock:
             matched, new = await asyncio.to_thread(_removed, self.authorizer, filters)
             await self._commit(new)
-        log.info("acls deleted", deleted=sum(len(m) for m in matched))
+        log.info("acls deleted", **_listed("acls", list(itertools.islice(
+            (b for m in matched for b in m), LOGGED_BINDINGS + 1))))  # fmt: skip
         return matched
 
     async def _commit(self, new: StandardAuthorizer) -> None:
         await asyncio.to_thread(lambda: self._store.save(list(new)))  # list(): a million, maybe
         self.authorizer = new
+
+
+# An audit line lists each binding in full, up to this many (a real admin changes a handful;
+# a million in one request would make one line of megabytes): past it, the line says so.
+LOGGED_BINDINGS = 1_000
+
+
+def _listed(key: str, bindings: Sequence[AclBinding]) -> dict[str, object]:
+    listed: dict[str, object] = {key: [b.fields() for b in bindings[:LOGGED_BINDINGS]]}
+    if len(bindings) > LOGGED_BINDINGS:
+        listed[f"{key}_listed"] = LOGGED_BINDINGS  # of more
+    return listed
+
+
+def _split(
+    bindings: Sequence[AclBinding], errors: Sequence[str | None]
+) -> tuple[list[AclBinding], list[AclBinding]]:
+    """The bindings added and those refused (in a thread: a request may hold a million)."""
+    valid = [b for b, err in zip(bindings, errors, strict=True) if err is None]
+    return valid, [b for b, err in zip(bindings, errors, strict=True) if err is not None]
 
 
 def _added(

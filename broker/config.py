@@ -64,12 +64,12 @@ _CHOICES = {
     "group.share.auto.offset.reset": ("latest", "earliest"),
     "group.share.acquire.mode": ACQUIRE_MODES,
     "ssl.client.auth": ("none", "requested", "required"),
-    "ssl.keystore.type": ("PEM",),
-    "ssl.truststore.type": ("PEM",),
+    "ssl.keystore.type": ("PEM", "PKCS12"),
+    "ssl.truststore.type": ("PEM", "PKCS12"),
 }
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 # Shown by DescribeConfigs as null, as Kafka shows its PASSWORD-typed configs.
-SENSITIVE = frozenset({"ssl.key.password"})
+SENSITIVE = frozenset({"ssl.key.password", "ssl.keystore.password", "ssl.truststore.password"})
 
 
 def _int(default: int, low: int | None = None, high: int | None = None) -> Any:
@@ -100,6 +100,9 @@ class BrokerConfig:
     ssl_keystore_type: str = "PEM"
     ssl_keystore_location: str = ""
     ssl_key_password: str = ""
+    # PKCS12 stores' passwords (Kafka's names); PEM files use ssl.key.password only.
+    ssl_keystore_password: str = ""
+    ssl_truststore_password: str = ""
     ssl_truststore_type: str = "PEM"
     ssl_truststore_location: str = ""
     ssl_client_auth: str = "none"
@@ -260,10 +263,12 @@ class BrokerConfig:
         raw: dict[str, Any] = {}
         if file is not None:
             raw.update(parse_properties(file.read_text()))
-        known = list(DEFAULTS) + [n for n in raw if n not in DEFAULTS]
+        known = list(DEFAULTS) + list(RETENTION_SYNONYMS)
+        known += [n for n in raw if n not in known]
         env = os.environ if environ is None else environ
         raw.update(env_overrides(env, known))
         raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
+        _retention_ms(raw)
         typed: dict[str, Any] = {}
         unknown: dict[str, str] = {}
         for name, value in raw.items():
@@ -479,6 +484,31 @@ def parse_properties(text: str) -> dict[str, str]:
 # the wire fuzzer of `make fuzz`).
 NOT_SETTINGS_ENV = ("SHOAL_LOOP",)
 NOT_SETTINGS_ENV_PREFIXES = ("SHOAL_BENCH_", "SHOAL_FUZZ_")
+
+
+# Kafka's coarser names for log.retention.ms, honoured (not reported as unknown); they stay
+# listed as supplied (DescribeConfigs) but only log.retention.ms is used, and changed at runtime.
+RETENTION_SYNONYMS = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000}
+
+
+def _retention_ms(raw: dict[str, Any]) -> None:
+    """Kafka's precedence (`KafkaConfig.logRetentionTimeMillis`): log.retention.ms, else
+    log.retention.minutes, else log.retention.hours; negative means -1 (keep forever).
+
+    :raises ValueError: a synonym given is not an integer.
+    """
+    values = {}
+    for name in RETENTION_SYNONYMS:
+        if name in raw:
+            try:
+                values[name] = int(str(raw[name]).strip())
+            except ValueError:
+                raise ValueError(f"{name}={raw[name]!r}: expected an integer") from None
+    if "log.retention.ms" in raw or not values:
+        return
+    name = next(n for n in RETENTION_SYNONYMS if n in values)  # minutes before hours
+    ms = values[name] * RETENTION_SYNONYMS[name]
+    raw["log.retention.ms"] = -1 if ms < 0 else ms
 
 
 def unknown_env_names(environ: Mapping[str, str], names: list[str]) -> tuple[str, ...]:

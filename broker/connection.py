@@ -270,7 +270,9 @@ class KafkaConnection(asyncio.Protocol):
         header = ctx.header
         started = time.perf_counter()
         self._holder = seq  # until it answers or calls release_order()
-        token = REQUEST.set((header.client_id, header.correlation_id, handler.name, ctx.principal))
+        token = REQUEST.set(
+            (header.client_id, header.correlation_id, handler.name, ctx.principal, self._peer)
+        )
         order = ORDER.set((self, seq))
         try:
             # `Handler.run` without its two calls: `body` was read with the kio class of this

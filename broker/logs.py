@@ -10,11 +10,12 @@ from typing import Any
 
 import structlog
 
-# The request being served (client id, correlation id, API name, principal), set by the
+# The request being served (client id, correlation id, API name, principal, the client's
+# host:port), set by the
 # connection in the request's own context: one ContextVar set per request costs a sixth of
 # structlog's bind_contextvars of three fields, and every line logged while serving it carries
 # them.
-REQUEST: ContextVar[tuple[str | None, int, str, object] | None] = ContextVar(
+REQUEST: ContextVar[tuple[str | None, int, str, object, str] | None] = ContextVar(
     "shoal_request", default=None
 )
 
@@ -29,6 +30,8 @@ def merge_request(
         event_dict.setdefault("correlation_id", request[1])
         event_dict.setdefault("api", request[2])
         event_dict.setdefault("principal", str(request[3]))
+        # Where the request came from: on plaintext every principal is User:ANONYMOUS.
+        event_dict.setdefault("peer", request[4])
     return event_dict
 
 

@@ -28,6 +28,7 @@ from broker.authorizer import parse_super_users
 from broker.classic_groups import ClassicGroupService
 from broker.clock import Clock
 from broker.clock import WallClock
+from broker.config import RETENTION_SYNONYMS
 from broker.config import BrokerConfig
 from broker.config import log_config
 from broker.connection import KafkaConnection
@@ -99,9 +100,10 @@ def _cluster_id(data_dir: Path) -> str:
 class Server:
     def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
         """`clock`: where share logic reads the time; the wall clock unless a test passes one."""
-        if config.unknown or config.unknown_env:
+        unknown = sorted(set(config.unknown) - set(RETENTION_SYNONYMS))
+        if unknown or config.unknown_env:
             log.warning(
-                "supplied but isn't a known config", names=sorted(config.unknown),
+                "supplied but isn't a known config", names=unknown,
                 environment=list(config.unknown_env),
             )  # fmt: skip
         data_dir = config.data_dir

@@ -1,4 +1,5 @@
-"""TLS for SSL and SASL_SSL listeners: Python's `ssl` on asyncio, PEM files as Kafka reads them.
+"""TLS for SSL and SASL_SSL listeners: Python's `ssl` on asyncio, PEM files as Kafka reads them
+(or PKCS12 stores, `ssl.keystore.type=PKCS12`, converted by `broker.keystores`).
 
 `ssl.keystore.location` is one PEM file with the private key (encrypted when
 `ssl.key.password` is set) and the certificate chain; `ssl.truststore.location` holds the CA
@@ -12,6 +13,7 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
+from broker import keystores
 from broker.config import BrokerConfig
 from broker.principal import user
 
@@ -36,12 +38,27 @@ _RFC2253_SPECIAL = ',+"\\<>;'
 
 
 def server_context(config: BrokerConfig) -> ssl.SSLContext:
-    """:raises OSError, ssl.SSLError: a PEM file is missing or unreadable, a wrong key password."""
+    """:raises OSError, ssl.SSLError: a file is missing or unreadable, a wrong key password, a
+    PKCS12 store that does not open (not PKCS12, a wrong store password)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2  # Kafka's ssl.enabled.protocols
-    context.load_cert_chain(config.ssl_keystore_location, password=config.ssl_key_password or None)
+    if config.ssl_keystore_type == "PKCS12":
+        keystores.load_keystore(
+            context,
+            config.ssl_keystore_location,
+            config.ssl_keystore_password or config.ssl_key_password,
+        )
+    else:
+        context.load_cert_chain(
+            config.ssl_keystore_location, password=config.ssl_key_password or None
+        )
     context.verify_mode = _CLIENT_AUTH[config.ssl_client_auth]
-    if config.ssl_truststore_location:
+    if config.ssl_truststore_location and config.ssl_truststore_type == "PKCS12":
+        cadata = keystores.truststore_pem(
+            config.ssl_truststore_location, config.ssl_truststore_password
+        )
+        context.load_verify_locations(cadata=cadata)
+    elif config.ssl_truststore_location:
         context.load_verify_locations(cafile=config.ssl_truststore_location)
     return context
 

@@ -8,12 +8,18 @@ r"""`shoal acls`: add, list and remove ACLs (like kafka-acls.sh).
 
 As kafka-acls.sh, --add makes one binding per principal, host, operation and resource;
 --remove and --list select with the same options, any left out matching everything.
+Kafka's conveniences (`AclCommand`): `--producer` gives Write, Describe and Create on the
+topics (Write and Describe on --transactional-id, IdempotentWrite on the cluster with
+--idempotent); `--consumer` gives Read and Describe on the topics and Read on the --group (which
+it needs). `--remove` asks for confirmation on a terminal unless `--force`, as Kafka's does; a
+script (stdin not a terminal) is not asked.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import sys
 from typing import Any
 
 from cli.common import OK
@@ -67,18 +73,53 @@ def _entries(args: argparse.Namespace) -> list[tuple[str, str, AclPermissionType
     return out
 
 
+Operations = dict[tuple[ResourceType, str], set[AclOperation]]
+_PRODUCER_OPS = {
+    ResourceType.TOPIC: {AclOperation.WRITE, AclOperation.DESCRIBE, AclOperation.CREATE},
+    ResourceType.TRANSACTIONAL_ID: {AclOperation.WRITE, AclOperation.DESCRIBE},
+}
+_CONSUMER_OPS = {
+    ResourceType.TOPIC: {AclOperation.READ, AclOperation.DESCRIBE},
+    ResourceType.GROUP: {AclOperation.READ},
+}
+
+
+def _operations(args: argparse.Namespace) -> Operations:
+    """Each resource's operations: --operation's, or those of --producer and/or --consumer."""
+    resources = _resources(args)
+    if not (args.producer or args.consumer):
+        return {r: {_operation(o) for o in args.operation or ()} for r in resources}
+    if args.consumer and not args.group:
+        raise UsageError("With --consumer you must specify a --group")
+    out: Operations = {}
+    for rtype, name in resources:
+        ops = set()
+        if args.producer:
+            ops |= _PRODUCER_OPS.get(rtype, set())
+        if args.consumer:
+            ops |= _CONSUMER_OPS.get(rtype, set())
+        if ops:
+            out[(rtype, name)] = ops
+    if args.producer and args.idempotent:
+        out.setdefault((ResourceType.CLUSTER, CLUSTER_NAME), set()).add(
+            AclOperation.IDEMPOTENT_WRITE
+        )
+    return out
+
+
 def _bindings(args: argparse.Namespace) -> list[AclBinding]:
-    resources, entries = _resources(args), _entries(args)
-    if not resources or not entries or not args.operation:
-        raise UsageError("--add needs a resource, an --allow/--deny-principal and an --operation")
+    operations, entries = _operations(args), _entries(args)
+    if not operations or not entries or not all(operations.values()):
+        raise UsageError("--add needs a resource, an --allow/--deny-principal and an --operation "
+                         "(or --producer/--consumer)")  # fmt: skip
     pattern = PatternType[args.resource_pattern_type.upper()]
     if pattern not in (PatternType.LITERAL, PatternType.PREFIXED):
         raise UsageError("--add takes --resource-pattern-type literal or prefixed")
     return [
-        AclBinding(
-            ResourcePattern(rtype, name, pattern), AccessControlEntry(p, h, _operation(o), perm)
-        )
-        for (rtype, name), (p, h, perm), o in itertools.product(resources, entries, args.operation)
+        AclBinding(ResourcePattern(rtype, name, pattern), AccessControlEntry(p, h, op, perm))
+        for (rtype, name), ops in operations.items()
+        for (p, h, perm) in entries
+        for op in sorted(ops)
     ]
 
 
@@ -92,6 +133,14 @@ def _filters(args: argparse.Namespace, *, listing: bool) -> list[AclBindingFilte
     entries: list[tuple[str | None, str | None, AclPermissionType]] = list(_entries(args))
     if not entries:
         entries = [(args.principal, None, AclPermissionType.ANY)]
+    if args.producer or args.consumer:
+        by_resource = _operations(args)
+        return [
+            AclBindingFilter(rtype, name, pattern, p, h, op, perm)
+            for (rtype, name), ops in by_resource.items()
+            for (p, h, perm) in entries
+            for op in sorted(ops)
+        ]
     ops = [_operation(o) for o in args.operation or ()] or [AclOperation.ANY]
     return [
         AclBindingFilter(rtype, name, pattern, p, h, op, perm)
@@ -139,7 +188,10 @@ async def _acls(args: argparse.Namespace) -> int:
             if not args.json:
                 print(f"Added {len(bindings)} ACL(s).")
         elif args.remove:
-            bindings = await admin.delete_acls(_filters(args, listing=False))
+            filters = _filters(args, listing=False)
+            if not _confirmed(args, filters):
+                return OK
+            bindings = await admin.delete_acls(filters)
             if not args.json:
                 print(f"Removed {len(bindings)} ACL(s).")
         else:
@@ -150,6 +202,15 @@ async def _acls(args: argparse.Namespace) -> int:
     if args.json or args.list:
         _print(bindings, args.json)
     return OK
+
+
+def _confirmed(args: argparse.Namespace, filters: list[AclBindingFilter]) -> bool:
+    """Kafka's question before removing (`AclCommand.confirmAction`), asked on a terminal only."""
+    if args.force or not sys.stdin.isatty():
+        return True
+    shown = "\n".join(f"\t{f}" for f in filters)
+    answer = input(f"Are you sure you want to remove ACLs matching:\n{shown}\n? (y/n)\n")
+    return answer.strip().lower() == "y"
 
 
 def add_parser(sub: Any) -> None:
@@ -171,6 +232,13 @@ def add_parser(sub: Any) -> None:
     what.add_argument("--group", action="append", help="repeatable")
     what.add_argument("--transactional-id", action="append", help="repeatable")
     what.add_argument("--cluster", action="store_true", help="the cluster resource")
+    what.add_argument("--producer", action="store_true",
+                      help="producer ACLs: Write, Describe, Create on --topic")  # fmt: skip
+    what.add_argument("--consumer", action="store_true",
+                      help="consumer ACLs: Read, Describe on --topic, Read on --group")  # fmt: skip
+    what.add_argument("--idempotent", action="store_true",
+                      help="with --producer: IdempotentWrite on the cluster")  # fmt: skip
+    p.add_argument("--force", action="store_true", help="--remove: do not ask for confirmation")
     what.add_argument(
         "--resource-pattern-type",
         choices=_PATTERNS,

@@ -2,7 +2,8 @@
 (like kafka-configs.sh: --entity-type, --entity-name, --add-config, --delete-config).
 
 `describe` shows the configs set on the entity (dynamic, group or topic overrides) and, with
-`--all`, every config with its source. Broker configs that may change at runtime are the
+`--all`, every config with its source. `--entity-type users` manages SCRAM credentials as
+kafka-configs.sh does (`cli/user_configs.py`). Broker configs that may change at runtime are the
 `group.share.*` defaults and bounds and the `log.*` defaults of topic configs.
 """
 
@@ -12,6 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from cli import user_configs
 from cli.common import OK
 from cli.common import NotFound
 from cli.common import UsageError
@@ -71,7 +73,23 @@ def _entity(args: argparse.Namespace) -> tuple[ConfigResourceType, str]:
     return kind, args.entity_name
 
 
+def _users(args: argparse.Namespace) -> str | None:
+    """The user named for `--entity-type users` (or `--user`); None for every user."""
+    if args.user is not None:
+        if args.entity_type not in (None, "users") or args.entity_name is not None:
+            raise UsageError("give --user, or --entity-type users with --entity-name")
+        return str(args.user)
+    return None if args.entity_name is None else str(args.entity_name)
+
+
+def _is_users(args: argparse.Namespace) -> bool:
+    return args.entity_type == "users" or args.user is not None
+
+
 async def _describe(args: argparse.Namespace) -> int:
+    if _is_users(args):
+        async with Admin(args.bootstrap_server, security=security(args)) as admin:
+            return await user_configs.describe(args, admin, _users(args))
     kind, name = _entity(args)
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
         entries = await admin.describe_config_entries(kind, name)
@@ -104,6 +122,12 @@ async def _group_exists(admin: Admin, name: str) -> bool:
 
 
 async def _alter(args: argparse.Namespace) -> int:
+    if _is_users(args):
+        user = _users(args)
+        if user is None:
+            raise UsageError("--entity-name is required for --entity-type users")
+        async with Admin(args.bootstrap_server, security=security(args)) as admin:
+            return await user_configs.alter(args, admin, user)
     kind, name = _entity(args)
     changes: dict[str, str | None] = {}
     for text in args.add_config or ():
@@ -129,8 +153,9 @@ async def _alter(args: argparse.Namespace) -> int:
 
 def _entity_options(p: argparse.ArgumentParser) -> None:
     add_common(p)
-    p.add_argument("--entity-type", choices=sorted(ENTITY_TYPES))
-    p.add_argument("--entity-name", help="topic, group or broker id")
+    p.add_argument("--entity-type", choices=sorted([*ENTITY_TYPES, "users"]))
+    p.add_argument("--entity-name", help="topic, group, broker id or user")
+    p.add_argument("--user", metavar="NAME", help="--entity-type users --entity-name")
     p.add_argument("--entity-default", action="store_true", help="the cluster-wide broker default")
     for shorthand, kind in SHORTHANDS.items():
         p.add_argument(f"--{shorthand}", metavar="NAME", help=f"--entity-type {kind} --entity-name")

@@ -2,7 +2,8 @@
 
 Each delivered record is acknowledged explicitly with `--ack` (accept by default; release
 makes it available again, reject archives it). Stops after `--max-messages` records, or when
-nothing arrives for `--timeout` seconds.
+nothing arrives for `--timeout` seconds. A topic that does not exist is an error (exit 1),
+before the group is joined (so it is not created).
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import json
 from typing import Any
 
 from cli.common import OK
+from cli.common import NotFound
 from cli.common import add_common
 from cli.common import run
 from cli.common import security
+from client.admin import Admin
 from client.records import ConsumerRecord
 from client.share_acks import AcknowledgeType
 from client.share_consumer import ShareConsumer
@@ -48,6 +51,13 @@ def _show(r: ConsumerRecord, as_json: bool) -> None:
 
 async def _consume(args: argparse.Namespace) -> int:
     ack = ACKS[args.ack]
+    # A missing topic is said before joining: a share consumer's subscription would wait for
+    # it silently, and joining would create the group.
+    async with Admin(args.bootstrap_server, security=security(args)) as admin:
+        missing = sorted(set(args.topic) - set(await admin.list_topics()))
+    if missing:
+        names = ", ".join(repr(t) for t in missing)
+        raise NotFound(f"UNKNOWN_TOPIC_OR_PARTITION: no topic {names} (the group was not joined)")
     loop = asyncio.get_running_loop()
     received = 0
     async with ShareConsumer(

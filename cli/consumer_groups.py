@@ -13,10 +13,10 @@ coordinator restarted) is described by its committed offsets, as Empty.
 from __future__ import annotations
 
 import argparse
-import time
 from dataclasses import asdict
 from typing import Any
 
+from cli import consumer_group_reset
 from cli.common import KAFKA_ERROR
 from cli.common import OK
 from cli.common import NotFound
@@ -27,10 +27,9 @@ from cli.common import print_json
 from cli.common import print_table
 from cli.common import run
 from cli.common import security
-from cli.offset_specs import parse_datetime_ms
-from cli.offset_specs import parse_duration_ms
 from cli.offset_specs import topic_partitions
 from client.admin import Admin
+from client.admin import GroupListing
 from client.fetch import LAG_READ_BYTES
 from client.fetch import data_records
 from client.group_describe import ConsumerGroupDescription
@@ -40,45 +39,104 @@ TopicPartition = tuple[str, int]
 REBALANCING = {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
 
 
+# kafka-consumer-groups.sh lists the groups of consumers: both types, consumer protocol only
+# (`ListGroupsOptions.forConsumerGroups` in Kafka's admin client).
+TYPES = ("classic", "consumer")
+STATES = ("Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling",
+          "Empty", "Dead")  # fmt: skip
+
+
+def _filter(text: str | None, valid: tuple[str, ...], what: str) -> list[str]:
+    """`--state Stable,Empty` or `--type classic` (any case); empty: no filter."""
+    if not text:
+        return []
+    by_lower = {v.lower(): v for v in valid}
+    wanted = [w.strip() for w in text.split(",") if w.strip()]
+    unknown = [w for w in wanted if w.lower() not in by_lower]
+    if unknown:
+        raise UsageError(f"Invalid {what} list '{text}'. Valid {what}s are: {', '.join(valid)}")
+    return [by_lower[w.lower()] for w in wanted]
+
+
+async def consumer_groups(
+    admin: Admin, states: list[str] | None = None, types: list[str] | None = None
+) -> list[GroupListing]:
+    listed = await admin.list_groups(types=types or TYPES, states=states)
+    return [g for g in listed if g.protocol_type in ("", "consumer")]
+
+
 async def _list(args: argparse.Namespace) -> int:
+    states = _filter(args.state, STATES, "state")
+    types = _filter(args.type, TYPES, "type")
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
-        groups = await admin.list_groups(types=["consumer"])
+        groups = await consumer_groups(admin, states, types)
     if args.json:
-        print_json([{"group": g.group_id, "state": g.state} for g in groups])
-    else:
+        print_json([{"group": g.group_id, "type": g.group_type, "state": g.state}
+                    for g in groups])  # fmt: skip
+        return OK
+    if args.state is None and args.type is None:
         for g in groups:
             print(g.group_id)
+        return OK
+    # Kafka's columns: GROUP, then TYPE with --type, then STATE with --state.
+    headers = ["GROUP"] + ["TYPE"] * (args.type is not None) + ["STATE"] * (args.state is not None)
+    rows = [
+        [g.group_id]
+        + [g.group_type] * (args.type is not None)
+        + [g.state] * (args.state is not None)
+        for g in groups
+    ]
+    print_table(headers, rows)
     return OK
 
 
 async def _describe(args: argparse.Namespace) -> int:
-    group = _one_group(args)
-    if args.members + args.state + args.offsets > 1:
+    if args.members + (args.state is not None) + args.offsets > 1:
         raise UsageError("--members, --state and --offsets exclude each other")
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
-        desc = await admin.describe_consumer_group(group)
-        committed = await admin.list_consumer_group_offsets(group)
-        if desc is None and not committed:
-            raise NotFound(f"GROUP_ID_NOT_FOUND: consumer group {group!r} does not exist")
-        if args.members or args.state:
-            (_members if args.members else _state)(args, group, desc)
-            return OK
-        owners = {
-            (t, p): m
-            for m in (desc.members if desc else [])
-            for t, ps in m.assignment.items()
-            for p in ps
-        }
-        ends = {
-            tp: await admin.list_offsets(tp[0], tp[1], "latest")
-            for tp in sorted(set(committed) | set(owners))
-        }
-        # Lag in data records, as the broker's kafka_consumergroup_lag_sum counts it.
-        lags = {
-            tp: await data_records(admin.cluster, tp[0], tp[1], committed[tp].offset, end)
-            for tp, end in ends.items()
-            if tp in committed and committed[tp].offset >= 0
-        }
+        groups = await _groups(admin, args)
+        if not args.all_groups:
+            return await _describe_one(admin, args, groups[0])
+        args.collected = []  # --json: one list of every group's document
+        for group in groups:
+            await _describe_one(admin, args, group)
+    if args.json:
+        print_json(args.collected)
+    return OK
+
+
+def _emit(args: argparse.Namespace, doc: Any) -> None:
+    """A group's JSON document: printed, or kept for --all-groups' one list."""
+    if getattr(args, "collected", None) is not None:
+        args.collected.append(doc)
+    else:
+        print_json(doc)
+
+
+async def _describe_one(admin: Admin, args: argparse.Namespace, group: str) -> int:
+    desc = await admin.describe_consumer_group(group)
+    committed = await admin.list_consumer_group_offsets(group)
+    if desc is None and not committed:
+        raise NotFound(f"GROUP_ID_NOT_FOUND: consumer group {group!r} does not exist")
+    if args.members or args.state is not None:
+        (_members if args.members else _state)(args, group, desc)
+        return OK
+    owners = {
+        (t, p): m
+        for m in (desc.members if desc else [])
+        for t, ps in m.assignment.items()
+        for p in ps
+    }
+    ends = {
+        tp: await admin.list_offsets(tp[0], tp[1], "latest")
+        for tp in sorted(set(committed) | set(owners))
+    }
+    # Lag in data records, as the broker's kafka_consumergroup_lag_sum counts it.
+    lags = {
+        tp: await data_records(admin.cluster, tp[0], tp[1], committed[tp].offset, end)
+        for tp, end in ends.items()
+        if tp in committed and committed[tp].offset >= 0
+    }
     rows = []
     for tp, end in ends.items():
         current = committed[tp].offset if tp in committed and committed[tp].offset >= 0 else None
@@ -89,7 +147,7 @@ async def _describe(args: argparse.Namespace) -> int:
                      "consumer_id": owner and owner.member_id, "host": owner and owner.client_host,
                      "client_id": owner and owner.client_id})  # fmt: skip
     if args.json:
-        print_json({"group": group, "state": _state_name(desc), "partitions": rows})
+        _emit(args, {"group": group, "state": _state_name(desc), "partitions": rows})
         return OK
     _warn(group, desc)
     for tp in sorted(tp for tp, (_, whole) in lags.items() if not whole):
@@ -127,8 +185,9 @@ def _assignment_text(assignment: dict[str, tuple[int, ...]] | None) -> str:
 def _members(args: argparse.Namespace, group: str, desc: ConsumerGroupDescription | None) -> None:
     members = sorted(desc.members, key=lambda m: m.member_id) if desc else []
     if args.json:
-        print_json(
-            {"group": group, "state": _state_name(desc), "members": [asdict(m) for m in members]}
+        _emit(
+            args,
+            {"group": group, "state": _state_name(desc), "members": [asdict(m) for m in members]},
         )
         return
     _warn(group, desc)
@@ -167,7 +226,7 @@ def _state(args: argparse.Namespace, group: str, desc: ConsumerGroupDescription 
         "assignment_epoch": desc.assignment_epoch if desc else None,
     }
     if args.json:
-        print_json(info)
+        _emit(args, info)
         return
     headers = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
     row = [group, None if c is None else f"{c.host}:{c.port} ({c.node_id})",
@@ -184,89 +243,19 @@ def _one_group(args: argparse.Namespace) -> str:
     return str(args.group[0])
 
 
-async def _targets(admin: Admin, args: argparse.Namespace, group: str) -> list[TopicPartition]:
-    if args.all_topics:
-        committed = await admin.list_consumer_group_offsets(group)
-        if not committed:
-            raise UsageError(f"group {group} has no committed offsets: name them with --topic")
-        return sorted(committed)
-    if not args.topic:
-        raise UsageError("--reset-offsets needs --topic or --all-topics")
-    out: list[TopicPartition] = []
-    topics = await admin.list_topics()
-    for spec in args.topic:
-        name = spec.partition(":")[0]
-        if name not in topics:
-            raise NotFound(f"UNKNOWN_TOPIC_OR_PARTITION: no topic {name!r}")
-        out.extend((name, p) for p in topic_partitions(spec, topics[name].partition_count))
-    return out
-
-
-async def _by_time(admin: Admin, tp: TopicPartition, timestamp_ms: int, latest: int) -> int:
-    found = await admin.list_offsets(tp[0], tp[1], timestamp_ms)
-    return latest if found < 0 else found
-
-
-async def _new_offset(
-    admin: Admin, args: argparse.Namespace, tp: TopicPartition, current: int | None
-) -> int:
-    earliest = await admin.list_offsets(tp[0], tp[1], "earliest")
-    latest = await admin.list_offsets(tp[0], tp[1], "latest")
-    if args.to_earliest:
-        return earliest
-    if args.to_latest:
-        return latest
-    if args.to_datetime is not None:
-        return await _by_time(admin, tp, parse_datetime_ms(args.to_datetime), latest)
-    if args.by_duration is not None:
-        since = int(time.time() * 1000) - parse_duration_ms(args.by_duration)
-        return await _by_time(admin, tp, since, latest)
-    if args.shift_by is not None:
-        if current is None:
-            raise NotFound(f"{tp[0]}-{tp[1]} has no committed offset to shift")
-        wanted = current + int(args.shift_by)
-    else:
-        wanted = int(args.to_offset)
-    return min(max(wanted, earliest), latest)  # out of range: the nearest end, as Kafka
+async def _groups(admin: Admin, args: argparse.Namespace) -> list[str]:
+    """`--all-groups` (every consumer group), or the one `--group`."""
+    if args.all_groups:
+        if args.group:
+            raise UsageError("--group and --all-groups exclude each other")
+        return [g.group_id for g in await consumer_groups(admin)]
+    return [_one_group(args)]
 
 
 async def _reset(args: argparse.Namespace) -> int:
-    group = _one_group(args)
-    if args.dry_run and args.execute:
-        raise UsageError("--dry-run and --execute exclude each other")
-    if not any(getattr(args, k) is not None and getattr(args, k) is not False for k in _TO):
-        raise UsageError("--reset-offsets needs one of --" + ", --".join(_TO).replace("_", "-"))
+    consumer_group_reset.check_options(args)
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
-        current = {
-            tp: c.offset for tp, c in (await admin.list_consumer_group_offsets(group)).items()
-        }
-        plan = {
-            tp: await _new_offset(admin, args, tp, current.get(tp))
-            for tp in await _targets(admin, args, group)
-        }
-        errors = await admin.alter_consumer_group_offsets(group, plan) if args.execute else {}
-    failed = {tp: e for tp, e in errors.items() if e is not None}
-    if args.json:
-        print_json(
-            {
-                "group": group,
-                "executed": bool(args.execute),
-                "partitions": [
-                    {"topic": t, "partition": p, "new_offset": o}
-                    for (t, p), o in sorted(plan.items())
-                ],
-            }
-        )
-    else:
-        print_table(
-            ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
-            [[group, t, p, o] for (t, p), o in sorted(plan.items())],
-        )
-        print("\nExecuted: the offsets above are committed." if args.execute else
-              "\nDry run: nothing changed (add --execute to commit these offsets).")  # fmt: skip
-    for (t, p), e in failed.items():
-        fail(f"{e.error_code.name.upper()}: {t}-{p} not reset", KAFKA_ERROR, args)
-    return KAFKA_ERROR if failed else OK
+        return await consumer_group_reset.reset(args, admin, await _groups(admin, args))
 
 
 async def _delete_offsets(args: argparse.Namespace) -> int:
@@ -291,10 +280,11 @@ async def _delete_offsets(args: argparse.Namespace) -> int:
 
 
 async def _delete(args: argparse.Namespace) -> int:
-    if not args.group:
-        raise UsageError("--delete needs --group")
+    if not args.group and not args.all_groups:
+        raise UsageError("--delete needs --group or --all-groups")
     async with Admin(args.bootstrap_server, security=security(args)) as admin:
-        results = await admin.delete_groups(args.group)
+        groups = await _groups(admin, args) if args.all_groups else args.group
+        results = await admin.delete_groups(groups) if groups else {}
     if args.json:
         print_json(
             {g: "ok" if e is None else e.error_code.name.upper() for g, e in results.items()}
@@ -314,7 +304,6 @@ _ACTIONS = {
     "list": _list, "describe": _describe, "reset-offsets": _reset,
     "delete": _delete, "delete-offsets": _delete_offsets,
 }  # fmt: skip
-_TO = ("to_earliest", "to_latest", "to_datetime", "by_duration", "to_offset", "shift_by")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -337,6 +326,8 @@ def add_parser(sub: Any) -> None:
         action.add_argument(f"--{name}", dest="action", action="store_const", const=name,
                             help=what)  # fmt: skip
     p.add_argument("--group", action="append", help="the group (repeatable with --delete)")
+    p.add_argument("--all-groups", action="store_true",
+                   help="every consumer group (--describe, --reset-offsets, --delete)")  # fmt: skip
     p.add_argument("--topic", action="append", metavar="TOPIC[:P,P]", help="repeatable")
     p.add_argument("--all-topics", action="store_true", help="every topic the group committed")
     to = p.add_mutually_exclusive_group()
@@ -347,7 +338,16 @@ def add_parser(sub: Any) -> None:
     to.add_argument("--to-offset", type=int, metavar="OFFSET")
     to.add_argument("--shift-by", type=int, metavar="N", help="the committed offset + N")
     p.add_argument("--members", action="store_true", help="--describe: the group's members")
-    p.add_argument("--state", action="store_true", help="--describe: coordinator, state, members")
+    p.add_argument("--state", nargs="?", const="", metavar="STATE[,STATE]",
+                   help="--describe: coordinator, state, members; --list: show states "
+                   "(only these, if given)")  # fmt: skip
+    p.add_argument(
+        "--type",
+        nargs="?",
+        const="",
+        metavar="TYPE[,TYPE]",
+        help="--list: show types, classic or consumer (only these, if given)",
+    )
     p.add_argument("--offsets", action="store_true", help="--describe: per partition (default)")
     p.add_argument("--verbose", action="store_true", help="--describe: assignments and epochs")
     p.add_argument("--dry-run", action="store_true", help="only show the new offsets (default)")

@@ -20,7 +20,6 @@ from cli.common import UsageError
 from cli.common import add_common
 from cli.common import parse_key_values
 from cli.common import print_json
-from cli.common import print_table
 from cli.common import run
 from cli.common import security
 from cli.common import split_commas
@@ -96,22 +95,37 @@ async def _describe(args: argparse.Namespace) -> int:
                         for e in entries
                         if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG
                     },
+                    # The text line shows what Kafka's does: every config not at its default.
+                    "_not_default": {
+                        e.name: e.value for e in entries if e.source != ConfigSource.DEFAULT_CONFIG
+                    },
                 }
             )
     if args.json:
-        print_json(out)
+        print_json([{k: v for k, v in t.items() if k != "_not_default"} for t in out])
         return OK
     for t in out:
-        configs = ",".join(f"{k}={v}" for k, v in sorted(t["configs"].items()))
-        print(
-            f"Topic: {t['topic']}\tTopicId: {t['topic_id']}\t"
-            f"PartitionCount: {len(t['partitions'])}\tReplicationFactor: 1\tConfigs: {configs}"
-        )
-        print_table(
-            ["", "PARTITION", "LEADER", "REPLICAS", "ISR"],
-            [["", p["partition"], p["leader"], p["leader"], p["leader"]] for p in t["partitions"]],
-        )
+        _print_kafka_lines(t)
     return OK
+
+
+def _print_kafka_lines(t: dict[str, Any]) -> None:
+    """kafka-topics.sh --describe's lines (`TopicCommand.TopicDescription/PartitionDescription
+    .printDescription`): tab-separated `Name: value` fields, a topic line, then one line per
+    partition. One broker: replicas and ISR are the leader. Elr and LastKnownElr read N/A, as
+    Kafka's tool prints them for a broker without DescribeTopicPartitions (KIP-966)."""
+    configs = ",".join(f"{k}={v}" for k, v in sorted(t["_not_default"].items()))
+    print(
+        f"Topic: {t['topic']}\tTopicId: {t['topic_id']}\tPartitionCount: {len(t['partitions'])}"
+        f"\tReplicationFactor: 1\tConfigs: {configs}"
+    )
+    for p in t["partitions"]:
+        leader = p["leader"] if p["leader"] >= 0 else "none"
+        replicas = p["leader"] if p["leader"] >= 0 else ""
+        print(
+            f"\tTopic: {t['topic']}\tPartition: {p['partition']}\tLeader: {leader}"
+            f"\tReplicas: {replicas}\tIsr: {replicas}\tElr: N/A\tLastKnownElr: N/A"
+        )
 
 
 async def _alter(args: argparse.Namespace) -> int:

@@ -80,9 +80,16 @@ async def list_offsets(
 
 
 async def alter_offsets(
-    cluster: Cluster, node: int, group_id: str, offsets: Mapping[TopicPartition, int]
+    cluster: Cluster,
+    node: int,
+    group_id: str,
+    offsets: Mapping[TopicPartition, int],
+    *,
+    member_id: str = "",
+    generation: int = -1,
 ) -> dict[TopicPartition, KafkaError | None]:
-    """Commit `offsets` for the group; each partition's error, or None."""
+    """Commit `offsets` for the group (as the admin client, or as a member given its id and
+    generation or KIP-848 epoch); each partition's error, or None."""
     version = cluster.version(api_keys.OFFSET_COMMIT, 2, 8)
     m = schema("offset_commit", version)
     topics = tuple(
@@ -104,8 +111,8 @@ async def alter_offsets(
     req = build(
         m.OffsetCommitRequest,
         group_id=group_id,
-        generation_id_or_member_epoch=-1,
-        member_id="",
+        generation_id_or_member_epoch=generation,
+        member_id=member_id,
         topics=topics,
     )
     resp = await cluster.request(req, node_id=node)

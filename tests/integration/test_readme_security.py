@@ -59,3 +59,16 @@ def test_the_readme_security_walkthrough_runs_as_written(tmp_path: Path) -> None
     assert proc.returncode == 0, out
     assert "alice consumed [b'hello from alice']" in out
     assert "User:alice" in out  # `shoal acls --list` shows her ACLs
+
+
+def test_the_walkthroughs_keys_and_data_are_ignored_by_git() -> None:
+    """The demo CA, the private keys and the broker's data the walk-through leaves in a clone
+    are ignored by git: `git add .` must never pick up a private key."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    block = security_walkthrough()
+    paths = sorted(set(re.findall(r"\bsecure/[\w.]+", block)) | {"data-secure/scram.json"})
+    assert "secure/ca.key" in paths and "secure/server.key" in paths, paths
+    done = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=ROOT,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert sorted(done.stdout.split()) == paths, (done.stdout, done.stderr)

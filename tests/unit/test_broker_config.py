@@ -266,3 +266,35 @@ def test_cleaner_defaults_are_dynamic_as_in_kafka(tmp_path: Path) -> None:
     again = _dynamic(tmp_path)  # stored, and still in force after a restart
     assert again.current.log_cleanup_policy == "compact"
     assert again.current.log_cleaner_dedupe_buffer_size == 64 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("given", "env", "expected_ms"),
+    [
+        ({"log.retention.hours": "2"}, {}, 2 * 3_600_000),
+        ({"log.retention.minutes": "30", "log.retention.hours": "2"}, {}, 30 * 60_000),
+        ({"log.retention.ms": "5000", "log.retention.minutes": "30"}, {}, 5000),
+        ({"log.retention.hours": "2"}, {"SHOAL_LOG_RETENTION_MINUTES": "3"}, 3 * 60_000),
+        ({"log.retention.hours": "-1"}, {}, -1),
+        ({}, {}, 7 * 24 * 3_600_000),
+    ],
+)
+def test_retention_hours_and_minutes_with_kafkas_precedence(
+    tmp_path: Path, given: dict[str, str], env: dict[str, str], expected_ms: int
+) -> None:
+    """log.retention.ms, else log.retention.minutes, else log.retention.hours; negative is -1
+    (`KafkaConfig.logRetentionTimeMillis`, apache/kafka). Honoured, so not reported unknown."""
+    props = tmp_path / "server.properties"
+    props.write_text("".join(f"{k}={v}\n" for k, v in given.items()))
+    config = BrokerConfig.load(file=props, environ=env, overrides={"log.dirs": str(tmp_path)})
+    assert config.log_retention_ms == expected_ms
+    assert log_config(config).retention_ms == expected_ms
+    assert config.unknown_env == ()
+    with capture_logs() as logs:
+        Server(config).services.logs.close()
+    assert not [e for e in logs if e["event"] == "supplied but isn't a known config"], logs
+
+
+def test_a_retention_synonym_that_is_not_a_number_stops_the_broker(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"log\.retention\.hours"):
+        BrokerConfig.load(environ={}, overrides={"log.retention.hours": "a week"})
