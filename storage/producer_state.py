@@ -62,6 +62,7 @@ class ProducerStateManager:
         # The highest producer id this log has ever recorded (below ISSUABLE_PRODUCER_IDS),
         # kept when its producer expires: the broker's allocator starts above it (-1: none).
         self.max_producer_id = -1
+        self.expired = False  # producers were forgotten since the snapshot was written
 
     def check(self, headers: Sequence[BatchHeader]) -> BatchMetadata | None:
         """Validate the batches of one append; return a duplicate's metadata if any.
@@ -116,6 +117,8 @@ class ProducerStateManager:
         stale = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp > max_age_ms]
         for pid in stale:
             del self.producers[pid]
+        if stale:
+            self.expired = True
         return len(stale)
 
     def to_json(self, offset: int) -> bytes:
