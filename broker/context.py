@@ -8,6 +8,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING
 from typing import NamedTuple
 
+from broker.ack_slices import AckSlices
 from broker.clock import Clock
 from broker.clock import WallClock
 from broker.config import BrokerConfig
@@ -63,6 +64,8 @@ class BrokerServices:
     # Listener name -> the (host, port) Metadata gives its clients; filled in when bound.
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
     notifier: Notifier = field(default_factory=Notifier)
+    # Acknowledgements of a share-partition wait while a big one of it is applied in steps.
+    ack_slices: AckSlices = field(default_factory=AckSlices)
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
     clock: Clock = field(default_factory=WallClock)
     # None when `authorizer.class.name` is empty: every request is allowed.

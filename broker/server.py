@@ -542,6 +542,7 @@ class Server:
                     await asyncio.sleep(0.01)
         for conn in list(self._connections):
             conn.close()
+        await self.services.ack_slices.drain()  # acknowledgements under way end whole
         for task in list(self._duties):
             task.cancel()
         await asyncio.gather(*self._duties, return_exceptions=True)

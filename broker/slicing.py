@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 SLICE_SECONDS = 0.010
 
 
 class Slicer:
-    def __init__(self, budget_s: float = SLICE_SECONDS) -> None:
+    def __init__(
+        self, budget_s: float = SLICE_SECONDS, clock: Callable[[], float] = time.perf_counter
+    ) -> None:
         self._budget = budget_s
-        self._started = time.perf_counter()
+        self._clock = clock
+        self._started = clock()
         self.yields = 0
 
     async def pause(self) -> None:
         """Yield to the loop if this slice has used its budget."""
-        if time.perf_counter() - self._started >= self._budget:
+        if self._clock() - self._started >= self._budget:
             await asyncio.sleep(0)
             self.yields += 1
-            self._started = time.perf_counter()
+            self._started = self._clock()

@@ -81,7 +81,7 @@ async def _handle(
         return _response(Refusal(e.error_code, str(e)))
     denied = unreadable_topics(ctx, request.topics)
     results = await acknowledge_all(
-        s.share_fetch, group_id, member_id,
+        s.share_fetch, s.ack_slices, group_id, member_id,
         [t for t in request.topics if topic_id(t) not in denied],
         renew_allowed=isinstance(request, ShareAcknowledgeRequestV2), now_ms=s.now_ms(),
     )  # fmt: skip

@@ -1,5 +1,5 @@
 """What ShareFetch and ShareAcknowledge share at the protocol edge: the id checks, and their
-acknowledgements listed per partition and applied in slices."""
+acknowledgements listed per partition and applied in slices (`broker.ack_slices`)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import uuid
 from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
+from broker.ack_slices import AckSlices
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.share.acknowledgements import AckBatchLike
@@ -122,6 +124,7 @@ def refused_acks(topics: Iterable[AckTopic], denied: set[uuid.UUID]) -> AckResul
 
 async def acknowledge_all(
     service: ShareFetchService,
+    slices: AckSlices,
     group_id: str,
     member_id: str,
     topics: Iterable[AckTopic],
@@ -130,7 +133,8 @@ async def acknowledge_all(
     now_ms: int,
 ) -> AckResults:
     """Every partition's acknowledgement batches, each partition atomically, yielding to the
-    loop between partitions so that a huge request never stalls other clients.
+    loop between partitions, and within a partition between the steps of a big one, so that
+    a huge request never stalls other clients.
 
     A topic may be listed twice in one request (librdkafka does it): batches are merged per
     partition, never overwritten."""
@@ -144,9 +148,21 @@ async def acknowledge_all(
             await slicer.pause()
     out: AckResults = {}
     for key, batch_lists in listed.items():
-        out[key] = service.acknowledge(
-            group_id, member_id, key, batch_lists, renew_allowed=renew_allowed, now_ms=now_ms
-        )
+        if slices.busy((group_id, *key)):  # a big one of this share-partition is under way
+            start = partial(
+                service.begin_acknowledge, group_id, member_id, key, batch_lists,
+                renew_allowed=renew_allowed, now_ms=now_ms,
+            )  # fmt: skip
+            out[key] = await slices.acknowledge((group_id, *key), start)
+        else:  # nearly always: answered at once, or a big one starting now
+            started = service.begin_acknowledge(
+                group_id, member_id, key, batch_lists, renew_allowed=renew_allowed, now_ms=now_ms
+            )
+            out[key] = (
+                started
+                if isinstance(started, AckOutcome)
+                else await slices.run((group_id, *key), started)
+            )
         await slicer.pause()
     return out
 

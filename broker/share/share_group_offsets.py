@@ -158,6 +158,7 @@ class ShareGroupOffsets:
         if sp is None:
             return ErrorCode.unknown_topic_or_partition
         start = min(max(offset, plog.log_start_offset), plog.log_end_offset)
+        manager.finish_acknowledgement(sp.key)  # a departed member's closing acks come first
         try:
             manager.persister.initialise(sp.key, start, now)  # durable first, then in memory
         except StorageError as e:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,9 +39,13 @@ ARCHIVING = RecordState.ARCHIVING
 ARCHIVED = RecordState.ARCHIVED
 
 _ACK_TYPES = frozenset(int(t) for t in AcknowledgeType)
+_ACK_TYPE = {int(t): t for t in AcknowledgeType}
 
 AckBatch = tuple[int, int, Sequence[int]]
 """(first offset, last offset, acknowledge types): one type for the range, or one per offset."""
+
+Run = tuple[int, int, AcknowledgeType]
+"""(first offset, last offset, type): offsets acknowledged alike, the unit a plan works in."""
 
 SharePartitionKey = tuple[str, uuid.UUID, int]
 """(group id, topic id, partition)."""
@@ -141,6 +147,39 @@ class Plan:
     @property
     def records(self) -> int:
         return sum(last - first + 1 for first, last, _ in self.runs)
+
+
+@dataclass(slots=True)
+class PlanDraft:
+    """A plan made a slice of runs at a time (`SharePartition.plan_more`), so that a request
+    acknowledging thousands of runs never plans them all in one step. Nothing changes until
+    the finished `plan()` is written and applied."""
+
+    member_id: str | None
+    limits: ShareLimits
+    runs: list[Run] = field(default_factory=list)
+    changes: list[StateRange] = field(default_factory=list)
+    moved: Counter[Moved] = field(default_factory=Counter)
+    in_order: bool = True  # changes came sorted and disjoint (they do: runs are)
+
+    def add_change(self, change: StateRange) -> None:
+        if self.changes and change.first_offset <= self.changes[-1].last_offset:
+            self.in_order = False
+            self.changes.append(change)
+        else:
+            _append_merged(self.changes, change)
+
+    def plan(self) -> Plan:
+        changes = self.changes if self.in_order else _normalise(self.changes)
+        return Plan(
+            self.member_id,
+            tuple(self.runs),
+            self.limits.delivery_count_limit,
+            self.limits.lock_duration_ms,
+            tuple(changes),
+            Outcome(dict(self.moved)),
+            self.limits.dead_letter,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -621,7 +660,22 @@ class SharePartition:
         runs = _parse_acks(batches)
         if isinstance(runs, ErrorCode):
             return runs
-        limits = self._limits()
+        draft = self.draft(member_id)
+        refused = self.plan_more(draft, runs)
+        return refused if refused is not None else draft.plan()
+
+    def draft(self, member_id: str | None) -> PlanDraft:
+        """An empty plan for `member_id`'s acknowledgement, under the limits in force now."""
+        return PlanDraft(member_id, self._limits())
+
+    def plan_more(self, draft: PlanDraft, runs: Sequence[Run]) -> ErrorCode | None:
+        """Check the next runs of an acknowledgement (sorted, disjoint, after the draft's) and
+        add what they change to `draft`; or the error that refuses the whole request (see
+        `plan_acknowledge`). Nothing changes: a draft planned over several steps stays right
+        as long as nothing else moves the member's records in between (the manager sees to
+        it: `SharePartitionManager.begin_acknowledge`)."""
+        member_id, limits = draft.member_id, draft.limits
+        assert member_id is not None, "an acknowledgement has a member"
         for first, last, ack in runs:
             if ack is AcknowledgeType.GAP:
                 continue
@@ -629,7 +683,8 @@ class SharePartition:
                 return ErrorCode.invalid_record_state
             if not self._held_by(member_id, first, last):
                 return ErrorCode.invalid_record_state
-        return self._plan(member_id, runs, limits)
+        self._plan_into(draft, runs)
+        return None
 
     def plan_expiry(self, now_ms: int) -> Plan:
         """Release every record whose lock deadline is <= now (planned, not applied)."""
@@ -670,10 +725,16 @@ class SharePartition:
         runs: Sequence[tuple[int, int, AcknowledgeType]],
         limits: ShareLimits,
     ) -> Plan:
-        """The durable ranges `runs` will produce, and why each record moves, read off the
-        current ranges (no change)."""
-        changes: list[StateRange] = []
-        moved: Counter[Moved] = Counter()
+        draft = PlanDraft(member_id, limits)
+        self._plan_into(draft, runs)
+        return draft.plan()
+
+    def _plan_into(self, draft: PlanDraft, runs: Sequence[Run]) -> None:
+        """Add to `draft` the durable ranges `runs` will produce, and why each record moves,
+        read off the current ranges (no change)."""
+        member_id, limits = draft.member_id, draft.limits
+        count_limit, dead_letter = limits.delivery_count_limit, limits.dead_letter
+        moved = draft.moved
         for first, last, ack in runs:
             first, last = max(first, self.spso), min(last, self.speo - 1)
             if first > last:  # only a GAP run can lie outside the window
@@ -681,29 +742,33 @@ class SharePartition:
             i, j = self._ranges.overlapping(first, last)
             for b in self._ranges.view(i, j):
                 lo, hi = max(b.first, first), min(b.last, last)
-                target = _ack_target(
-                    b, ack, member_id, limits.delivery_count_limit, limits.dead_letter
-                )
+                target = _ack_target(b, ack, member_id, count_limit, dead_letter)
                 why = _why(ack, target)
                 if why is not None:
                     moved[why] += hi - lo + 1
                 if target is not None:
-                    changes.append(StateRange(lo, hi, target, b.delivery_count))
-        return Plan(
-            member_id,
-            tuple(runs),
-            limits.delivery_count_limit,
-            limits.lock_duration_ms,
-            tuple(_normalise(changes)),
-            Outcome(dict(moved)),
-            limits.dead_letter,
-        )
+                    draft.add_change(StateRange(lo, hi, target, b.delivery_count))
+        draft.runs.extend(runs)
 
     def apply(self, plan: Plan, *, now_ms: int) -> Outcome:
         """Apply a plan made by one of the `plan_*` methods, with no change in between; what
         moved and why."""
         for first, last, ack in plan.runs:
             self._apply_ack(plan, first, last, ack, now_ms)
+        self._advance_spso()
+        return plan.outcome
+
+    def apply_runs(self, plan: Plan, start: int, stop: int, *, now_ms: int) -> None:
+        """Apply `plan.runs[start:stop]`: a plan applied over several steps, in order, ended
+        by `settle`. In between, nothing may change the records the plan covers (a fetch,
+        which takes only AVAILABLE and new records, may), and SPSO has moved over what the
+        slices so far finished, so such a fetch sees the window as it is."""
+        for first, last, ack in plan.runs[start:stop]:
+            self._apply_ack(plan, first, last, ack, now_ms)
+        self._advance_spso()
+
+    def settle(self, plan: Plan) -> Outcome:
+        """The last step of applying a plan: what it moved, and why."""
         self._advance_spso()
         return plan.outcome
 
@@ -1046,36 +1111,41 @@ def _emit(out: list[AcquiredRecords], first: int, last: int, count: int) -> None
         out.append(AcquiredRecords(first, last, count))
 
 
-def acknowledge_nothing_held(batches: Sequence[AckBatch]) -> ErrorCode:
-    """What an acknowledgement answers where the member holds no record: a malformed request
-    is INVALID_REQUEST, GAPs alone change nothing, anything else is INVALID_RECORD_STATE."""
-    runs = _parse_acks(batches)
-    if isinstance(runs, ErrorCode):
-        return runs
-    if all(ack is AcknowledgeType.GAP for _, _, ack in runs):
-        return ErrorCode.none
-    return ErrorCode.invalid_record_state
+class MalformedAcks(ValueError):
+    """Acknowledgement batches Kafka refuses whole, before looking at any record:
+    INVALID_REQUEST."""
 
 
-def _parse_acks(batches: Sequence[AckBatch]) -> list[tuple[int, int, AcknowledgeType]] | ErrorCode:
-    """Check the request's shape and cut it into runs of one type each."""
-    runs: list[tuple[int, int, AcknowledgeType]] = []
+def ack_runs(batches: Iterable[AckBatch]) -> Iterator[Run]:
+    """The request's batches cut into runs of one type each, checked as they are cut (a
+    generator: a request of thousands of runs is cut a slice at a time).
+
+    :raises MalformedAcks: first > last, unsorted or overlapping batches, an unknown type,
+        or a types list that is neither one type nor one per offset.
+    """
     prev_last: int | None = None
     for first, last, types in batches:
         if first > last or (prev_last is not None and first <= prev_last):
-            return ErrorCode.invalid_request
+            raise MalformedAcks(f"batch {first}-{last} out of order")
         if not types or not _ACK_TYPES.issuperset(types):
-            return ErrorCode.invalid_request
+            raise MalformedAcks(f"batch {first}-{last}: bad acknowledge types")
         if len(types) == 1:
-            runs.append((first, last, AcknowledgeType(types[0])))
+            yield (first, last, _ACK_TYPE[types[0]])
         elif len(types) == last - first + 1:
             # One type per offset: equal neighbours become one run, handled as a range.
             offset = first
             for ack, group in groupby(types):
                 n = sum(1 for _ in group)
-                runs.append((offset, offset + n - 1, AcknowledgeType(ack)))
+                yield (offset, offset + n - 1, _ACK_TYPE[ack])
                 offset += n
         else:
-            return ErrorCode.invalid_request
+            raise MalformedAcks(f"batch {first}-{last}: {len(types)} acknowledge types")
         prev_last = last
-    return runs
+
+
+def _parse_acks(batches: Sequence[AckBatch]) -> list[Run] | ErrorCode:
+    """Check the request's shape and cut it into runs of one type each."""
+    try:
+        return list(ack_runs(batches))
+    except MalformedAcks:
+        return ErrorCode.invalid_request

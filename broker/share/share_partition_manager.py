@@ -15,12 +15,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import structlog
 from kio.schema.errors import ErrorCode
 
+from broker.share.ack_job import AckJob
 from broker.share.acquisition_lock_timer import AcquisitionLockTimer
 from broker.share.dead_letter import Target
 from broker.share.dead_letter import dead_letters
@@ -39,11 +41,11 @@ from broker.share.share_partition import BatchSpan
 from broker.share.share_partition import Moved
 from broker.share.share_partition import Outcome
 from broker.share.share_partition import Plan
+from broker.share.share_partition import Run
 from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
 from broker.share.share_partition import StateRange
-from broker.share.share_partition import acknowledge_nothing_held
 from coordinator.group_configs import DLQ_TOPIC
 from coordinator.group_configs import GroupConfigs
 from protocol.dead_letter import build_dead_letter_batch
@@ -57,7 +59,8 @@ log = structlog.get_logger("shoal.share")
 
 # One ShareFetch reads at most this much of a partition's log: MaxBytes is 50 MiB from
 # librdkafka while MaxRecords is 500, and reading 50 MiB to hand out 500 records is waste.
-# At least one whole batch is always read, however large.
+# A first batch above it is still read whole when the partition's budget allows it (or it is
+# the one batch KIP-74 lets through whatever its size).
 READ_CHUNK_BYTES = 1024 * 1024
 MAX_READS_PER_FETCH = 8
 RETRY_WRITE_MS = 1000  # a lock expiry whose share-state write failed is tried again after this
@@ -74,17 +77,11 @@ def _covered(runs: Sequence[StateRange], copied: Sequence[StateRange]) -> bool:
     )
 
 
-def count_ack_types(batches: Sequence[AckBatch]) -> dict[AcknowledgeType, int]:
-    """Records per acknowledge type (of a request already checked): ranges count whole,
-    per-offset type lists by type."""
+def count_ack_types(runs: Iterable[Run]) -> dict[AcknowledgeType, int]:
+    """Records per acknowledge type of a request's runs."""
     counts: dict[AcknowledgeType, int] = {}
-    for first, last, types in batches:
-        if len(types) == 1:
-            t = AcknowledgeType(types[0])
-            counts[t] = counts.get(t, 0) + last - first + 1
-        else:
-            for t in map(AcknowledgeType, set(types)):
-                counts[t] = counts.get(t, 0) + list(types).count(t)
+    for first, last, ack in runs:
+        counts[ack] = counts.get(ack, 0) + last - first + 1
     return counts
 
 
@@ -142,6 +139,10 @@ class SharePartitionManager:
         self._dead_letter_problems: dict[str, str] = {}  # group -> the problem last logged
         # Runs copied by a pass whose archiving was not written: not copied again.
         self._dead_letters_copied: dict[SharePartitionKey, list[StateRange]] = {}
+        # Acknowledgements in progress (stepped by their callers), and the departures of
+        # members from those share-partitions, released once the acknowledgement is done.
+        self._jobs: dict[SharePartitionKey, AckJob] = {}
+        self._deferred_releases: dict[SharePartitionKey, set[str]] = {}
 
     @property
     def persister(self) -> Persister:
@@ -149,6 +150,8 @@ class SharePartitionManager:
 
     def forget_topic(self, topic: str, topic_id: uuid.UUID) -> None:
         """A deleted topic takes its share-partitions and share state with it."""
+        for key in [k for k in self._jobs if k[1] == topic_id]:
+            self._jobs[key].abandon(ErrorCode.unknown_topic_or_partition)
         for key in [k for k in self._partitions if k[1] == topic_id]:
             del self._partitions[key]
         self._persister.forget_topic(topic, topic_id)
@@ -192,6 +195,8 @@ class SharePartitionManager:
         return [sp for (g, _, _), sp in self._partitions.items() if g == group_id]
 
     def drop_group(self, group_id: str) -> None:
+        for key in [k for k in self._jobs if k[0] == group_id]:
+            self._jobs[key].abandon(ErrorCode.group_id_not_found)
         for key in [k for k in self._partitions if k[0] == group_id]:
             del self._partitions[key]
 
@@ -200,6 +205,20 @@ class SharePartitionManager:
         return value
 
     # fetch and acknowledge ---------------------------------------------------------------------
+
+    def acquirable(self, group_id: str, keys: Sequence[tuple[uuid.UUID, int]], now_ms: int) -> int:
+        """How many of the share-partitions `keys` a fetch could acquire from: they exist and
+        their window is not full (Kafka's `SharePartition.canAcquireRecords`). A ShareFetch
+        shares MaxBytes among these."""
+        count = 0
+        partitions = self._partitions
+        for topic_id, partition in keys:
+            sp = partitions.get((group_id, topic_id, partition))
+            if sp is None:  # not loaded yet: loaded now, or not there at all
+                sp = self.get(group_id, topic_id, partition, now_ms)
+            if sp is not None and sp.next_fetch_offset() is not None:
+                count += 1
+        return count
 
     def fetch(
         self,
@@ -212,7 +231,11 @@ class SharePartitionManager:
         max_records: int,
         now_ms: int,
         record_limit: bool = False,
+        first_batch_max: int | None = None,
     ) -> FetchedPartition:
+        """Acquire from one share-partition: records from batches read within `max_bytes`,
+        the first batch whole even above it up to `first_batch_max` (None: whatever its size,
+        KIP-74's one batch that lets a consumer progress)."""
         sp = self.get(group_id, topic_id, partition, now_ms)
         topic = self._logs.topic_by_id(topic_id)
         plog = self._logs.log(topic.name, partition) if topic else None
@@ -227,8 +250,9 @@ class SharePartitionManager:
             if offset is None or offset >= plog.log_end_offset:
                 break
             fetched = self._acquire(
-                sp, plog, member_id, offset, max_bytes, max_records, now_ms, record_limit
-            )
+                sp, plog, member_id, offset, (max_bytes, first_batch_max), max_records, now_ms,
+                record_limit,
+            )  # fmt: skip
             if fetched is not None:
                 return fetched
             if sp.next_fetch_offset() == offset:
@@ -241,17 +265,21 @@ class SharePartitionManager:
         plog: PartitionLog,
         member_id: str,
         offset: int,
-        max_bytes: int,
+        budget: tuple[int, int | None],
         max_records: int,
         now_ms: int,
         record_limit: bool = False,
     ) -> FetchedPartition | None:
-        """Read once from `offset` and acquire what the read holds; None if nothing."""
+        """Read once from `offset` within `budget` (max bytes, first batch's max: see `fetch`)
+        and acquire what the read holds; None if nothing."""
         # Enough batches for max_records new records past whatever is in flight after `offset`.
         wanted = max_records + max(0, sp.speo - offset)
         start = max(offset, plog.log_start_offset)
+        max_bytes, first_batch_max = budget
         try:
-            data, spans = plog.read_with_spans(start, min(max_bytes, READ_CHUNK_BYTES), wanted)
+            data, spans = plog.read_with_spans(
+                start, min(max_bytes, READ_CHUNK_BYTES), wanted, first_batch_max
+            )
         except OffsetOutOfRange:
             return None
         keys = None
@@ -291,19 +319,22 @@ class SharePartitionManager:
         batches: Sequence[AckBatch],
         now_ms: int,
     ) -> ErrorCode:
-        """Plan, write, apply: an acknowledgement the client is told failed has not happened.
-
-        A share-partition that is not loaded holds no acquired record (acquisitions do not
-        survive a restart), so an acknowledgement never creates one: a member's closing
-        acknowledgement that lands after DeleteShareGroupOffsets must not bring it back."""
+        """Plan, write, apply, in one go: an acknowledgement the client is told failed has
+        not happened. For requests small enough to do in one step (`ack_job.STEP_RUNS`
+        runs: nearly every one, so this is the hot path), and for tools and tests; a bigger
+        one goes in steps (`begin_acknowledge`)."""
         sp = self._partitions.get((group_id, topic_id, partition))
-        if sp is None:
-            topic = self._logs.topic_by_id(topic_id)
-            if topic is None or not 0 <= partition < topic.partitions:
-                return ErrorCode.unknown_topic_or_partition
-            code = acknowledge_nothing_held(batches)
-            self._metrics.on_acknowledgement(code == ErrorCode.none, count_ack_types(batches))
-            return code
+        if sp is None:  # nothing held there: checked as a job (rare)
+            job = self.begin_acknowledge(group_id, member_id, topic_id, partition, batches, now_ms)
+            return job if isinstance(job, ErrorCode) else job.run_to_end()
+        return self.acknowledge_in(sp, member_id, batches, now_ms)
+
+    def acknowledge_in(
+        self, sp: SharePartition, member_id: str, batches: Sequence[AckBatch], now_ms: int
+    ) -> ErrorCode:
+        """`acknowledge` on a loaded share-partition (`loaded`)."""
+        if self._jobs:
+            self.finish_acknowledgement(sp.key)
         # Only a window that held fetchers back has waiters for the room an ack makes.
         spso = sp.spso if sp.holds_back_fetchers() else None
         plan = sp.plan_acknowledge(member_id, batches)
@@ -311,22 +342,109 @@ class SharePartitionManager:
         if isinstance(result, ErrorCode):
             self._metrics.on_acknowledgement(False, {})
             return result
-        self._metrics.on_acknowledgement(True, count_ack_types(batches))
+        assert isinstance(plan, Plan)
+        self._metrics.on_acknowledgement(True, count_ack_types(plan.runs))
         self._after(sp, now_ms, result, [member_id], spso_before=spso)
         return ErrorCode.none
 
+    def loaded(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition | None:
+        """The share-partition if it is loaded (else nobody holds any of its records)."""
+        return self._partitions.get((group_id, topic_id, partition))
+
+    def begin_acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        batches: Iterable[AckBatch],
+        now_ms: int,
+        *,
+        renew_allowed: bool = True,
+    ) -> AckJob | ErrorCode:
+        """Start one member's acknowledgement of a share-partition: plan, write, apply, in
+        steps (`AckJob.step`) the caller takes until it is done. An acknowledgement the client
+        is told failed has not happened.
+
+        Until it is done nothing else changes the share-partition's records or writes its
+        share state: lock expiry, dead-letter copies and the release of departed members wait
+        for it, and admin changes (and another acknowledgement begun meanwhile) finish it at
+        once first. Callers that step jobs across loop iterations queue acknowledgements of
+        one share-partition (`broker.ack_slices`), so a second one never has to.
+
+        A share-partition that is not loaded holds no acquired record (acquisitions do not
+        survive a restart), so an acknowledgement never creates one: a member's closing
+        acknowledgement that lands after DeleteShareGroupOffsets must not bring it back."""
+        key = (group_id, topic_id, partition)
+        if self._jobs:
+            self.finish_acknowledgement(key)
+        sp = self._partitions.get(key)
+        if sp is None:
+            topic = self._logs.topic_by_id(topic_id)
+            if topic is None or not 0 <= partition < topic.partitions:
+                return ErrorCode.unknown_topic_or_partition
+        job = AckJob(
+            key, sp, member_id, batches, renew_allowed=renew_allowed, now_ms=now_ms,
+            write=self._write, on_pending=self._pending, on_done=self._acknowledged,
+        )  # fmt: skip
+        if sp is not None and sp.holds_back_fetchers():
+            # Only a window that held fetchers back has waiters for the room an ack makes.
+            job.spso_before = sp.spso
+        return job
+
+    def finish_acknowledgement(self, key: SharePartitionKey) -> None:
+        """Step the acknowledgement in progress on `key`, if any, to its end now: for the
+        rare change that cannot wait (admin operations; a synchronous caller)."""
+        job = self._jobs.get(key)
+        if job is not None:
+            job.run_to_end()
+
+    def _pending(self, job: AckJob) -> None:
+        """A job goes on after its first step: from now its share-partition waits for it (a
+        job done in one step, nearly every one, is never seen here)."""
+        self._jobs[job.key] = job
+
+    def _acknowledged(self, job: AckJob) -> None:
+        """An acknowledgement is done: count it, and do the bookkeeping of its change and of
+        the changes it held back (lock expiry re-armed, departed members released)."""
+        ok = job.outcome == ErrorCode.none
+        self._metrics.on_acknowledgement(ok, job.counts if ok else {})
+        if not job.pending:  # done in its first step: nothing was held back
+            if ok and job.sp is not None and job.plan is not None:
+                self._after(
+                    job.sp, job.now_ms, job.plan.outcome, [job.member_id],
+                    spso_before=job.spso_before,
+                )  # fmt: skip
+            return
+        self._jobs.pop(job.key, None)
+        # A job begun where nothing was loaded may end with the share-partition loaded (by a
+        # fetch meanwhile), its lock expiry and departures held back all the same.
+        sp = job.sp or self._partitions.get(job.key)
+        if sp is None:
+            self._deferred_releases.pop(job.key, None)
+            return
+        if ok and job.plan is not None:
+            self._after(
+                sp, job.now_ms, job.plan.outcome, [job.member_id], spso_before=job.spso_before,
+                changed=bool(job.plan.changes),
+            )  # fmt: skip
+        else:  # lock expiry skipped it meanwhile
+            self._after(sp, job.now_ms)
+        for member_id in sorted(self._deferred_releases.pop(job.key, ())):
+            released = self._release(sp, member_id, job.now_ms)
+            if released:
+                self._metrics.on_member_released(released)
+
     def release_member(self, group_id: str, member_id: str, now_ms: int) -> int:
-        """A member left or timed out: everything it holds becomes available at once."""
+        """A member left or timed out: everything it holds becomes available at once (or
+        once the acknowledgement in progress on a share-partition is done)."""
         released = 0
         for sp in self.partitions_of(group_id):
             sp.forget_member(member_id)
-            plan = sp.plan_member_release(member_id)
-            if not plan.runs:
+            if self._jobs and sp.key in self._jobs:
+                self._deferred_releases.setdefault(sp.key, set()).add(member_id)
                 continue
-            outcome = self._commit(sp, plan, now_ms)
-            if isinstance(outcome, Outcome):
-                released += plan.records
-                self._after(sp, now_ms, outcome, [member_id])
+            released += self._release(sp, member_id, now_ms)
         if released:
             self._metrics.on_member_released(released)
             log.info(
@@ -337,12 +455,24 @@ class SharePartitionManager:
             )
         return released
 
+    def _release(self, sp: SharePartition, member_id: str, now_ms: int) -> int:
+        """Release what `member_id` holds in `sp`; how many records (0 if not written)."""
+        plan = sp.plan_member_release(member_id)
+        if not plan.runs:
+            return 0
+        outcome = self._commit(sp, plan, now_ms)
+        if isinstance(outcome, ErrorCode):
+            return 0
+        self._after(sp, now_ms, outcome, [member_id])
+        return plan.records
+
     def expire_locks(self, now_ms: int) -> int:
-        """Run the acquisition-lock timer: expire every share-partition with a lock due."""
+        """Run the acquisition-lock timer: expire every share-partition with a lock due (one
+        with an acknowledgement in progress is re-armed when that is done)."""
         expired = 0
         for key in self._timer.pop_due(now_ms):
             sp = self._partitions.get(key)
-            if sp is None:
+            if sp is None or key in self._jobs:
                 continue
             plan = sp.plan_expiry(now_ms)
             holders = sp.holders(plan.runs)  # before the plan clears them
@@ -367,8 +497,19 @@ class SharePartitionManager:
 
     def _commit(self, sp: SharePartition, plan: Plan, now_ms: int) -> Outcome | ErrorCode:
         """Write the plan's durable ranges, then apply it; if the write fails, drop it."""
+        written = self._write(sp, plan, now_ms)
+        if isinstance(written, ErrorCode):
+            return written
+        outcome = sp.apply(plan, now_ms=now_ms)
+        if written is not None:
+            sp.pass_own_record(written)
+        return outcome
+
+    def _write(self, sp: SharePartition, plan: Plan, now_ms: int) -> int | ErrorCode | None:
+        """Write the plan's durable ranges: the offset written (None: nothing to write), or
+        the error that drops the plan."""
         try:
-            written = self._persister.write(sp, plan.changes, now_ms)
+            return self._persister.write(sp, plan.changes, now_ms)
         except StorageError as e:
             self._metrics.on_share_state_write_failure()
             log.warning(
@@ -377,10 +518,6 @@ class SharePartitionManager:
                 error=str(e),
             )  # fmt: skip
             return e.error_code
-        outcome = sp.apply(plan, now_ms=now_ms)
-        if written is not None:
-            sp.pass_own_record(written)
-        return outcome
 
     def _topic_name(self, topic_id: uuid.UUID) -> str | None:
         topic = self._logs.topic_by_id(topic_id)
@@ -394,12 +531,16 @@ class SharePartitionManager:
         members: Sequence[str] = (),
         *,
         spso_before: int | None = None,
+        changed: bool | None = None,
     ) -> None:
-        """Bookkeeping after any change: re-arm the timer, count archivals, wake fetchers."""
+        """Bookkeeping after any change: re-arm the timer, count archivals, wake fetchers.
+        `changed`: whether the change moved records, when the partition's pending changes
+        cannot tell (a fetch between the steps of an acknowledgement takes them)."""
         deadline = sp.next_deadline()
         if deadline is not None:
             self._timer.schedule(sp.key, deadline)
-        changes = sp.take_changes()  # already durable: written before they were applied
+        taken = sp.take_changes()  # already durable: written before they were applied
+        moved = bool(taken) or bool(changed)
         if outcome and (outcome[Moved.REJECTED] or outcome[Moved.DELIVERY_LIMIT]):
             self._dead_letter_pending.add(sp.key)  # ARCHIVING if the group has a DLQ topic
         archived = outcome[Moved.DELIVERY_LIMIT] if outcome else 0
@@ -414,7 +555,7 @@ class SharePartitionManager:
                 records=archived,
                 members=list(members),  # who held them last
             )
-        offset = sp.next_fetch_offset() if changes else None
+        offset = sp.next_fetch_offset() if moved else None
         if offset is not None:
             topic = self._logs.topic_by_id(sp.topic_id)
             plog = self._logs.log(topic.name, sp.partition) if topic else None
@@ -440,6 +581,8 @@ class SharePartitionManager:
         for key in sorted(self._dead_letter_pending):
             if done >= budget:
                 break
+            if key in self._jobs:  # its share state is being written: next pass
+                continue
             sp = self._partitions.get(key)
             runs = sp.dead_letters(budget - done) if sp is not None else []
             if sp is None or not runs:
@@ -583,6 +726,7 @@ class SharePartitionManager:
         """
         if not self.initialised(*key):  # its offsets were deleted: do not start it again
             return 0
+        self.finish_acknowledgement(key)
         sp = self.get(*key, now_ms)
         if sp is None:
             return 0
@@ -616,6 +760,7 @@ class SharePartitionManager:
         :raises storage.errors.KafkaStorageError: nothing changed.
         """
         key = (group_id, topic_id, partition)
+        self.finish_acknowledgement(key)
         topic = self._logs.topic_by_id(topic_id)
         plog = self._logs.log(topic.name, partition) if topic else None
         earliest = self._configs.effective(group_id, "share.auto.offset.reset") == "earliest"

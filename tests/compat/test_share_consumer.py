@@ -6,6 +6,7 @@ member is noticed within seconds. Every test uses its own topic and group.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -18,6 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import AcknowledgeType
@@ -27,6 +29,7 @@ from confluent_kafka import Message
 from confluent_kafka import Producer
 from confluent_kafka import ShareConsumer
 
+from client import Admin
 from tests.brokers import BrokerProcess
 from tests.compat.support import QUIET
 from tests.compat.support import SHORT_SESSION_CONFIG
@@ -178,6 +181,57 @@ def test_explicit_accept_release_reject(broker: BrokerProcess) -> None:
         assert seen == [(release, 2)]
     finally:
         c.close()
+
+
+def test_five_thousand_records_acknowledged_alternately_commit_without_error(
+    broker: BrokerProcess,
+) -> None:
+    """librdkafka's acknowledgement test (issue 27): a ShareConsumer in explicit mode with
+    max.poll.records 5000 polls 5,000 records, acknowledges them one by one, alternately
+    ACCEPT and REJECT, and commits: one ShareAcknowledge of 5,000 single-record ranges, as
+    many as it holds. The records are one producer batch, handed out whole (batch_optimized:
+    the batch holding the MaxRecords-th record, core/src/main/java/kafka/server/share/
+    SharePartition.java acquireNewBatchRecords), so the window holds more records than
+    share.partition.max.record.locks (2,000). Every partition commits without error, the
+    share-partition starts past all 5,000 (ACCEPTed done, REJECTed archived), and another
+    member gets none of them, even once their 2 s locks would have run out."""
+    total = 5000
+    topic, group = fresh(broker, 1, **{"share.record.lock.duration.ms": "2000"})
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 2000, **QUIET})
+    for i in range(total):  # all queued within the linger: one produce, one batch
+        p.produce(topic, key=b"k%06d" % i, value=b"v%06d" % i)
+    assert p.flush(20) == 0
+    settings = {"share.acknowledgement.mode": "explicit", "max.poll.records": total}
+    c = share_consumer(broker.bootstrap, group, **settings)
+    c.subscribe([topic])
+    try:
+        records: list[Message] = []
+        deadline = time.monotonic() + 20
+        while not records and time.monotonic() < deadline:
+            records = poll_records(c, 0.5)
+        assert [m.offset() for m in records] == list(range(total))  # one poll holds them all
+        for i, m in enumerate(records):
+            c.acknowledge(m, AcknowledgeType.ACCEPT if i % 2 == 0 else AcknowledgeType.REJECT)
+        committed = c.commit_sync(10)
+    finally:
+        c.close()
+    failed = {str(tp): err for tp, err in committed.items() if err is not None or tp.error}
+    assert committed and not failed, failed
+    offsets = asyncio.run(_share_offsets(broker.bootstrap, group))
+    assert offsets[(topic, 0)].start_offset == total
+    other = share_consumer(broker.bootstrap, group)
+    other.subscribe([topic])
+    try:
+        again: list[Message] = []
+        poll_until([other], lambda: False, lambda _c, r: again.extend(r), 4.0)
+    finally:
+        other.close()
+    assert again == [], [(m.offset(), m.delivery_count()) for m in again[:5]]
+
+
+async def _share_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], Any]:
+    async with Admin(bootstrap) as admin:
+        return await admin.describe_share_group_offsets(group)
 
 
 def test_delivery_count_limit_from_group_config(broker: BrokerProcess) -> None:

@@ -185,3 +185,66 @@ async def test_share_acquire_mode_of_a_v2_fetch_makes_max_records_strict(server:
         assert ranges(loose) == [(12, 29)]  # the rest of that batch, whole
     finally:
         await conn.close()
+
+
+async def test_max_records_in_batch_optimized_mode_stops_at_the_batch_that_holds_the_last(
+    server: Server,
+) -> None:
+    """What one ShareFetch hands out for its MaxRecords, as Kafka's broker does: in
+    batch_optimized mode whole stored batches, up to and including the one that holds the
+    MaxRecords-th record and no further (core/src/main/java/kafka/server/share/
+    SharePartition.java: acquireNewBatchRecords, lastOffsetFromBatchWithRequestOffset), the
+    partitions of one request sharing the budget (ShareFetchUtils.processFetchResponse
+    acquires with MaxRecords less what earlier partitions took). BatchSize only splits the
+    AcquiredRecords entries at batch boundaries there (createBatches); the offsets are the same.
+
+    Over batches of 30 records MaxRecords 500 gets 510 records, not thousands; a producer
+    batch of 3,758 records (librdkafka's first batch in issue 27) is handed out whole."""
+    bootstrap = f"127.0.0.1:{server.port}"
+    topic = "small-batches"
+    async with Admin(bootstrap) as admin:
+        topic_id = await admin.create_topic(topic, 3)
+        await admin.incremental_alter_configs(
+            ConfigResourceType.GROUP, GROUP, {"share.auto.offset.reset": "earliest"}
+        )
+    assert topic_id is not None
+    async with Producer(bootstrap) as producer:
+        for p in (0, 1):
+            for _ in range(200):
+                await producer.send_batch(topic, p, [Record(value=b"x")] * 30)
+        await producer.send_batch(topic, 2, [Record(value=b"y")] * 3758)
+    conn = await Connection.open("127.0.0.1", server.port)
+    try:
+        joined = await conn.request(
+            hb_v1.ShareGroupHeartbeatRequest(
+                group_id=GROUP, member_id=MEMBER, member_epoch=0, subscribed_topic_names=(topic,)
+            )
+        )
+        assert joined.error_code == ErrorCode.none
+        m = fetch_v1
+        partitions = tuple(
+            build(m.FetchPartition, partition_index=p, acknowledgement_batches=()) for p in range(3)
+        )
+
+        async def fetch(epoch: int, max_records: int) -> dict[int, list[tuple[int, int]]]:
+            request = _fetch(m, epoch, topic_id, max_records=max_records, batch_size=max_records)
+            request = dataclasses.replace(
+                request,
+                topics=(build(m.FetchTopic, topic_id=topic_id, partitions=partitions),),
+            )
+            response = await conn.request(request)
+            return {
+                p.partition_index: [(a.first_offset, a.last_offset) for a in p.acquired_records]
+                for t in response.responses
+                for p in t.partitions
+                if p.acquired_records
+            }
+
+        # The session visits its partitions from one further each fetch: 0, then 1, then 2.
+        assert await fetch(0, 500) == {0: [(0, 509)]}  # 17 batches: the 17th holds offset 499
+        assert await fetch(1, 500) == {1: [(0, 509)]}
+        assert await fetch(2, 500) == {2: [(0, 3757)]}  # one batch, bigger than MaxRecords
+        assert await fetch(3, 1) == {0: [(510, 539)]}  # MaxRecords 1: one whole batch
+        assert await fetch(4, 45) == {1: [(510, 569)]}  # the 2nd batch holds the 45th record
+    finally:
+        await conn.close()

@@ -7,6 +7,11 @@ acquired ranges, durable changes or error codes is a bug in the range arithmetic
 Acknowledgements, lock expiry and departures go through the two-phase path: a plan is made
 (which must change nothing), its durable ranges must be exactly what applying it records, and a
 plan whose write "failed" is dropped, after which the partition is as it was.
+
+A big acknowledgement is planned and applied a slice of runs at a time (`AckJob`): planned in
+slices it must be the plan made at once, and applied in slices, with a fetch between two of
+them (the one change the manager lets through meanwhile), it must do what the model does when
+the fetch comes between the same records.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from broker.share.share_partition import AcquiredRecords
 from broker.share.share_partition import BatchSpan
 from broker.share.share_partition import Plan
 from broker.share.share_partition import StateRange
+from broker.share.share_partition import ack_runs
 from broker.share.share_state_persister import _batches as as_batches
 from broker.share.share_state_persister import _empties as empties_window
 from broker.share.share_state_persister import _window_after as window_after
@@ -53,6 +59,7 @@ class Model(WindowModel):
     def __init__(self, limits: Limits, start: int) -> None:
         super().__init__(limits, start)
         self.changes: dict[int, tuple[RecordState, int]] = {}
+        self.now = 0
 
     def acquire(
         self, member: str, spans: list[BatchSpan], max_records: int, now: int
@@ -145,6 +152,12 @@ class Model(WindowModel):
             self.apply_ack(member, o, t, now)
         self.advance()
         return ErrorCode.none
+
+    def acknowledge_part(self, member: str, types: dict[int, int], lo: int, hi: int) -> None:
+        """Part of an acknowledgement already checked: the offsets of [lo, hi], nothing else."""
+        for o in range(lo, hi + 1):
+            if o in types:
+                self.apply_ack(member, o, AcknowledgeType(types[o]), self.now)
 
     def may_acknowledge(self, member: str, o: int, t: AcknowledgeType) -> bool:
         if t == AcknowledgeType.GAP:
@@ -357,6 +370,63 @@ class SharePartitionMachine(RuleBasedStateMachine):
                 (first, last, data.draw(st.lists(ack_type, min_size=size, max_size=size)))
             )
         self.check_ack(member, batches)
+
+    @precondition(lambda self: self.model.holders())
+    @rule(
+        data=st.data(),
+        step=st.integers(1, 3),
+        fetch_between=st.lists(st.tuples(st.sampled_from(MEMBERS), st.integers(0, 20)), max_size=2),
+    )
+    def ack_owned_in_slices(
+        self, data: st.DataObject, step: int, fetch_between: list[tuple[str, int]]
+    ) -> None:
+        """An acknowledgement planned `step` runs at a time, written, then applied `step` runs
+        at a time with fetches between slices (`AckJob` with tiny steps)."""
+        member = data.draw(st.sampled_from(self.model.holders()))
+        held = sorted(o for o, r in self.model.recs.items() if r.owner == member)
+        picked = data.draw(st.lists(st.sampled_from(held), min_size=1, max_size=8, unique=True))
+        batches: list[AckBatch] = []
+        for o in sorted(picked):  # one offset each, as librdkafka acknowledges one by one
+            if batches and batches[-1][1] + 1 == o and data.draw(st.booleans()):
+                first, _, types = batches[-1]
+                types = [*types, data.draw(ack_type)] if len(types) > 1 else types
+                batches[-1] = (first, o, types)  # a longer range, or a per-offset list
+            else:
+                batches.append((o, o, [data.draw(ack_type)]))
+        batches = [
+            (f, last, ts if len(ts) in (1, last - f + 1) else ts[:1]) for f, last, ts in batches
+        ]
+        before = self.snapshot()
+        whole = self.sp.plan_acknowledge(member, batches)
+        runs = list(ack_runs(batches))
+        draft = self.sp.draft(member)
+        refused = None
+        for k in range(0, len(runs), step):
+            refused = refused or self.sp.plan_more(draft, runs[k : k + step])
+        assert self.snapshot() == before  # planning changes nothing, in slices too
+        if isinstance(whole, ErrorCode):
+            assert refused == whole == self.model.acknowledge(member, batches, self.now)
+            return
+        assert refused is None
+        plan = draft.plan()
+        assert plan == whole
+        types = parse_acks(batches)
+        assert types is not None
+        self.model.now = self.now
+        fetches = iter(fetch_between)
+        for k in range(0, len(plan.runs), step):
+            self.sp.apply_runs(plan, k, k + step, now_ms=self.now)
+            part = plan.runs[k : k + step]
+            self.model.acknowledge_part(member, types, part[0][0], part[-1][1])
+            self.model.advance()  # each slice moves SPSO over what it finished
+            between = next(fetches, None)
+            if between is not None and k + step < len(plan.runs):
+                self.fetch(between[0], between[1], [])
+        assert self.sp.settle(plan) == plan.outcome
+        self.model.advance()
+        taken = self.sp.take_changes()
+        assert tuple(taken) == plan.changes  # what was written is what happened
+        self.written += taken
 
     @precondition(lambda self: self.model.holders())
     @rule(data=st.data())
