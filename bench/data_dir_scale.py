@@ -5,10 +5,12 @@ with a few small segments each, share-group state on some topics and committed o
 consumer group. `python -m bench.data_dir_scale measure DIR` copies it fresh for each run and
 times, with a real `shoal serve` process:
 
-- clean start: until the port listens, and until every partition answers (ListOffsets of all);
-- stop: SIGTERM until the process has exited;
-- kill -9 start: a broker started on a copy, written to in every partition, killed with -9, then
-  started again: until it listens, until every partition answers; and the lines it logged.
+- first start (of the data dir as built): until the port listens, and until every partition
+  answers (ListOffsets of all);
+- stop: after a round of writes to every partition, SIGTERM until the process has exited;
+- clean start: the start after that stop, timed the same way, and the lines it logged;
+- kill -9 start: after another round of writes to every partition, kill -9, then the start
+  after it, timed the same way, and the lines it logged.
 
 `--code DIR` runs another checkout's broker (its packages first on PYTHONPATH), for a before /
 after comparison on the same machine in the same window: `--code DIR` alternates with ours.
@@ -175,23 +177,25 @@ def _time_stop(run: Run) -> float:
 
 
 def measure_once(template: Path, work: Path, code: Path | None, label: str) -> dict[str, float]:
+    """One variant over a fresh copy: its first start (of the template as built), a stop after
+    a round of writes to every partition, a start after that clean stop, then kill -9 after
+    another round of writes and the start after it."""
     topics = _topics(TOPICS_MEASURED[0])
     partitions = TOPICS_MEASURED[1]
     out: dict[str, float] = {}
     run = Run(template, work, code, label)
-    out["clean_listen"], out["clean_ready"], out["clean_lines"] = _time_start(
-        run, topics, partitions
-    )
+    out["first_listen"], out["first_ready"], _ = _time_start(run, topics, partitions)
+    _produce_round(run.broker.bootstrap, topics, partitions, 2)  # every partition written
     out["stop"] = _time_stop(run)
-    # kill -9 after a round of writes to every partition (past every recovery point)
-    run = Run(template, work, code, label)
-    run.start()
-    _produce_round(run.broker.bootstrap, topics, partitions, 2)
+    lines = run.log_lines()
+    out["clean_listen"], out["clean_ready"], after = _time_start(run, topics, partitions)
+    out["clean_lines"] = after - lines
+    _produce_round(run.broker.bootstrap, topics, partitions, 2)  # past every recovery point
     run.broker.kill()
-    before = run.log_lines()
-    listen, ready, lines = _time_start(run, topics, partitions)
-    out["kill9_listen"], out["kill9_ready"], out["kill9_lines"] = listen, ready, lines - before
-    _time_stop(run)
+    lines = run.log_lines()
+    out["kill9_listen"], out["kill9_ready"], after = _time_start(run, topics, partitions)
+    out["kill9_lines"] = after - lines
+    out["stop2"] = _time_stop(run)
     shutil.rmtree(run.data, ignore_errors=True)
     return out
 
@@ -200,11 +204,14 @@ TOPICS_MEASURED = [TOPICS, PARTITIONS]
 
 
 def _uptime() -> str:
-    return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
+    return "/".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def measure(template: Path, work: Path, code: Path | None, runs: int) -> None:
     work.mkdir(parents=True, exist_ok=True)
+    # `python -m broker` puts its working directory first on sys.path: in a checkout it would
+    # run that checkout's code whatever PYTHONPATH says.
+    os.chdir(work)
     variants: list[tuple[str, Path | None]] = [("this", None)]
     if code is not None:
         variants = [("base", code), ("this", None)]
@@ -235,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         build(args.data_dir, args.topics, args.partitions)
     else:
         TOPICS_MEASURED[:] = [args.topics, args.partitions]
-        measure(args.template, args.work, args.code, args.runs)
+        code = args.code.resolve() if args.code is not None else None
+        measure(args.template.resolve(), args.work.resolve(), code, args.runs)
     return 0
 
 
