@@ -21,6 +21,7 @@ from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.request_order import release_order
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -66,8 +67,10 @@ async def handle(ctx: RequestContext, request: Request) -> Response:
     if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:
         return _answer(ErrorCode.none, pid, epoch + 1)
     allocator = ctx.services.producer_ids
-    if not await allocator.wait_started(LOADING_WAIT_S):  # Kafka's answer while it loads
-        return _answer(ErrorCode.coordinator_load_in_progress, -1, -1)
+    if not allocator.started:
+        release_order()  # only waiting on the logs: the connection's next requests may run
+        if not await allocator.wait_started(LOADING_WAIT_S):  # Kafka's answer while it loads
+            return _answer(ErrorCode.coordinator_load_in_progress, -1, -1)
     try:
         producer_id = allocator.allocate()
     except OSError:  # no block recorded (a full disk): retriable, as Kafka's RPCProducerIdManager
