@@ -177,6 +177,11 @@ class LogManager:
         """Some partitions' logs are not open yet."""
         return bool(self._pending)
 
+    def is_pending(self, topic: str, partition: int) -> bool:
+        """The partition's log is on disk and not open yet (`log` opens it)."""
+        key = (topic, partition)
+        return key in self._pending or key in self._unopenable
+
     @property
     def fully_loaded(self) -> bool:
         """Every partition's log was opened (none is pending, none failed to open)."""

@@ -31,6 +31,7 @@ from kio.static.primitive import i64
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.log_loading import open_first
 from broker.registry import handler
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -100,6 +101,9 @@ async def _lookup(
 
 async def handle(ctx: RequestContext, request: Request) -> v10.ListOffsetsResponse:
     topics = []
+    if ctx.services.logs.loading:  # just started: open the logs named first, in slices
+        named = ((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+        await open_first(ctx.services.logs, named)
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:

@@ -22,6 +22,7 @@ from kio.schema.produce import v12
 
 from broker.authorization import authorize
 from broker.context import RequestContext
+from broker.log_loading import open_first
 from broker.registry import handler
 from broker.request_order import release_order
 from protocol.acl import AclOperation
@@ -127,6 +128,9 @@ async def handle(ctx: RequestContext, request: Request) -> EncodedResponse | Non
     now_ms = ctx.services.clock.now_ms()  # one reading for the request's partitions
     topics: list[TopicResults] = []
     codes: list[int] = []  # the non-zero error codes, for the request metrics
+    if ctx.services.logs.loading:  # just started: open the logs named first, in slices
+        named = ((t.name, p.index) for t in request.topic_data for p in t.partition_data)
+        await open_first(ctx.services.logs, named)
     for topic in request.topic_data:
         name = topic.name
         results = []

@@ -13,6 +13,7 @@ it short.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -24,12 +25,16 @@ from confluent_kafka import Producer
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import NewTopic
 
+from protocol.record_batch import build_batch
+from storage import LogManager
 from storage.dir_checkpoints import CLEAN_SHUTDOWN_FILE
 from storage.dir_checkpoints import read_recovery_points
 from tests.brokers import BrokerProcess
+from tests.brokers import make_server
 from tests.compat.support import QUIET
 from tests.compat.support import admin
 from tests.compat.support import start_broker
+from tests.probe import Probe
 
 pytestmark = pytest.mark.integration
 TOPIC, PARTITIONS, RECORDS = "wide", 20, 30
@@ -135,3 +140,58 @@ def test_a_stop_cut_short_by_its_timeout_saves_the_recovery_points(tmp_path: Pat
     assert line["segments_scanned"] <= unsynced + 1  # (+ __consumer_offsets, if it was late)
     assert ends(broker.bootstrap) == [RECORDS] * PARTITIONS
     assert broker.stop() == 0
+
+
+WIDE, TS = 1000, 1_700_000_000_000
+
+
+def latest_offsets(bootstrap: str) -> list[int]:
+    """Every partition's end in one ListOffsets request (librdkafka sends one per leader)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "ends", **QUIET})
+    try:
+        asked = [TopicPartition(TOPIC, p, -1) for p in range(WIDE)]
+        return [tp.offset for tp in consumer.offsets_for_times(asked, timeout=60)]
+    finally:
+        consumer.close()
+
+
+@pytest.mark.latency
+async def test_a_request_for_thousands_of_logs_not_open_yet_does_not_hold_the_loop(
+    tmp_path: Path,
+) -> None:
+    """The broker listens before its logs are open; a request naming a thousand of them opened
+    each on the spot, all in one turn of the event loop: they are opened in slices."""
+    data = tmp_path / "data"
+    logs = LogManager(data)
+    logs.create_topic(TOPIC, WIDE)
+    for p in range(WIDE):
+        plog = logs.log(TOPIC, p)
+        assert plog is not None
+        plog.append(build_batch([(None, b"v")] * (1 + p % 3), timestamp_ms=TS), now_ms=TS)
+    assert logs.close()
+
+    server = make_server(data)
+    await server.start()
+    loading = server.services.logs
+    turns: list[int] = []  # logs opened in each turn of the loop
+
+    async def count_turns() -> None:
+        before = loading.opened_at_start
+        while loading.loading:
+            await asyncio.sleep(0)
+            turns.append(loading.opened_at_start - before)
+            before = loading.opened_at_start
+
+    counting = asyncio.create_task(count_turns())
+    try:
+        assert loading.loading  # opened after the broker listens
+        with Probe(server.port) as probe:
+            bootstrap = f"127.0.0.1:{server.port}"
+            ends = await asyncio.to_thread(latest_offsets, bootstrap)
+        assert ends == [1 + p % 3 for p in range(WIDE)]
+        await counting
+        assert max(turns) < WIDE // 4, sorted(turns)[-5:]
+        assert probe.slowest < 5 * Probe.LIMIT_S, sorted(probe.round_trips)[-5:]
+    finally:
+        counting.cancel()
+        await server.stop()
