@@ -13,8 +13,10 @@ As Kafka's LogManager keeps them, one of each for the whole data dir, not one pe
   (everything is checked, as Kafka resets it), with one warning.
 
 Older versions marked each log's clean close in its own directory (`.clean_shutdown`, as
-`SegmentLog.close` still does for a log closed on its own): `take_log_markers` honours those
-once, before the first log is opened.
+`SegmentLog.close` still does for a log closed on its own): `SegmentLog.open` honours such a
+marker once and removes it before anything is appended. In a data dir an older version wrote
+(no recovery points), `take_log_markers` takes them all at start instead, their directories
+synced in threads rather than one by one while the logs open.
 """
 
 from __future__ import annotations

@@ -122,9 +122,10 @@ class LogManager:
         for info in self.topics():
             for partition in range(info.partitions):
                 self._pending[(info.name, partition)] = info
-        directories = [self._partition_dir(*key) for key in self._pending]
-        directories += [self.data_dir / f"{name}-0" for name in INTERNAL_LOGS]
-        self._log_clean = take_log_markers(directories, threads)
+        if not self._saved_points:  # a data dir of an older version (or its file lost)
+            directories = [self._partition_dir(*key) for key in self._pending]
+            directories += [self.data_dir / f"{name}-0" for name in INTERNAL_LOGS]
+            self._log_clean = take_log_markers(directories, threads)
         if not lazy:
             for _ in self.open_pending():
                 pass
