@@ -486,9 +486,10 @@ class FileSegment(Segment):
         stem = segment_stem(base_offset)
         self.log_path = directory / f"{stem}.log"
         self._handle_key = str(self.log_path)  # HANDLES's key, made once
-        self.index_path = directory / f"{stem}.index"
-        self.time_index_path = directory / f"{stem}.timeindex"
-        self.data_max_path = directory / f"{stem}{DATA_MAX_SUFFIX}"
+        # with_suffix reuses the parsed path: thousands of segments are made at each start
+        self.index_path = self.log_path.with_suffix(".index")
+        self.time_index_path = self.log_path.with_suffix(".timeindex")
+        self.data_max_path = self.log_path.with_suffix(DATA_MAX_SUFFIX)
         self._closed = False
         try:  # no descriptor for an existing file: opening thousands at start churns HANDLES
             stat = os.stat(self._handle_key)
