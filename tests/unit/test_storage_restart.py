@@ -269,7 +269,11 @@ def test_a_stop_out_of_time_saves_the_recovery_points_and_leaves_the_rest_checke
     assert all(synced[p] <= points[("t", p)] <= written[p] for p in range(PARTITIONS))
     assert any(points[("t", p)] < written[p] for p in range(PARTITIONS))  # some not closed
     assert not (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
-    time.sleep(1.0)  # the syncs under way finish (they run on: the process would exit)
+    # The syncs under way run on (a broker's process waits for them as it exits).
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith("shoal-close") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "closing threads still running"
+        time.sleep(0.01)
 
     logs = make(tmp_path)
     assert ends(logs) == written
