@@ -16,6 +16,7 @@ in no log: the rebuilt start skips the rest of that id's block and the whole nex
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import structlog
@@ -50,9 +51,37 @@ def rebuilt_start(recorded: int) -> int:
 
 
 class ProducerIdAllocator:
-    def __init__(self, path: Path, recorded: int = -1) -> None:
-        """`recorded`: the highest producer id any partition's log holds (-1: none)."""
+    def __init__(self, path: Path, recorded: int | None = -1) -> None:
+        """`recorded`: the highest producer id any partition's log holds (-1: none; None: not
+        known until every log is open, when `start` is called; no id is handed out before)."""
         self._path = path
+        self._next = self._limit = 0
+        self._started = asyncio.Event()
+        self._episode = FailureEpisode(
+            log, "producer id block not recorded; no id handed out until it is",
+            "producer id blocks recorded again",
+        )  # fmt: skip
+        if recorded is not None:
+            self.start(recorded)
+
+    @property
+    def started(self) -> bool:
+        return self._started.is_set()
+
+    async def wait_started(self, timeout_s: float) -> bool:
+        """Wait (at most `timeout_s`) until ids can be handed out; whether they can."""
+        if not self._started.is_set():
+            try:
+                await asyncio.wait_for(self._started.wait(), timeout_s)
+            except TimeoutError:
+                return False
+        return True
+
+    def start(self, recorded: int) -> None:
+        """Start above `recorded`, the highest id any log holds, and above the saved block."""
+        if self._started.is_set():
+            return
+        path = self._path
         saved, found = read_block_end(path)
         if saved is not None and saved > recorded:
             start = saved
@@ -65,10 +94,7 @@ class ProducerIdAllocator:
             self._rebuild(found, recorded, start)
         self._next = start
         self._limit = start
-        self._episode = FailureEpisode(
-            log, "producer id block not recorded; no id handed out until it is",
-            "producer id blocks recorded again",
-        )  # fmt: skip
+        self._started.set()
 
     def _rebuild(self, found: str, recorded: int, start: int) -> None:
         error = ""
@@ -86,7 +112,10 @@ class ProducerIdAllocator:
         """The next id; its block's end is durable first.
 
         :raises OSError: the block end could not be written; no id was handed out.
+        :raises RuntimeError: not started (`start`).
         """
+        if not self._started.is_set():
+            raise RuntimeError("producer ids are handed out once every log is open")
         if self._next >= self._limit:
             limit = self._next + BLOCK
             try:

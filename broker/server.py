@@ -1,7 +1,12 @@
 """The broker process: listen, run background duties, shut down in stages.
 
+Start: topics are read, then the broker listens at once; the partitions' logs are opened
+after, in slices between requests (a request for one not open yet opens it first), and new
+producer ids wait until every log is open (the allocator must start above every id they hold).
+
 Shutdown follows uvicorn's sequence: stop accepting, stop reading new requests, wait (bounded)
-for in-flight requests to be answered, close connections, then flush and close the logs.
+for in-flight requests to be answered, close connections, then flush and close the logs in
+parallel, all within `shutdown.timeout.ms`; the recovery points are saved whatever happens.
 """
 
 from __future__ import annotations
@@ -114,8 +119,9 @@ class Server:
         dynamic = DynamicBrokerConfigs(config)
         host, port = config.advertised
         logs = LogManager(
-            data_dir, log_config(dynamic.current), max_partitions=config.max_broker_partitions
-        )
+            data_dir, log_config(dynamic.current), max_partitions=config.max_broker_partitions,
+            lazy=True, threads=config.num_recovery_threads_per_data_dir,
+        )  # fmt: skip
         # The log configs among them reach every log at once, under each topic's own configs.
         dynamic.on_change(lambda changed: logs.reconfigure(log_config(changed)))
         # max.connections(.per.ip): read at each accept; a change wakes waiting listeners.
@@ -205,9 +211,9 @@ class Server:
         offsets = OffsetStore.open(logs, clock.now_ms)
         txn_log = TransactionLog.open(logs, clock.now_ms)
         # Above every id any partition or transactional id recorded, whatever happened to its
-        # own file.
-        recorded = max(logs.max_producer_id(), txn_log.max_producer_id())
-        producer_ids = ProducerIdAllocator(data_dir / "producer-ids", recorded)
+        # own file: it starts once every log is open (`_start_producer_ids`).
+        producer_ids = ProducerIdAllocator(data_dir / "producer-ids", None)
+        self._txn_log = txn_log
         transactions = transaction_coordinator(
             logs, txn_log, offsets, producer_ids, notifier, lambda: dynamic.current, clock.now_ms
         )
@@ -272,6 +278,10 @@ class Server:
         self._snapshot_episode = FailureEpisode(
             log, "share snapshot not written; retried every second until one is",
             "share snapshots written again",
+        )  # fmt: skip
+        self._checkpoint_episode = FailureEpisode(
+            log, "recovery points not saved; the older ones stay until they are",
+            "recovery points saved again",
         )  # fmt: skip
         self._flushing: asyncio.Future[list[tuple[PendingSync, OSError]]] | None = None
         self.port = 0  # the first listener's
@@ -375,7 +385,11 @@ class Server:
         self.port = next(iter(self.ports.values()))
         if self.services.port == 0:  # listening on an ephemeral port: advertise the real one
             self.services.port = self.port
+        self._spawn(self._open_logs())
         self._every(lambda: self.config.log_flush_interval_ms, self._flush)  # dynamic
+        self._every(
+            self.config.log_flush_offset_checkpoint_interval_ms, self._checkpoint_recovery_points
+        )
         self._every(self.config.log_retention_check_interval_ms, self._retention)
         if self.config.log_cleaner_enable:
             self._every(self.config.log_cleaner_backoff_ms, self._clean)
@@ -436,6 +450,36 @@ class Server:
                     log.exception("background duty failed", duty=getattr(duty, "__name__", "?"))
 
         self._spawn(loop())
+
+    async def _open_logs(self) -> None:
+        """Open the partitions' logs not opened yet, in slices between requests; then hand out
+        producer ids (above every id the logs hold) and save the recovery points."""
+        logs = self.services.logs
+        try:
+            for _ in logs.open_pending():
+                await asyncio.sleep(0)
+        except Exception:
+            log.exception("opening the partition logs failed")
+        await self._checkpoint_recovery_points()
+
+    def _start_producer_ids(self) -> None:
+        logs, allocator = self.services.logs, self.services.producer_ids
+        if not allocator.started and logs.fully_loaded:
+            allocator.start(max(logs.max_producer_id(), self._txn_log.max_producer_id()))
+
+    async def _checkpoint_recovery_points(self) -> None:
+        """Save every partition's recovery point (Kafka's recovery-point checkpoint), in the
+        flush thread."""
+        self._start_producer_ids()  # once every log is open (one that failed may since have)
+        logs = self.services.logs
+        points = logs.recovery_points()
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._flusher, logs.save_recovery_points, points)
+        except OSError as e:  # a full disk: the older points stay, which is safe
+            self._checkpoint_episode.failed(e)
+            return
+        self._checkpoint_episode.succeeded()
 
     async def _flush(self) -> None:
         """fsync every dirty segment in the flush thread. The duty loop awaits this before it
@@ -523,13 +567,14 @@ class Server:
 
     async def stop(self) -> None:
         log.info("shutting down", connections=len(self._connections))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.shutdown_timeout_ms / 1000
         for acceptor in self._acceptors:
             await acceptor.close()
         for conn in list(self._connections):
             conn.stop_reading()
-        deadline = self.config.shutdown_timeout_ms / 1000
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(deadline):
+            async with asyncio.timeout_at(deadline):
                 while any(not c.idle for c in self._connections):
                     await asyncio.sleep(0.01)
         for conn in list(self._connections):
@@ -548,7 +593,9 @@ class Server:
                 self._snapshot_episode.failed(error, group=group)  # kept: recovery reads back
         self._readings.detach()
         self.services.metrics.stop()
-        self.services.logs.close()
+        # What is left of the budget; logs not closed by then are checked past their
+        # recovery points at the next start (saved whatever happens).
+        self.services.logs.close(max(0.0, deadline - loop.time()))
         self._dir_lock.release()
         log.info("stopped")
 

@@ -114,6 +114,13 @@ class SegmentedLog(ABC):
         return self._segments[-1].next_offset
 
     @property
+    def recovery_point(self) -> int:
+        """Every offset below it is synced, and was checked when it was appended (Kafka's
+        recovery point): after a crash, only what lies past it is read again. Sealed segments
+        are synced when they are sealed, so it lies in the active one."""
+        return self._segments[-1].durable_offset
+
+    @property
     def segments(self) -> Sequence[Segment]:
         return tuple(self._segments)
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from protocol.share_state import ShareStateRecord
 from storage.config import LogConfig
+from storage.dir_checkpoints import had_clean_shutdown
+from storage.dir_checkpoints import read_recovery_points
 from storage.dir_lock import is_locked
 from storage.errors import UnknownTopicOrPartition
 from storage.log_manager import TOPICS_DIR
@@ -72,8 +74,10 @@ class DataDirectory:
         return self.path / f"{topic}-{partition}"
 
     def shut_down_cleanly(self, topic: str, partition: int) -> bool:
-        """False if the log was not closed by a clean stop (a crash, or a broker running now)."""
-        return (self.partition_dir(topic, partition) / CLEAN_SHUTDOWN).exists()
+        """False if the log was not closed by a clean stop (a crash, or a broker running now):
+        the data dir's marker, or the log's own from an older version."""
+        directory = self.partition_dir(topic, partition)
+        return had_clean_shutdown(self.path) or (directory / CLEAN_SHUTDOWN).exists()
 
     def share_state_chain(self, topic: str, partition: int, group_id: str) -> ShareStateChain:
         """The group's durable share state on one partition (no records: the group has none)."""
@@ -82,7 +86,10 @@ class DataDirectory:
         with tempfile.TemporaryDirectory(prefix="shoal-inspect-") as tmp:
             # Opening a log may rebuild indexes and cut a torn tail: do it to a copy.
             copy = Path(shutil.copytree(log_dir, Path(tmp) / log_dir.name))
-            plog = SegmentLog.open(copy, config)
+            plog = SegmentLog.open(
+                copy, config, clean=had_clean_shutdown(self.path),
+                recovery_point=read_recovery_points(self.path).get((topic, partition)),
+            )  # fmt: skip
             try:
                 store = ShareStateStore(plog, self.path / SHARE_STATE_DIR / log_dir.name)
                 return ShareStateChain(store.read_snapshot(group_id), store.chain(group_id))

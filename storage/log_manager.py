@@ -7,7 +7,11 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Iterator
 from collections.abc import Mapping
+from concurrent.futures import Future
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,14 +21,23 @@ from storage.base_log import SegmentedLog
 from storage.config import LogConfig
 from storage.config import check_topic_config_names
 from storage.config import check_topic_config_values
+from storage.dir_checkpoints import TopicPartition
+from storage.dir_checkpoints import mark_clean_shutdown
+from storage.dir_checkpoints import read_recovery_points
+from storage.dir_checkpoints import save_recovery_points
+from storage.dir_checkpoints import take_clean_shutdown
+from storage.dir_checkpoints import take_log_markers
 from storage.errors import InvalidPartitions
 from storage.errors import InvalidTopic
+from storage.errors import KafkaStorageError
 from storage.errors import TopicAlreadyExists
 from storage.errors import UnknownTopicOrPartition
 from storage.log import PartitionLog
 from storage.memory_log import MemoryLog
 from storage.rebuild import rebuild_topics
+from storage.recovery import RecoveryStats
 from storage.segment import PendingSync
+from storage.segment_log import LogClose
 from storage.segment_log import SegmentLog
 from storage.topic_changes import NewPartitions
 from storage.topic_changes import TopicDeletion
@@ -64,6 +77,11 @@ class LogManager:
     Topic metadata lives in ``<data_dir>/__topics/<topic id>.json`` and is the commit point:
     partition directories are made before it is written and removed after it is
     deleted. ``memory=True`` keeps everything in MemoryLogs (tests of other packages).
+
+    Whether the last stop was clean, and each partition's recovery point, are the data dir's
+    (`storage.dir_checkpoints`). With ``lazy=True`` the partitions' logs are opened by
+    `open_pending` (the broker drives it in slices once it listens) or, before that, by the
+    first `log` call for them: a partition is never answered as unknown while it is loading.
     """
 
     def __init__(
@@ -73,8 +91,12 @@ class LogManager:
         *,
         memory: bool = False,
         max_partitions: int | None = None,
+        lazy: bool = False,
+        threads: int = 1,
     ) -> None:
+        """`threads`: how many file syncs run at once at a start or a stop (`close`)."""
         self.config = config or LogConfig()
+        self.threads = threads
         self.max_partitions = max_partitions
         self.memory = memory
         self._topics: dict[str, TopicInfo] = {}
@@ -86,6 +108,16 @@ class LogManager:
         self._collisions: dict[str, str] = {}  # collision key -> the topic served under it
         # The broker's own logs (`internal_log`): maintained like the others, never topics.
         self._internal: dict[str, tuple[PartitionLog, dict[str, str]]] = {}
+        # Partitions on disk whose logs are not open yet, and what opening them cost.
+        self._pending: dict[TopicPartition, TopicInfo] = {}
+        self._unopenable: dict[TopicPartition, str] = {}
+        self.load_stats = RecoveryStats()
+        self.opened_at_start = 0
+        self.recovered_at_start = 0  # of them, opened after an unclean shutdown
+        self._load_started = time.monotonic()
+        self._clean = True
+        self._saved_points: dict[TopicPartition, int] = {}
+        self._log_clean: set[Path] = set()  # directories with a marker of their own
         if memory:
             self.data_dir = None
             return
@@ -93,11 +125,20 @@ class LogManager:
             raise ValueError("data_dir is required unless memory=True")
         self.data_dir = Path(data_dir)
         self.meta_dir.mkdir(parents=True, exist_ok=True)
+        self._clean = take_clean_shutdown(self.data_dir)
+        self._saved_points = read_recovery_points(self.data_dir)
         self._finish_deletes()
         self._load_topics()
         for info in self.topics():
             for partition in range(info.partitions):
-                self._open_log(info, partition, starting=True)
+                self._pending[(info.name, partition)] = info
+        if not self._saved_points:  # a data dir of an older version (or its file lost)
+            directories = [self.partition_dir(*key) for key in self._pending]
+            directories += [self.data_dir / f"{name}-0" for name in INTERNAL_LOGS]
+            self._log_clean = take_log_markers(directories, threads)
+        if not lazy:
+            for _ in self.open_pending():
+                pass
 
     def _load_topics(self) -> None:
         """Topic files, then topics rebuilt from partition directories: those whose file is
@@ -148,24 +189,108 @@ class LogManager:
         del self._collisions[collision_key(info.name)]
         self._partition_total -= info.partitions
 
-    def _open_log(self, info: TopicInfo, partition: int, *, starting: bool = False) -> None:
-        self._logs[(info.name, partition)] = self.open_log(info, partition, starting=starting)
+    # --- opening the logs at start ------------------------------------------------------
+
+    @property
+    def loading(self) -> bool:
+        """Some partitions' logs are not open yet."""
+        return bool(self._pending)
+
+    def is_pending(self, topic: str, partition: int) -> bool:
+        """The partition's log is on disk and not open yet (`log` opens it)."""
+        key = (topic, partition)
+        return key in self._pending or key in self._unopenable
+
+    @property
+    def fully_loaded(self) -> bool:
+        """Every partition's log was opened (none is pending, none failed to open)."""
+        return not self._pending and not self._unopenable
+
+    def open_pending(self, slice_s: float = 0.02) -> Iterator[None]:
+        """Open the logs not opened yet, yielding about every `slice_s` seconds (drive it from
+        the event loop between awaits); says in one line what it took once none is left. A log
+        that cannot be opened (a read fails) is said once and left out: asking for it again
+        (`log`) tries again."""
+        started = time.monotonic()
+        for key in list(self._pending):
+            if key not in self._pending:
+                continue  # opened on demand, or its topic deleted, meanwhile
+            try:
+                self._open_pending(key)
+            except OSError as e:
+                self._pending.pop(key, None)
+                self._unopenable[key] = e.strerror or str(e)
+                _log.error("partition log not opened; tried again when asked for",
+                           topic=key[0], partition=key[1], error=self._unopenable[key])  # fmt: skip
+            if time.monotonic() - started >= slice_s:
+                yield
+                started = time.monotonic()
+        self._say_loaded()
+
+    def _open_pending(self, key: TopicPartition) -> PartitionLog:
+        info = self._pending.get(key) or self._topics[key[0]]
+        log = self._open_log(info, key[1], starting=True)
+        self._pending.pop(key, None)
+        self._unopenable.pop(key, None)
+        return log
+
+    def _say_loaded(self) -> None:
+        if self._pending or self.data_dir is None or self._load_started < 0:
+            return
+        seconds = round(time.monotonic() - self._load_started, 3)
+        self._load_started = -1.0  # said once
+        stats = self.load_stats
+        fields = {
+            "partitions": self.opened_at_start, "seconds": seconds,
+            "recovered": self.recovered_at_start, "segments_scanned": stats.segments_scanned,
+            "bytes_scanned": stats.bytes_scanned, "indexes_rebuilt": stats.indexes_rebuilt,
+            "truncated": stats.truncated, "not_opened": len(self._unopenable),
+        }  # fmt: skip
+        if not self.recovered_at_start and not stats.indexes_rebuilt:
+            _log.info("logs loaded", clean_shutdown=self._clean, **fields)
+        else:
+            _log.warning("logs loaded; those not closed cleanly were checked past their "
+                         "recovery points", clean_shutdown=self._clean, **fields)  # fmt: skip
+
+    def _opened(self, log: PartitionLog, key: TopicPartition) -> None:
+        """Account for a log opened at start (of a partition that was on disk)."""
+        if not isinstance(log, SegmentLog):
+            return
+        self.opened_at_start += 1
+        self.load_stats.add(log.recovery_stats)
+        if not log.clean:
+            self.recovered_at_start += 1
+        saved = self._saved_points.get(key)
+        if saved is not None and log.recovery_point < saved:
+            self._saved_points[key] = log.recovery_point  # recovery cut below it
+
+    def _open_log(self, info: TopicInfo, partition: int, *, starting: bool = False) -> PartitionLog:
+        log = self.open_log(info, partition, starting=starting)
+        self._logs[(info.name, partition)] = log
+        return log
 
     def open_log(
         self, info: TopicInfo, partition: int, new: bool = False, *, starting: bool = False
     ) -> PartitionLog:
         """A partition's log, opened (and recovered) from its directory; a `new` one's
         `partition.metadata` is written later (`NewPartitions.record`). `starting`: at the
-        broker's start, where a full disk must not stop it."""
+        broker's start, where a full disk must not stop it, and what opening cost is counted."""
         config = self.config.with_overrides(info.configs)
         log: PartitionLog
+        key = (info.name, partition)
         if self.data_dir is None:
             log = MemoryLog(config)
             _name(log, info, partition)
         else:
             directory = self.partition_dir(info.name, partition)
-            log = SegmentLog.open(directory, config)
+            # A new partition's directory is new (`set_aside`): nothing in it to check.
+            clean = self._clean or not starting or directory in self._log_clean
+            log = SegmentLog.open(
+                directory, config, clean=clean, recovery_point=self._saved_points.get(key)
+            )
             _name(log, info, partition)
+            if starting:
+                self._opened(log, key)
             if new:
                 return log
             claimed = read_partition_metadata(directory)
@@ -269,15 +394,27 @@ class LogManager:
         :raises UnknownTopicOrPartition: no such topic.
         """
         info = self._require(name)
-        logs = {p: self._logs.pop((name, p)) for p in range(info.partitions)}
+        logs: dict[int, PartitionLog] = {}
+        for partition in range(info.partitions):
+            key = (name, partition)
+            self._pending.pop(key, None)  # never opened: its directory goes all the same
+            self._unopenable.pop(key, None)
+            self._saved_points.pop(key, None)
+            if (log := self._logs.pop(key, None)) is not None:
+                logs[partition] = log
         self._unregister(info)
         return TopicDeletion(self, info, logs)
 
     def restore(self, deletion: TopicDeletion) -> None:
-        """Serve a topic whose deletion failed again."""
-        for partition, log in deletion.logs.items():
-            self._logs[(deletion.info.name, partition)] = log
-        self._register(deletion.info)
+        """Serve a topic whose deletion failed again (a log never opened is opened on use)."""
+        info = deletion.info
+        for partition in range(info.partitions):
+            log = deletion.logs.get(partition)
+            if log is not None:
+                self._logs[(info.name, partition)] = log
+            elif self.data_dir is not None:
+                self._pending[(info.name, partition)] = info
+        self._register(info)
 
     def create_partitions(self, name: str, new_total: int) -> TopicInfo:
         return self.begin_partitions(name, new_total).run_all()
@@ -321,7 +458,21 @@ class LogManager:
         return self._by_id.get(topic_id)
 
     def log(self, topic: str, partition: int) -> PartitionLog | None:
-        return self._logs.get((topic, partition))
+        """The partition's log (opened now if it was not yet: see `open_pending`).
+
+        :raises storage.errors.KafkaStorageError: it is on disk but cannot be opened.
+        """
+        log = self._logs.get((topic, partition))
+        if log is None and (self._pending or self._unopenable):
+            key = (topic, partition)
+            if key in self._pending or key in self._unopenable:
+                try:
+                    log = self._open_pending(key)
+                except OSError as e:
+                    self._unopenable[key] = e.strerror or str(e)
+                    raise KafkaStorageError(f"{topic}-{partition} not opened: {e}") from e
+                self._say_loaded()
+        return log
 
     # --- internal logs ----------------------------------------------------------------
 
@@ -340,7 +491,12 @@ class LogManager:
         if self.data_dir is None:
             log = MemoryLog(config)
         else:
-            log = SegmentLog.open(self.data_dir / f"{name}-0", config)
+            directory = self.data_dir / f"{name}-0"
+            log = SegmentLog.open(
+                directory, config, clean=self._clean or directory in self._log_clean,
+                recovery_point=self._saved_points.get((name, 0)),
+            )  # fmt: skip
+            self._opened(log, (name, 0))
         if isinstance(log, SegmentedLog):
             log.topic, log.partition = name, 0
         self._internal[name] = (log, dict(configs))
@@ -367,7 +523,8 @@ class LogManager:
 
     def max_producer_id(self) -> int:
         """The highest producer id any partition recorded (-1: none): where the producer id
-        allocator must start above when its own file is lost. Known from recovery already."""
+        allocator must start above when its own file is lost. Known from recovery already,
+        once every log is open (`fully_loaded`)."""
         return max(
             (log.max_producer_id for log in self._all_logs() if isinstance(log, SegmentedLog)),
             default=-1,
@@ -395,19 +552,94 @@ class LogManager:
         keep = min_retained_offsets or {}
         return sum(log.apply_retention(now_ms, keep.get(tp)) for tp, log in self.partition_logs())
 
-    def close(self) -> None:
-        """Close every log, even when some cannot be closed cleanly (no room on the disk for
-        their indexes): those are checked at the next start, and said in one line."""
+    # --- recovery points and closing ---------------------------------------------------
+
+    def recovery_points(self) -> dict[TopicPartition, int]:
+        """Each partition's recovery point: its log's, or as read at start if not open yet."""
+        points = {
+            k: v
+            for k, v in self._saved_points.items()
+            if k in self._pending or k in self._unopenable
+        }
+        for key, log in self.partition_logs():
+            if isinstance(log, SegmentedLog) and not isinstance(log, MemoryLog):
+                points[key] = log.recovery_point
+        return points
+
+    def save_recovery_points(self, points: Mapping[TopicPartition, int]) -> None:
+        """Write `points` (from `recovery_points`, on the event loop) to the data dir's
+        checkpoint file; any thread.
+
+        :raises OSError: not written; the file keeps older, lower points.
+        """
+        if self.data_dir is not None:
+            save_recovery_points(self.data_dir, points)
+
+    def close(self, timeout_s: float | None = None, threads: int | None = None) -> bool:
+        """Close every open log, their syncs and file writes in `threads` threads at once, for
+        at most `timeout_s` seconds; then save every recovery point, and mark the data dir
+        clean if every log was closed (and none left unopened after an unclean start: those
+        were never checked). True if marked clean.
+
+        A log that cannot be closed cleanly (no room for its indexes, a failed sync) is closed
+        all the same; those, and those not closed in time, are checked past their recovery
+        points at the next start. Said in one line.
+        """
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         failed: list[tuple[str, OSError]] = []
+        workers = max(1, threads or self.threads)
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shoal-close")
+        running: dict[Future[None], tuple[SegmentLog, LogClose]] = {}
         for log in self._all_logs():
-            try:
+            if not isinstance(log, SegmentLog):
                 log.close()
+                continue
+            try:
+                closing = log.start_close()
             except OSError as e:
-                failed.append((getattr(log, "name", "?"), e))
+                failed.append((log.name, e))
+                log.finish_close(None)
+                continue
+            running[pool.submit(closing.run)] = (log, closing)
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        done, late = wait(running, timeout=remaining)
+        pool.shutdown(wait=False, cancel_futures=True)  # those under way finish on their own
+        for future in done:
+            log, closing = running[future]
+            error = future.exception()
+            if isinstance(error, OSError):
+                failed.append((log.name, error))
+            elif error is not None:
+                raise error
+            log.finish_close(None if error else closing)
+        return self._closed(failed, len(late))
+
+    def _closed(self, failed: list[tuple[str, OSError]], late: int) -> bool:
         if failed:
             name, error = failed[0]
-            _log.error("logs not closed cleanly; their newest segments are checked at the next "
-                       "start", logs=len(failed), first=name, error=error.strerror)  # fmt: skip
+            _log.error(
+                "logs not closed cleanly; checked past their recovery points at the next start",
+                logs=len(failed), first=name, error=error.strerror,
+            )  # fmt: skip
+        if late:
+            _log.warning("logs not closed within shutdown.timeout.ms; checked past their "
+                         "recovery points at the next start", logs=late)  # fmt: skip
+        if self.data_dir is None:
+            return False
+        try:
+            self.save_recovery_points(self.recovery_points())
+        except OSError as e:
+            _log.error("recovery points not saved; the older ones are used at the next start",
+                       error=e.strerror)  # fmt: skip
+        if failed or late or self._unopenable or (self._pending and not self._clean):
+            return False
+        try:
+            mark_clean_shutdown(self.data_dir)
+        except OSError as e:
+            _log.error("clean shutdown not marked; logs are checked past their recovery points "
+                       "at the next start", error=e.strerror)  # fmt: skip
+            return False
+        return True
 
     def reconfigure(self, config: LogConfig) -> None:
         """New broker-level defaults (dynamic broker configs): every log follows them at once,

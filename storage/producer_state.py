@@ -84,6 +84,7 @@ class ProducerStateManager:
         self.ongoing: dict[int, int] = {}
         # Aborted transactions in marker order (so sorted by last offset), above the log start.
         self.aborted: list[AbortedTxn] = []
+        self.expired = False  # producers were forgotten since the snapshot was written
 
     def check(self, headers: Sequence[BatchHeader]) -> BatchMetadata | None:
         """Validate the batches of one append; return a duplicate's metadata if any.
@@ -187,6 +188,8 @@ class ProducerStateManager:
         ]
         for pid in stale:
             del self.producers[pid]
+        if stale:
+            self.expired = True
         return len(stale)
 
     def to_json(self, offset: int) -> bytes:

@@ -63,11 +63,12 @@ class PendingSync:
     meanwhile has nothing left to sync.
     """
 
-    __slots__ = ("path", "segment")
+    __slots__ = ("offset", "path", "segment")
 
     def __init__(self, segment: Segment, path: Path) -> None:
         self.segment = segment
         self.path = path
+        self.offset = segment.next_offset  # what the sync makes durable: the log's recovery point
 
     def run(self) -> OSError | None:
         """fsync the file (any thread); the error, if the sync failed."""
@@ -83,6 +84,9 @@ class PendingSync:
             return e
         finally:
             os.close(fd)
+        segment = self.segment
+        if segment.durable_offset < self.offset:  # one attribute store: safe in a thread
+            segment.durable_offset = self.offset
         return None
 
 
@@ -104,6 +108,11 @@ class Segment(ABC):
         self.dirty = False
         self._torn = False  # bytes past `size` from a failed write are still in the file
         self.roll_base_ms: int | None = None
+        # Every offset below this is synced (an empty segment is): the log's recovery point.
+        self.durable_offset = base_offset
+        # The size the index files on disk describe (-1: none, or stale): a clean close
+        # rewrites them only when the segment changed since they were saved or loaded.
+        self.saved_size = -1
         self.reset_tracking()
 
     def reset_tracking(self) -> None:
@@ -151,6 +160,7 @@ class Segment(ABC):
     def flush(self) -> None:
         """Make the appended bytes durable."""
         self.dirty = False
+        self.durable_offset = self.next_offset
 
     def start_flush(self) -> PendingSync | None:
         """Mark the segment clean and hand back its fsync to run off the event loop.
@@ -169,6 +179,8 @@ class Segment(ABC):
     def seal(self) -> None:
         """The segment stops being active: finish and persist its indexes."""
         self.time_index.maybe_append(self.max_timestamp, self.max_timestamp_offset)
+        if self.durable_offset < self.next_offset:
+            self.dirty = True  # a sync running elsewhere may not have finished: sync here too
         self.flush()
 
     def close(self) -> None:
@@ -476,6 +488,19 @@ class MemorySegment(Segment):
         self.size = size
 
 
+def _write_or_remove(path: Path, data: bytes | None) -> None:
+    if data is None:
+        path.unlink(missing_ok=True)
+    else:
+        atomic_write(path, data)
+
+
+def write_files(files: list[tuple[Path, bytes | None]]) -> None:
+    """Write (atomically) or remove each file, by path: safe in any thread."""
+    for path, data in files:
+        _write_or_remove(path, data)
+
+
 class FileSegment(Segment):
     def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
         super().__init__(base_offset, index_interval_bytes)
@@ -483,12 +508,16 @@ class FileSegment(Segment):
         stem = segment_stem(base_offset)
         self.log_path = directory / f"{stem}.log"
         self._handle_key = str(self.log_path)  # HANDLES's key, made once
-        self.index_path = directory / f"{stem}.index"
-        self.time_index_path = directory / f"{stem}.timeindex"
-        self.data_max_path = directory / f"{stem}{DATA_MAX_SUFFIX}"
-        self.non_data_path = directory / f"{stem}{NON_DATA_SUFFIX}"
+        # with_suffix reuses the parsed path: thousands of segments are made at each start
+        self.index_path = self.log_path.with_suffix(".index")
+        self.time_index_path = self.log_path.with_suffix(".timeindex")
+        self.data_max_path = self.log_path.with_suffix(DATA_MAX_SUFFIX)
+        self.non_data_path = self.log_path.with_suffix(NON_DATA_SUFFIX)
         self._closed = False
-        stat = os.fstat(self._fd)
+        try:  # no descriptor for an existing file: opening thousands at start churns HANDLES
+            stat = os.stat(self._handle_key)
+        except FileNotFoundError:
+            stat = os.fstat(self._fd)  # a new segment: created here
         self.size = stat.st_size
         # After a restart we only know when the file was last written: rolling by age
         # from then errs on the side of rolling later.
@@ -532,6 +561,7 @@ class FileSegment(Segment):
             except OSError:
                 self.dirty = True
                 raise
+            self.durable_offset = self.next_offset
 
     def _pending_sync(self) -> PendingSync | None:
         return PendingSync(self, self.log_path)
@@ -541,12 +571,27 @@ class FileSegment(Segment):
         self.save_indexes()
 
     def save_indexes(self) -> None:
-        atomic_write(self.index_path, self.offset_index.to_bytes())
-        atomic_write(self.time_index_path, self.time_index.to_bytes())
-        self._save_data_max()
-        self.save_non_data()
+        for path, data in self.index_files():
+            _write_or_remove(path, data)
+        self.saved_size = self.size
 
-    def _save_data_max(self) -> None:
+    def index_files(self) -> list[tuple[Path, bytes | None]]:
+        """The index files as they should be now (None: the file should not exist). Reads
+        the segment (the data maximum may need a header walk): call it on the event loop,
+        and write them anywhere (`write_files`)."""
+        return [
+            (self.index_path, self.offset_index.to_bytes()),
+            (self.time_index_path, self.time_index.to_bytes()),
+            (self.data_max_path, self._data_max_file()),
+            # Non-data ranges: a lost or torn file only costs a header walk at the next start
+            # (its CRC and size are checked).
+            (
+                self.non_data_path,
+                self.non_data.to_bytes(self.size) if self.non_data_known else None,
+            ),
+        ]
+
+    def _data_max_file(self) -> bytes | None:
         """Keep the data maximum across a clean restart, which walks no more than a tail.
 
         Only a segment whose largest timestamp is a control batch's needs the file: otherwise
@@ -555,10 +600,9 @@ class FileSegment(Segment):
         found = self.data_max()
         max_batch = self.base_offset + self.max_timestamp_offset
         if self.size == 0 or (found is not None and found[1] == max_batch):
-            self.data_max_path.unlink(missing_ok=True)
-            return
+            return None
         timestamp, offset = found if found is not None else (-1, -1)
-        atomic_write(self.data_max_path, _DATA_MAX.pack(timestamp, offset, self.size))
+        return _DATA_MAX.pack(timestamp, offset, self.size)
 
     def load_data_max(self) -> None:
         """Adopt the saved data maximum if it describes this segment as it is now."""

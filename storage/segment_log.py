@@ -1,10 +1,15 @@
 """The on-disk PartitionLog: a directory of Kafka-named segment files.
 
 ``<dir>/00000000000000000000.log`` (+ ``.index``, ``.timeindex``) per segment,
-``producer_state.json`` (idempotent-producer snapshot, written at roll and close),
+``producer_state.json`` (idempotent-producer snapshot, written at roll and close) and
 ``log-start-offset-checkpoint`` (the log start DeleteRecords set, which may lie inside the first
-segment; absent until the first DeleteRecords) and ``.clean_shutdown`` (present only between a
-clean close and the next open).
+segment; absent until the first DeleteRecords).
+
+Whether the broker's logs were closed cleanly, and up to where each was synced otherwise (its
+recovery point), is the data dir's to say (`storage.dir_checkpoints`, as Kafka's LogManager
+keeps them): `open` is told. ``.clean_shutdown`` in the directory marks a log closed on its own
+(`close`: tools and tests), and every log of a data dir written by older versions: it is
+honoured once, then removed.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
 import structlog
@@ -21,22 +28,28 @@ from protocol.record_batch import ControlRecordType
 from protocol.record_batch import InvalidRecordBatch
 from protocol.txn_markers import marker_type
 from storage.base_log import SegmentedLog
+from storage.cleaned_segment import CLEANED
+from storage.cleaned_segment import SWAP
 from storage.cleaned_segment import CleanedCopy
 from storage.cleaned_segment import FileCopy
 from storage.cleaned_segment import finish_interrupted_cleaning
 from storage.config import LogConfig
+from storage.dir_checkpoints import LOG_CLEAN_SHUTDOWN
 from storage.errors import CorruptRecords
 from storage.fsutil import atomic_write
 from storage.fsutil import fsync_dir
 from storage.producer_state import ProducerStateManager
 from storage.recovery import RecoveryEvent
+from storage.recovery import RecoveryStats
 from storage.recovery import load_indexes
 from storage.recovery import recover_segment
 from storage.segment import FileSegment
+from storage.segment import PendingSync
 from storage.segment import Segment
+from storage.segment import write_files
 from storage.segment_ranges import check_ranges
 
-CLEAN_SHUTDOWN = ".clean_shutdown"
+CLEAN_SHUTDOWN = LOG_CLEAN_SHUTDOWN
 PRODUCER_SNAPSHOT = "producer_state.json"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 LOG_START_VERSION = 0
@@ -46,40 +59,72 @@ _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 _log = structlog.get_logger(__name__)
 
 
-def _segment_bases(directory: Path) -> list[int]:
+def _segment_bases(names: list[str]) -> list[int]:
     bases = []
-    for path in directory.glob("*.log"):
-        if len(path.stem) == 20 and path.stem.isdigit():
-            bases.append(int(path.stem))
+    for name in names:
+        stem, _, suffix = name.partition(".")
+        if suffix == "log" and len(stem) == 20 and stem.isdigit():
+            bases.append(int(stem))
     return sorted(bases)
 
 
+def _list(directory: Path) -> list[str]:
+    """The directory's file names, once stray and interrupted work is cleared away (one
+    listing: opening thousands of logs at start is mostly this)."""
+    names = os.listdir(directory)
+    strays = [n for n in names if n.endswith(".tmp")]
+    for name in strays:
+        (directory / name).unlink()
+    if any(n.endswith((CLEANED, SWAP)) for n in names):
+        for line in finish_interrupted_cleaning(directory):
+            _log.warning("log_recovery", kind="cleaning", path=str(directory), detail=line)
+    elif not strays:
+        return names
+    return os.listdir(directory)
+
+
+@dataclass(slots=True)
+class _Opening:
+    """How one log is being opened: what the data dir says of it, and what it cost."""
+
+    clean: bool
+    recovery_point: int | None
+    events: list[RecoveryEvent] = field(default_factory=list)
+    stats: RecoveryStats = field(default_factory=RecoveryStats)
+
+
 def _open_segments(
-    directory: Path, config: LogConfig, clean: bool, events: list[RecoveryEvent]
+    directory: Path, names: list[str], config: LogConfig, opening: _Opening
 ) -> list[FileSegment]:
     interval = config.index_interval_bytes
-    segments = [FileSegment(directory, b, interval) for b in _segment_bases(directory)]
+    segments = [FileSegment(directory, b, interval) for b in _segment_bases(names)]
     if not segments:
         return [FileSegment(directory, 0, interval)]
     for i, segment in enumerate(segments):
         last = i == len(segments) - 1
         # Sealed segments were fsynced with their indexes at roll; the active one is
         # only trusted after a clean close.
-        if (clean or not last) and load_indexes(segment):
+        if (opening.clean or not last) and load_indexes(segment):
+            if last:
+                segment.saved_size = segment.size  # the clean close saved them
             continue
         # Only the active segment's tail can be torn; damage in a sealed one is stepped
         # over, and never costs the intact batches after it or the segments that follow.
-        _recover(segment, events, None if last else segments[i + 1].base_offset)
+        _recover(segment, opening, None if last else segments[i + 1].base_offset)
     return segments
 
 
-def _recover(segment: FileSegment, events: list[RecoveryEvent], sealed_end: int | None) -> None:
+def _recover(segment: FileSegment, opening: _Opening, sealed_end: int | None) -> None:
     """`recover_segment`, on a disk with no room for what it writes (the broker must start on
     a full disk, serve reads and refuse writes). The scan had finished: the segment is served
     as scanned, its indexes are rebuilt again at the next start, and a torn tail that could
     not be copied aside is cut without the copy, as Kafka's recovery cuts it."""
+    events = opening.events
     try:
-        recover_segment(segment, events, sealed_end)
+        recover_segment(
+            segment, events, sealed_end,
+            recovery_point=opening.recovery_point, stats=opening.stats,
+        )  # fmt: skip
     except OSError as e:
         if e.errno not in _NO_SPACE:
             raise  # a read failed: what the scan learnt cannot be trusted
@@ -113,38 +158,55 @@ class SegmentLog(SegmentedLog):
         directory: Path,
         config: LogConfig,
         segments: list[FileSegment],
-        producers: ProducerStateManager,
-        events: list[RecoveryEvent],
+        producers: tuple[ProducerStateManager, int],
+        opening: _Opening,
     ) -> None:
-        super().__init__(config, list[Segment](segments), producers)
+        super().__init__(config, list[Segment](segments), producers[0])
         self.directory = directory
         self.name = str(directory)
-        self.recovery_events = events
+        self.recovery_events = opening.events
+        self.recovery_stats = opening.stats
+        self.clean = opening.clean  # opened after a clean close: nothing was recovered
+        self._snapshot_offset = producers[1]  # the log end the producer snapshot file covers
         self._closed = False
-        self._log_start = _load_log_start(directory, self._log_start, self.log_end_offset, events)
+        self._log_start = _load_log_start(
+            directory, self._log_start, self.log_end_offset, opening.events
+        )
 
     @classmethod
-    def open(cls, directory: str | os.PathLike[str], config: LogConfig | None = None) -> SegmentLog:
-        """Open (or create) the log in ``directory``, recovering it if needed."""
+    def open(
+        cls,
+        directory: str | os.PathLike[str],
+        config: LogConfig | None = None,
+        *,
+        clean: bool = False,
+        recovery_point: int | None = None,
+    ) -> SegmentLog:
+        """Open (or create) the log in ``directory``, recovering it if needed.
+
+        ``clean``: the data dir says the log was closed cleanly (nothing is checked past the
+        saved indexes). Otherwise its active segment is checked from ``recovery_point`` (the
+        offset below which the log was synced; None: from its start) to its end.
+        """
         config = config or LogConfig()
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
-        for stray in path.glob("*.tmp"):
-            stray.unlink()
-        for line in finish_interrupted_cleaning(path):
-            _log.warning("log_recovery", kind="cleaning", path=str(path), detail=line)
-        marker = path / CLEAN_SHUTDOWN
-        clean = marker.exists()
-        events: list[RecoveryEvent] = []
-        segments = _open_segments(path, config, clean, events)
+        names = _list(path)
+        marker = path / CLEAN_SHUTDOWN  # this log alone closed cleanly (see the module doc)
+        legacy = CLEAN_SHUTDOWN in names
+        opening = _Opening(clean or legacy, None if clean or legacy else recovery_point)
+        segments = _open_segments(path, names, config, opening)
         missing = check_ranges(segments)  # before anything trusts the segments' offsets
-        producers = _load_producers(path, segments, events)
-        if clean:
+        producers = _load_producers(path, segments, opening.events)
+        if legacy:
             marker.unlink()
             fsync_dir(path)
-        log = cls(path, config, segments, producers, events)
+        log = cls(path, config, segments, producers, opening)
         log.missing = missing
-        for event in events:
+        log._set_durable(opening)
+        for event in opening.events:
+            if event.kind == "index_rebuilt":
+                continue  # counted: LogManager says how many in one line
             _log.warning(
                 "log_recovery",
                 kind=event.kind,
@@ -153,6 +215,19 @@ class SegmentLog(SegmentedLog):
                 detail=event.detail,
             )
         return log
+
+    def _set_durable(self, opening: _Opening) -> None:
+        """The recovery point after open: the log end after a clean close; else the saved one
+        (what was past it was checked but may never have been synced: the next flush does)."""
+        active = self._segments[-1]
+        end = active.next_offset
+        durable = end
+        if not opening.clean:
+            saved = opening.recovery_point if opening.recovery_point is not None else 0
+            durable = max(active.base_offset, min(saved, end))
+        active.durable_offset = durable
+        if durable < end:
+            active.dirty = True
 
     def _new_segment(self, base_offset: int) -> Segment:
         segment = FileSegment(self.directory, base_offset, self.config.index_interval_bytes)
@@ -171,25 +246,53 @@ class SegmentLog(SegmentedLog):
         atomic_write(self.directory / LOG_START_CHECKPOINT, data)
 
     def _save_producers(self) -> None:
-        data = self._producers.to_json(self.log_end_offset)
-        atomic_write(self.directory / PRODUCER_SNAPSHOT, data)
+        end = self.log_end_offset
+        atomic_write(self.directory / PRODUCER_SNAPSHOT, self._producers.to_json(end))
+        self._snapshot_offset = end
+        self._producers.expired = False
+
+    def start_close(self) -> LogClose:
+        """What closing the log still has to do on disk: run it anywhere (`LogClose.run`),
+        then `finish_close` here. Only what changed since it was opened is written: a log
+        nobody wrote to costs no write and no sync."""
+        active = self._segments[-1]
+        files: list[tuple[Path, bytes | None]] = []
+        if active.saved_size != active.size and isinstance(active, FileSegment):
+            active.time_index.maybe_append(active.max_timestamp, active.max_timestamp_offset)
+            files = active.index_files()
+        end = self.log_end_offset
+        if end != self._snapshot_offset or self._producers.expired:
+            files.append((self.directory / PRODUCER_SNAPSHOT, self._producers.to_json(end)))
+        return LogClose(self.start_flush(), files, end)
+
+    def finish_close(self, done: LogClose | None) -> None:
+        """Release the log's files; `done`: its `LogClose` ran to the end (all synced)."""
+        if done is not None:
+            active = self._segments[-1]
+            active.durable_offset = max(active.durable_offset, done.end)
+            active.saved_size = active.size
+            self._snapshot_offset = done.end
+        for segment in self._segments:
+            segment.close()
+        self._closed = True
 
     def close(self) -> None:
-        """Seal, sync, snapshot, then mark the clean shutdown.
+        """Seal, sync, snapshot, then mark this one log's clean shutdown in its directory (a
+        log closed on its own: tools, tests; the broker closes its logs through `LogManager`,
+        which marks the whole data dir instead).
 
-        :raises OSError: no room for the indexes or the snapshot (a full disk): the log is
-            closed all the same, unmarked, so the next start checks its newest segment.
+        :raises OSError: no room for the indexes or the snapshot (a full disk), or a failed
+            sync: the log is closed all the same, unmarked, so the next open checks it.
         """
         if self._closed:
             return
+        done = None
         try:
-            self._segments[-1].seal()
-            self.flush()
-            self._save_producers()
+            closing = self.start_close()
+            closing.run()
+            done = closing
         finally:
-            for segment in self._segments:
-                segment.close()
-            self._closed = True
+            self.finish_close(done)
         atomic_write(self.directory / CLEAN_SHUTDOWN, b"")
 
     def delete(self) -> None:
@@ -199,15 +302,39 @@ class SegmentLog(SegmentedLog):
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+@dataclass(slots=True)
+class LogClose:
+    """The disk work of closing one log, by path (no shared descriptor): safe in any thread,
+    and the many logs of a data dir close in parallel (their fsyncs release the GIL)."""
+
+    syncs: list[PendingSync]
+    files: list[tuple[Path, bytes | None]]
+    end: int  # the log end: its recovery point once this has run
+
+    def run(self) -> None:
+        """Sync the data first, then the files that describe it.
+
+        :raises OSError: a sync or a write failed.
+        """
+        for sync in self.syncs:
+            error = sync.run()
+            if error is not None:
+                sync.segment.dirty = True
+                raise error
+        write_files(self.files)
+
+
 def _load_producers(
     directory: Path, segments: list[FileSegment], events: list[RecoveryEvent]
-) -> ProducerStateManager:
-    """Snapshot + a header walk of what was appended after it (or of the whole log)."""
+) -> tuple[ProducerStateManager, int]:
+    """Snapshot + a header walk of what was appended after it (or of the whole log); and the
+    log end the snapshot file covered (-1: none was read)."""
     start, end = segments[0].base_offset, segments[-1].next_offset
     path = directory / PRODUCER_SNAPSHOT
-    state, covered = ProducerStateManager(), start
+    state, covered, saved = ProducerStateManager(), start, -1
     try:
         state, covered = ProducerStateManager.from_json(path.read_bytes())
+        saved = covered
     except FileNotFoundError:
         pass
     except (OSError, ValueError, TypeError, KeyError) as exc:
@@ -215,7 +342,7 @@ def _load_producers(
     if not start <= covered <= end:
         # Recovery cut the log below the snapshot: it describes batches that are gone.
         events.append(RecoveryEvent("snapshot_discarded", str(path), None, f"offset {covered}"))
-        state, covered = ProducerStateManager(), start
+        state, covered, saved = ProducerStateManager(), start, -1
     for segment in segments:
         if segment.next_offset <= covered:
             continue
@@ -230,7 +357,7 @@ def _load_producers(
                 _replay_marker(state, segment, position, header, events)
             else:
                 state.update(header, header.base_offset)
-    return state
+    return state, saved
 
 
 def _replay_marker(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Iterator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from time import perf_counter
@@ -48,6 +49,7 @@ from kio.static.primitive import i64
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.log_loading import open_first
 from broker.long_poll import long_poll
 from broker.read_committed import READ_COMMITTED
 from broker.read_committed import committed_view
@@ -141,6 +143,15 @@ def _topic_names(ctx: RequestContext, request: FetchRequest) -> list[str | None]
         for t in _identified(request)
     ]
     return [info.name if info else None for info in infos]
+
+
+def _named_partitions(
+    request: FetchRequest, names: Sequence[str | None]
+) -> Iterator[tuple[str | None, int]]:
+    topics = _named(request) if isinstance(request, BY_NAME) else _identified(request)
+    for name, topic in zip(names, topics, strict=True):
+        for p in topic.partitions:
+            yield name, p.partition
 
 
 async def _read(
@@ -318,6 +329,8 @@ async def handle(
     ctx: RequestContext, request: FetchRequest
 ) -> by_name.FetchResponse | FetchResponseById:
     names = _topic_names(ctx, request)
+    if ctx.services.logs.loading:  # just started: open the logs named first, in slices
+        await open_first(ctx.services.logs, _named_partitions(request, names))
     denied = {n for n in names if n is not None and not authorize(ctx, READ, TOPIC, n)}
     # The broker's fetch.max.bytes caps MaxBytes, and MinBytes with it (KafkaApis).
     max_bytes = min(request.max_bytes, ctx.services.config.fetch_max_bytes)

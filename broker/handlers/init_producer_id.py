@@ -25,10 +25,14 @@ from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.request_order import release_order
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
 MAX_EPOCH = 32767
+# While the logs are still being opened at start, a new id waits this long for them (every id
+# must lie above all those the logs hold), then the answer is retriable.
+LOADING_WAIT_S = 10.0
 
 Request = (
     v0.InitProducerIdRequest
@@ -84,8 +88,13 @@ async def handle(ctx: RequestContext, request: Request) -> Response:
         pid, epoch = request.producer_id, request.producer_epoch
     if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:
         return _answer(ErrorCode.none, pid, epoch + 1)
+    allocator = ctx.services.producer_ids
+    if not allocator.started:
+        release_order()  # only waiting on the logs: the connection's next requests may run
+        if not await allocator.wait_started(LOADING_WAIT_S):  # Kafka's answer while it loads
+            return _answer(ErrorCode.coordinator_load_in_progress, -1, -1)
     try:
-        producer_id = ctx.services.producer_ids.allocate()
+        producer_id = allocator.allocate()
     except OSError:  # no block recorded (a full disk): retriable, as Kafka's RPCProducerIdManager
         return _answer(ErrorCode.coordinator_load_in_progress, -1, -1)  # answers without one
     return _answer(ErrorCode.none, producer_id, 0)

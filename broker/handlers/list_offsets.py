@@ -32,6 +32,7 @@ from kio.static.primitive import i64
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.log_loading import open_first
 from broker.read_committed import READ_COMMITTED
 from broker.registry import handler
 from broker.slicing import Slicer
@@ -106,6 +107,9 @@ async def handle(ctx: RequestContext, request: Request) -> v10.ListOffsetsRespon
     committed = getattr(request, "isolation_level", 0) == READ_COMMITTED  # v2+
     topics = []
     slicer = Slicer()  # a request may name a million partitions
+    if ctx.services.logs.loading:  # just started: open the logs named first, in slices
+        named = ((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+        await open_first(ctx.services.logs, named)
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:

@@ -26,6 +26,7 @@ from kio.schema.produce import v12
 from broker import txn_produce
 from broker.authorization import authorize
 from broker.context import RequestContext
+from broker.log_loading import open_first
 from broker.registry import handler
 from broker.request_order import release_order
 from broker.slicing import SLICE_SECONDS
@@ -145,6 +146,9 @@ async def handle(ctx: RequestContext, request: Request) -> EncodedResponse | Non
     # clock read inline, as a Slicer's pause costs a call per partition on the hottest path).
     slice_ends = perf_counter() + SLICE_SECONDS
     answered = 0
+    if ctx.services.logs.loading:  # just started: open the logs named first, in slices
+        named = ((t.name, p.index) for t in request.topic_data for p in t.partition_data)
+        await open_first(ctx.services.logs, named)
     for topic in request.topic_data:
         name = topic.name
         results = []

@@ -37,6 +37,7 @@ from broker.handlers.share_common import member_of
 from broker.handlers.share_common import refused_acks
 from broker.handlers.share_common import topic_id
 from broker.handlers.share_common import unreadable_topics
+from broker.log_loading import open_first
 from broker.long_poll import long_poll
 from broker.registry import handler
 from broker.share.share_fetch_service import SessionUpdate
@@ -204,6 +205,14 @@ async def handle(
     return response
 
 
+def _session_partitions(
+    ctx: RequestContext, session: ShareSession
+) -> Iterator[tuple[str | None, int]]:
+    for tid, partition in session.partitions:
+        info = ctx.services.logs.topic_by_id(tid)
+        yield (info.name if info is not None else None), partition
+
+
 async def _handle(
     ctx: RequestContext, request: ShareFetchRequest, with_acks: bool, listed: int
 ) -> ShareFetchResponse | EncodedResponse:
@@ -220,6 +229,8 @@ async def _handle(
         update = await _update_session(ctx, request, group_id, member_id, readable, listed)
     except ShareSessionError as e:
         return _refused(Refusal(e.error_code, str(e)))
+    if s.logs.loading and update.session is not None:  # just started: open its logs in slices
+        await open_first(s.logs, _session_partitions(ctx, update.session))
     acks = await acknowledge_all(
         s.share_fetch, s.ack_slices, group_id, member_id, readable,
         renew_allowed=isinstance(request, ShareFetchRequestV2), now_ms=s.now_ms(),

@@ -8,6 +8,7 @@ that was written with, so losing the file never reissues one.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from broker.producer_ids import ProducerIdAllocator
 from protocol.record_batch import build_batch
 from protocol.record_batch import parse_header
 from storage import LogConfig
+from storage import LogManager
 from storage import SegmentLog
 from storage.producer_state import ProducerStateManager
 
@@ -131,3 +133,31 @@ def test_the_highest_id_comes_back_after_a_restart(tmp_path: Path, snapshot: str
     elif snapshot == "garbled":
         (directory / "producer_state.json").write_bytes(b"\x00\x01")
     assert SegmentLog.open(directory, LogConfig()).max_producer_id == 1700  # from the headers
+
+
+async def test_no_id_is_handed_out_until_every_log_is_open(tmp_path: Path) -> None:
+    """The broker listens before its logs are open (issue 28, Scale): until every log is read,
+    the highest id they hold is not known, so the allocator waits (InitProducerId waits on it,
+    then answers COORDINATOR_LOAD_IN_PROGRESS, retriable)."""
+    logs = LogManager(tmp_path / "data")
+    logs.create_topic("t", 3)
+    plog = logs.log("t", 2)
+    assert plog is not None
+    plog.append(batch(1523), now_ms=TS)
+    assert logs.close()
+    path = tmp_path / "producer-ids"  # lost: only the log knows of 1523
+
+    logs = LogManager(tmp_path / "data", lazy=True)
+    assert logs.max_producer_id() == -1  # nothing read yet: an id handed out now could repeat
+    ids = ProducerIdAllocator(path, None)
+    assert not ids.started and not await ids.wait_started(0.01)
+    with pytest.raises(RuntimeError):
+        ids.allocate()
+    waiting = asyncio.ensure_future(ids.wait_started(10))
+    for _ in logs.open_pending():
+        pass
+    assert logs.fully_loaded
+    with capture_logs():
+        ids.start(logs.max_producer_id())
+    assert await waiting
+    assert ids.allocate() == 3000  # above 1523's block and the next

@@ -108,7 +108,7 @@ def test_logs_close_on_a_full_disk_and_come_back_whole(small_disk: Path) -> None
     fill_up(small_disk)
     with capture_logs() as events:
         logs.close()  # no room for the indexes: every log closes all the same
-    [said] = [e for e in events if e["log_level"] == "error"]
+    [said] = [e for e in events if e["event"].startswith("logs not closed cleanly")]
     assert said["logs"] >= 1 and said["error"] == os.strerror(errno.ENOSPC)
     (small_disk / "filler").unlink()
     logs = LogManager(small_disk / "data")  # those not marked clean are checked

@@ -11,6 +11,7 @@ from protocol.record_batch import iter_batch_headers
 from protocol.share_state import ShareCheckpoint
 from protocol.share_state import ShareDelta
 from protocol.share_state import StateBatch
+from storage.dir_checkpoints import CLEAN_SHUTDOWN_FILE
 from storage.dir_lock import DataDirLock
 from storage.dir_lock import DataDirLocked
 from storage.errors import UnknownTopicOrPartition
@@ -18,7 +19,6 @@ from storage.inspect import DataDirectory
 from storage.inspect import DataDirectoryInUse
 from storage.inspect import NotADataDirectory
 from storage.log_manager import LogManager
-from storage.segment_log import CLEAN_SHUTDOWN
 from storage.share_state_store import SHARE_STATE_DIR
 from storage.share_state_store import ShareStateStore
 
@@ -54,7 +54,7 @@ def test_the_chain_of_a_cleanly_stopped_partition_and_the_log_left_clean(tmp_pat
     ]
     assert chain.records[1][1].states == (StateBatch(0, 1, 2, 1),)
     # Reading left the clean-shutdown marker: the next broker start skips recovery.
-    assert (tmp_path / "jobs-0" / CLEAN_SHUTDOWN).exists()
+    assert (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
     assert data.share_state_chain("jobs", 0, "other").records == []
 
 

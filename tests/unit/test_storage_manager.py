@@ -98,11 +98,13 @@ def test_metadata_and_data_survive_restart(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "__topics" / f"{info.topic_id}.json").read_text())
     assert doc["topic_id"] == str(info.topic_id)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".kafka_cleanshutdown",
         "__topics",
         "events-0",
         "events-1",
         "events-2",
         "events-3",
+        "recovery-point-offset-checkpoint",
     ]
     manager = LogManager(tmp_path, LogConfig(segment_bytes=10_000))
     (reloaded,) = manager.topics()
