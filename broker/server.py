@@ -257,6 +257,7 @@ class Server:
             clock=clock,
         )
         self._join_offsets_to_groups()
+        self._start_producer_ids()  # at once if there is no log to open (a new data dir)
         if config.authorizer_class_name:
             self.services.acls = AclManager(
                 AclStore(data_dir),

@@ -72,8 +72,20 @@ def _transactional(ctx: RequestContext, request: Request, txn_id: str) -> Respon
     return _answer(code, result.producer_id, result.producer_epoch)
 
 
+async def _ids_ready(ctx: RequestContext) -> bool:
+    """Producer ids are handed out once every log is open (above every id they hold): wait
+    for that, up to LOADING_WAIT_S; False: Kafka's answer while it loads is due."""
+    allocator = ctx.services.producer_ids
+    if allocator.started:
+        return True
+    release_order()  # only waiting on the logs: the connection's next requests may run
+    return await allocator.wait_started(LOADING_WAIT_S)
+
+
 async def handle(ctx: RequestContext, request: Request) -> Response:
     if request.transactional_id is not None:
+        if not await _ids_ready(ctx):
+            return _answer(ErrorCode.coordinator_load_in_progress, -1, -1)
         return _transactional(ctx, request, request.transactional_id)
     # An idempotent producer: IDEMPOTENT_WRITE on the cluster or WRITE on any topic (KIP-679).
     if not (
@@ -88,13 +100,10 @@ async def handle(ctx: RequestContext, request: Request) -> Response:
         pid, epoch = request.producer_id, request.producer_epoch
     if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:
         return _answer(ErrorCode.none, pid, epoch + 1)
-    allocator = ctx.services.producer_ids
-    if not allocator.started:
-        release_order()  # only waiting on the logs: the connection's next requests may run
-        if not await allocator.wait_started(LOADING_WAIT_S):  # Kafka's answer while it loads
-            return _answer(ErrorCode.coordinator_load_in_progress, -1, -1)
+    if not await _ids_ready(ctx):
+        return _answer(ErrorCode.coordinator_load_in_progress, -1, -1)
     try:
-        producer_id = allocator.allocate()
+        producer_id = ctx.services.producer_ids.allocate()
     except OSError:  # no block recorded (a full disk): retriable, as Kafka's RPCProducerIdManager
         return _answer(ErrorCode.coordinator_load_in_progress, -1, -1)  # answers without one
     return _answer(ErrorCode.none, producer_id, 0)

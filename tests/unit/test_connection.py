@@ -271,7 +271,9 @@ async def test_log_fields_hold_for_the_whole_request_and_stay_inside_it(wire: Wi
     wire.finish(2)
     await settle()
     assert wire.answers == [1, 2]
-    one, two = (("test", str(cid), "ApiVersions", "User:ANONYMOUS") for cid in (1, 2))
+    one, two = (
+        ("test", str(cid), "ApiVersions", "User:ANONYMOUS", "127.0.0.1:50000") for cid in (1, 2)
+    )
     assert [tuple(map(str, f)) if f else f for f in wire.fields] == [one, one, two, two]
 
 
