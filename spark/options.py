@@ -416,6 +416,7 @@ class StreamOptions:
     security: Security | None = None
     client_id: str = "shoal-spark"
     data_path: str = DATA_PATHS[0]  # ship (the driver's bytes) or fetch
+    read_limit_option: str = "maxRecordsPerTrigger"  # the name the user gave the read limit
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamOptions:
@@ -433,8 +434,10 @@ class StreamOptions:
                 "coordinator assigns partitions to its members; use subscribe or subscribePattern"
             )
         most = _int(options, "maxRecordsPerTrigger", None, 1)
+        limit_option = "maxRecordsPerTrigger"
         if most is None:
             most = _int(options, "maxOffsetsPerTrigger", None, 1)
+            limit_option = "maxOffsetsPerTrigger"
         least = _int(options, "minOffsetsPerTrigger", None, 1)
         if most is not None and least is not None and least > most:
             raise OptionError(
@@ -466,6 +469,7 @@ class StreamOptions:
             security=client.security,
             client_id=client.client_id or "shoal-spark",
             data_path=_choice(options, "dataPath", DATA_PATHS),
+            read_limit_option=limit_option,
         )
 
 

@@ -20,19 +20,20 @@ from client.share_consumer import AckResults
 from client.share_consumer import ShareConsumer
 from spark.acks import RecordKey
 from spark.acks import take_verdicts
+from spark.acquire import Taker
+from spark.group_state import GroupLimits
+from spark.group_state import group_limits
+from spark.group_state import window_warning
 from spark.loop import LoopThread
 from spark.options import AT_MOST_ONCE
 from spark.options import SHIP
 from spark.options import StreamOptions
 from spark.ranges import Span
 from spark.ranges import carve
-from spark.ranges import count
 from spark.ranges import spans_of
 
 log = logging.getLogger(__name__)
 
-_TOP_UP_WAIT_S = 0.05  # once a batch has records, how long one more poll may wait for more
-_TOP_UP_EMPTY_POLLS = 2  # ... and how many empty ones end it
 _DRAIN_POLL_S = 0.2  # AvailableNow: how often an idle reader asks whether the group is drained
 _DRAIN_PATIENCE_S = 120.0  # AvailableNow: give up waiting on the group after no progress
 _TICK_S = 0.1
@@ -61,13 +62,17 @@ class ShareGroupSession:
             client_id=opts.client_id,
             security=opts.security,
             on_acknowledgement=_log_failures,
+            record_limit=True,  # the read limit is exact, as Spark's Kafka source's
         )
         self.consumer.subscribe(opts.topics)
+        self._admin: Admin | None = None
+        self.limits = self.loop.run(self._group_limits())
+        self.taker = Taker(self.consumer, self.limits.delivery_count_limit)
+        self._window_checked = False
         self.batches: dict[int, _Batch] = {}
         self.available_now = False
         self.targets: dict[tuple[str, int], tuple[int, int]] = {}  # (earliest, end) at start
         self.drained = False
-        self._admin: Admin | None = None
         self._touched = time.monotonic()
         self._lock = self.loop.run(self._make_lock())
         self._renewer = self.loop.spawn(self._renew_forever())
@@ -82,36 +87,28 @@ class ShareGroupSession:
         return self.loop.run(self._acquire(limit))
 
     async def _acquire(self, limit: int) -> list[AcquiredData]:
-        """Up to about `limit` records (whole stored batches), polling until the limit is
-        reached or the group has no more for now; the first poll carries the acknowledgements
-        that `settle_through` queued."""
+        """Up to `limit` records for one micro-batch (`spark.acquire`: exactly up to it, and
+        redelivered records in shrinking batches), waiting up to pollTimeoutMs for the first
+        (with AvailableNow, until the group is drained); the first poll carries the
+        acknowledgements that `settle_through` queued."""
         loop = asyncio.get_running_loop()
-        timeout = self.opts.poll_timeout_ms / 1000
-        deadline = loop.time() + timeout
+        deadline = loop.time() + self.opts.poll_timeout_ms / 1000
         out: list[AcquiredData] = []
-        got = empty = polls = 0
+        polls = 0
         drain = _DrainWatch()
         async with self._lock:
-            while got < limit:
-                self.consumer.max_records = limit - got
-                wait = _TOP_UP_WAIT_S if got else max(0.0, deadline - loop.time())
-                if self.available_now and not got:
+            while True:
+                wait = max(0.0, deadline - loop.time())
+                if self.available_now:
                     # The first poll carries the last batch's acks, after which the group is
                     # often drained: if it brings nothing, ask at once instead of waiting.
-                    wait = min(wait, _DRAIN_POLL_S) if polls else 0.0
+                    wait = _DRAIN_POLL_S if polls else 0.0
                 polls += 1
-                acquired = await self.consumer.poll_acquired(wait)
-                if acquired:
-                    out.extend(acquired)
-                    got += count(acquired)
+                out = await self.taker.take(limit, wait)
+                self._check_window(limit)
+                if out:
                     self._touched = time.monotonic()
-                    empty = 0
-                    continue
-                if got:
-                    empty += 1
-                    if empty >= _TOP_UP_EMPTY_POLLS:
-                        break
-                    continue
+                    break
                 if self.available_now:  # no deadline: wait until the group is drained
                     if await self._is_drained(drain):
                         self.drained = True
@@ -125,6 +122,33 @@ class ShareGroupSession:
             # if nobody holds anything below the ends.
             self.drained = await self._run_is_drained()
         return out
+
+    def _admin_client(self) -> Admin:
+        if self._admin is None:
+            self._admin = Admin(
+                self.opts.bootstrap, client_id="shoal-spark-admin", security=self.opts.security
+            )
+        return self._admin
+
+    async def _group_limits(self) -> GroupLimits:
+        try:
+            return await group_limits(self._admin_client(), self.opts.group)
+        except (KafkaError, OSError) as e:
+            log.info("reading share group %s's limits failed (Kafka's defaults assumed): %s",
+                     self.opts.group, e)  # fmt: skip
+            return GroupLimits()
+
+    def _check_window(self, limit: int) -> None:
+        """Once the assignment is known: say if the group's lock window caps the read limit."""
+        assigned = self.taker.fronts.seen
+        if self._window_checked or not assigned or self.opts.max_records_per_trigger is None:
+            return
+        self._window_checked = True
+        warning = window_warning(
+            limit, len(assigned), self.limits, self.opts.group, self.opts.read_limit_option
+        )
+        if warning is not None:
+            log.warning(warning)
 
     async def _run_is_drained(self) -> bool:
         async with self._lock:
@@ -142,9 +166,7 @@ class ShareGroupSession:
         self.targets = self.loop.run(self._end_offsets())
 
     async def _end_offsets(self) -> dict[tuple[str, int], tuple[int, int]]:
-        admin = self._admin = Admin(
-            self.opts.bootstrap, client_id="shoal-spark-admin", security=self.opts.security
-        )
+        admin = self._admin_client()
         await admin.cluster.bootstrap()
         tps = [(t, p) for t in self.opts.topics for p in (await admin.cluster.topic(t)).partitions]
         found = await asyncio.gather(  # all in flight at once: the query waits for them
@@ -155,12 +177,12 @@ class ShareGroupSession:
     async def _is_drained(self, watch: _DrainWatch | None) -> bool:
         """No record below the noted end offsets is available or acquired by anyone in the
         group: every share-partition's start offset (SPSO) has reached its end."""
-        assert self._admin is not None
         wanted = [tp for tp, (lo, end) in self.targets.items() if end > lo]
         if not wanted:
             return True
         try:
-            offsets = await self._admin.describe_share_group_offsets(self.opts.group, wanted)
+            admin = self._admin_client()
+            offsets = await admin.describe_share_group_offsets(self.opts.group, wanted)
         except (KafkaError, OSError) as e:
             log.info("describing the group's offsets failed: %s", e)
             offsets = {}
@@ -220,6 +242,8 @@ class ShareGroupSession:
                     self.consumer.acknowledge_range(
                         s.topic, s.partition, first, last, kind or AcknowledgeType.ACCEPT
                     )
+                    if kind is AcknowledgeType.RELEASE:  # back to the group, ahead of the rest
+                        self.taker.fronts.released((s.topic, s.partition))
             if send:
                 await self.consumer.commit_sync()
         for b in batches:

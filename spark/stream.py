@@ -11,9 +11,12 @@ query (`python_streaming_source_runner`), calling `latestOffset`, `partitions`, 
 use and imported only there: Spark's tasks unpickle this reader too, and only decode.
 
 - `latestOffset` acquires up to the read limit (`maxRecordsPerTrigger`, or Spark's spelling
-  `maxOffsetsPerTrigger`) from the group with a `ShareConsumer` in explicit mode, polling until
-  the limit is reached (whole stored batches: it may pass it by less than one) or two short
-  polls bring nothing; it keeps the batch under a new offset `{"seq": n}` and returns it.
+  `maxOffsetsPerTrigger`) from the group with a `ShareConsumer` in explicit mode and KIP-1206's
+  record_limit mode, so the limit is exact; the first poll waits up to `pollTimeoutMs`, the
+  next ones take what is there until the limit or a poll that brings nothing. Redelivered
+  records come one partition at a time in batches that shrink as their delivery count grows,
+  so a failing batch never takes its good records to the delivery-count limit
+  (`spark.redelivery`, `spark.acquire`). It keeps the batch under a new offset and returns it.
 - The driver plans by ranges, never by records (`spark.ranges`): a batch is its acquired ranges
   `(partition, first, last, delivery count)` and the stored batches the ShareFetches brought,
   undecoded. `partitions` splits them into `numPartitions` tasks (by default one per Kafka
