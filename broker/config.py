@@ -110,6 +110,9 @@ class BrokerConfig:
     sasl_server_max_receive_size: int = _int(524_288, 1)
     log_dirs: str = "./data"
     socket_request_max_bytes: int = _int(100 * 1024 * 1024, 1)
+    # The most a Fetch or ShareFetch answers, whatever its MaxBytes asks (KIP-541; Kafka's
+    # name, default and minimum): `KafkaApis` caps the request's MaxBytes with it.
+    fetch_max_bytes: int = _int(55 * 1024 * 1024, 1024)
     # Connection limits (Kafka's SocketServer and Selector: names, defaults, semantics; see
     # broker.connection_quotas). At max.connections the listeners stop accepting until a
     # connection closes; a connection over its address's limit is closed once accepted.

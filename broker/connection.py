@@ -57,7 +57,6 @@ from protocol.messages import decode_peeked
 from protocol.messages import decode_request
 from protocol.messages import encode_response
 from protocol.messages import error_response
-from protocol.messages import has_error_field
 from protocol.messages import peek_client_id
 from protocol.messages import response_frame
 
@@ -380,25 +379,20 @@ class KafkaConnection(asyncio.Protocol):
     def _refuse_version(
         self, key: int, version: int, correlation_id: int, client_id: str | None
     ) -> None:
-        """UNSUPPORTED_VERSION where a response can be encoded, else close (as Kafka does)."""
+        """A version not served, or an unknown key, closes the connection, as Kafka 4 does: its
+        network thread checks the header before anything else (`Processor.parseRequestHeader`
+        raises UnsupportedVersionException, `processChannelException` closes), so no answer
+        comes, in any layout. ApiVersions alone is answered, UNSUPPORTED_VERSION in its v0
+        layout with the versions served (KIP-511), for the client to retry with one."""
         log.info("unsupported version", api_key=key, api_version=version, peer=self._peer,
                  client_id=client_id, correlation_id=correlation_id)  # fmt: skip
-        wire_version = version
-        if key == API_VERSIONS:
-            response: Any = unsupported_version_response(self._services.registry)
-            wire_version = 0  # the layout every client can read (KIP-511)
-        else:
-            try:
-                response = error_response(key, version, ErrorCode.unsupported_version)
-            except UnknownApi:
-                response = None
-            if response is None or not has_error_field(response):
-                # No field could carry the error (Metadata v0 has none): close, as Kafka does.
-                self.abort(f"unsupported api key {key} version {version}")
-                return
+        if key != API_VERSIONS:
+            self.abort(f"unsupported api key {key} version {version}")
+            return
+        response = unsupported_version_response(self._services.registry)
         seq = self._next_seq
         self._next_seq += 1
-        self._complete(seq, frame(encode_response(response, correlation_id, wire_version)))
+        self._complete(seq, frame(encode_response(response, correlation_id, 0)))
 
     def release_order(self, seq: int) -> None:
         """`seq` has taken effect and now waits on others: the requests after it may start

@@ -66,6 +66,9 @@ class Handler:
     responses: tuple[type[ResponsePayload], ...]
     # The authorization checks `handle` makes, by operation and resource type.
     acl: tuple[AclCheck, ...] = ()
+    # The oldest version ApiVersions lists, when older than the oldest served (Produce: see
+    # `handler`); None: the oldest served.
+    advertise_from: int | None = None
     _response_by_version: dict[int, type[ResponsePayload]] = field(
         init=False, repr=False, compare=False
     )
@@ -74,6 +77,7 @@ class Handler:
     name: str = field(init=False, repr=False, compare=False)
     min_version: int = field(init=False, repr=False, compare=False)
     max_version: int = field(init=False, repr=False, compare=False)
+    advertised_min_version: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.requests:
@@ -106,6 +110,12 @@ class Handler:
         object.__setattr__(self, "api_key", self.api_key_of(requests))
         object.__setattr__(self, "min_version", versions[0])
         object.__setattr__(self, "max_version", versions[-1])
+        advertised = versions[0] if self.advertise_from is None else self.advertise_from
+        if not 0 <= advertised <= versions[0]:
+            raise ValueError(
+                f"{self.name}: advertised from v{advertised}, served from v{versions[0]}"
+            )
+        object.__setattr__(self, "advertised_min_version", advertised)
 
     @staticmethod
     def api_key_of(requests: tuple[type[RequestPayload], ...]) -> int:
@@ -159,15 +169,24 @@ def handler(
     *requests: type[RequestPayload],
     responses: tuple[type[ResponsePayload], ...] | None = None,
     acl: tuple[AclCheck, ...],
+    advertise_from: int | None = None,
 ) -> Handler:
     """Declare a handler by the kio request classes it serves and the ACL checks it makes.
 
-    `responses` defaults to the response class of the newest version served.
+    `responses` defaults to the response class of the newest version served. `advertise_from`
+    lists older versions in ApiVersions than are served, for Kafka's one such case (Produce);
+    a request of one of them is refused as any unserved version is.
     """
     if responses is None and requests:
         newest = max(requests, key=_version)
         responses = (response_type(newest.__api_key__, newest.__version__),)
-    return Handler(requests=requests, handle=handle, responses=responses or (), acl=acl)
+    return Handler(
+        requests=requests,
+        handle=handle,
+        responses=responses or (),
+        acl=acl,
+        advertise_from=advertise_from,
+    )
 
 
 class Registry:

@@ -389,15 +389,9 @@ def build(entity: type[E], /, **values: Any) -> E:
 def error_response(api_key: int, version: int, code: ErrorCode) -> ResponsePayload:
     """A response of the request's own version that carries only a top-level error.
 
-    Some APIs (Metadata, Produce, ...) have no such field: their response comes back empty,
-    and `has_error_field` tells the caller so.
+    Some APIs (Metadata, Produce, ...) have no such field: their response comes back empty.
     """
     entity = response_type(api_key, version)
     if "error_code" not in _names_in_any_version(entity):
         return build(entity)
     return build(entity, error_code=code)
-
-
-def has_error_field(response: ResponsePayload) -> bool:
-    """Whether a response has a top-level error code (old versions of some APIs do not)."""
-    return "error_code" in _field_plan(type(response))[0]

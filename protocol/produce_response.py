@@ -7,9 +7,11 @@ version on Hypothesis-generated results, so the two can never disagree.
 
 Layout (ProduceResponse.json): responses [name, partition_responses [index int32, error_code
 int16, base_offset int64, log_append_time_ms int64, log_start_offset int64 (v5+), record_errors
-[] (v8+), error_message nullable string (v8+)]], throttle_time_ms int32. v9+ is flexible:
-compact strings and arrays, and an empty tagged-field section after each struct (the current
-leader and node endpoints, tagged from v10, keep their defaults: kio leaves them out).
+[batch_index int32, batch_index_error_message nullable string] (v8+), error_message nullable
+string (v8+)]], throttle_time_ms int32. v9+ is flexible: compact strings and arrays, and an empty
+tagged-field section after each struct (the current leader and node endpoints, tagged from v10,
+keep their defaults: kio leaves them out). Record errors (KIP-467) name the records that failed a
+batch; versions before 8 have no field for them, and only the partition's error code goes out.
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ _NO_MESSAGE_V9 = b"\x00" + NO_TAGGED_FIELDS
 _ONE_PARTITION_V9 = struct.Struct(">ihqqqBBBBiB")
 
 
+class RecordError(NamedTuple):
+    """A record that made its batch fail (KIP-467): its index in the batch, and why."""
+
+    batch_index: int
+    message: str | None
+
+
 class PartitionResult(NamedTuple):
     """One partition's answer to a produce request."""
 
@@ -53,6 +62,8 @@ class PartitionResult(NamedTuple):
     base_offset: int
     log_start_offset: int
     error_message: str | None = None
+    # The records that failed the batch (only with an error code; empty on the hot path).
+    record_errors: tuple[RecordError, ...] = ()
 
 
 TopicResults = tuple[str, Sequence[PartitionResult]]
@@ -94,12 +105,13 @@ def encode_produce_response(
     flexible = version >= FIRST_FLEXIBLE
     if flexible and len(topics) == 1:  # one-record producers: one pack, no list to join
         name, partitions = topics[0]
-        if len(partitions) == 1 and partitions[0].error_message is None:
+        if len(partitions) == 1:
             p = partitions[0]
-            prefix = _ONE_TOPIC_V9.get(name) or _one_topic_v9(name)  # a call only the first time
-            return prefix + _ONE_PARTITION_V9.pack(
-                p.partition, p.error_code, p.base_offset, NO_TIMESTAMP, p.log_start_offset,
-                1, 0, 0, 0, throttle_time_ms, 0)  # fmt: skip
+            if p.error_message is None and not p.record_errors:
+                prefix = _ONE_TOPIC_V9.get(name) or _one_topic_v9(name)  # a call the first time
+                return prefix + _ONE_PARTITION_V9.pack(
+                    p.partition, p.error_code, p.base_offset, NO_TIMESTAMP, p.log_start_offset,
+                    1, 0, 0, 0, throttle_time_ms, 0)  # fmt: skip
     out = [array_length(len(topics), flexible)]
     for name, partitions in topics:
         out.append(_name(name, flexible))
@@ -122,8 +134,11 @@ def _partitions(
         no_errors = 1 if flexible else 0  # an empty array: compact length 0 + 1, or 0
         no_message = _NO_MESSAGE_V9 if flexible else _NO_MESSAGE_V8
         for p in partitions:
-            out.append(fixed.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP,
-                                  p.log_start_offset, no_errors))  # fmt: skip
+            if p.record_errors:
+                _record_errors(out, flexible, p)
+            else:
+                out.append(fixed.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP,
+                                      p.log_start_offset, no_errors))  # fmt: skip
             if p.error_message is None:
                 out.append(no_message)
             else:
@@ -136,3 +151,15 @@ def _partitions(
     else:
         out.extend(_PARTITION_V3.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP)
                    for p in partitions)  # fmt: skip
+
+
+def _record_errors(out: list[bytes], flexible: bool, p: PartitionResult) -> None:
+    """A v8+ partition's fixed fields and its record errors (a failed batch: off the hot path)."""
+    out.append(_PARTITION_V5.pack(p.partition, p.error_code, p.base_offset, NO_TIMESTAMP,
+                                  p.log_start_offset))  # fmt: skip
+    out.append(array_length(len(p.record_errors), flexible))
+    for e in p.record_errors:
+        out.append(INT32.pack(e.batch_index))
+        out.append(nullable_string(e.message, flexible))
+        if flexible:
+            out.append(NO_TAGGED_FIELDS)  # of the record error

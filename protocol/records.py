@@ -135,9 +135,30 @@ def record_keys(batch: Buffer) -> list[tuple[int, bytes | None]]:
     return out
 
 
-def has_null_key(batch: Buffer) -> bool:
-    """Whether any record of the batch has a null key (compacted topics refuse those)."""
-    return any(r.key is None for r in decode_records(batch)[1])
+def null_key_indexes(batch: Buffer) -> list[int]:
+    """The index in the batch of every record whose key is null (compacted topics refuse
+    those, and name them so: KIP-467's record errors). Keys and values are skipped, not copied.
+
+    :raises InvalidRecordBatch: records that do not decompress or parse.
+    """
+    header = parse_header(batch)
+    data = _payload(batch, header)
+    out: list[int] = []
+    pos = 0
+    try:
+        for index in range(header.record_count):
+            length, body = read_varint(data, pos)
+            _, p = read_varint(data, body + 1)  # timestampDelta, after the attributes byte
+            _, p = read_varint(data, p)  # offsetDelta
+            key_len, _ = read_varint(data, p)
+            if key_len < 0:
+                out.append(index)
+            pos = body + length
+            if length < 1 or pos > len(data):
+                raise InvalidRecordBatch("length", f"record of {length} bytes")
+    except IndexError as e:
+        raise InvalidRecordBatch("truncated", "record runs past the batch") from e
+    return out
 
 
 def encode_run(records: Sequence[Record], first_delta: int) -> bytes:

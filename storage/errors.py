@@ -6,6 +6,8 @@ from typing import ClassVar
 
 from kio.schema.errors import ErrorCode
 
+from protocol.produce_response import RecordError
+
 
 class StorageError(Exception):
     error_code: ClassVar[ErrorCode] = ErrorCode.unknown_server_error
@@ -44,9 +46,14 @@ class UnknownTopicOrPartition(StorageError):
 
 
 class InvalidRecord(StorageError):
-    """A record the topic refuses: a null key on a compacted topic."""
+    """Records the topic refuses (a null key on a compacted topic): their batch fails whole,
+    and `record_errors` names each of them by its index in that batch (KIP-467)."""
 
     error_code = ErrorCode.invalid_record
+
+    def __init__(self, message: str, record_errors: tuple[RecordError, ...] = ()) -> None:
+        super().__init__(message)
+        self.record_errors = record_errors
 
 
 class KafkaStorageError(StorageError):

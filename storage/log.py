@@ -62,18 +62,25 @@ class PartitionLog(Protocol):
         """Append a control batch built by the broker itself."""
         ...
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
-        """Whole stored batches from the one holding ``offset``, at least one (KIP-74).
+    def read(self, offset: int, max_bytes: int, first_batch_max: int | None = None) -> bytes:
+        """Whole stored batches from the one holding ``offset``, up to ``max_bytes``; the
+        first one whole even above it (KIP-74) up to ``first_batch_max`` (None: whatever its
+        size; above it, the read is empty).
 
         Damaged bytes are never returned: damaged offsets read as an empty batch over them
-        (`storage.damage.stand_in`), which every reader steps over as over compaction's.
+        (`storage.damage.stand_in`), which every reader steps over as over compaction's. A
+        read that finds only empty batches goes on past them to the next records.
 
         :raises storage.errors.OffsetOutOfRange: outside [log start, log end].
         """
         ...
 
     def read_with_spans(
-        self, offset: int, max_bytes: int, max_records: int | None = None
+        self,
+        offset: int,
+        max_bytes: int,
+        max_records: int | None = None,
+        first_batch_max: int | None = None,
     ) -> tuple[bytes, list[BatchSpan]]:
         """``read`` plus every batch boundary in the result (ShareFetch reads once)."""
         ...

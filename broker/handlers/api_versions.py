@@ -27,7 +27,9 @@ Request = (
 async def handle(ctx: RequestContext, request: Request) -> v4.ApiVersionsResponse:
     keys = tuple(
         v4.response.ApiVersion(
-            api_key=i16(h.api_key), min_version=i16(h.min_version), max_version=i16(h.max_version)
+            api_key=i16(h.api_key),
+            min_version=i16(h.advertised_min_version),
+            max_version=i16(h.max_version),
         )
         for h in ctx.services.registry
     )
@@ -40,7 +42,9 @@ def unsupported_version_response(registry: Registry) -> v0.ApiVersionsResponse:
     """A too-new ApiVersions request gets the v0 layout and what we support (KIP-511)."""
     keys = tuple(
         v0.response.ApiVersion(
-            api_key=i16(h.api_key), min_version=i16(h.min_version), max_version=i16(h.max_version)
+            api_key=i16(h.api_key),
+            min_version=i16(h.advertised_min_version),
+            max_version=i16(h.max_version),
         )
         for h in registry
     )

@@ -1,9 +1,11 @@
-"""DescribeCluster (60): one broker, which is also the controller."""
+"""DescribeCluster (60): one broker, which is also the controller (v0-2, as Kafka 4 serves;
+v2's fenced brokers, KIP-1073: this one never is)."""
 
 from __future__ import annotations
 
 from kio.schema.describe_cluster import v0
 from kio.schema.describe_cluster import v1
+from kio.schema.describe_cluster import v2
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
 from kio.static.primitive import i32
@@ -19,13 +21,13 @@ from protocol.acl import CLUSTER_NAME
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
+Request = v0.DescribeClusterRequest | v1.DescribeClusterRequest | v2.DescribeClusterRequest
 
-async def handle(
-    ctx: RequestContext, request: v0.DescribeClusterRequest | v1.DescribeClusterRequest
-) -> v1.DescribeClusterResponse:
+
+async def handle(ctx: RequestContext, request: Request) -> v2.DescribeClusterResponse:
     s = ctx.services
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
-        return v1.DescribeClusterResponse(
+        return v2.DescribeClusterResponse(
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.cluster_authorization_failed,
             cluster_id=s.cluster_id,
@@ -33,10 +35,11 @@ async def handle(
             brokers=(),
             cluster_authorized_operations=NOT_REQUESTED,
         )
-    broker = v1.response.DescribeClusterBroker(
-        broker_id=BrokerId(s.node_id), host=ctx.endpoint[0], port=i32(ctx.endpoint[1])
-    )
-    return v1.DescribeClusterResponse(
+    broker = v2.response.DescribeClusterBroker(
+        broker_id=BrokerId(s.node_id), host=ctx.endpoint[0], port=i32(ctx.endpoint[1]),
+        is_fenced=False,
+    )  # fmt: skip
+    return v2.DescribeClusterResponse(
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         cluster_id=s.cluster_id,
@@ -54,5 +57,6 @@ HANDLER = handler(
     handle,
     v0.DescribeClusterRequest,
     v1.DescribeClusterRequest,
+    v2.DescribeClusterRequest,
     acl=((AclOperation.DESCRIBE, ResourceType.CLUSTER),),
 )

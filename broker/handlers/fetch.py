@@ -132,15 +132,25 @@ def _topic_names(ctx: RequestContext, request: FetchRequest) -> list[str | None]
 
 
 def _read(
-    ctx: RequestContext, request: FetchRequest, names: Sequence[str | None], denied: set[str]
+    ctx: RequestContext,
+    request: FetchRequest,
+    names: Sequence[str | None],
+    denied: set[str],
+    max_bytes: int,
 ) -> Read:
+    """Each partition in request order, as `ReplicaManager.readFromLog` reads them: at most its
+    PartitionMaxBytes and what is left of `max_bytes`, except that until a partition has
+    returned bytes, the next one returns its first batch whole whatever its size (KIP-74's
+    minOneMessage: a consumer always progresses, and only the first data may exceed a limit).
+    """
     unknown = (
         ErrorCode.unknown_topic_or_partition
         if isinstance(request, BY_NAME)
         else ErrorCode.unknown_topic_id
     )
     topics: Sequence[FetchTopic] = request.topics
-    remaining: int = request.max_bytes
+    remaining = max_bytes
+    min_one = True
     read = Read([], 0, [])
     for name, topic in zip(names, topics, strict=True):
         partitions: list[PartitionRead] = []
@@ -154,14 +164,16 @@ def _read(
                 continue
             read.wait_keys.append((name, p.partition))
             hw, start = plog.log_end_offset, plog.log_start_offset
+            budget = max(0, min(p.partition_max_bytes, remaining))
             try:
-                budget = max(0, min(p.partition_max_bytes, remaining))
-                records = plog.read(p.fetch_offset, budget) if remaining > 0 else b""
+                records = plog.read(p.fetch_offset, budget, None if min_one else budget)
             except StorageError as e:
                 partitions.append(PartitionRead(p.partition, e.error_code, b"", hw, start))
                 continue
-            remaining -= len(records)
-            read.total_bytes += len(records)
+            if records:
+                min_one = False
+                remaining -= len(records)
+                read.total_bytes += len(records)
             partitions.append(PartitionRead(p.partition, ErrorCode.none, records, hw, start))
         read.topics.append(partitions)
     return read
@@ -226,9 +238,12 @@ async def handle(
 ) -> by_name.FetchResponse | FetchResponseById:
     names = _topic_names(ctx, request)
     denied = {n for n in names if n is not None and not authorize(ctx, READ, TOPIC, n)}
+    # The broker's fetch.max.bytes caps MaxBytes, and MinBytes with it (KafkaApis).
+    max_bytes = min(request.max_bytes, ctx.services.config.fetch_max_bytes)
+    min_bytes = min(request.min_bytes, max_bytes)
     read = await long_poll(
-        lambda: _read(ctx, request, names, denied),
-        enough=lambda r: r.total_bytes >= request.min_bytes,
+        lambda: _read(ctx, request, names, denied, max_bytes),
+        enough=lambda r: r.total_bytes >= min_bytes,
         wait_keys=lambda r: r.wait_keys,
         notifier=ctx.services.notifier,
         max_wait_s=request.max_wait.total_seconds(),

@@ -1,5 +1,14 @@
-"""ListOffsets (2): earliest (-2), latest (-1), the record with the largest timestamp (-3), or
-the first offset at or after a timestamp."""
+"""ListOffsets (2): earliest (-2), latest (-1), the record with the largest timestamp (-3), the
+earliest local offset (-4), the latest tiered offset (-5), or the first offset at or after a
+timestamp.
+
+v1-10 (Kafka 4 serves 1-11; v11 brings -6, the earliest offset waiting for tiered storage).
+Each special timestamp may be asked from the version that brought it, as Kafka's ReplicaManager
+checks (`timestampMinSupportedVersion`); before it, or an unknown one, the partition is answered
+UNSUPPORTED_VERSION. Nothing here is tiered, as a Kafka log without remote storage: the earliest
+local offset is the log start and the latest tiered offset is -1 (UnifiedLog
+`fetchOffsetByTimestamp`). v10's timeout is for remote reads: none here.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +23,8 @@ from kio.schema.list_offsets import v5
 from kio.schema.list_offsets import v6
 from kio.schema.list_offsets import v7
 from kio.schema.list_offsets import v8
+from kio.schema.list_offsets import v9
+from kio.schema.list_offsets import v10
 from kio.static.primitive import i32
 from kio.static.primitive import i64
 
@@ -31,6 +42,10 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 # Each try that meets a damaged batch holding the maximum records it; the next steps over it.
 MAX_TIMESTAMP_TRIES = 8
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+# The version each special timestamp came with: asked in an older one, it is refused.
+SPECIAL_SINCE = {LATEST: 1, EARLIEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
 
 Request = (
     v1.ListOffsetsRequest
@@ -41,6 +56,8 @@ Request = (
     | v6.ListOffsetsRequest
     | v7.ListOffsetsRequest
     | v8.ListOffsetsRequest
+    | v9.ListOffsetsRequest
+    | v10.ListOffsetsRequest
 )
 
 
@@ -56,21 +73,23 @@ async def _max_timestamp(plog: PartitionLog) -> tuple[int, int] | None:
 
 
 async def _lookup(
-    ctx: RequestContext, topic: str, partition: int, timestamp: int
+    ctx: RequestContext, topic: str, partition: int, timestamp: int, version: int
 ) -> tuple[ErrorCode, int, int]:
     if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
         return ErrorCode.topic_authorization_failed, -1, -1
+    if timestamp < 0 and version < SPECIAL_SINCE.get(timestamp, 1 << 15):
+        return ErrorCode.unsupported_version, -1, -1
     plog = ctx.services.logs.log(topic, partition)
     if plog is None:
         return ErrorCode.unknown_topic_or_partition, -1, -1
     if timestamp == LATEST:
         return ErrorCode.none, -1, plog.log_end_offset
-    if timestamp == EARLIEST:
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):  # every segment is local
         return ErrorCode.none, -1, plog.log_start_offset
+    if timestamp == LATEST_TIERED:  # nothing is tiered
+        return ErrorCode.none, -1, -1
     if timestamp == MAX_TIMESTAMP:
         found = await _max_timestamp(plog)
-    elif timestamp < 0:
-        return ErrorCode.none, -1, plog.log_end_offset  # -4 and below: newer specials, latest
     else:
         found = plog.offset_for_timestamp(timestamp)
     if found is None:  # no such record (an empty log, for MAX_TIMESTAMP): Kafka's -1, -1
@@ -79,14 +98,16 @@ async def _lookup(
     return ErrorCode.none, ts, offset
 
 
-async def handle(ctx: RequestContext, request: Request) -> v8.ListOffsetsResponse:
+async def handle(ctx: RequestContext, request: Request) -> v10.ListOffsetsResponse:
     topics = []
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
-            code, ts, offset = await _lookup(ctx, topic.name, p.partition_index, p.timestamp)
+            code, ts, offset = await _lookup(
+                ctx, topic.name, p.partition_index, p.timestamp, ctx.version
+            )
             partitions.append(
-                v8.response.ListOffsetsPartitionResponse(
+                v10.response.ListOffsetsPartitionResponse(
                     partition_index=p.partition_index,
                     error_code=code,
                     timestamp=i64(ts),
@@ -95,9 +116,9 @@ async def handle(ctx: RequestContext, request: Request) -> v8.ListOffsetsRespons
                 )
             )
         topics.append(
-            v8.response.ListOffsetsTopicResponse(name=topic.name, partitions=tuple(partitions))
+            v10.response.ListOffsetsTopicResponse(name=topic.name, partitions=tuple(partitions))
         )
-    return v8.ListOffsetsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
+    return v10.ListOffsetsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
 HANDLER = handler(
@@ -110,5 +131,7 @@ HANDLER = handler(
     v6.ListOffsetsRequest,
     v7.ListOffsetsRequest,
     v8.ListOffsetsRequest,
+    v9.ListOffsetsRequest,
+    v10.ListOffsetsRequest,
     acl=((AclOperation.DESCRIBE, ResourceType.TOPIC),),
 )

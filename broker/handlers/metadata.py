@@ -1,7 +1,10 @@
 """Metadata (3): this broker, and topics by name or by id (share consumers look up by id).
 
-v8-10 carry ClusterAuthorizedOperations, which v11 removed, so v1-10 are answered with v10's
-classes and v11-12 with v12's (where a topic's name may be null: an unknown topic id).
+v0-13, as Kafka 4 serves (MetadataRequest.json; KIP-896 removed none). v8-10 carry
+ClusterAuthorizedOperations, which v11 removed, so v0-10 are answered with v10's classes and
+v11-13 with v13's (where a topic's name may be null: an unknown topic id; v13 adds a top-level
+error code, KIP-1102). In v0 an empty topic list asks for every topic; from v1 that is a null
+list, and an empty one asks for none.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
+from kio.schema.metadata import v0
 from kio.schema.metadata import v1
 from kio.schema.metadata import v2
 from kio.schema.metadata import v3
@@ -24,6 +28,7 @@ from kio.schema.metadata import v9
 from kio.schema.metadata import v10
 from kio.schema.metadata import v11
 from kio.schema.metadata import v12
+from kio.schema.metadata import v13
 from kio.schema.types import BrokerId
 from kio.schema.types import TopicName
 from kio.static.primitive import i32
@@ -48,7 +53,8 @@ DESCRIBE, CREATE = AclOperation.DESCRIBE, AclOperation.CREATE
 TOPIC = ResourceType.TOPIC
 
 Request = (
-    v1.MetadataRequest
+    v0.MetadataRequest
+    | v1.MetadataRequest
     | v2.MetadataRequest
     | v3.MetadataRequest
     | v4.MetadataRequest
@@ -60,15 +66,17 @@ Request = (
     | v10.MetadataRequest
     | v11.MetadataRequest
     | v12.MetadataRequest
+    | v13.MetadataRequest
 )
+OLDER_THAN_V4 = (v0.MetadataRequest, v1.MetadataRequest, v2.MetadataRequest, v3.MetadataRequest)
 OLDER_THAN_V8 = (
-    v1.MetadataRequest, v2.MetadataRequest, v3.MetadataRequest, v4.MetadataRequest,
-    v5.MetadataRequest, v6.MetadataRequest, v7.MetadataRequest,
+    *OLDER_THAN_V4, v4.MetadataRequest, v5.MetadataRequest, v6.MetadataRequest, v7.MetadataRequest,
 )  # fmt: skip
 ById = (
     v10.request.MetadataRequestTopic
     | v11.request.MetadataRequestTopic
     | v12.request.MetadataRequestTopic
+    | v13.request.MetadataRequestTopic
 )
 
 
@@ -88,15 +96,14 @@ class _Topic:
 
 def _topics(ctx: RequestContext, request: Request) -> list[_Topic]:
     logs = ctx.services.logs
-    allow_create = (
-        True
-        if isinstance(request, (v1.MetadataRequest, v2.MetadataRequest, v3.MetadataRequest))
-        else request.allow_auto_topic_creation
+    allow_create = True if isinstance(request, OLDER_THAN_V4) else request.allow_auto_topic_creation
+    every = request.topics is None or (
+        isinstance(request, v0.MetadataRequest) and not request.topics
     )
-    if request.topics is None:  # all topics: those it may not describe are left out
+    if every:  # all topics: those it may not describe are left out
         return [_Topic.of(t) for t in logs.topics() if authorize(ctx, DESCRIBE, TOPIC, t.name)]
     out = []
-    for wanted in request.topics:
+    for wanted in request.topics or ():
         name = wanted.name
         topic_id = wanted.topic_id if isinstance(wanted, ById) else None
         if name is None and topic_id is not None and topic_id.int != 0:
@@ -133,7 +140,7 @@ def _by_name(
 
 
 Partition = TypeVar(
-    "Partition", v10.response.MetadataResponsePartition, v12.response.MetadataResponsePartition
+    "Partition", v10.response.MetadataResponsePartition, v13.response.MetadataResponsePartition
 )
 
 
@@ -155,13 +162,14 @@ def _partitions(cls: type[Partition], node: BrokerId, count: int) -> tuple[Parti
 TopicOps = Callable[[_Topic], i32]
 
 
-def _answer_v12(
+def _answer_v13(
     ctx: RequestContext, topics: list[_Topic], topic_ops: TopicOps
-) -> v12.MetadataResponse:
-    s, r = ctx.services, v12.response
+) -> v13.MetadataResponse:
+    s, r = ctx.services, v13.response
     node = BrokerId(s.node_id)
     host, port = ctx.endpoint  # of the listener the client connected to
-    return v12.MetadataResponse(
+    return v13.MetadataResponse(
+        error_code=ErrorCode.none,
         throttle_time=NO_THROTTLE,
         brokers=(r.MetadataResponseBroker(node_id=node, host=host, port=i32(port)),),
         cluster_id=s.cluster_id,
@@ -213,10 +221,10 @@ def _names_a_topic_by_id(request: Request) -> bool:
     return any(t.name is None or t.topic_id is not None for t in request.topics)
 
 
-def _invalid(request: Request) -> v10.MetadataResponse | v12.MetadataResponse:
+def _invalid(request: Request) -> v10.MetadataResponse | v13.MetadataResponse:
     """Kafka's answer to such a request (MetadataRequest.getErrorResponse): every topic asked
     for with INVALID_REQUEST, a null name as "", and no brokers."""
-    wire = v12 if isinstance(request, v11.MetadataRequest) else v10  # v11 has v12's classes
+    wire = v13 if isinstance(request, v11.MetadataRequest) else v10  # v11 has v13's classes
     topics = tuple(
         build(
             wire.response.MetadataResponseTopic,
@@ -228,14 +236,14 @@ def _invalid(request: Request) -> v10.MetadataResponse | v12.MetadataResponse:
         for t in request.topics or ()
     )
     answer = {"throttle_time": NO_THROTTLE, "brokers": (), "cluster_id": None, "topics": topics}
-    if wire is v12:
-        return build(v12.MetadataResponse, controller_id=-1, **answer)
+    if wire is v13:
+        return build(v13.MetadataResponse, controller_id=-1, **answer)
     return build(v10.MetadataResponse, controller_id=-1, **answer)
 
 
 async def handle(
     ctx: RequestContext, request: Request
-) -> v10.MetadataResponse | v12.MetadataResponse:
+) -> v10.MetadataResponse | v13.MetadataResponse:
     if _names_a_topic_by_id(request):
         return _invalid(request)
     topics = _topics(ctx, request)
@@ -256,13 +264,14 @@ async def handle(
             return NOT_REQUESTED
         return authorized_operations(ctx, TOPIC, t.name, TOPIC_OPERATIONS)
 
-    if isinstance(request, (v11.MetadataRequest, v12.MetadataRequest)):
-        return _answer_v12(ctx, topics, topic_ops)
+    if isinstance(request, (v11.MetadataRequest, v12.MetadataRequest, v13.MetadataRequest)):
+        return _answer_v13(ctx, topics, topic_ops)
     return _answer_v10(ctx, topics, topic_ops, cluster_ops)
 
 
 HANDLER = handler(
     handle,
+    v0.MetadataRequest,
     v1.MetadataRequest,
     v2.MetadataRequest,
     v3.MetadataRequest,
@@ -275,6 +284,7 @@ HANDLER = handler(
     v10.MetadataRequest,
     v11.MetadataRequest,
     v12.MetadataRequest,
-    responses=(v10.MetadataResponse, v12.MetadataResponse),
+    v13.MetadataRequest,
+    responses=(v10.MetadataResponse, v13.MetadataResponse),
     acl=((DESCRIBE, TOPIC), (CREATE, ResourceType.CLUSTER), (CREATE, TOPIC)),
 )

@@ -79,8 +79,12 @@ def _append(
         log.info("rejected batch", topic=topic, partition=index, reason=str(e))
         return PartitionResult(index, ErrorCode.corrupt_message, -1, -1, str(e))
     except InvalidRecord as e:
+        # The batch fails whole, and the answer names its bad records: the client fails those
+        # and may send the others again (KIP-467). As Kafka's ReplicaManager, with the log start.
         log.info("rejected records", topic=topic, partition=index, reason=str(e))
-        return PartitionResult(index, e.error_code, -1, -1, str(e))
+        return PartitionResult(
+            index, e.error_code, -1, partition_log.log_start_offset, str(e), e.record_errors
+        )
     except StorageError as e:
         return PartitionResult(index, e.error_code, -1, -1, str(e))
     if partition_log.sync_due:
@@ -90,7 +94,7 @@ def _append(
     # tuple.__new__: a NamedTuple's own __new__ is Python code, one frame more per partition.
     return tuple.__new__(
         PartitionResult,
-        (index, 0, result.base_offset, result.log_start_offset, None),  # 0: none
+        (index, 0, result.base_offset, result.log_start_offset, None, ()),  # 0: none
     )
 
 
@@ -159,4 +163,8 @@ HANDLER = handler(
     # `current_leader` default is an entity of that version; entity_tagged_defaults).
     responses=(v9.ProduceResponse, v10.ProduceResponse, v11.ProduceResponse, v12.ProduceResponse),
     acl=((AclOperation.WRITE, ResourceType.TOPIC),),
+    # Listed from v0 and served from v3, as Kafka 4 does (ApiKeys.
+    # PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION, KAFKA-18659): older librdkafka turns
+    # compression off unless Produce v0 is listed (its issue 4956). v0-2 close the connection.
+    advertise_from=0,
 )

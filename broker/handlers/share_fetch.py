@@ -79,11 +79,12 @@ async def _acquire(
     ctx: RequestContext, request: ShareFetchRequest, session: ShareSession, max_wait_s: float
 ) -> Fetched:
     s = ctx.services
+    max_bytes = min(request.max_bytes, s.config.fetch_max_bytes)  # as Fetch's (KafkaApis)
 
     def attempt() -> Fetched:
         return s.share_fetch.acquire(
-            session, max_records=request.max_records, max_bytes=request.max_bytes,
-            now_ms=s.now_ms(), record_limit=_record_limit(request),
+            session, session_epoch=request.share_session_epoch, max_records=request.max_records,
+            max_bytes=max_bytes, now_ms=s.now_ms(), record_limit=_record_limit(request),
         )  # fmt: skip
 
     def wait_keys(_: Fetched) -> list[tuple[str, int]]:

@@ -9,8 +9,9 @@ Sessions: epoch 0 opens one (only for a member of the group), -1 closes it, and 
 epoch must be the session's next one. Partitions that do not exist are answered once with
 their error and never kept in the session.
 
-Acquisition visits the session's partitions starting one further each fetch, so no partition
-starves, and stops when the request's record or byte budget is spent.
+Acquisition visits the session's partitions starting one further at each session epoch, so no
+partition starves, shares MaxBytes evenly among those that can acquire, and stops when the
+request's record or byte budget is spent (Kafka's rules: see `acquire`).
 
 Departures: librdkafka sends its closing ShareAcknowledge before or after its leave heartbeat,
 so a member that leaves with its session still open keeps its records for a short grace
@@ -45,6 +46,15 @@ from broker.share.share_session_cache import TopicIdPartition
 from coordinator.share_group import Departure
 
 LEAVE_GRACE_MS = 5_000
+
+
+def _rotated(keys: list[TopicIdPartition], session_epoch: int) -> list[TopicIdPartition]:
+    """`keys` turned left by the epoch (Kafka's `PartitionRotateStrategy.rotateRoundRobin`):
+    not at all when opening or closing the session (epoch 0 or -1)."""
+    if len(keys) < 2 or session_epoch < 1:
+        return keys
+    at = session_epoch % len(keys)
+    return keys[at:] + keys[:at]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,34 +152,48 @@ class ShareFetchService:
         self,
         session: ShareSession,
         *,
+        session_epoch: int,
         max_records: int,
         max_bytes: int,
         now_ms: int,
         record_limit: bool = False,
     ) -> dict[TopicIdPartition, FetchedPartition]:
-        """Acquire from the session's partitions, rotating the start, within the budgets
-        (`record_limit`: MaxRecords is strict whatever the group's share.acquire.mode).
+        """Acquire from the session's partitions within the request's budgets, as Kafka's
+        `DelayedShareFetch` and `ShareFetchUtils.processFetchResponse` do (`record_limit`:
+        MaxRecords is strict whatever the group's share.acquire.mode).
+
+        The partitions are visited from one further along at each `session_epoch`
+        (`PartitionRotateStrategy` round robin), so none starves. MaxBytes is shared evenly by
+        the partitions that can acquire (`PartitionMaxBytesStrategy` UNIFORM), and read as
+        `ReplicaManager.readFromLog` reads: each within its share and what is left of MaxBytes,
+        the first partition to return bytes with its first batch whole whatever its size
+        (KIP-74). MaxRecords is spent in the same order.
 
         Only partitions that acquired something or failed are in the result."""
-        keys = list(session.partitions)
+        keys = _rotated(list(session.partitions), session_epoch)
         if not keys:
             return {}
-        start = session.rotation % len(keys)
-        session.rotation += 1
         group_id, member_id = session.key.group_id, session.key.member_id
+        share = max_bytes  # one partition (most consumers) needs no count
+        if len(keys) > 1:
+            share = max_bytes // max(self.partitions.acquirable(group_id, keys, now_ms), 1)
         records_left, bytes_left = max_records, max_bytes
+        min_one = True
         out: dict[TopicIdPartition, FetchedPartition] = {}
-        for topic_id, partition in keys[start:] + keys[:start]:
+        for topic_id, partition in keys:
             if records_left <= 0 or bytes_left <= 0:
                 break
+            budget = min(share, bytes_left)
             fetched = self.partitions.fetch(
                 group_id, member_id, topic_id, partition,
-                max_bytes=bytes_left, max_records=records_left, now_ms=now_ms,
-                record_limit=record_limit,
+                max_bytes=budget, first_batch_max=None if min_one else budget,
+                max_records=records_left, now_ms=now_ms, record_limit=record_limit,
             )  # fmt: skip
             if fetched.acquired or fetched.error_code != ErrorCode.none:
                 out[(topic_id, partition)] = fetched
                 records_left -= sum(a.last_offset - a.first_offset + 1 for a in fetched.acquired)
+            if fetched.records:
+                min_one = False
                 bytes_left -= len(fetched.records)
         return out
 

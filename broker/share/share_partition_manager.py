@@ -59,7 +59,8 @@ log = structlog.get_logger("shoal.share")
 
 # One ShareFetch reads at most this much of a partition's log: MaxBytes is 50 MiB from
 # librdkafka while MaxRecords is 500, and reading 50 MiB to hand out 500 records is waste.
-# At least one whole batch is always read, however large.
+# A first batch above it is still read whole when the partition's budget allows it (or it is
+# the one batch KIP-74 lets through whatever its size).
 READ_CHUNK_BYTES = 1024 * 1024
 MAX_READS_PER_FETCH = 8
 RETRY_WRITE_MS = 1000  # a lock expiry whose share-state write failed is tried again after this
@@ -205,6 +206,20 @@ class SharePartitionManager:
 
     # fetch and acknowledge ---------------------------------------------------------------------
 
+    def acquirable(self, group_id: str, keys: Sequence[tuple[uuid.UUID, int]], now_ms: int) -> int:
+        """How many of the share-partitions `keys` a fetch could acquire from: they exist and
+        their window is not full (Kafka's `SharePartition.canAcquireRecords`). A ShareFetch
+        shares MaxBytes among these."""
+        count = 0
+        partitions = self._partitions
+        for topic_id, partition in keys:
+            sp = partitions.get((group_id, topic_id, partition))
+            if sp is None:  # not loaded yet: loaded now, or not there at all
+                sp = self.get(group_id, topic_id, partition, now_ms)
+            if sp is not None and sp.next_fetch_offset() is not None:
+                count += 1
+        return count
+
     def fetch(
         self,
         group_id: str,
@@ -216,7 +231,11 @@ class SharePartitionManager:
         max_records: int,
         now_ms: int,
         record_limit: bool = False,
+        first_batch_max: int | None = None,
     ) -> FetchedPartition:
+        """Acquire from one share-partition: records from batches read within `max_bytes`,
+        the first batch whole even above it up to `first_batch_max` (None: whatever its size,
+        KIP-74's one batch that lets a consumer progress)."""
         sp = self.get(group_id, topic_id, partition, now_ms)
         topic = self._logs.topic_by_id(topic_id)
         plog = self._logs.log(topic.name, partition) if topic else None
@@ -231,8 +250,9 @@ class SharePartitionManager:
             if offset is None or offset >= plog.log_end_offset:
                 break
             fetched = self._acquire(
-                sp, plog, member_id, offset, max_bytes, max_records, now_ms, record_limit
-            )
+                sp, plog, member_id, offset, (max_bytes, first_batch_max), max_records, now_ms,
+                record_limit,
+            )  # fmt: skip
             if fetched is not None:
                 return fetched
             if sp.next_fetch_offset() == offset:
@@ -245,17 +265,21 @@ class SharePartitionManager:
         plog: PartitionLog,
         member_id: str,
         offset: int,
-        max_bytes: int,
+        budget: tuple[int, int | None],
         max_records: int,
         now_ms: int,
         record_limit: bool = False,
     ) -> FetchedPartition | None:
-        """Read once from `offset` and acquire what the read holds; None if nothing."""
+        """Read once from `offset` within `budget` (max bytes, first batch's max: see `fetch`)
+        and acquire what the read holds; None if nothing."""
         # Enough batches for max_records new records past whatever is in flight after `offset`.
         wanted = max_records + max(0, sp.speo - offset)
         start = max(offset, plog.log_start_offset)
+        max_bytes, first_batch_max = budget
         try:
-            data, spans = plog.read_with_spans(start, min(max_bytes, READ_CHUNK_BYTES), wanted)
+            data, spans = plog.read_with_spans(
+                start, min(max_bytes, READ_CHUNK_BYTES), wanted, first_batch_max
+            )
         except OffsetOutOfRange:
             return None
         keys = None

@@ -40,7 +40,6 @@ class ShareSession:
     # Set when the member left the group with the session still open: its closing
     # acknowledgements may still come, so its records are released at this time or on close.
     release_deadline_ms: int | None = None
-    rotation: int = 0  # where the next fetch starts, so no partition starves
     # Who opened it (`User:name`): only that principal may fetch or acknowledge in it.
     principal: str = ""
 

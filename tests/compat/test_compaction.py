@@ -100,6 +100,47 @@ def test_null_key_on_a_compacted_topic_fails_with_invalid_record(tmp_path: Path)
         broker.stop()
 
 
+def test_keyless_records_fail_alone_and_the_others_go_through_on_retry(tmp_path: Path) -> None:
+    """KIP-467: the batch fails whole, but the answer names the bad records (`record_errors`,
+    Produce v8+), so the client fails them with INVALID_RECORD and the others with
+    _INVALID_DIFFERENT_RECORD, which it may send again. Kafka: LogValidator's `validateKey`
+    and `processRecordErrors` (one RecordError per keyless record, by index in its batch), and
+    ReplicaManager's `appendToLocalLog` (`RecordValidationException`: no offset, the log start
+    offset, the record errors and a message). Two keyless records: librdkafka 2.16 fails every
+    record of the batch with INVALID_RECORD when the answer names only one (FINDINGS.md)."""
+    broker = start_broker(tmp_path / "data", BROKER)
+    keyless = {37, 73}
+    try:
+        _create(broker.bootstrap, "compacted")
+        delivered: dict[int, KafkaError | None] = {}
+        producer = Producer(
+            {"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 500, **QUIET}
+        )
+
+        def send(i: int) -> None:
+            key = None if i in keyless else b"k%d" % i
+            producer.produce("compacted", key=key, value=b"v%d" % i, partition=0,
+                             on_delivery=lambda e, m, i=i: delivered.__setitem__(i, e))  # fmt: skip
+
+        for i in range(100):
+            send(i)
+        assert producer.flush(10) == 0
+        errors = {i: e.code() for i, e in delivered.items() if e is not None}
+        assert errors == {
+            i: KafkaError.INVALID_RECORD if i in keyless else KafkaError._INVALID_DIFFERENT_RECORD
+            for i in range(100)
+        }, "the batch was not refused with record errors naming the keyless records"
+        delivered.clear()
+        for i in range(100):
+            if i not in keyless:
+                send(i)
+        assert producer.flush(10) == 0
+        assert delivered == {i: None for i in range(100) if i not in keyless}
+        assert len(_read_all(broker.bootstrap, "compacted")) == 98
+    finally:
+        broker.stop()
+
+
 def test_switching_a_topic_to_compact_with_incremental_alter_configs_takes_effect(
     tmp_path: Path,
 ) -> None:

@@ -202,6 +202,32 @@ def test_null_key_refused_on_compacted_topics_only() -> None:
 
 
 @pytest.mark.parametrize(
+    "codec", [Compression.NONE, Compression.GZIP, Compression.ZSTD], ids=lambda c: c.name.lower()
+)
+def test_a_refused_append_names_each_keyless_record_of_the_first_bad_batch(
+    codec: Compression,
+) -> None:
+    """Kafka's LogValidator (storage/.../log/LogValidator.java, `validateKey`,
+    `processRecordErrors`): record errors are per batch, by index in that batch, and the
+    first batch with any fails the append, nothing of it written (KIP-467)."""
+    log = MemoryLog(COMPACT)
+    good = build_batch([(b"a", b"1"), (b"b", b"2")], timestamp_ms=1000)
+    plain = build_batch([(b"c", b"3"), (None, b"4"), (b"d", b"5"), (None, b"6")], timestamp_ms=1000)
+    fields = StoredBatch(
+        base_offset=0, last_offset=3, attributes=codec, base_timestamp=1000,
+        max_timestamp=1000, producer_id=-1, producer_epoch=-1, base_sequence=-1, record_count=4,
+    )  # fmt: skip
+    bad = build_stored_batch(fields, encode_run(decode_records(plain)[1], 0))
+    worse = build_batch([(None, b"7")], timestamp_ms=1000)
+    with pytest.raises(InvalidRecord) as refused:
+        log.append(good + bad + worse, now_ms=1000)
+    assert [e.batch_index for e in refused.value.record_errors] == [1, 3]
+    assert all(e.message for e in refused.value.record_errors)
+    assert "2 of 4" in str(refused.value)
+    assert log.log_end_offset == 0  # the good batch before it is not written either
+
+
+@pytest.mark.parametrize(
     "codec",
     [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD],
     ids=lambda c: c.name.lower(),

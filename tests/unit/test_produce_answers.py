@@ -59,14 +59,16 @@ class Socket(asyncio.Transport):
         return False
 
 
-def produce(correlation_id: int, partition: int, records: bytes | None, acks: int = -1) -> bytes:
+def produce(
+    correlation_id: int, partition: int, records: bytes | None, acks: int = -1, topic: str = TOPIC
+) -> bytes:
     body = v10.ProduceRequest(
         transactional_id=None,
         acks=i16(acks),
         timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
         topic_data=(
             v10.request.TopicProduceData(
-                name=TopicName(TOPIC),
+                name=TopicName(topic),
                 partition_data=(
                     v10.request.PartitionProduceData(
                         index=i32(partition),
@@ -183,3 +185,30 @@ async def test_a_failed_fsync_is_answered_as_a_storage_error_and_counted(tmp_pat
         assert error_counts(srv) == {"kafka_storage_error": 1}
     finally:
         srv.services.logs.close()
+
+
+async def test_keyless_records_on_a_compacted_topic_are_named_in_the_answer(
+    server: Server,
+) -> None:
+    """KIP-467 (Produce v8+): the batch fails whole with INVALID_RECORD, and `record_errors`
+    names each keyless record by its index in the batch, as Kafka's ReplicaManager answers a
+    `RecordValidationException` (no offset, the log start offset, a message), from
+    LogValidator's `validateKey`."""
+    server.services.logs.create_topic("keyed", 1, {"cleanup.policy": "compact"})
+    keyed = build_batch([(b"k", b"0")], timestamp_ms=1_700_000_000_000)
+    mixed = build_batch(
+        [(b"k", b"1"), (None, b"2"), (b"k", b"3"), (None, b"4")], timestamp_ms=1_700_000_000_000
+    )
+    socket = serve(server, produce(1, 0, keyed, topic="keyed"), produce(2, 0, mixed, topic="keyed"))
+    (_, first), (_, second) = (
+        decode_response(PRODUCE, 10, payload)
+        for payload in FrameDecoder(1 << 20).feed(bytes(socket.written))
+    )
+    assert first.responses[0].partition_responses[0].error_code == ErrorCode.none
+    (part,) = second.responses[0].partition_responses
+    assert part.error_code == ErrorCode.invalid_record
+    assert [e.batch_index for e in part.record_errors] == [1, 3]
+    assert all(e.batch_index_error_message for e in part.record_errors)
+    assert (part.base_offset, part.log_start_offset) == (-1, 0)
+    assert part.error_message is not None and "2 of 4" in part.error_message
+    assert server.services.logs.log("keyed", 0).log_end_offset == 1  # type: ignore[union-attr]

@@ -1,8 +1,8 @@
 """The hot path's ProduceResponse serialiser writes exactly the bytes kio's writer does.
 
-Hypothesis makes the results (topics, partitions, error codes, offsets, messages); the same
-results go through kio (its dataclasses and writer of that very version) and through
-`protocol.produce_response`, for every version the Produce handler serves.
+Hypothesis makes the results (topics, partitions, error codes, offsets, messages, record
+errors); the same results go through kio (its dataclasses and writer of that very version) and
+through `protocol.produce_response`, for every version the Produce handler serves.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from protocol.messages import response_frame
 from protocol.produce_response import MAX_VERSION
 from protocol.produce_response import MIN_VERSION
 from protocol.produce_response import PartitionResult
+from protocol.produce_response import RecordError
 from protocol.produce_response import TopicResults
 from protocol.produce_response import encode_produce_response
 
@@ -36,6 +37,9 @@ codes = st.sampled_from([int(c) for c in ErrorCode])
 int64 = st.integers(-(2**63), 2**63 - 1)
 text = st.text(max_size=300)  # past 127 bytes the compact length takes two varint bytes
 
+record_errors = st.builds(
+    RecordError, batch_index=st.integers(-(2**31), 2**31 - 1), message=st.none() | text
+)
 partitions = st.lists(
     st.builds(
         PartitionResult,
@@ -44,6 +48,7 @@ partitions = st.lists(
         base_offset=int64,
         log_start_offset=int64,
         error_message=st.none() | text,
+        record_errors=st.lists(record_errors, max_size=3).map(tuple),
     ),
     max_size=5,
 )
@@ -61,9 +66,15 @@ def kio_response(version: int, results: list[TopicResults], throttle_ms: int) ->
             "error_code": ErrorCode(p.error_code),
             "base_offset": i64(p.base_offset),
             "log_start_offset": i64(p.log_start_offset),
-            "record_errors": (),
             "error_message": p.error_message,
         }
+        if "record_errors" in names:  # v8+; older versions answer with the error code alone
+            values["record_errors"] = tuple(
+                schema.BatchIndexAndErrorMessage(
+                    batch_index=i32(e.batch_index), batch_index_error_message=e.message
+                )
+                for e in p.record_errors
+            )
         return schema.PartitionProduceResponse(**{k: v for k, v in values.items() if k in names})
 
     return schema.ProduceResponse(
@@ -108,6 +119,7 @@ one_partition = st.builds(
     error_code=codes,
     base_offset=int64,
     log_start_offset=int64,
+    record_errors=st.just(()) | st.just((RecordError(37, "no key"),)),
 )
 
 

@@ -307,3 +307,65 @@ def test_every_handler_declares_kafkas_acl_checks() -> None:
 def test_a_handler_must_declare_its_acl_checks() -> None:
     with pytest.raises(TypeError):
         handler(_unused, find_v3.FindCoordinatorRequest)  # type: ignore[call-arg]
+
+
+# What Apache Kafka 4.x serves of each API Shoal implements: `validVersions` in
+# clients/src/main/resources/common/message/<Api>Request.json of Kafka 4.2 (the same files kio
+# 0.6.5 is generated from, and kafka-python 3.0.12 ships in kafka/protocol/schemas/resources).
+# The old versions are those KIP-896 removed in 4.0 (unchanged in 4.1 and 4.2): Produce v0-2,
+# Fetch v0-3, ListOffsets v0, OffsetCommit v0-1, OffsetFetch v0, CreateTopics v0-1, DeleteTopics
+# v0, DescribeConfigs v0, the ACL APIs v0. InitProducerId v6 is `latestVersionUnstable` (2PC,
+# KIP-939): a broker serves it only with unstable.api.versions.enable, so 0-5.
+KAFKA_4_VERSIONS: dict[str, tuple[int, int]] = {
+    "Produce": (3, 13), "Fetch": (4, 18), "ListOffsets": (1, 11), "Metadata": (0, 13),
+    "OffsetCommit": (2, 10), "OffsetFetch": (1, 10), "OffsetDelete": (0, 0),
+    "FindCoordinator": (0, 6), "JoinGroup": (0, 9), "Heartbeat": (0, 4), "LeaveGroup": (0, 5),
+    "SyncGroup": (0, 5), "DescribeGroups": (0, 6), "ListGroups": (0, 5), "ApiVersions": (0, 4),
+    "CreateTopics": (2, 7), "DeleteTopics": (1, 6), "DeleteRecords": (0, 2),
+    "DeleteGroups": (0, 2), "InitProducerId": (0, 5), "DescribeAcls": (1, 3),
+    "CreateAcls": (1, 3), "DeleteAcls": (1, 3), "SaslHandshake": (0, 1),
+    "SaslAuthenticate": (0, 2), "DescribeUserScramCredentials": (0, 0),
+    "AlterUserScramCredentials": (0, 0), "DescribeConfigs": (1, 4), "AlterConfigs": (0, 2),
+    "IncrementalAlterConfigs": (0, 1), "CreatePartitions": (0, 3), "DescribeCluster": (0, 2),
+    "ConsumerGroupHeartbeat": (0, 1), "ConsumerGroupDescribe": (0, 1),
+    "ShareGroupHeartbeat": (1, 1), "ShareGroupDescribe": (1, 1), "ShareFetch": (1, 2),
+    "ShareAcknowledge": (1, 2), "DescribeShareGroupOffsets": (0, 1),
+    "AlterShareGroupOffsets": (0, 0), "DeleteShareGroupOffsets": (0, 0),
+}  # fmt: skip
+# Newer versions Kafka 4.x serves that Shoal does not yet, and the newest Shoal serves:
+# Produce v13, OffsetCommit v10 and OffsetFetch v10 name topics by id only (KIP-516, KIP-848);
+# Fetch v17-18 add replica fields (KIP-853, KIP-1166) while Fetch is being reworked; ListOffsets
+# v11 asks for the earliest offset waiting for tiered storage (KIP-1023).
+NEWER_IN_KAFKA = {
+    "Produce": 12, "Fetch": 16, "ListOffsets": 10, "OffsetCommit": 9, "OffsetFetch": 9,
+}  # fmt: skip
+
+
+def test_every_api_serves_from_kafka_4s_oldest_version_to_its_newest() -> None:
+    """A version Kafka 4 removed is not served (a client gets what Kafka gives it: a closed
+    connection), and a version Kafka 4 still serves is, unless listed in NEWER_IN_KAFKA."""
+    served = {h.name: (h.min_version, h.max_version) for h in build_registry()}
+    expected = {
+        name: (low, NEWER_IN_KAFKA.get(name, high))
+        for name, (low, high) in KAFKA_4_VERSIONS.items()
+    }
+    assert served == expected
+
+
+def test_api_versions_advertises_produce_from_v0_as_kafka_4_does() -> None:
+    """ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION (KAFKA-18659): librdkafka releases
+    from before the fix of its issue 4956 turn compression off unless the broker lists Produce
+    v0, so Kafka 4 lists it and refuses v0-2 when sent. Every other API is advertised as
+    served."""
+    advertised = {h.name: (h.advertised_min_version, h.min_version) for h in build_registry()}
+    assert advertised.pop("Produce") == (0, 3)
+    assert all(low == served for low, served in advertised.values())
+
+
+def test_a_handler_cannot_advertise_from_a_version_newer_than_it_serves() -> None:
+    assert handler(_unused, find_v3.FindCoordinatorRequest, acl=()).advertised_min_version == 3
+    assert handler(
+        _unused, find_v3.FindCoordinatorRequest, acl=(), advertise_from=0
+    ).advertised_min_version == 0  # fmt: skip
+    with pytest.raises(ValueError, match="advertised from v4"):
+        handler(_unused, find_v3.FindCoordinatorRequest, acl=(), advertise_from=4)

@@ -118,21 +118,48 @@ def test_unknown_partitions_are_answered_once_and_never_kept(tmp_path: Path) -> 
     assert list(forgotten.session.partitions) == [(w.topic_id, 1)]
 
 
-def test_each_fetch_starts_one_partition_further(tmp_path: Path) -> None:
+def test_each_epoch_starts_one_partition_further(tmp_path: Path) -> None:
+    """Kafka's `PartitionRotateStrategy` (round robin, KAFKA-17951): the session's partitions
+    turned left by the request's epoch, not at all at epoch 0; an epoch a ShareAcknowledge
+    used still counts, so the order follows the epoch, not the number of fetches."""
     w = World(tmp_path, 3, 5)
     session = w.open(range(3))
     firsts = []
-    for _ in range(3):
-        fetched = w.service.acquire(session, max_records=1, max_bytes=1 << 20, now_ms=NOW)
+    for epoch in (0, 1, 2, 3, 5):  # 4: a ShareAcknowledge's
+        fetched = w.service.acquire(
+            session, session_epoch=epoch, max_records=1, max_bytes=1 << 20, now_ms=NOW
+        )
         assert len(fetched) == 1
         firsts.append(next(iter(fetched))[1])
-    assert firsts == [0, 1, 2]
+    assert firsts == [0, 1, 2, 0, 2]
+
+
+def test_max_bytes_is_shared_evenly_by_the_partitions(tmp_path: Path) -> None:
+    """Kafka's `PartitionMaxBytesStrategy` UNIFORM (KAFKA-18404): each partition that can
+    acquire reads at most MaxBytes / their number, so one partition's backlog does not take a
+    whole response while the others wait."""
+    w = World(tmp_path, 2, 4)
+    plog = w.logs.log("t", 0)
+    assert plog is not None
+    batch = len(plog.read(0, 1))  # one stored batch (one record)
+    session = w.open(range(2))
+    fetched = w.service.acquire(
+        session, session_epoch=0, max_records=500, max_bytes=4 * batch, now_ms=NOW
+    )
+    counts = {
+        k[1]: sum(a.last_offset - a.first_offset + 1 for a in f.acquired)
+        for k, f in fetched.items()
+    }
+    assert counts == {0: 2, 1: 2}
+    assert sum(len(f.records) for f in fetched.values()) == 4 * batch
 
 
 def test_the_record_budget_is_shared_by_the_partitions(tmp_path: Path) -> None:
     w = World(tmp_path, 3, 4)
     session = w.open(range(3))
-    fetched = w.service.acquire(session, max_records=6, max_bytes=1 << 20, now_ms=NOW)
+    fetched = w.service.acquire(
+        session, session_epoch=0, max_records=6, max_bytes=1 << 20, now_ms=NOW
+    )
     counts = [sum(a.last_offset - a.first_offset + 1 for a in f.acquired) for f in fetched.values()]
     assert counts == [4, 2]
     assert w.held() == 6
@@ -141,17 +168,17 @@ def test_the_record_budget_is_shared_by_the_partitions(tmp_path: Path) -> None:
 def test_the_byte_budget_stops_acquisition(tmp_path: Path) -> None:
     w = World(tmp_path, 3, 4)
     session = w.open(range(3))
-    fetched = w.service.acquire(session, max_records=500, max_bytes=1, now_ms=NOW)
-    # At least one whole batch is always handed out, then the byte budget is spent.
+    fetched = w.service.acquire(session, session_epoch=0, max_records=500, max_bytes=1, now_ms=NOW)
+    # The first partition's first batch comes whole (KIP-74), then the byte budget is spent.
     assert len(fetched) == 1
-    assert sum(len(f.acquired) for f in fetched.values()) >= 1
-    assert w.held() < 4
+    assert sum(len(f.acquired) for f in fetched.values()) == 1
+    assert w.held() == 1
 
 
 def test_acknowledgements_apply_per_partition(tmp_path: Path) -> None:
     w = World(tmp_path, 1, 3)
     session = w.open(range(1))
-    w.service.acquire(session, max_records=500, max_bytes=1 << 20, now_ms=NOW)
+    w.service.acquire(session, session_epoch=0, max_records=500, max_bytes=1 << 20, now_ms=NOW)
     outcome = w.service.acknowledge(
         G, M, (w.topic_id, 0), [[Batch(0, 2, ACCEPT)]], renew_allowed=False, now_ms=NOW
     )
@@ -166,7 +193,7 @@ def test_acknowledgements_apply_per_partition(tmp_path: Path) -> None:
 def test_a_member_that_left_keeps_its_records_for_the_grace_period(tmp_path: Path) -> None:
     w = World(tmp_path, 1, 3)
     session = w.open(range(1))
-    w.service.acquire(session, max_records=500, max_bytes=1 << 20, now_ms=NOW)
+    w.service.acquire(session, session_epoch=0, max_records=500, max_bytes=1 << 20, now_ms=NOW)
     w.service.member_departed(Departure(G, M, "left"), NOW)
     assert w.held() == 3
     w.service.expire([], NOW + LEAVE_GRACE_MS - 1)
@@ -179,7 +206,7 @@ def test_a_member_that_left_keeps_its_records_for_the_grace_period(tmp_path: Pat
 def test_a_timed_out_member_loses_its_records_at_once(tmp_path: Path) -> None:
     w = World(tmp_path, 1, 3)
     session = w.open(range(1))
-    w.service.acquire(session, max_records=500, max_bytes=1 << 20, now_ms=NOW)
+    w.service.acquire(session, session_epoch=0, max_records=500, max_bytes=1 << 20, now_ms=NOW)
     w.service.expire([Departure(G, M, "session timeout")], NOW)
     assert w.held() == 0
     assert len(w.service.sessions) == 0
@@ -188,6 +215,6 @@ def test_a_timed_out_member_loses_its_records_at_once(tmp_path: Path) -> None:
 def test_closing_the_session_releases_what_the_member_holds(tmp_path: Path) -> None:
     w = World(tmp_path, 1, 3)
     session = w.open(range(1))
-    w.service.acquire(session, max_records=500, max_bytes=1 << 20, now_ms=NOW)
+    w.service.acquire(session, session_epoch=0, max_records=500, max_bytes=1 << 20, now_ms=NOW)
     w.service.close_session(G, M, NOW)
     assert w.held() == 0
