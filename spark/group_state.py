@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from dataclasses import replace
 
 from kio.schema.errors import ErrorCode
 
@@ -103,6 +104,7 @@ class GroupLimits:
     delivery_count_limit: int = 5
     record_locks: int = 2000  # share.partition.max.record.locks: records in flight per partition
     max_record_locks: int | None = None  # the broker's bound on it, if it could be read
+    auto_offset_reset: str = "latest"  # share.auto.offset.reset: where unstarted partitions begin
 
 
 async def group_limits(admin: Admin, group: str) -> GroupLimits:
@@ -112,12 +114,17 @@ async def group_limits(admin: Admin, group: str) -> GroupLimits:
     found = await admin.describe_configs(
         ConfigResourceType.GROUP,
         group,
-        ("share.delivery.count.limit", "share.partition.max.record.locks"),
+        (
+            "share.delivery.count.limit",
+            "share.partition.max.record.locks",
+            "share.auto.offset.reset",
+        ),
     )
     defaults = GroupLimits()
     limits = GroupLimits(
         _int(found.get("share.delivery.count.limit"), defaults.delivery_count_limit),
         _int(found.get("share.partition.max.record.locks"), defaults.record_locks),
+        auto_offset_reset=found.get("share.auto.offset.reset") or defaults.auto_offset_reset,
     )
     try:
         broker = await admin.describe_configs(
@@ -128,7 +135,7 @@ async def group_limits(admin: Admin, group: str) -> GroupLimits:
     except KafkaError:
         return limits  # only the advice loses its number
     bound = _int(broker.get("group.share.max.partition.max.record.locks"), 0) or None
-    return GroupLimits(limits.delivery_count_limit, limits.record_locks, bound)
+    return replace(limits, max_record_locks=bound)
 
 
 def _int(raw: str | None, default: int) -> int:

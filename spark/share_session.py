@@ -28,6 +28,8 @@ from spark.loop import LoopThread
 from spark.options import AT_MOST_ONCE
 from spark.options import SHIP
 from spark.options import StreamOptions
+from spark.progress import latest_report
+from spark.progress import source_metrics
 from spark.ranges import Span
 from spark.ranges import carve
 from spark.ranges import spans_of
@@ -44,6 +46,7 @@ class _Batch:
     seq: int
     spans: list[Span]
     acquired: list[AcquiredData]  # kept only when the driver ships the bytes
+    offset: dict[str, Any]  # what Spark was told this batch's end offset is (spark.progress)
     settled: bool = False
 
 
@@ -165,10 +168,14 @@ class ShareGroupSession:
         self.available_now = True
         self.targets = self.loop.run(self._end_offsets())
 
-    async def _end_offsets(self) -> dict[tuple[str, int], tuple[int, int]]:
+    async def _partitions(self) -> list[tuple[str, int]]:
         admin = self._admin_client()
         await admin.cluster.bootstrap()
-        tps = [(t, p) for t in self.opts.topics for p in (await admin.cluster.topic(t)).partitions]
+        return [(t, p) for t in self.opts.topics for p in (await admin.cluster.topic(t)).partitions]
+
+    async def _end_offsets(self) -> dict[tuple[str, int], tuple[int, int]]:
+        admin = self._admin_client()
+        tps = await self._partitions()
         found = await asyncio.gather(  # all in flight at once: the query waits for them
             *(admin.list_offsets(t, p, spec) for t, p in tps for spec in ("earliest", "latest"))
         )
@@ -200,11 +207,43 @@ class ShareGroupSession:
             return True
         return False
 
+    # -- progress -----------------------------------------------------------------------------
+
+    def latest_report(self, read_to: dict[tuple[str, int], int]) -> dict[str, Any] | None:
+        """The log end offsets and the source's metrics for Spark's progress (`spark.progress`);
+        None when the broker could not say (the progress then shows no latest offset)."""
+        try:
+            return self.loop.run(self._latest_report(read_to), timeout=10)
+        except Exception as e:  # only the progress report loses this trigger's figures
+            log.info("reading the latest offsets and the group's lag failed: %s", e)
+            return None
+
+    async def _latest_report(self, read_to: dict[tuple[str, int], int]) -> dict[str, Any]:
+        admin = self._admin_client()
+        tps = await self._partitions()
+        ends = await asyncio.gather(*(admin.list_offsets(t, p, "latest") for t, p in tps))
+        latest = dict(zip(tps, ends, strict=True))
+        try:
+            group = await admin.describe_share_group_offsets(self.opts.group, tps)
+        except KafkaError:  # no such group yet: no lag to report
+            group = {}
+        lags = [o.lag for o in group.values() if o.lag >= 0]  # -1: a partition not started
+        lag = sum(lags) if lags else None
+        starts = {tp: o.start_offset for tp, o in group.items() if o.start_offset >= 0}
+        # A partition the group has not started begins at its reset point when it does.
+        unstarted = [tp for tp in tps if tp not in starts and tp not in read_to]
+        if unstarted and self.limits.auto_offset_reset == "earliest":
+            firsts = await asyncio.gather(
+                *(admin.list_offsets(t, p, "earliest") for t, p in unstarted)
+            )
+            starts.update(zip(unstarted, firsts, strict=True))
+        return latest_report(latest, source_metrics(latest, read_to, starts, lag))
+
     # -- acknowledging ------------------------------------------------------------------------
 
-    def hold(self, seq: int, acquired: list[AcquiredData]) -> None:
+    def hold(self, seq: int, acquired: list[AcquiredData], offset: dict[str, Any]) -> None:
         keep = acquired if self.opts.data_path == SHIP else []
-        batch = self.batches[seq] = _Batch(seq, spans_of(acquired), keep)
+        batch = self.batches[seq] = _Batch(seq, spans_of(acquired), keep, offset)
         if self.opts.ack_mode == AT_MOST_ONCE:
             self.loop.run(self._settle([batch], verdicts=False, send=True))
 
@@ -251,10 +290,10 @@ class ShareGroupSession:
         if found:
             log.info("batch verdicts: %d rejected or released", len(found))
 
-    def pending_after(self, seq: int) -> int | None:
-        """The highest batch planned after `seq` and not yet committed, if any."""
+    def pending_after(self, seq: int) -> dict[str, Any] | None:
+        """The offset of the highest batch planned after `seq` and not yet committed, if any."""
         later = [s for s in self.batches if s > seq]
-        return max(later) if later else None
+        return self.batches[max(later)].offset if later else None
 
     def between(self, start: int, end: int) -> list[_Batch]:
         return [b for s, b in sorted(self.batches.items()) if start < s <= end]

@@ -3,6 +3,7 @@ shared between queries, micro-batches sized by the read limit, and shoal_ack's v
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from spark import shoal_ack
+from spark.progress import shoal_metrics
 from tests.brokers import BrokerProcess
 from tests.spark.conftest import configure_group
 from tests.spark.conftest import create_topic
@@ -144,6 +146,26 @@ def test_micro_batches_hold_exactly_max_offsets_per_trigger(
     sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
     assert sum(sizes) == total
     assert sizes[:-1] == [limit] * (len(sizes) - 1), sizes
+
+    # The progress (issue 30 item 3): offsets per topic-partition as Spark's Kafka source
+    # reports them, and the metrics with the group's lag in the latest offset.
+    last = [_source(p) for p in q.recentProgress if p["numInputRows"]][-1]
+    end = last["endOffset"]
+    assert sorted(end[topic]) == ["0", "1", "2", "3"]
+    assert end["shoal:batch"] == len(sizes)
+    assert sorted(last["latestOffset"][topic]) == ["0", "1", "2", "3"]
+    metrics = shoal_metrics(q.lastProgress)
+    assert set(metrics) >= {"avgOffsetsBehindLatest", "maxOffsetsBehindLatest", "shareGroupLag"}
+    assert int(metrics["shareGroupLag"]) <= limit  # the last batch may not be accepted yet
+
+
+def _source(progress: Any) -> dict[str, Any]:
+    """The progress's source, its offsets as dicts (PySpark hands them as JSON text)."""
+    source = dict(json.loads(progress.json)["sources"][0])
+    for k in ("startOffset", "endOffset", "latestOffset"):
+        if isinstance(source.get(k), str):
+            source[k] = json.loads(source[k])
+    return source
 
 
 def test_tasks_that_fetch_their_ranges_read_every_record(
