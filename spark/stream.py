@@ -105,6 +105,7 @@ from spark.ranges import Span
 from spark.ranges import count
 from spark.ranges import shipments
 from spark.ranges import split_spans
+from spark.ranges import tasks_for
 from spark.rows import without_headers
 from spark.worker_gc import freeze_once
 
@@ -274,11 +275,12 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         batches = self._group().between(batch_of(start), batch_of(end))
         # A batch replayed after a restart has no ranges here: they went back to the group.
-        pieces = self.opts.num_partitions
+        spans = [s for b in batches for s in b.spans]
+        kafka_partitions = len({(s.topic, s.partition) for s in spans})
+        pieces = tasks_for(kafka_partitions, self.opts.num_partitions, self.opts.min_partitions)
         if self.opts.data_path == SHIP:
             acquired = [a for b in batches for a in b.acquired]
             return [ShipmentPartition(p) for p in shipments(acquired, pieces)]
-        spans = [s for b in batches for s in b.spans]
         return [SpanPartition(self.opts.bootstrap, p) for p in split_spans(spans, pieces)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
