@@ -32,6 +32,7 @@ from spark.progress import latest_report
 from spark.progress import source_metrics
 from spark.ranges import Span
 from spark.ranges import carve
+from spark.ranges import count
 from spark.ranges import spans_of
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ class ShareGroupSession:
                     wait = _DRAIN_POLL_S if polls else 0.0
                 polls += 1
                 out = await self.taker.take(limit, wait)
-                self._check_window(limit)
+                self._check_window(limit, count(out))
                 if out:
                     self._touched = time.monotonic()
                     break
@@ -141,10 +142,13 @@ class ShareGroupSession:
                      self.opts.group, e)  # fmt: skip
             return GroupLimits()
 
-    def _check_window(self, limit: int) -> None:
-        """Once the assignment is known: say if the group's lock window caps the read limit."""
+    def _check_window(self, limit: int, taken: int) -> None:
+        """Say once, at the first micro-batch the group's lock window filled short of the read
+        limit, which setting caps it (a backlog too small to reach either says nothing)."""
         assigned = self.taker.fronts.seen
         if self._window_checked or not assigned or self.opts.max_records_per_trigger is None:
+            return
+        if taken >= limit or taken < self.limits.record_locks * len(assigned):
             return
         self._window_checked = True
         warning = window_warning(
