@@ -199,3 +199,45 @@ def test_offsets_are_per_partition_and_the_latest_offset_carries_lag_metrics(
     latest = reader.reportLatestOffset()
     assert latest is not None
     assert latest["shoal:metrics"]["shareGroupLag"] == "0"
+
+
+def test_a_lock_window_that_caps_micro_batches_is_named_once(
+    broker: BrokerProcess, stopped: list[ShoalStreamReader], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 30 item 2: a micro-batch is held in flight until Spark commits it, so the group's
+    share.partition.max.record.locks caps it (Kafka 4's default 2,000 per partition). The query
+    says so once, naming the setting and how to raise it, at the first batch it caps; a
+    backlog too small to reach either limit says nothing."""
+    create_topic(broker.bootstrap, "windowed", 1)
+    configure_group(broker.bootstrap, "windowed-small", share_partition_max_record_locks="100")
+    configure_group(broker.bootstrap, "windowed-few", share_partition_max_record_locks="100")
+    produce(broker.bootstrap, "windowed", 60)
+    few = _reader(broker, subscribe="windowed", group="windowed-few", maxRecordsPerTrigger="250")
+    stopped.append(few)
+    with caplog.at_level(logging.WARNING, logger="spark.share_session"):
+        end = _next_batch(few, few.initialOffset(), few.getDefaultReadLimit())
+        assert sum(end["windowed"].values()) == 60
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+    few.stop()
+
+    produce(broker.bootstrap, "windowed", 240)
+    reader = _reader(
+        broker, subscribe="windowed", group="windowed-small", maxRecordsPerTrigger="250"
+    )
+    stopped.append(reader)
+    with caplog.at_level(logging.WARNING, logger="spark.share_session"):
+        start, sizes = reader.initialOffset(), []
+        for _ in range(3):
+            end = _next_batch(reader, start, reader.getDefaultReadLimit())
+            parts = reader.partitions(start, end)
+            sizes.append(sum(b.num_rows for p in parts for b in reader.read(p)))
+            reader.commit(end)
+            start = end
+    # The window admits a stored batch that starts inside it whole (as Kafka's), so batches
+    # are about the window's size, well under the read limit.
+    assert sum(sizes) == 300 and max(sizes) < 250, sizes
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert "maxRecordsPerTrigger=250 cannot be reached" in warnings[0]
+    assert "share.partition.max.record.locks=100" in warnings[0]
+    assert "--add-config share.partition.max.record.locks=250" in warnings[0]
