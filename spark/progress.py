@@ -12,9 +12,10 @@ share group, in the shapes Spark's Kafka source uses, so lag dashboards carry ov
   in `metrics` (`KafkaMicroBatchStream.metrics` in Spark's kafka-0-10-sql connector: offsets
   behind the latest, per partition, as min/max/avg strings) and the share group's lag
   (`shareGroupLag`: records not yet acknowledged or archived, from DescribeShareGroupOffsets,
-  which counts data records only). PySpark 4 gives a Python source no hook for `metrics` nor
-  for `description` (PythonMicroBatchStream implements neither ReportsSourceMetrics nor
-  toString), so `latestOffset` is where they can be read: `shoal_metrics(progress)` does it.
+  which counts data records only; asked at most every 5 s, see `spark.share_session`).
+  PySpark 4 gives a Python source no hook for `metrics` nor for `description`
+  (PythonMicroBatchStream implements neither ReportsSourceMetrics nor toString), so
+  `latestOffset` is where they can be read: `shoal_metrics(progress)` does it.
 """
 
 from __future__ import annotations

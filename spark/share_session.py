@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 _DRAIN_POLL_S = 0.2  # AvailableNow: how often an idle reader asks whether the group is drained
 _DRAIN_PATIENCE_S = 120.0  # AvailableNow: give up waiting on the group after no progress
 _TICK_S = 0.1
+_LAG_EVERY_S = 5.0  # how often the progress's shareGroupLag is asked of the broker
 
 
 @dataclass
@@ -78,6 +79,7 @@ class ShareGroupSession:
         self.targets: dict[tuple[str, int], tuple[int, int]] = {}  # (earliest, end) at start
         self.drained = False
         self._touched = time.monotonic()
+        self._lag_view: tuple[float, dict[tuple[str, int], int], int | None] | None = None
         self._lock = self.loop.run(self._make_lock())
         self._renewer = self.loop.spawn(self._renew_forever())
 
@@ -227,13 +229,7 @@ class ShareGroupSession:
         tps = await self._partitions()
         ends = await asyncio.gather(*(admin.list_offsets(t, p, "latest") for t, p in tps))
         latest = dict(zip(tps, ends, strict=True))
-        try:
-            group = await admin.describe_share_group_offsets(self.opts.group, tps)
-        except KafkaError:  # no such group yet: no lag to report
-            group = {}
-        lags = [o.lag for o in group.values() if o.lag >= 0]  # -1: a partition not started
-        lag = sum(lags) if lags else None
-        starts = {tp: o.start_offset for tp, o in group.items() if o.start_offset >= 0}
+        starts, lag = await self._group_lag(tps)
         # A partition the group has not started begins at its reset point when it does.
         unstarted = [tp for tp in tps if tp not in starts and tp not in read_to]
         if unstarted and self.limits.auto_offset_reset == "earliest":
@@ -242,6 +238,25 @@ class ShareGroupSession:
             )
             starts.update(zip(unstarted, firsts, strict=True))
         return latest_report(latest, source_metrics(latest, read_to, starts, lag))
+
+    async def _group_lag(
+        self, tps: list[tuple[str, int]]
+    ) -> tuple[dict[tuple[str, int], int], int | None]:
+        """The group's start offsets and lag (records), asked at most every `_LAG_EVERY_S`:
+        the broker counts the control records between each partition's window and its log
+        end to tell records from offsets, which costs it more than a trigger should."""
+        now = time.monotonic()
+        if self._lag_view is not None and now - self._lag_view[0] < _LAG_EVERY_S:
+            return self._lag_view[1], self._lag_view[2]
+        try:
+            group = await self._admin_client().describe_share_group_offsets(self.opts.group, tps)
+        except KafkaError:  # no such group yet: no lag to report
+            group = {}
+        lags = [o.lag for o in group.values() if o.lag >= 0]  # -1: a partition not started
+        lag = sum(lags) if lags else None
+        starts = {tp: o.start_offset for tp, o in group.items() if o.start_offset >= 0}
+        self._lag_view = (now, starts, lag)
+        return dict(starts), lag
 
     # -- acknowledging ------------------------------------------------------------------------
 

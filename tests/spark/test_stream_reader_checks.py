@@ -196,8 +196,14 @@ def test_offsets_are_per_partition_and_the_latest_offset_carries_lag_metrics(
         total += sum(nxt["lagging"].values()) - sum(start["lagging"].values())
         start = nxt
     reader.commit(start)
-    latest = reader.reportLatestOffset()
-    assert latest is not None
+    # The lag is asked of the broker at most every 5 s (spark.share_session._LAG_EVERY_S).
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        latest = reader.reportLatestOffset()
+        assert latest is not None
+        if latest["shoal:metrics"]["shareGroupLag"] == "0":
+            break
+        time.sleep(0.2)
     assert latest["shoal:metrics"]["shareGroupLag"] == "0"
 
 
