@@ -71,10 +71,12 @@ def _split(total: int, pieces: int) -> list[int]:
 
 class _Opts:
     def __init__(self, options: dict[str, str]) -> None:
+        # Spark hands the options with lower-cased names: "perBatch" arrives as "perbatch".
+        options = {k.lower(): v for k, v in options.items()}
         self.records = int(options.get("records", "1000000"))
-        self.per_batch = int(options.get("perBatch", "100000"))
-        self.pieces = int(options.get("numPartitions", "1"))
-        self.value_size = int(options.get("valueSize", "100"))
+        self.per_batch = int(options.get("perbatch", "100000"))
+        self.pieces = int(options.get("numpartitions", "1"))
+        self.value_size = int(options.get("valuesize", "100"))
 
 
 class FloorSource(DataSource):

@@ -47,6 +47,7 @@ SOCKET_SERVER = "kafka_server_socket_server_metrics"  # Selector's metrics, tagg
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 LOAD_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0)
 MAX_TOPIC_LABELS = 1000
+MAX_GROUP_LABELS = 1000
 OTHER = "other"  # where label values past a cap are counted
 
 log = structlog.get_logger("shoal.metrics")
@@ -179,6 +180,17 @@ class BrokerMetrics:
             "Records archived because they reached the delivery-count limit.",
             registry=r,
         )
+        # The same by group and topic, to find whose records are given up on (each line of
+        # the log names their offsets). Both labels are capped: past MAX_GROUP_LABELS groups
+        # or MAX_TOPIC_LABELS topics the rest fold into "other".
+        self.group_label = BoundedLabel("group", MAX_GROUP_LABELS)
+        self.archived_at_limit_by_group = Counter(
+            "shoal_sharegroup_delivery_limit_archived_records",
+            "Records given up on at the delivery-count limit, by share group and topic "
+            "(archived, or copied to the group's dead-letter topic first).",
+            ["group", "topic"],
+            registry=r,
+        )
         self.share_state_write_failures = Counter(
             f"{SHARE}_sharestatewritefailures",
             "Share-state changes not made because their SHARE_DELTA/CHECKPOINT write failed.",
@@ -256,8 +268,10 @@ class BrokerMetrics:
         self.lock_timeouts.inc(records)
         self.records_released.labels(reason="lock_timeout").inc(records)
 
-    def on_delivery_limit_archived(self, records: int) -> None:
+    def on_delivery_limit_archived(self, group: str, topic: str, records: int) -> None:
         self.archived_at_limit.inc(records)
+        labels = {"group": self.group_label(group), "topic": self.topic_label(topic)}
+        self.archived_at_limit_by_group.labels(**labels).inc(records)
 
     def on_share_state_write_failure(self) -> None:
         self.share_state_write_failures.inc()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections import deque
 from typing import Any
 from typing import TypeVar
@@ -19,6 +20,7 @@ from kio.static.protocol import RequestPayload
 
 from client.security import AuthenticationError
 from client.security import Security
+from client.security import TlsHandshakeError
 from protocol.framing import SIZE
 from protocol.framing import frame
 from protocol.messages import decode_response
@@ -53,9 +55,19 @@ class Connection:
     ) -> Connection:
         """:raises AuthenticationError: SASL credentials refused (the connection is closed)."""
         context = security.ssl_context() if security else None
-        reader, writer = await asyncio.open_connection(
-            host, port, ssl=context, server_hostname=host if context else None
-        )
+        try:
+            reader, writer = await asyncio.open_connection(
+                host, port, ssl=context, server_hostname=host if context else None
+            )
+        except (ssl.SSLError, ConnectionResetError, asyncio.IncompleteReadError) as e:
+            if context is None or security is None:
+                raise
+            # A plaintext listener answers a ClientHello with garbage or a reset: say so.
+            raise TlsHandshakeError(
+                f"TLS handshake with {host}:{port} failed ({type(e).__name__}: {e}): "
+                f"security.protocol={security.protocol} needs a listener that speaks TLS; is "
+                f"{host}:{port} a PLAINTEXT or SASL_PLAINTEXT listener?"
+            ) from e
         conn = cls(reader, writer, client_id)
         if security is not None and security.sasl:
             try:
@@ -71,8 +83,16 @@ class Connection:
             sasl_handshake.SaslHandshakeRequest(mechanism=security.mechanism)
         )
         if shake.error_code != ErrorCode.none:
+            if not shake.mechanisms:  # a listener without SASL answers so
+                raise AuthenticationError(
+                    f"SASL {security.mechanism} refused ({ErrorCode(shake.error_code).name}): "
+                    "the broker offers no SASL mechanism on this listener; "
+                    f"security.protocol={security.protocol} needs a SASL listener (is this one "
+                    "PLAINTEXT or SSL?)"
+                )
             raise AuthenticationError(
-                f"{security.mechanism} refused; the broker offers {', '.join(shake.mechanisms)}"
+                f"SASL {security.mechanism} refused: the broker offers "
+                f"{', '.join(shake.mechanisms)} on this listener (set sasl.mechanism to one)"
             )
         client, challenge = security.sasl_client(), b""
         while not client.done:

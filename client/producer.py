@@ -31,6 +31,8 @@ from client.security import Security
 from protocol.messages import build
 
 _M32 = 0xFFFFFFFF
+# Kafka's compression.type names and their codec ids in a batch's attributes.
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
 def murmur2(data: bytes) -> int:
@@ -85,9 +87,13 @@ class Producer:
         timeout_ms: int = 30_000,
         client_id: str = "shoal-producer",
         security: Security | None = None,
+        compression: str = "none",
     ) -> None:
         if acks not in (-1, 0, 1):
             raise ValueError("acks must be -1, 0 or 1")
+        if compression not in CODECS:
+            raise ValueError(f"compression must be one of {', '.join(CODECS)}")
+        self._codec = CODECS[compression]
         self.cluster = Cluster(bootstrap, client_id=client_id, security=security)
         self._acks = acks
         self._linger_s = linger_ms / 1000
@@ -182,7 +188,7 @@ class Producer:
                         build(
                             m.PartitionProduceData,
                             index=partition,
-                            records=encode_batch(records, int(time.time() * 1000)),
+                            records=encode_batch(records, int(time.time() * 1000), self._codec),
                         ),
                     ),
                 ),

@@ -27,9 +27,13 @@ from kio.static.primitive import i64
 from client.fetched_batches import FetchedBatch
 from client.fetched_batches import corrupt
 from client.fetched_batches import fetched_batches
+from protocol.record_batch import BATCH_HEADER_SIZE
 from protocol.record_batch import Buffer
 from protocol.record_batch import InvalidRecordBatch
+from protocol.record_batch import parse_header
 from protocol.record_batch import read_varint
+from protocol.records import StoredBatch
+from protocol.records import build_stored_batch
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
@@ -72,8 +76,28 @@ def _timestamp(ms: int) -> TZAwareMicros:
     return TZAwareMicros.parse(_EPOCH + datetime.timedelta(milliseconds=ms, microseconds=500))
 
 
-def encode_batch(records: Sequence[Record], now_ms: int) -> bytes:
-    """One uncompressed v2 batch, no producer id (not idempotent), offsets 0..n-1."""
+def encode_batch(records: Sequence[Record], now_ms: int, codec: int = 0) -> bytes:
+    """One v2 batch, no producer id (not idempotent), offsets 0..n-1, its records compressed
+    with `codec` (Kafka's compression.type id: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)."""
+    plain = _encode_plain(records, now_ms)
+    if not codec:
+        return plain
+    h = parse_header(plain)
+    fields = StoredBatch(
+        base_offset=0,
+        last_offset=h.last_offset_delta,
+        attributes=h.attributes | codec,
+        base_timestamp=h.base_timestamp,
+        max_timestamp=h.max_timestamp,
+        producer_id=h.producer_id,
+        producer_epoch=h.producer_epoch,
+        base_sequence=h.base_sequence,
+        record_count=h.record_count,
+    )
+    return build_stored_batch(fields, plain[BATCH_HEADER_SIZE:])
+
+
+def _encode_plain(records: Sequence[Record], now_ms: int) -> bytes:
     if not records:
         raise ValueError("a batch needs at least one record")
     kio_records = tuple(

@@ -25,6 +25,10 @@ class AuthenticationError(ConnectionError):
     """The broker refused the credentials, or the SASL exchange went wrong."""
 
 
+class TlsHandshakeError(ConnectionError):
+    """The TLS handshake failed: a certificate refused, or a listener that does not speak TLS."""
+
+
 @dataclass(frozen=True, slots=True)
 class Security:
     protocol: str = "PLAINTEXT"

@@ -72,13 +72,18 @@ class ShareConsumer:
         client_id: str = "shoal-share-consumer",
         on_acknowledgement: AckCallback | None = None,
         security: Security | None = None,
+        record_limit: bool = False,
     ) -> None:
+        """`record_limit`: each poll acquires at most `max_records` records, the last range
+        possibly ending inside a stored batch (KIP-1206's record_limit acquire mode, asked in
+        ShareFetch v2; a broker with only v1 hands out whole batches, as it does otherwise)."""
         if acknowledgement_mode not in ("implicit", "explicit"):
             raise ValueError("acknowledgement_mode must be 'implicit' or 'explicit'")
         self.cluster = Cluster(bootstrap, client_id=client_id, security=security)
         self.group_id = group_id
         self.acknowledgement_mode = acknowledgement_mode
         self.max_records = max_records
+        self.record_limit = record_limit
         self.on_acknowledgement = on_acknowledgement
         self.last_ack_results: AckResults = {}
         self._membership = ShareMembership(self.cluster, group_id)
@@ -151,23 +156,45 @@ class ShareConsumer:
             self._delivered.setdefault((self._topic_ids[r.topic], r.partition), {})[r.offset] = r
         return records
 
-    async def poll_acquired(self, timeout_s: float = 1.0) -> list[AcquiredData]:
-        """As `poll`, but the acquired ranges and their stored batches, undecoded.
+    async def assigned(self, timeout_s: float = 1.0) -> set[TopicPartition] | None:
+        """The partitions assigned to this member, by name, once it has joined (waiting up to
+        `timeout_s` for that); None if it has not joined by then."""
+        if not await self._join(timeout_s):
+            return None
+        out: set[TopicPartition] = set()
+        for topic_id, partition in self._membership.assignment:
+            try:
+                out.add(((await self.cluster.topic_by_id(topic_id)).name, partition))
+            except KafkaError:
+                continue  # deleted, or not yet in the metadata
+        return out
 
-        Records acquired this way are acknowledged with `acknowledge_range` (explicit mode):
-        the consumer keeps no per-record state for them.
-        """
+    async def _join(self, timeout_s: float) -> bool:
         self._check_open()
         if not self._membership.subscription:
             raise ClientStateError("poll() before subscribe()")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(timeout_s, 0.0)
         await self.cluster.bootstrap()
         self._membership.start()
-        joined = await self._membership.wait_joined(deadline - loop.time())
+        joined = await self._membership.wait_joined(max(timeout_s, 0.0))
         self._raise_fatal()
-        if not joined:
+        return joined
+
+    async def poll_acquired(
+        self, timeout_s: float = 1.0, *, only: Iterable[TopicPartition] | None = None
+    ) -> list[AcquiredData]:
+        """As `poll`, but the acquired ranges and their stored batches, undecoded.
+
+        Records acquired this way are acknowledged with `acknowledge_range` (explicit mode):
+        the consumer keeps no per-record state for them. With `only`, records are acquired
+        from those of the assigned partitions alone: the others leave the share session for
+        this request (KIP-932's ForgottenTopicsData) and join it again on the next poll that
+        wants them; acknowledgements pending for them wait for that poll or `commit_sync`.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_s, 0.0)
+        if not await self._join(timeout_s):
             return []
+        wanted = None if only is None else await self._ids(only)
         async with self._io:
             if any(AcknowledgeType.RENEW in a.values() for a in self._pending.values()):
                 renew_plans = await self._plans(renew=True)
@@ -177,7 +204,7 @@ class ShareConsumer:
             while True:
                 left_ms = int((deadline - loop.time()) * 1000)
                 acquired = await self._fetch_round(
-                    await self._plans(renew=False),
+                    await self._plans(renew=False, only=wanted),
                     renew=False,
                     max_wait_ms=max(0, min(left_ms, _MAX_WAIT_MS)),
                 )
@@ -271,14 +298,33 @@ class ShareConsumer:
             self._ack_done(acked)
         return records
 
-    async def _plans(self, renew: bool) -> list[FetchPlan]:
+    async def _ids(self, partitions: Iterable[TopicPartition]) -> set[TopicPartitionId]:
+        out: set[TopicPartitionId] = set()
+        for topic, partition in partitions:
+            topic_id = self._topic_ids.get(topic)
+            if topic_id is None:
+                try:
+                    topic_id = (await self.cluster.topic(topic)).topic_id
+                except KafkaError:
+                    continue
+                self._topic_ids[topic] = topic_id
+            out.add((topic_id, partition))
+        return out
+
+    async def _plans(
+        self, renew: bool, only: set[TopicPartitionId] | None = None
+    ) -> list[FetchPlan]:
+        """One ShareFetch per leader: the assigned partitions (those in `only`, if given) and
+        the pending acknowledgements of the partitions it lists."""
         wanted: dict[int, set[TopicPartitionId]] = {}
         for tp in self._membership.assignment:
             leader = await self._leader(tp)
-            if leader is not None:
+            if leader is not None and (only is None or tp in only):
                 wanted.setdefault(leader, set()).add(tp)
         acks: dict[int, dict[TopicPartitionId, PartitionAcks]] = {}
         for tp, partition_acks in self._pending.items():
+            if only is not None and tp not in only:
+                continue  # a partition this request leaves out: a later one carries them
             leader = await self._leader(tp)
             if leader is not None:
                 acks.setdefault(leader, {})[tp] = partition_acks
@@ -305,6 +351,7 @@ class ShareConsumer:
         req = share_fetch_request(
             version, self.group_id, self.member_id, epoch, plan,
             max_wait_ms=max_wait_ms, max_records=self.max_records, renew=renew,
+            record_limit=self.record_limit,
         )  # fmt: skip
         try:
             resp = await self.cluster.request(

@@ -108,9 +108,13 @@ def share_fetch_request(
     max_wait_ms: int,
     max_records: int,
     renew: bool,
+    record_limit: bool = False,
 ) -> Any:
-    """ShareFetch; a renew request (KIP-1222) has MaxWait, MinBytes, MaxBytes, MaxRecords 0."""
+    """ShareFetch; a renew request (KIP-1222) has MaxWait, MinBytes, MaxBytes, MaxRecords 0.
+    `record_limit` (v2, KIP-1206's ShareAcquireMode 1): MaxRecords is a strict limit, the last
+    acquired range may end inside a stored batch; v1 has no such mode (whole batches)."""
     m = schema("share_fetch", version)
+    mode = {"share_acquire_mode": 1} if record_limit and version >= 2 else {}
     topics = tuple(
         build(
             m.FetchTopic,
@@ -143,6 +147,7 @@ def share_fetch_request(
         is_renew_ack=renew and plan.has_renew,
         topics=topics,
         forgotten_topics_data=forgotten,
+        **mode,
     )
 
 

@@ -41,6 +41,7 @@ import os
 import sys
 
 from spark.acks import shoal_ack
+from spark.progress import shoal_metrics
 from spark.source import ShoalDataSource
 
 DefaultSource = ShoalDataSource  # the name Spark's automatic lookup of pyspark_* modules wants
@@ -50,4 +51,4 @@ DefaultSource = ShoalDataSource  # the name Spark's automatic lookup of pyspark_
 if sys.executable:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-__all__ = ["DefaultSource", "ShoalDataSource", "shoal_ack"]
+__all__ = ["DefaultSource", "ShoalDataSource", "shoal_ack", "shoal_metrics"]

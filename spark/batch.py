@@ -7,8 +7,10 @@ Spark task then fetches one partition's range [start, end) from its leader. Opti
 `endingOffsets` (`earliest`, `latest`, or JSON such as `{"t": {"0": 23, "1": -2}}` naming every
 partition, with -2 for earliest and -1 for latest, as in Spark's Kafka source),
 `startingTimestamp` (ms: the first offset at or after it in every partition),
-`startingOffsetsByTimestamp` (JSON: a time per partition), `failOnDataLoss`, `includeHeaders`,
-`kafka.fetch.max.bytes` (bytes per Fetch) and the client's `kafka.*` settings.
+`startingOffsetsByTimestamp` (JSON: a time per partition), `endingTimestamp` /
+`endingOffsetsByTimestamp` (the read ends before the first record at or after the time),
+`failOnDataLoss`, `includeHeaders`, `numPartitions` (tasks) or `minPartitions` (at least that
+many tasks), `kafka.fetch.max.bytes` (bytes per Fetch) and the client's `kafka.*` settings.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from spark.fetcher import task_loop
 from spark.options import BatchOptions
 from spark.ranges import Span
 from spark.ranges import split_spans
+from spark.ranges import tasks_for
 from spark.worker_gc import freeze_once
 
 
@@ -67,9 +70,10 @@ class ShoalBatchReader(DataSourceReader):
         from spark.offsets import plan
 
         ranges = asyncio.run(plan(self.opts))  # planning is one call on the driver
+        pieces = tasks_for(len(ranges), self.opts.num_partitions, self.opts.min_partitions)
         return [
             RangePartition(self.opts.bootstrap, piece, self.opts.max_partition_bytes)
-            for piece in split_ranges(ranges, self.opts.num_partitions)
+            for piece in split_ranges(ranges, pieces)
         ]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:

@@ -8,12 +8,17 @@
 - `starts_at_log_end`: whether a group that never read the subscribed topics will start them at
   the log end (`share.auto.offset.reset=latest`, the default), so that a Trigger.AvailableNow
   run that reads nothing can say why instead of ending silently.
+- `group_limits`: the group's delivery-count limit (redelivered records come in batches sized
+  by it, `spark.redelivery`) and its record-lock limit per partition, which bounds a
+  micro-batch: `window_warning` says so once when the read limit asks for more.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
+from dataclasses import replace
 
 from kio.schema.errors import ErrorCode
 
@@ -90,6 +95,88 @@ async def starts_at_log_end(admin: Admin, group: str, topics: tuple[str, ...]) -
     except KafkaError:
         return False  # cannot tell: say nothing rather than something wrong
     return (configs.get("share.auto.offset.reset") or "latest") == "latest"
+
+
+@dataclass(frozen=True)
+class GroupLimits:
+    """The group's limits that shape micro-batches (Kafka's defaults until read)."""
+
+    delivery_count_limit: int = 5
+    record_locks: int = 2000  # share.partition.max.record.locks: records in flight per partition
+    max_record_locks: int | None = None  # the broker's bound on it, if it could be read
+    auto_offset_reset: str = "latest"  # share.auto.offset.reset: where unstarted partitions begin
+
+
+async def group_limits(admin: Admin, group: str) -> GroupLimits:
+    """The group's effective share.delivery.count.limit and share.partition.max.record.locks
+    (DescribeConfigs answers a group's effective values, set or not), and the broker's
+    group.share.max.partition.max.record.locks."""
+    found = await admin.describe_configs(
+        ConfigResourceType.GROUP,
+        group,
+        (
+            "share.delivery.count.limit",
+            "share.partition.max.record.locks",
+            "share.auto.offset.reset",
+        ),
+    )
+    defaults = GroupLimits()
+    limits = GroupLimits(
+        _int(found.get("share.delivery.count.limit"), defaults.delivery_count_limit),
+        _int(found.get("share.partition.max.record.locks"), defaults.record_locks),
+        auto_offset_reset=found.get("share.auto.offset.reset") or defaults.auto_offset_reset,
+    )
+    try:
+        broker = await admin.describe_configs(
+            ConfigResourceType.BROKER,
+            str(admin.cluster.any_node()),
+            ("group.share.max.partition.max.record.locks",),
+        )
+    except KafkaError:
+        return limits  # only the advice loses its number
+    bound = _int(broker.get("group.share.max.partition.max.record.locks"), 0) or None
+    return replace(limits, max_record_locks=bound)
+
+
+def _int(raw: str | None, default: int) -> int:
+    try:
+        return int(raw) if raw is not None else default
+    except ValueError:
+        return default
+
+
+def window_warning(
+    wanted: int, partitions: int, limits: GroupLimits, group: str, option: str
+) -> str | None:
+    """Why micro-batches stay below the read limit, when the group's lock window cannot hold
+    `wanted` records: a member holds at most share.partition.max.record.locks records of each
+    partition in flight, and a micro-batch's records stay acquired until Spark commits it."""
+    window = limits.record_locks * partitions
+    if partitions <= 0 or wanted <= window:
+        return None
+    per_partition = -(-wanted // partitions)
+    bound = limits.max_record_locks
+    if bound is None or per_partition <= bound:
+        how = (
+            f"set the group's share.partition.max.record.locks to {per_partition} (shoal configs "
+            f"alter --entity-type groups --entity-name {group} --add-config "
+            f"share.partition.max.record.locks={per_partition})"
+        )
+        if bound is None:
+            how += ", within the broker's group.share.max.partition.max.record.locks"
+    else:
+        how = (
+            f"raise the broker's group.share.max.partition.max.record.locks (now {bound}) to "
+            f"{per_partition}, then the group's share.partition.max.record.locks to it, or read "
+            "more partitions"
+        )
+    return (
+        f"{option}={wanted} cannot be reached: share group {group} lets a member hold "
+        f"share.partition.max.record.locks={limits.record_locks} records of each partition in "
+        f"flight, and this query has {partitions} partition(s), so a micro-batch holds at most "
+        f"{window} records (a batch's records stay acquired until Spark commits it). For "
+        f"larger micro-batches, {how}"
+    )
 
 
 def nothing_read_warning(group: str) -> str:

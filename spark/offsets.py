@@ -5,7 +5,9 @@ Resolved once on the driver when Spark plans the read. JSON offsets (`startingOf
 a start past the log end, or an end past it, is an error; a start below the log start (records
 removed by retention or DeleteRecords) is an error unless `failOnDataLoss=false`, which starts
 at the log start instead. Precedence of the starts, as Spark's: `startingTimestamp`, then
-`startingOffsetsByTimestamp`, then `startingOffsets`.
+`startingOffsetsByTimestamp`, then `startingOffsets`; of the ends likewise `endingTimestamp`,
+`endingOffsetsByTimestamp`, `endingOffsets` (a time ends a partition before its first record at
+or after it, or at the log end when there is none).
 """
 
 from __future__ import annotations
@@ -93,6 +95,31 @@ def _spec(bound: OffsetBound, topic: str, partition: int) -> int:
     return bound[topic][str(partition)]
 
 
+async def _end(
+    admin: Admin, opts: BatchOptions, topic: str, p: int, bounds: tuple[int, int]
+) -> tuple[int, int]:
+    """Where the read of `topic`-`p` ends: (the spec given, the offset), checked."""
+    earliest, latest = bounds
+    tp = f"{topic}-{p}"
+    end_time = opts.ending_timestamp
+    if end_time is None and opts.ending_by_timestamp is not None:
+        end_time = opts.ending_by_timestamp[topic][str(p)]
+    if end_time is not None:  # Spark's: the first offset at or after the time, else the log end
+        found = await admin.list_offsets(topic, p, end_time)
+        end_spec = end = latest if found < 0 else found
+    else:
+        end_spec = _spec(opts.ending, topic, p)
+        end = earliest if end_spec == _EARLIEST else latest if end_spec == _LATEST else end_spec
+    if end > latest:
+        raise OptionError(f"option endingOffsets ends {tp} at {end}, past its log end ({latest})")
+    if end_spec >= 0 and end < earliest and opts.fail_on_data_loss:
+        raise OptionError(
+            f"option endingOffsets ends {tp} at {end}, but its records before {earliest} are gone "
+            "(retention or DeleteRecords); failOnDataLoss=false reads nothing there instead"
+        )
+    return end_spec, end
+
+
 async def _one(
     admin: Admin, opts: BatchOptions, topic: str, p: int
 ) -> tuple[OffsetRange, str | None]:
@@ -105,15 +132,7 @@ async def _one(
     def resolve(spec: int) -> int:
         return earliest if spec == _EARLIEST else latest if spec == _LATEST else spec
 
-    end_spec = _spec(opts.ending, topic, p)
-    end = resolve(end_spec)
-    if end > latest:
-        raise OptionError(f"option endingOffsets ends {tp} at {end}, past its log end ({latest})")
-    if end_spec >= 0 and end < earliest and opts.fail_on_data_loss:
-        raise OptionError(
-            f"option endingOffsets ends {tp} at {end}, but its records before {earliest} are gone "
-            "(retention or DeleteRecords); failOnDataLoss=false reads nothing there instead"
-        )
+    end_spec, end = await _end(admin, opts, topic, p, (earliest, latest))
 
     by_time: int | None = opts.starting_timestamp
     if by_time is None and opts.starting_by_timestamp is not None:
@@ -164,6 +183,7 @@ async def plan_ranges(admin: Admin, opts: BatchOptions) -> list[OffsetRange]:
         ("startingOffsets", opts.starting),
         ("endingOffsets", opts.ending),
         ("startingOffsetsByTimestamp", opts.starting_by_timestamp),
+        ("endingOffsetsByTimestamp", opts.ending_by_timestamp),
     ):
         if isinstance(bound, dict):
             _check_covers(name, bound, tps)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import os
 import re
 import tempfile
@@ -24,6 +25,8 @@ from dataclasses import field
 from typing import Any
 
 from client.security import Security
+
+log = logging.getLogger(__name__)
 
 AT_LEAST_ONCE = "at-least-once"
 AT_MOST_ONCE = "at-most-once"
@@ -57,6 +60,52 @@ _CLIENT = ("bootstrap.servers", "client.id", *_SECURITY)
 _SUBSCRIPTION = ("subscribe", "subscribepattern", "assign")
 _READ = (*_SUBSCRIPTION, "bootstrap.servers", "includeheaders", "failondataloss")
 
+# Settings of Kafka's clients a job ported from format("kafka") may carry that Shoal's client
+# applies (per mode, below), and those that tune a client Shoal's is not (buffers, retries,
+# fetch sessions, metadata refresh, metrics): accepted, changing nothing, and said at load.
+_KAFKA_READ = ("isolation.level",)  # Shoal has no transactions: both levels read every record
+_KAFKA_WRITE = ("acks", "linger.ms", "request.timeout.ms", "compression.type")
+_KAFKA_NO_EFFECT = frozenset(
+    {
+        "allow.auto.create.topics",
+        "auto.commit.interval.ms",
+        "batch.size",
+        "buffer.memory",
+        "check.crcs",
+        "client.dns.lookup",
+        "client.rack",
+        "connections.max.idle.ms",
+        "default.api.timeout.ms",
+        "delivery.timeout.ms",
+        "enable.idempotence",
+        "exclude.internal.topics",
+        "fetch.max.wait.ms",
+        "fetch.min.bytes",
+        "heartbeat.interval.ms",
+        "max.block.ms",
+        "max.in.flight.requests.per.connection",
+        "max.poll.interval.ms",
+        "max.poll.records",
+        "max.request.size",
+        "metadata.max.age.ms",
+        "metric.reporters",
+        "metrics.num.samples",
+        "metrics.recording.level",
+        "metrics.sample.window.ms",
+        "receive.buffer.bytes",
+        "reconnect.backoff.max.ms",
+        "reconnect.backoff.ms",
+        "request.timeout.ms",
+        "retries",
+        "retry.backoff.max.ms",
+        "retry.backoff.ms",
+        "send.buffer.bytes",
+        "session.timeout.ms",
+        "socket.connection.setup.timeout.max.ms",
+        "socket.connection.setup.timeout.ms",
+    }
+)
+
 _STREAM = {
     *_READ,
     "group",
@@ -73,7 +122,8 @@ _STREAM = {
     "renewintervalms",
     "maxrecordsperbatch",
     "datapath",
-    *(f"kafka.{k}" for k in (*_CLIENT, "group.id")),
+    "minpartitions",
+    *(f"kafka.{k}" for k in (*_CLIENT, *_KAFKA_READ, "group.id")),
 }
 _BATCH = {
     *_READ,
@@ -81,9 +131,15 @@ _BATCH = {
     "endingoffsets",
     "startingtimestamp",
     "startingoffsetsbytimestamp",
+    "endingtimestamp",
+    "endingoffsetsbytimestamp",
+    "minpartitions",
     "fetch.max.bytes",
     "numpartitions",
-    *(f"kafka.{k}" for k in (*_CLIENT, "fetch.max.bytes")),
+    *(
+        f"kafka.{k}"
+        for k in (*_CLIENT, *_KAFKA_READ, "fetch.max.bytes", "max.partition.fetch.bytes")
+    ),
 }
 _WRITE = {
     "bootstrap.servers",
@@ -91,7 +147,7 @@ _WRITE = {
     "topic",
     "acks",
     "batchrecords",
-    *(f"kafka.{k}" for k in (*_CLIENT, "acks")),
+    *(f"kafka.{k}" for k in (*_CLIENT, *_KAFKA_WRITE)),
 }
 
 # Why an option Spark's Kafka source has does not apply here (checked before "unknown").
@@ -106,15 +162,19 @@ _NOT_HERE = {
     "startingoffsetsbytimestamp": "a share group reads from the group's position: reset its "
     "offsets to a time with the admin API (shoal share-groups reset-offsets --to-datetime)",
     "groupidprefix": "name the share group with the group option",
-    "endingtimestamp": "Shoal reads up to offsets: use endingOffsets",
-    "endingoffsetsbytimestamp": "Shoal reads up to offsets: use endingOffsets",
+    "endingtimestamp": "a stream through a share group has no end (use Trigger.AvailableNow "
+    "to drain what is there and stop)",
+    "endingoffsetsbytimestamp": "a stream through a share group has no end (use "
+    "Trigger.AvailableNow to drain what is there and stop)",
     "startingoffsetsbytimestampstrategy": "a partition with no record at or after the time "
     "reads nothing (Spark's 'latest' strategy); there is no other",
     "maxrecordsperpartition": "use numPartitions (Spark tasks per micro-batch)",
     "fetchoffset.numretries": "offsets are looked up once, by the client, which retries itself",
     "fetchoffset.retryintervalms": "offsets are looked up once, by the client, which retries "
     "itself",
-    "minpartitions": "use numPartitions (Spark tasks per micro-batch)",
+    "kafka.transactional.id": "Shoal has no transactions: writes are at-least-once",
+    "kafka.partitioner.class": "rows go to their partition column, or Kafka's default "
+    "partitioner (murmur2 of the key) when it is null",
     "kafka.auto.offset.reset": "set the share group's share.auto.offset.reset instead (streams), "
     "or startingOffsets (batch reads)",
     "kafka.enable.auto.commit": "the source acknowledges records itself",
@@ -137,6 +197,9 @@ def check_names(options: Mapping[str, str], mode: str) -> None:
     for name in options:
         key = name.lower()
         if key in allowed:
+            continue
+        if key.startswith("kafka.") and key[6:] in _KAFKA_NO_EFFECT:
+            log.info("option %s has no effect on Shoal's client; accepted and ignored", name)
             continue
         if key == "path":  # load(path) / save(path): this source has no path
             raise OptionError("the shoal source takes no path: name topics with subscribe")
@@ -179,6 +242,12 @@ def check_at_load(options: Mapping[str, str]) -> None:
             f"(batch reads only) cannot be used together. In a stream, option {batch_only[0]} "
             f"is not supported: {why}"
         )
+    if stream_only and _get(options, "group", "kafka.group.id", "group.id") is None:
+        raise OptionError(
+            f"option {', '.join(stream_only)} is for streams only: a stream (spark.readStream) "
+            "reads through a share group and needs option group (the share group); a batch "
+            "read (spark.read) takes startingOffsets/endingOffsets instead"
+        )
     if stream_only:
         StreamOptions.parse(options)
     elif batch_only:
@@ -186,6 +255,8 @@ def check_at_load(options: Mapping[str, str]) -> None:
     else:
         Subscription.parse(options)
         Client.parse(options)
+        _tasks(options)
+        _isolation(options)
         _bool(options, "includeHeaders", True)
         _bool(options, "failOnDataLoss", True)
 
@@ -210,6 +281,9 @@ _SPELLINGS = {
     "endingoffsets": "endingOffsets",
     "startingtimestamp": "startingTimestamp",
     "startingoffsetsbytimestamp": "startingOffsetsByTimestamp",
+    "endingtimestamp": "endingTimestamp",
+    "endingoffsetsbytimestamp": "endingOffsetsByTimestamp",
+    "minpartitions": "minPartitions",
     "batchrecords": "batchRecords",
 }
 
@@ -273,6 +347,29 @@ def _json(raw: str, name: str, example: str) -> Any:
         return json.loads(raw)
     except json.JSONDecodeError:
         raise OptionError(f"option {name} must be JSON such as {example}, got {raw!r}") from None
+
+
+def _tasks(options: Mapping[str, str]) -> tuple[int | None, int | None]:
+    """`numPartitions` (Spark tasks, exactly) and `minPartitions` (Spark's Kafka source: at
+    least that many tasks, Kafka partitions cut in pieces when there are fewer)."""
+    tasks = _int(options, "numPartitions", None, 1)
+    least = _int(options, "minPartitions", None, 1)
+    if tasks is not None and least is not None:
+        raise OptionError(
+            "options numPartitions (Spark tasks, exactly) and minPartitions (at least that "
+            "many) cannot be used together: give one"
+        )
+    return tasks, least
+
+
+def _isolation(options: Mapping[str, str]) -> None:
+    """`kafka.isolation.level`: Shoal has no transactions, so both levels read every record."""
+    level = _get(options, "kafka.isolation.level")
+    if level is not None and level.lower() not in ("read_uncommitted", "read_committed"):
+        raise OptionError(
+            "option kafka.isolation.level must be read_uncommitted or read_committed, "
+            f"got {level!r}"
+        )
 
 
 def _choice(options: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
@@ -416,6 +513,8 @@ class StreamOptions:
     security: Security | None = None
     client_id: str = "shoal-spark"
     data_path: str = DATA_PATHS[0]  # ship (the driver's bytes) or fetch
+    read_limit_option: str = "maxRecordsPerTrigger"  # the name the user gave the read limit
+    min_partitions: int | None = None  # minPartitions: at least this many tasks
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamOptions:
@@ -433,8 +532,10 @@ class StreamOptions:
                 "coordinator assigns partitions to its members; use subscribe or subscribePattern"
             )
         most = _int(options, "maxRecordsPerTrigger", None, 1)
+        limit_option = "maxRecordsPerTrigger"
         if most is None:
             most = _int(options, "maxOffsetsPerTrigger", None, 1)
+            limit_option = "maxOffsetsPerTrigger"
         least = _int(options, "minOffsetsPerTrigger", None, 1)
         if most is not None and least is not None and least > most:
             raise OptionError(
@@ -444,6 +545,8 @@ class StreamOptions:
         if _get(options, "maxTriggerDelay") is not None and least is None:
             raise OptionError("option maxTriggerDelay applies only with minOffsetsPerTrigger")
         client = Client.parse(options)
+        _isolation(options)
+        tasks, least_tasks = _tasks(options)
         poll = _int(options, "pollTimeoutMs", None, 0)
         if poll is None:
             poll = _int(options, "kafkaConsumer.pollTimeoutMs", 1000, 0)
@@ -452,7 +555,7 @@ class StreamOptions:
             topics=sub.topics,
             group=group,
             max_records_per_trigger=most,
-            num_partitions=_int(options, "numPartitions", None, 1),
+            num_partitions=tasks,
             ack_mode=ack_mode,
             ack_dir=_get(options, "ackDir") or default_ack_dir(group),
             poll_timeout_ms=poll or 0,
@@ -466,6 +569,8 @@ class StreamOptions:
             security=client.security,
             client_id=client.client_id or "shoal-spark",
             data_path=_choice(options, "dataPath", DATA_PATHS),
+            read_limit_option=limit_option,
+            min_partitions=least_tasks,
         )
 
 
@@ -491,14 +596,13 @@ def _offset_bound(raw: str | None, name: str, default: str) -> OffsetBound:
     return {str(t): {str(int(p)): int(o) for p, o in parts.items()} for t, parts in parsed.items()}
 
 
-def _by_timestamp(raw: str | None) -> dict[str, dict[str, int]] | None:
+def _by_timestamp(raw: str | None, name: str) -> dict[str, dict[str, int]] | None:
     if raw is None:
         return None
-    parsed = _offset_bound(raw, "startingOffsetsByTimestamp", "")
+    parsed = _offset_bound(raw, name, "")
     if not isinstance(parsed, dict):
         raise OptionError(
-            "option startingOffsetsByTimestamp must be JSON such as "
-            '{"orders": {"0": 1767225600000}}'
+            f'option {name} must be JSON such as {{"orders": {{"0": 1767225600000}}}}'
         )
     return parsed
 
@@ -520,28 +624,43 @@ class BatchOptions:
     security: Security | None = None
     client_id: str = "shoal-spark-reader"
     num_partitions: int | None = None  # Spark tasks; by default one per Kafka partition
+    ending_timestamp: int | None = None
+    ending_by_timestamp: dict[str, dict[str, int]] | None = None
+    min_partitions: int | None = None  # minPartitions: at least this many tasks
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> BatchOptions:
         check_names(options, "batch")
         sub = Subscription.parse(options)
         client = Client.parse(options)
+        _isolation(options)
+        tasks, least_tasks = _tasks(options)
+        fetch_bytes = _int(options, "kafka.fetch.max.bytes", None, 1024)
+        if fetch_bytes is None:
+            fetch_bytes = _int(options, "kafka.max.partition.fetch.bytes", None, 1024)
         return cls(
             bootstrap=client.bootstrap,
             topics=sub.topics,
             starting=_offset_bound(_get(options, "startingOffsets"), "startingOffsets", "earliest"),
             ending=_offset_bound(_get(options, "endingOffsets"), "endingOffsets", "latest"),
             starting_timestamp=_int(options, "startingTimestamp", None, 0),
-            max_partition_bytes=_int(options, "kafka.fetch.max.bytes", None, 1024)
+            max_partition_bytes=fetch_bytes
             or _int(options, "fetch.max.bytes", 8 << 20, 1024)
             or 8 << 20,
             subscription=sub,
-            starting_by_timestamp=_by_timestamp(_get(options, "startingOffsetsByTimestamp")),
+            starting_by_timestamp=_by_timestamp(
+                _get(options, "startingOffsetsByTimestamp"), "startingOffsetsByTimestamp"
+            ),
             include_headers=_bool(options, "includeHeaders", True),
             fail_on_data_loss=_bool(options, "failOnDataLoss", True),
             security=client.security,
             client_id=client.client_id or "shoal-spark-reader",
-            num_partitions=_int(options, "numPartitions", None, 1),
+            num_partitions=tasks,
+            ending_timestamp=_int(options, "endingTimestamp", None, 0),
+            ending_by_timestamp=_by_timestamp(
+                _get(options, "endingOffsetsByTimestamp"), "endingOffsetsByTimestamp"
+            ),
+            min_partitions=least_tasks,
         )
 
 
@@ -555,6 +674,9 @@ class WriteOptions:
     batch_records: int
     security: Security | None = None
     client_id: str = "shoal-spark-writer"
+    linger_ms: int = 0  # kafka.linger.ms
+    request_timeout_ms: int = 30_000  # kafka.request.timeout.ms
+    compression: str = "none"  # kafka.compression.type
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
@@ -570,4 +692,21 @@ class WriteOptions:
             batch_records=_int(options, "batchRecords", 5000, 1) or 5000,
             security=client.security,
             client_id=client.client_id or "shoal-spark-writer",
+            linger_ms=_int(options, "kafka.linger.ms", 0, 0) or 0,
+            request_timeout_ms=_int(options, "kafka.request.timeout.ms", 30_000, 1) or 30_000,
+            compression=_compression(options),
         )
+
+
+_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+def _compression(options: Mapping[str, str]) -> str:
+    codec = (_get(options, "kafka.compression.type") or "none").strip().lower()
+    if codec == "producer":  # a topic's setting, not a producer's; none is Kafka's default
+        codec = "none"
+    if codec not in _CODECS:
+        raise OptionError(
+            f"option kafka.compression.type must be one of {', '.join(_CODECS)}, got {codec!r}"
+        )
+    return codec

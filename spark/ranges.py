@@ -65,8 +65,8 @@ def count(acquired: Iterable[AcquiredData]) -> int:
 
 
 def split_spans(spans: list[Span], pieces: int | None) -> list[list[Span]]:
-    """One piece per partition (`pieces=None`), or `pieces` pieces of about as many offsets,
-    cutting a span where a piece fills up."""
+    """One piece per partition (`pieces=None`), or `pieces` pieces (fewer only when there are
+    fewer offsets) of as many offsets give or take one, cutting a span where a piece fills up."""
     if pieces is None:
         by_tp: dict[tuple[str, int], list[Span]] = {}
         for s in spans:
@@ -75,15 +75,16 @@ def split_spans(spans: list[Span], pieces: int | None) -> list[list[Span]]:
     total = sum(len(s) for s in spans)
     if total == 0:
         return []
-    size = -(-total // min(pieces, total))
+    n = min(pieces, total)
+    base, extra = divmod(total, n)  # n pieces exactly: the first `extra` hold one more
     out: list[list[Span]] = [[]]
-    room = size
+    room = base + (1 if extra else 0)
     for s in spans:
         first = s.first
         while first <= s.last:
             if room == 0:
                 out.append([])
-                room = size
+                room = base + (1 if len(out) <= extra else 0)
             last = min(s.last, first + room - 1)
             out[-1].append(Span(s.topic, s.partition, first, last, s.delivery_count))
             room -= last - first + 1
@@ -176,3 +177,14 @@ def carve(span: Span, marked: dict[int, T]) -> Iterator[tuple[int, int, T | None
         first = offset + 1
     if first <= span.last:
         yield first, span.last, None
+
+
+def tasks_for(kafka_partitions: int, exactly: int | None, at_least: int | None) -> int | None:
+    """Spark tasks for a read of `kafka_partitions`: `numPartitions` when given, else one per
+    Kafka partition (None), or `minPartitions` when that is more (Spark's Kafka source then
+    cuts partitions in pieces)."""
+    if exactly is not None:
+        return exactly
+    if at_least is not None and at_least > kafka_partitions:
+        return at_least
+    return None

@@ -20,10 +20,16 @@ from client.share_consumer import AckResults
 from client.share_consumer import ShareConsumer
 from spark.acks import RecordKey
 from spark.acks import take_verdicts
+from spark.acquire import Taker
+from spark.group_state import GroupLimits
+from spark.group_state import group_limits
+from spark.group_state import window_warning
 from spark.loop import LoopThread
 from spark.options import AT_MOST_ONCE
 from spark.options import SHIP
 from spark.options import StreamOptions
+from spark.progress import latest_report
+from spark.progress import source_metrics
 from spark.ranges import Span
 from spark.ranges import carve
 from spark.ranges import count
@@ -31,11 +37,10 @@ from spark.ranges import spans_of
 
 log = logging.getLogger(__name__)
 
-_TOP_UP_WAIT_S = 0.05  # once a batch has records, how long one more poll may wait for more
-_TOP_UP_EMPTY_POLLS = 2  # ... and how many empty ones end it
 _DRAIN_POLL_S = 0.2  # AvailableNow: how often an idle reader asks whether the group is drained
 _DRAIN_PATIENCE_S = 120.0  # AvailableNow: give up waiting on the group after no progress
 _TICK_S = 0.1
+_LAG_EVERY_S = 5.0  # how often the progress's shareGroupLag is asked of the broker
 
 
 @dataclass
@@ -43,6 +48,7 @@ class _Batch:
     seq: int
     spans: list[Span]
     acquired: list[AcquiredData]  # kept only when the driver ships the bytes
+    offset: dict[str, Any]  # what Spark was told this batch's end offset is (spark.progress)
     settled: bool = False
 
 
@@ -61,14 +67,19 @@ class ShareGroupSession:
             client_id=opts.client_id,
             security=opts.security,
             on_acknowledgement=_log_failures,
+            record_limit=True,  # the read limit is exact, as Spark's Kafka source's
         )
         self.consumer.subscribe(opts.topics)
+        self._admin: Admin | None = None
+        self.limits = self.loop.run(self._group_limits())
+        self.taker = Taker(self.consumer, self.limits.delivery_count_limit)
+        self._window_checked = False
         self.batches: dict[int, _Batch] = {}
         self.available_now = False
         self.targets: dict[tuple[str, int], tuple[int, int]] = {}  # (earliest, end) at start
         self.drained = False
-        self._admin: Admin | None = None
         self._touched = time.monotonic()
+        self._lag_view: tuple[float, dict[tuple[str, int], int], int | None] | None = None
         self._lock = self.loop.run(self._make_lock())
         self._renewer = self.loop.spawn(self._renew_forever())
 
@@ -82,36 +93,28 @@ class ShareGroupSession:
         return self.loop.run(self._acquire(limit))
 
     async def _acquire(self, limit: int) -> list[AcquiredData]:
-        """Up to about `limit` records (whole stored batches), polling until the limit is
-        reached or the group has no more for now; the first poll carries the acknowledgements
-        that `settle_through` queued."""
+        """Up to `limit` records for one micro-batch (`spark.acquire`: exactly up to it, and
+        redelivered records in shrinking batches), waiting up to pollTimeoutMs for the first
+        (with AvailableNow, until the group is drained); the first poll carries the
+        acknowledgements that `settle_through` queued."""
         loop = asyncio.get_running_loop()
-        timeout = self.opts.poll_timeout_ms / 1000
-        deadline = loop.time() + timeout
+        deadline = loop.time() + self.opts.poll_timeout_ms / 1000
         out: list[AcquiredData] = []
-        got = empty = polls = 0
+        polls = 0
         drain = _DrainWatch()
         async with self._lock:
-            while got < limit:
-                self.consumer.max_records = limit - got
-                wait = _TOP_UP_WAIT_S if got else max(0.0, deadline - loop.time())
-                if self.available_now and not got:
+            while True:
+                wait = max(0.0, deadline - loop.time())
+                if self.available_now:
                     # The first poll carries the last batch's acks, after which the group is
                     # often drained: if it brings nothing, ask at once instead of waiting.
-                    wait = min(wait, _DRAIN_POLL_S) if polls else 0.0
+                    wait = _DRAIN_POLL_S if polls else 0.0
                 polls += 1
-                acquired = await self.consumer.poll_acquired(wait)
-                if acquired:
-                    out.extend(acquired)
-                    got += count(acquired)
+                out = await self.taker.take(limit, wait)
+                self._check_window(limit, count(out))
+                if out:
                     self._touched = time.monotonic()
-                    empty = 0
-                    continue
-                if got:
-                    empty += 1
-                    if empty >= _TOP_UP_EMPTY_POLLS:
-                        break
-                    continue
+                    break
                 if self.available_now:  # no deadline: wait until the group is drained
                     if await self._is_drained(drain):
                         self.drained = True
@@ -125,6 +128,36 @@ class ShareGroupSession:
             # if nobody holds anything below the ends.
             self.drained = await self._run_is_drained()
         return out
+
+    def _admin_client(self) -> Admin:
+        if self._admin is None:
+            self._admin = Admin(
+                self.opts.bootstrap, client_id="shoal-spark-admin", security=self.opts.security
+            )
+        return self._admin
+
+    async def _group_limits(self) -> GroupLimits:
+        try:
+            return await group_limits(self._admin_client(), self.opts.group)
+        except (KafkaError, OSError) as e:
+            log.info("reading share group %s's limits failed (Kafka's defaults assumed): %s",
+                     self.opts.group, e)  # fmt: skip
+            return GroupLimits()
+
+    def _check_window(self, limit: int, taken: int) -> None:
+        """Say once, at the first micro-batch the group's lock window filled short of the read
+        limit, which setting caps it (a backlog too small to reach either says nothing)."""
+        assigned = self.taker.fronts.seen
+        if self._window_checked or not assigned or self.opts.max_records_per_trigger is None:
+            return
+        if taken >= limit or taken < self.limits.record_locks * len(assigned):
+            return
+        self._window_checked = True
+        warning = window_warning(
+            limit, len(assigned), self.limits, self.opts.group, self.opts.read_limit_option
+        )
+        if warning is not None:
+            log.warning(warning)
 
     async def _run_is_drained(self) -> bool:
         async with self._lock:
@@ -141,12 +174,14 @@ class ShareGroupSession:
         self.available_now = True
         self.targets = self.loop.run(self._end_offsets())
 
-    async def _end_offsets(self) -> dict[tuple[str, int], tuple[int, int]]:
-        admin = self._admin = Admin(
-            self.opts.bootstrap, client_id="shoal-spark-admin", security=self.opts.security
-        )
+    async def _partitions(self) -> list[tuple[str, int]]:
+        admin = self._admin_client()
         await admin.cluster.bootstrap()
-        tps = [(t, p) for t in self.opts.topics for p in (await admin.cluster.topic(t)).partitions]
+        return [(t, p) for t in self.opts.topics for p in (await admin.cluster.topic(t)).partitions]
+
+    async def _end_offsets(self) -> dict[tuple[str, int], tuple[int, int]]:
+        admin = self._admin_client()
+        tps = await self._partitions()
         found = await asyncio.gather(  # all in flight at once: the query waits for them
             *(admin.list_offsets(t, p, spec) for t, p in tps for spec in ("earliest", "latest"))
         )
@@ -155,12 +190,12 @@ class ShareGroupSession:
     async def _is_drained(self, watch: _DrainWatch | None) -> bool:
         """No record below the noted end offsets is available or acquired by anyone in the
         group: every share-partition's start offset (SPSO) has reached its end."""
-        assert self._admin is not None
         wanted = [tp for tp, (lo, end) in self.targets.items() if end > lo]
         if not wanted:
             return True
         try:
-            offsets = await self._admin.describe_share_group_offsets(self.opts.group, wanted)
+            admin = self._admin_client()
+            offsets = await admin.describe_share_group_offsets(self.opts.group, wanted)
         except (KafkaError, OSError) as e:
             log.info("describing the group's offsets failed: %s", e)
             offsets = {}
@@ -178,11 +213,56 @@ class ShareGroupSession:
             return True
         return False
 
+    # -- progress -----------------------------------------------------------------------------
+
+    def latest_report(self, read_to: dict[tuple[str, int], int]) -> dict[str, Any] | None:
+        """The log end offsets and the source's metrics for Spark's progress (`spark.progress`);
+        None when the broker could not say (the progress then shows no latest offset)."""
+        try:
+            return self.loop.run(self._latest_report(read_to), timeout=10)
+        except Exception as e:  # only the progress report loses this trigger's figures
+            log.info("reading the latest offsets and the group's lag failed: %s", e)
+            return None
+
+    async def _latest_report(self, read_to: dict[tuple[str, int], int]) -> dict[str, Any]:
+        admin = self._admin_client()
+        tps = await self._partitions()
+        ends = await asyncio.gather(*(admin.list_offsets(t, p, "latest") for t, p in tps))
+        latest = dict(zip(tps, ends, strict=True))
+        starts, lag = await self._group_lag(tps)
+        # A partition the group has not started begins at its reset point when it does.
+        unstarted = [tp for tp in tps if tp not in starts and tp not in read_to]
+        if unstarted and self.limits.auto_offset_reset == "earliest":
+            firsts = await asyncio.gather(
+                *(admin.list_offsets(t, p, "earliest") for t, p in unstarted)
+            )
+            starts.update(zip(unstarted, firsts, strict=True))
+        return latest_report(latest, source_metrics(latest, read_to, starts, lag))
+
+    async def _group_lag(
+        self, tps: list[tuple[str, int]]
+    ) -> tuple[dict[tuple[str, int], int], int | None]:
+        """The group's start offsets and lag (records), asked at most every `_LAG_EVERY_S`:
+        the broker counts the control records between each partition's window and its log
+        end to tell records from offsets, which costs it more than a trigger should."""
+        now = time.monotonic()
+        if self._lag_view is not None and now - self._lag_view[0] < _LAG_EVERY_S:
+            return self._lag_view[1], self._lag_view[2]
+        try:
+            group = await self._admin_client().describe_share_group_offsets(self.opts.group, tps)
+        except KafkaError:  # no such group yet: no lag to report
+            group = {}
+        lags = [o.lag for o in group.values() if o.lag >= 0]  # -1: a partition not started
+        lag = sum(lags) if lags else None
+        starts = {tp: o.start_offset for tp, o in group.items() if o.start_offset >= 0}
+        self._lag_view = (now, starts, lag)
+        return dict(starts), lag
+
     # -- acknowledging ------------------------------------------------------------------------
 
-    def hold(self, seq: int, acquired: list[AcquiredData]) -> None:
+    def hold(self, seq: int, acquired: list[AcquiredData], offset: dict[str, Any]) -> None:
         keep = acquired if self.opts.data_path == SHIP else []
-        batch = self.batches[seq] = _Batch(seq, spans_of(acquired), keep)
+        batch = self.batches[seq] = _Batch(seq, spans_of(acquired), keep, offset)
         if self.opts.ack_mode == AT_MOST_ONCE:
             self.loop.run(self._settle([batch], verdicts=False, send=True))
 
@@ -220,6 +300,8 @@ class ShareGroupSession:
                     self.consumer.acknowledge_range(
                         s.topic, s.partition, first, last, kind or AcknowledgeType.ACCEPT
                     )
+                    if kind is AcknowledgeType.RELEASE:  # back to the group, ahead of the rest
+                        self.taker.fronts.released((s.topic, s.partition))
             if send:
                 await self.consumer.commit_sync()
         for b in batches:
@@ -227,10 +309,10 @@ class ShareGroupSession:
         if found:
             log.info("batch verdicts: %d rejected or released", len(found))
 
-    def pending_after(self, seq: int) -> int | None:
-        """The highest batch planned after `seq` and not yet committed, if any."""
+    def pending_after(self, seq: int) -> dict[str, Any] | None:
+        """The offset of the highest batch planned after `seq` and not yet committed, if any."""
         later = [s for s in self.batches if s > seq]
-        return max(later) if later else None
+        return self.batches[max(later)].offset if later else None
 
     def between(self, start: int, end: int) -> list[_Batch]:
         return [b for s, b in sorted(self.batches.items()) if start < s <= end]

@@ -12,7 +12,11 @@ the client modules they need, are imported by the method that makes them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Iterator
 from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import NoReturn
 from typing import TypeVar
 
 from pyspark.sql.datasource import DataSource
@@ -20,6 +24,7 @@ from pyspark.sql.datasource import DataSourceReader
 from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.datasource import DataSourceStreamWriter
 from pyspark.sql.datasource import DataSourceWriter
+from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from spark.options import BatchOptions
@@ -53,11 +58,19 @@ class ShoalDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from spark.stream import ShoalStreamReader
 
-        return ShoalStreamReader(_checked(StreamOptions.parse, self.options))
+        try:
+            return ShoalStreamReader(_checked(StreamOptions.parse, self.options))
+        except OptionError as e:
+            return RefusedStreamReader(e)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from spark.writer import ShoalWriter
 
+        if overwrite:  # as Spark's Kafka sink: a topic cannot be emptied and rewritten
+            raise OptionError(
+                "save mode Overwrite is not allowed for the shoal sink (as for Spark's Kafka "
+                'sink): records are appended to a topic; use mode("append")'
+            )
         return ShoalWriter(_checked(WriteOptions.parse, self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
@@ -74,3 +87,36 @@ def _checked(parse: Callable[[Mapping[str, str]], T], options: Mapping[str, str]
         return parse(options)
     except OptionError as e:
         raise OptionError(str(e)) from None
+
+
+class RefusedStreamReader(DataSourceStreamReader):
+    """A stream whose options are wrong: every call raises why. `streamReader()` must not raise
+    itself: PySpark 4's streaming runner then calls `stop()` on a reader it never got, and its
+    UnboundLocalError buries the message."""
+
+    def __init__(self, error: OptionError) -> None:
+        self.error = error
+
+    def _refuse(self) -> NoReturn:
+        raise OptionError(str(self.error)) from None
+
+    def initialOffset(self) -> dict[str, Any]:
+        self._refuse()
+
+    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
+        self._refuse()
+
+    def getDefaultReadLimit(self) -> Any:
+        self._refuse()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        self._refuse()
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        self._refuse()
+
+    def commit(self, end: dict[str, Any]) -> None:
+        self._refuse()
+
+    def stop(self) -> None:
+        """Nothing was opened."""

@@ -11,9 +11,15 @@ query (`python_streaming_source_runner`), calling `latestOffset`, `partitions`, 
 use and imported only there: Spark's tasks unpickle this reader too, and only decode.
 
 - `latestOffset` acquires up to the read limit (`maxRecordsPerTrigger`, or Spark's spelling
-  `maxOffsetsPerTrigger`) from the group with a `ShareConsumer` in explicit mode, polling until
-  the limit is reached (whole stored batches: it may pass it by less than one) or two short
-  polls bring nothing; it keeps the batch under a new offset `{"seq": n}` and returns it.
+  `maxOffsetsPerTrigger`) from the group with a `ShareConsumer` in explicit mode and KIP-1206's
+  record_limit mode, so the limit is exact; the first poll waits up to `pollTimeoutMs`, the
+  next ones take what is there until the limit or a poll that brings nothing. Redelivered
+  records come one partition at a time in batches that shrink as their delivery count grows,
+  so a failing batch never takes its good records to the delivery-count limit
+  (`spark.redelivery`, `spark.acquire`). It keeps the batch under a new offset and returns it:
+  the batch's number and, in Spark's Kafka shape, each partition's offset after the highest
+  record read (`spark.progress`); `reportLatestOffset` gives the log end offsets and the
+  source's metrics (offsets behind them, the group's lag) for the query's progress.
 - The driver plans by ranges, never by records (`spark.ranges`): a batch is its acquired ranges
   `(partition, first, last, delivery count)` and the stored batches the ShareFetches brought,
   undecoded. `partitions` splits them into `numPartitions` tasks (by default one per Kafka
@@ -90,11 +96,16 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from client.arrow_batches import acquired_to_arrow
 from spark.options import SHIP
 from spark.options import StreamOptions
+from spark.progress import BATCH
+from spark.progress import batch_of
+from spark.progress import end_offset
+from spark.progress import positions_of
 from spark.ranges import Shipment
 from spark.ranges import Span
 from spark.ranges import count
 from spark.ranges import shipments
 from spark.ranges import split_spans
+from spark.ranges import tasks_for
 from spark.rows import without_headers
 from spark.worker_gc import freeze_once
 
@@ -183,9 +194,11 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._session: ShareGroupSession | None = None
         self._checks: StreamChecks | None = None
         self._stopping = False
+        self._last_end: dict[str, Any] = {}  # the offset latestOffset last returned
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"opts": self.opts, "_session": None, "_checks": None, "_stopping": False}
+        return {"opts": self.opts, "_session": None, "_checks": None, "_stopping": False,
+                "_last_end": {}}  # fmt: skip
 
     def _group(self) -> ShareGroupSession:
         if self._session is None:
@@ -207,8 +220,8 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert self._checks is not None
         return self._checks
 
-    def initialOffset(self) -> dict[str, int]:
-        return {"seq": 0}
+    def initialOffset(self) -> dict[str, Any]:
+        return {BATCH: 0}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.opts.max_records_per_trigger
@@ -218,15 +231,19 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.checks.prepare_available_now()
         self._group().prepare_available_now()
 
-    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        self._last_end = end = self._latest_offset(start, limit)
+        return end
+
+    def _latest_offset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         group = self._group()
-        seq = int(start.get("seq", 0))
+        seq = batch_of(start)
         # Spark wrote batches up to `start` to its commit log: their acks ride the next poll.
         group.settle_through(seq, send=False)
         planned = group.pending_after(seq)
         if planned is not None:  # planned earlier but never run: offer it again
             group.flush()
-            return {"seq": planned}
+            return planned
         if group.drained:
             group.flush()
             self.checks.drained()
@@ -243,17 +260,27 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self.checks.drained()
             return start
         self.checks.planned(count(acquired))
-        group.hold(seq + 1, acquired)
-        return {"seq": seq + 1}
+        read = ((a.topic, a.partition, r.last_offset) for a in acquired for r in a.ranges)
+        end = end_offset(start, seq + 1, read)
+        group.hold(seq + 1, acquired, end)
+        return end
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
-        batches = self._group().between(int(start.get("seq", 0)), int(end.get("seq", 0)))
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """Each subscribed partition's log end offset, and the source's metrics (offsets behind
+        them, the group's lag) under `shoal:metrics`: see `spark.progress`."""
+        if self._session is None:
+            return None
+        return self._session.latest_report(positions_of(self._last_end))
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        batches = self._group().between(batch_of(start), batch_of(end))
         # A batch replayed after a restart has no ranges here: they went back to the group.
-        pieces = self.opts.num_partitions
+        spans = [s for b in batches for s in b.spans]
+        kafka_partitions = len({(s.topic, s.partition) for s in spans})
+        pieces = tasks_for(kafka_partitions, self.opts.num_partitions, self.opts.min_partitions)
         if self.opts.data_path == SHIP:
             acquired = [a for b in batches for a in b.acquired]
             return [ShipmentPartition(p) for p in shipments(acquired, pieces)]
-        spans = [s for b in batches for s in b.spans]
         return [SpanPartition(self.opts.bootstrap, p) for p in split_spans(spans, pieces)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -266,9 +293,9 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             batches = read_spans(bootstrap, spans, self.opts)
         return batches if self.opts.include_headers else without_headers(batches)
 
-    def commit(self, end: dict[str, int]) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         if self._session is not None:
-            self._session.settle_through(int(end.get("seq", 0)), send=True)
+            self._session.settle_through(batch_of(end), send=True)
 
     def stop(self) -> None:
         session, self._session = self._session, None

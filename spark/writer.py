@@ -69,6 +69,9 @@ class _Produce:
             acks=self.opts.acks,
             client_id=self.opts.client_id,
             security=self.opts.security,
+            linger_ms=self.opts.linger_ms,
+            timeout_ms=self.opts.request_timeout_ms,
+            compression=self.opts.compression,
         ) as producer:
             for row in rows:
                 topic = (row["topic"] if "topic" in self.columns else None) or self.opts.topic

@@ -25,8 +25,9 @@ class ShareMetrics(Protocol):
         """Records whose acquisition lock expired before they were acknowledged."""
         ...
 
-    def on_delivery_limit_archived(self, records: int) -> None:
-        """Records archived because a release found them at the delivery-count limit."""
+    def on_delivery_limit_archived(self, group: str, topic: str, records: int) -> None:
+        """Records of `group` on `topic` given up on because a release found them at the
+        delivery-count limit (archived, or ARCHIVING until their dead-letter copy)."""
         ...
 
     def on_share_state_write_failure(self) -> None:
@@ -57,7 +58,7 @@ class _NoMetrics:
     def on_lock_timeouts(self, records: int) -> None:
         pass
 
-    def on_delivery_limit_archived(self, records: int) -> None:
+    def on_delivery_limit_archived(self, group: str, topic: str, records: int) -> None:
         pass
 
     def on_share_state_write_failure(self) -> None:

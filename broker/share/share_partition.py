@@ -119,9 +119,12 @@ class Moved(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """Records a plan moves, by why; what `apply` returns."""
+    """Records a plan moves, by why; what `apply` returns. `at_limit`: the offset ranges
+    given up at the delivery-count limit (Moved.DELIVERY_LIMIT), merged and in offset order,
+    so the log line that reports them can name them (a few ranges: one per run touched)."""
 
     moved: Mapping[Moved, int] = field(default_factory=dict, hash=False)
+    at_limit: tuple[tuple[int, int], ...] = ()
 
     def __getitem__(self, why: Moved) -> int:
         return self.moved.get(why, 0)
@@ -160,6 +163,7 @@ class PlanDraft:
     runs: list[Run] = field(default_factory=list)
     changes: list[StateRange] = field(default_factory=list)
     moved: Counter[Moved] = field(default_factory=Counter)
+    at_limit: list[tuple[int, int]] = field(default_factory=list)
     in_order: bool = True  # changes came sorted and disjoint (they do: runs are)
 
     def add_change(self, change: StateRange) -> None:
@@ -177,7 +181,7 @@ class PlanDraft:
             self.limits.delivery_count_limit,
             self.limits.lock_duration_ms,
             tuple(changes),
-            Outcome(dict(self.moved)),
+            Outcome(dict(self.moved), _merged(self.at_limit)),
             self.limits.dead_letter,
         )
 
@@ -752,6 +756,8 @@ class SharePartition:
                 why = _why(ack, target)
                 if why is not None:
                     moved[why] += hi - lo + 1
+                    if why is Moved.DELIVERY_LIMIT:
+                        draft.at_limit.append((lo, hi))
                 if target is not None:
                     draft.add_change(StateRange(lo, hi, target, b.delivery_count))
         draft.runs.extend(runs)
@@ -1108,6 +1114,17 @@ def _normalise(changes: list[StateRange]) -> list[StateRange]:
     for r in painted:
         _append_merged(out, r)
     return out
+
+
+def _merged(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Offset ranges sorted, with touching or overlapping ones joined."""
+    out: list[tuple[int, int]] = []
+    for first, last in sorted(ranges):
+        if out and first <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], last))
+        else:
+            out.append((first, last))
+    return tuple(out)
 
 
 def _emit(out: list[AcquiredRecords], first: int, last: int, count: int) -> None:

@@ -566,17 +566,8 @@ class SharePartitionManager:
         if outcome and (outcome[Moved.REJECTED] or outcome[Moved.DELIVERY_LIMIT]):
             self._dead_letter_pending.add(sp.key)  # ARCHIVING if the group has a DLQ topic
         archived = outcome[Moved.DELIVERY_LIMIT] if outcome else 0
-        if archived:
-            self._metrics.on_delivery_limit_archived(archived)
-            log.info(
-                "records archived at the delivery-count limit",
-                group=sp.group_id,
-                topic=self._topic_name(sp.topic_id),
-                topic_id=str(sp.topic_id),
-                partition=sp.partition,
-                records=archived,
-                members=list(members),  # who held them last
-            )
+        if outcome and archived:
+            self._given_up(sp, outcome, archived, members)
         offset = sp.next_fetch_offset() if moved else None
         if offset is not None:
             topic = self._logs.topic_by_id(sp.topic_id)
@@ -590,6 +581,29 @@ class SharePartitionManager:
                 offset != sp.speo or (grew and plog is not None and offset < plog.log_end_offset)
             ):
                 self._on_available(topic.name, sp.partition)
+
+    def _given_up(
+        self, sp: SharePartition, outcome: Outcome, records: int, members: Sequence[str]
+    ) -> None:
+        """Records given up on at the delivery-count limit: one log line naming them (by
+        offset ranges) and the group, and the counters. With a dead-letter topic they are
+        ARCHIVING now, ARCHIVED once copied (logged by the copy if it fails)."""
+        topic = self._topic_name(sp.topic_id)
+        self._metrics.on_delivery_limit_archived(sp.group_id, topic or str(sp.topic_id), records)
+        first, last = outcome.at_limit[0][0], outcome.at_limit[-1][1]
+        log.warning(
+            "records archived at the delivery-count limit",
+            group=sp.group_id,
+            topic=topic,
+            topic_id=str(sp.topic_id),
+            partition=sp.partition,
+            records=records,
+            offsets=offset_ranges(outcome.at_limit),
+            first_offset=first,
+            last_offset=last,
+            dead_letter=sp.limits().dead_letter,
+            members=list(members),  # who held them last
+        )
 
     # dead letters (KIP-1191) --------------------------------------------------------------
 
@@ -789,3 +803,14 @@ class SharePartitionManager:
         start = 0 if earliest or plog is None else plog.log_end_offset
         self._persister.delete(key, start, now_ms)
         self._partitions.pop(key, None)
+
+
+MAX_LOGGED_RANGES = 100  # a log line names at most this many offset ranges
+
+
+def offset_ranges(ranges: Sequence[tuple[int, int]], cap: int = MAX_LOGGED_RANGES) -> str:
+    """`"3-5,9"`: offset ranges for a log line, the first `cap` of them, then how many more
+    (first_offset and last_offset on the same line bound them all)."""
+    shown = ",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges[:cap])
+    more = len(ranges) - cap
+    return f"{shown},... {more} more ranges" if more > 0 else shown

@@ -14,6 +14,7 @@ from client.admin import ConfigResourceType
 from client.errors import ClientStateError
 from client.errors import UnsupportedVersionError
 from client.producer import Producer
+from client.records import AcquiredData
 from client.records import AcquiredRange
 from client.records import ConsumerRecord
 from client.records import Record
@@ -48,6 +49,24 @@ async def _prepare(
                 **{k.replace("_", "."): v for k, v in configs.items()},
             },
         )
+
+
+async def _prepare_group(server: Server, group: str) -> None:
+    async with Admin(_bootstrap(server)) as admin:
+        await admin.incremental_alter_configs(
+            ConfigResourceType.GROUP, group, {"share.auto.offset.reset": "earliest"}
+        )
+
+
+async def _acquired_once(
+    consumer: ShareConsumer, only: list[tuple[str, int]] | None = None
+) -> list[AcquiredData]:
+    """The first poll that acquires anything (within a few seconds)."""
+    for _ in range(20):
+        got = await consumer.poll_acquired(0.3, only=only)
+        if got:
+            return got
+    return []
 
 
 async def _produce(server: Server, count: int, *, partitions: int = 1) -> None:
@@ -482,3 +501,40 @@ async def test_renew_is_refused_locally_when_the_broker_lacks_v2(broker: Server)
             consumer.acknowledge(record, AcknowledgeType.RENEW)
         consumer.acknowledge(record, AcknowledgeType.ACCEPT)
         assert await consumer.commit_sync() == {(TOPIC, 0): ErrorCode.none}
+
+
+async def test_record_limit_acquires_exactly_max_records(broker: Server) -> None:
+    """KIP-1206: with ShareAcquireMode record_limit, MaxRecords is strict even inside a
+    stored batch (batch_optimized hands out the whole batch). Issue 30: the Spark source's
+    maxOffsetsPerTrigger is exact."""
+    await _prepare(broker)
+    async with Producer(_bootstrap(broker)) as producer:
+        await producer.send_batch(TOPIC, 0, [Record(b"v%d" % i) for i in range(50)])
+    for record_limit, wanted in ((True, [(0, 6, 1)]), (False, [(0, 49, 1)])):
+        group = f"{GROUP}-{record_limit}"
+        await _prepare_group(broker, group)
+        async with ShareConsumer(
+            _bootstrap(broker), group, acknowledgement_mode="explicit", max_records=7,
+            record_limit=record_limit,
+        ) as consumer:  # fmt: skip
+            consumer.subscribe([TOPIC])
+            got = [r for a in await _acquired_once(consumer) for r in a.ranges]
+            assert [(r.first_offset, r.last_offset, r.delivery_count) for r in got] == wanted
+
+
+async def test_a_poll_can_take_from_some_partitions_only(broker: Server) -> None:
+    """`only`: the other partitions leave the share session for that request (forgotten) and
+    come back with the next poll; acknowledgements of theirs wait for it."""
+    await _prepare(broker, partitions=3)
+    await _produce(broker, 30, partitions=3)
+    async with ShareConsumer(_bootstrap(broker), GROUP, acknowledgement_mode="explicit") as c:
+        c.subscribe([TOPIC])
+        assert await c.assigned(5) == {(TOPIC, 0), (TOPIC, 1), (TOPIC, 2)}
+        first = await _acquired_once(c, only=[(TOPIC, 1)])
+        assert [(a.partition, a.ranges) for a in first] == [(1, (AcquiredRange(0, 9, 1),))]
+        c.acknowledge_range(TOPIC, 1, 0, 9, AcknowledgeType.ACCEPT)
+        assert [a.partition for a in await _acquired_once(c, only=[(TOPIC, 2)])] == [2]
+        assert c.last_ack_results == {}  # partition 1's acknowledgement waits
+        rest = await _acquired_once(c)  # every partition again; partition 1's acks ride on it
+        assert [a.partition for a in rest] == [0]
+        assert c.last_ack_results == {(TOPIC, 1): ErrorCode.none}

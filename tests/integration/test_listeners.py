@@ -28,6 +28,7 @@ from client.errors import KafkaError
 from client.security import AuthenticationError
 from client.security import ScramClient
 from client.security import Security
+from client.security import TlsHandshakeError
 from client.users import delete_user
 from client.users import describe_users
 from client.users import upsert_user
@@ -309,3 +310,18 @@ async def test_pkcs12_keystore_and_truststore(tmp_path: Path) -> None:
         await wrong.start()
     await wrong.stop()
     assert not list(Path(tempfile.gettempdir()).glob("shoal-keystore-*"))  # nothing left behind
+
+
+async def test_a_client_on_the_wrong_kind_of_listener_is_told_so(secured: Secured) -> None:
+    """TLS or SASL against a PLAINTEXT listener, and SASL_SSL against an SSL one: the error names
+    the mismatch (issue 30: a bare ConnectionResetError, and "the broker offers " with nothing
+    after it)."""
+    ports = secured.server.ports
+    plain = ports["PLAINTEXT"]
+    with pytest.raises(TlsHandshakeError, match=r"security.protocol=SSL needs a listener that"):
+        await Connection.open("127.0.0.1", plain, security=secured.security("SSL"))
+    sasl = Security(protocol="SASL_PLAINTEXT", username="admin", password="admin-pw")
+    with pytest.raises(AuthenticationError, match="offers no SASL mechanism on this listener"):
+        await Connection.open("127.0.0.1", plain, security=sasl)
+    with pytest.raises(AuthenticationError, match="offers no SASL mechanism on this listener"):
+        await Connection.open("127.0.0.1", ports["SSL"], security=secured.security("SASL_SSL"))

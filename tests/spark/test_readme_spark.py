@@ -1,4 +1,5 @@
-"""README.md's Spark section, run as written, from another directory, as a new user would.
+"""README.md's Spark section and spark/README.md's marked examples, run as written, from
+another directory, as a new user would.
 
 The section's shell blocks run with bash, then its Python blocks as one `.venv/bin/python`
 script, in an empty directory whose `.venv` is this interpreter's environment. Nothing points
@@ -29,11 +30,21 @@ ROOT = Path(__file__).parents[2]
 README_ADDRESS = "127.0.0.1:9092"
 
 
+MARK = "<!-- readme-test: tests/spark/test_readme_spark.py -->\n"
+
+
 def spark_blocks() -> tuple[list[str], list[str]]:
     """The shell and the Python blocks of README.md's "## Spark" section, in order."""
     readme = (ROOT / "README.md").read_text()
     section = readme.split("\n## Spark\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"^```(sh|python)\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
+    return [b for kind, b in blocks if kind == "sh"], [b for kind, b in blocks if kind == "python"]
+
+
+def marked_blocks(path: Path) -> tuple[list[str], list[str]]:
+    """The shell and the Python blocks of `path` marked as run by this test, in order."""
+    pattern = re.escape(MARK) + r"```(sh|python)\n(.*?)^```$"
+    blocks = re.findall(pattern, path.read_text(), re.MULTILINE | re.DOTALL)
     return [b for kind, b in blocks if kind == "sh"], [b for kind, b in blocks if kind == "python"]
 
 
@@ -62,6 +73,12 @@ def test_readme_spark_examples_run_as_written_from_another_directory(
     shell, python = spark_blocks()
     assert shell and len(python) >= 4, "the README's Spark section lost its examples"
     assert all(README_ADDRESS in b for b in (*shell, *python[1:])), "an example lost its address"
+    # spark/README.md's examples run after the main README's, in the same driver (one JVM).
+    more_shell, more_python = marked_blocks(ROOT / "spark" / "README.md")
+    assert more_shell and len(more_python) >= 5, "spark/README.md lost its marked examples"
+    unmarked = (ROOT / "spark" / "README.md").read_text().count("```python") - len(more_python)
+    assert unmarked == 0, "spark/README.md has a Python example this test does not run"
+    shell, python = shell + more_shell, python + more_python
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))
     env = _env_of_a_new_shell(tmp_path, driver_env)
     for block in shell:
@@ -91,6 +108,14 @@ def test_readme_spark_examples_run_as_written_from_another_directory(
     assert "3 orders accepted" in done.stdout, out  # the stream read the three orders
     shown = re.findall(r"^\|\s*(o\d)\|\s*0\|\s*(\d)\|$", done.stdout, re.MULTILINE)
     assert shown == [("o1", "0"), ("o2", "1"), ("o3", "2")], out  # the batch read
+    # spark/README.md: its stream read its three events and ended (AvailableNow: no query
+    # left running), the progress carried the group's lag, and its batch read showed them.
+    assert "3 events through the pipeline" in done.stdout, out
+    shown = re.findall(r"^\|\s*(e\d)\|\s*0\|\s*(\d)\|$", done.stdout, re.MULTILINE)
+    assert shown == [("e1", "0"), ("e2", "1"), ("e3", "2")], out
+    lag = re.search(r"^lag: (.*)$", done.stdout, re.MULTILINE)
+    assert lag is not None, out
+    assert "'maxOffsetsBehindLatest': '" in lag[1] and "'shareGroupLag': '" in lag[1], lag[1]
 
 
 def _summary(output: str) -> str:

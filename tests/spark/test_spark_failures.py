@@ -5,6 +5,7 @@ a batch that fails and comes back, and a batch slower than its records' locks.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -164,6 +165,49 @@ def test_failed_batch_comes_back_with_delivery_count_two(
     twice = sorted(r.offset for r in rows if r.deliveryCount == 2)
     assert twice == list(range(1000, 2000))
     assert all(r.deliveryCount == 1 for r in rows if not 1000 <= r.offset < 2000)
+
+
+def test_a_failing_batch_costs_only_its_poison_record(
+    spark: Any, broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """Issue 30: foreachBatch fails on every batch holding the poison record (one among 200),
+    and the query is restarted each time, until the group's delivery-count limit (default 5,
+    no dead-letter topic) archives it; maxRecordsPerTrigger 1,000. Every good record reaches
+    the sink and only the poison one is archived, named by offset in the broker's log. Before,
+    the 200 came back in one batch each time and all 200 were archived."""
+    topic, group, poison = "poison", "poison-group", 150
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, 200, batch=100)
+    configure_group(broker.bootstrap, group)
+    kept: dict[int, list[int]] = {}
+
+    def sink(df: Any, batch_id: int) -> None:
+        offsets = [r.offset for r in df.select("offset").collect()]
+        if poison in offsets:
+            raise RuntimeError(f"poison record at offset {poison}")
+        kept[batch_id] = offsets  # a batch replayed after a restart replaces its attempt
+
+    df = stream(spark, broker, topic, group, maxRecordsPerTrigger=1000)
+    failures = 0
+    for _ in range(8):  # Spark restarts a failed query from its checkpoint
+        q = df.writeStream.foreachBatch(sink).trigger(availableNow=True)
+        q = q.option("checkpointLocation", str(tmp_path / "ck")).start()
+        with contextlib.suppress(Exception):
+            q.awaitTermination(120)
+        if q.exception() is None:
+            break
+        assert "poison record" in str(q.exception())
+        failures += 1
+    assert failures == 5, "the poison record was not tried exactly up to the limit"
+    good = sorted(o for offsets in kept.values() for o in offsets)
+    assert good == [o for o in range(200) if o != poison], "a good record was lost or doubled"
+    assert unacknowledged(broker.bootstrap, group, topic) == 0
+    lines = [
+        json.loads(line)
+        for line in broker.log_path.read_text().splitlines()
+        if "records archived at the delivery-count limit" in line
+    ]
+    assert [(r["topic"], r["offsets"]) for r in lines if r["group"] == group] == [(topic, "150")]
 
 
 @pytest.mark.parametrize("renew", [True, False], ids=["renew", "control-no-renew"])

@@ -3,6 +3,7 @@ shared between queries, micro-batches sized by the read limit, and shoal_ack's v
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from spark import shoal_ack
+from spark.progress import shoal_metrics
 from tests.brokers import BrokerProcess
 from tests.spark.conftest import configure_group
 from tests.spark.conftest import create_topic
@@ -121,15 +123,16 @@ def test_two_available_now_queries_in_one_group_share_the_work(
     assert unacknowledged(broker.bootstrap, "drain-group", "drain") == 0
 
 
-@pytest.mark.parametrize("limit", [250, 5000])
-def test_micro_batches_follow_the_read_limit_within_one_stored_batch(
+@pytest.mark.parametrize("limit", [250, 1000])
+def test_micro_batches_hold_exactly_max_offsets_per_trigger(
     spark: Any, broker: BrokerProcess, tmp_path: Path, limit: int
 ) -> None:
-    """Spark's `maxOffsetsPerTrigger` spelling; stored batches of 100 records, 4 partitions
-    (the group lets 2,000 records of each be in flight, more than one batch needs)."""
+    """Spark's `maxOffsetsPerTrigger` is exact, as in Spark's Kafka source (issue 30: whole
+    stored batches made 1,000 into 2,095-2,482): stored batches of 700 records over 4
+    partitions, which the group lets hold 2,000 records each in flight."""
     topic, group, total = f"limit-{limit}", f"limit-group-{limit}", 3 * limit + 1000
     create_topic(broker.bootstrap, topic, 4)
-    produce(broker.bootstrap, topic, total, partitions=4, batch=100)
+    produce(broker.bootstrap, topic, total, partitions=4, batch=700)
     configure_group(broker.bootstrap, group)
     df = stream(spark, broker, topic, group, maxOffsetsPerTrigger=limit, numPartitions=2)
     q = (
@@ -142,8 +145,28 @@ def test_micro_batches_follow_the_read_limit_within_one_stored_batch(
     assert q.exception() is None
     sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
     assert sum(sizes) == total
-    assert all(n < limit + 100 for n in sizes), sizes
-    assert all(n > limit - 100 for n in sizes[:-1]), sizes
+    assert sizes[:-1] == [limit] * (len(sizes) - 1), sizes
+
+    # The progress (issue 30 item 3): offsets per topic-partition as Spark's Kafka source
+    # reports them, and the metrics with the group's lag in the latest offset.
+    last = [_source(p) for p in q.recentProgress if p["numInputRows"]][-1]
+    end = last["endOffset"]
+    assert sorted(end[topic]) == ["0", "1", "2", "3"]
+    assert end["shoal:batch"] == len(sizes)
+    assert sorted(last["latestOffset"][topic]) == ["0", "1", "2", "3"]
+    metrics = shoal_metrics(q.lastProgress)
+    assert set(metrics) >= {"avgOffsetsBehindLatest", "maxOffsetsBehindLatest", "shareGroupLag"}
+    # Asked of the broker at most every 5 s, so it may trail the last batches by a few.
+    assert 0 <= int(metrics["shareGroupLag"]) <= total
+
+
+def _source(progress: Any) -> dict[str, Any]:
+    """The progress's source, its offsets as dicts (PySpark hands them as JSON text)."""
+    source = dict(json.loads(progress.json)["sources"][0])
+    for k in ("startOffset", "endOffset", "latestOffset"):
+        if isinstance(source.get(k), str):
+            source[k] = json.loads(source[k])
+    return source
 
 
 def test_tasks_that_fetch_their_ranges_read_every_record(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
+import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.metrics import BrokerMetrics
@@ -19,6 +20,7 @@ from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
 from broker.share.share_partition import StateRange
 from broker.share.share_partition_manager import SharePartitionManager
+from broker.share.share_partition_manager import offset_ranges
 from broker.share.share_state_persister import ShareStatePersister
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import GroupConfigs
@@ -172,6 +174,35 @@ def test_releases_at_the_delivery_count_limit_are_counted() -> None:
     assert b.manager.expire_locks(2 + b.lock_ms) == 4  # 6-9, at their limit too
     assert b.counted(LIMIT_ARCHIVED) == 8
     assert b.partition().spso == 10
+
+
+def test_records_given_up_at_the_limit_are_logged_by_offset_and_counted_by_group() -> None:
+    """Issue 30: each give-up leaves one line naming the group, the topic, the partition and
+    the offsets, and a counter by group and topic (never by offset)."""
+    b = Broker(delivery_count_limit=2)
+    assert b.fetch("m", 0) == [(0, 9, 1)]
+    assert b.ack("m", [(0, 9, [RELEASE])], 1) == ErrorCode.none
+    assert b.fetch("m", 2) == [(0, 9, 2)]
+    with structlog.testing.capture_logs() as logs:
+        batches = [(0, 1, [ACCEPT]), (2, 3, [RELEASE]), (4, 4, [ACCEPT]), (5, 5, [RELEASE])]
+        assert b.ack("m", batches, 3) == ErrorCode.none
+        b.manager.expire_locks(2 + b.lock_ms)  # 6-9: their locks expire at the limit
+    lines = [r for r in logs if r["event"] == "records archived at the delivery-count limit"]
+    assert [(r["offsets"], r["records"], r["first_offset"], r["last_offset"]) for r in lines] == [
+        ("2-3,5", 3, 2, 5),
+        ("6-9", 4, 6, 9),
+    ]
+    assert all((r["group"], r["topic"], r["partition"]) == ("G", "t", 0) for r in lines)
+    assert all(r["log_level"] == "warning" and r["dead_letter"] is False for r in lines)
+    by_group = b.metrics.registry.get_sample_value(
+        "shoal_sharegroup_delivery_limit_archived_records_total", {"group": "G", "topic": "t"}
+    )
+    assert by_group == 7
+
+
+def test_offset_ranges_in_a_log_line_are_capped() -> None:
+    assert offset_ranges([(1, 1), (3, 7)]) == "1,3-7"
+    assert offset_ranges([(i, i) for i in range(0, 10, 2)], cap=2) == "0,2,... 3 more ranges"
 
 
 def test_every_share_state_record_is_written_through_the_persister() -> None:

@@ -28,7 +28,10 @@ def lower(options: dict[str, str]) -> dict[str, str]:
         ({**STREAM, "startingOffsets": "earliest"}, "share.auto.offset.reset"),
         ({**STREAM, "endingOffsets": "latest"}, "Trigger.AvailableNow"),
         ({**STREAM, "kafka.auto.offset.reset": "earliest"}, "share.auto.offset.reset"),
-        ({**STREAM, "kafka.max.poll.records": "5"}, "not a setting of Shoal's client"),
+        ({**STREAM, "kafka.colour": "blue"}, "not a setting of Shoal's client"),
+        ({**STREAM, "kafka.transactional.id": "t"}, "Shoal has no transactions"),
+        ({**STREAM, "kafka.isolation.level": "dirty"}, "read_uncommitted or read_committed"),
+        ({**STREAM, "endingTimestamp": "5"}, "has no end"),
         ({**STREAM, "assign": '{"orders": [0]}'}, "exactly one of"),
         ({**STREAM, "subscribe": "", "assign": '{"orders": [0]}'}, "coordinator assigns"),
         ({**STREAM, "minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "5"}, "above"),
@@ -62,8 +65,9 @@ def test_a_stream_option_it_cannot_honour_is_an_error_naming_it(
         ({"subscribe": "orders"}, "kafka.bootstrap.servers"),
         ({**BASE, "colour": "blue"}, "colour is not supported"),
         ({**BASE, "path": "/x"}, "takes no path"),
-        ({**BASE, "endingTimestamp": "5"}, "use endingOffsets"),
-        ({**BASE, "minPartitions": "5"}, "use numPartitions"),
+        ({**BASE, "endingTimestamp": "soon"}, "endingTimestamp must be an integer"),
+        ({**BASE, "minPartitions": "5", "numPartitions": "2"}, "cannot be used together"),
+        ({**BASE, "maxOffsetsPerTrigger": "5"}, "maxOffsetsPerTrigger is for streams only"),
     ],
 )
 def test_load_checks_what_it_can_before_knowing_the_mode(
