@@ -17,15 +17,16 @@ from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
 from broker.principal import ANONYMOUS
 from broker.producer_ids import ProducerIdAllocator
+from broker.registry import Handler
+from broker.registry import Registry
 from protocol.messages import RequestHeader
 
 if TYPE_CHECKING:
+    from broker.acl_cache import AclCache
     from broker.acl_manager import AclManager
-    from broker.authorization import AclCache
     from broker.classic_groups import ClassicGroupService
     from broker.dynamic_config import DynamicBrokerConfigs
     from broker.record_deletion import RecordDeletion
-    from broker.registry import Registry
     from broker.sasl.session import SaslSession
     from broker.share.share_fetch_service import ShareFetchService
     from broker.share.share_partition_manager import SharePartitionManager
@@ -42,7 +43,7 @@ class BrokerServices:
     """Shared, long-lived state, grouped by what owns it; no logic of its own."""
 
     logs: LogManager
-    registry: Registry
+    registry: Registry[RequestContext]
     producer_ids: ProducerIdAllocator
     cluster_id: str
     node_id: int
@@ -106,3 +107,7 @@ class RequestContext(NamedTuple):
         """The advertised (host, port) of the listener this request came in on."""
         s = self.services
         return s.endpoints.get(self.listener, (s.host, s.port))
+
+
+# The broker's handlers: each takes a RequestContext (the registry is generic in it).
+RequestHandler = Handler[RequestContext]

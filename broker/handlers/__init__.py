@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from broker.context import RequestContext
+from broker.context import RequestHandler
 from broker.handlers import alter_configs
 from broker.handlers import alter_share_group_offsets
 from broker.handlers import alter_user_scram_credentials
@@ -43,10 +45,9 @@ from broker.handlers import share_fetch
 from broker.handlers import share_group_describe
 from broker.handlers import share_group_heartbeat
 from broker.handlers import sync_group
-from broker.registry import Handler
 from broker.registry import Registry
 
-HANDLERS: tuple[Handler, ...] = (
+HANDLERS: tuple[RequestHandler, ...] = (
     produce.HANDLER,
     fetch.HANDLER,
     list_offsets.HANDLER,
@@ -91,5 +92,5 @@ HANDLERS: tuple[Handler, ...] = (
 )
 
 
-def build_registry() -> Registry:
+def build_registry() -> Registry[RequestContext]:
     return Registry(HANDLERS)
