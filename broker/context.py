@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from broker.share.share_partition_manager import SharePartitionManager
     from coordinator.consumer_group import ConsumerGroupCoordinator
     from coordinator.group_configs import GroupConfigs
+    from coordinator.group_registry import GroupRegistry
     from coordinator.offset_store import OffsetStore
     from coordinator.share_group import ShareGroupCoordinator
     from storage.log_manager import LogManager
@@ -53,6 +54,7 @@ class BrokerServices:
     coordinator: ShareGroupCoordinator
     classic_groups: ClassicGroupService  # classic consumer groups (JoinGroup, SyncGroup...)
     consumer_groups: ConsumerGroupCoordinator  # KIP-848 consumer groups
+    groups: GroupRegistry  # which kind of group (share, classic, consumer) owns a group id
     share_partitions: SharePartitionManager
     share_fetch: ShareFetchService
     dynamic_configs: DynamicBrokerConfigs

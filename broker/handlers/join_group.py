@@ -22,12 +22,12 @@ from kio.static.primitive import i32
 
 from broker.authorization import authorize
 from broker.context import RequestContext
-from broker.handlers.classic_common import is_share_group
 from broker.handlers.classic_common import millis
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from coordinator.classic_group import JoinResult
 from coordinator.classic_member import JoinRequest
+from coordinator.group_registry import GroupKind
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -92,9 +92,12 @@ def _response(ctx: RequestContext, r: JoinResult) -> v9.JoinGroupResponse:
 async def handle(ctx: RequestContext, request: Request) -> v9.JoinGroupResponse:
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(ctx, JoinResult(request.member_id, error=_DENIED))
-    if is_share_group(ctx, request.group_id) or ctx.services.consumer_groups.has_group(
-        request.group_id
-    ):  # one kind per group id (no online migration between the protocols yet)
+    # One kind per group id (no online migration between the protocols yet); a share group
+    # counts even when known only from its durable state.
+    if (
+        ctx.services.groups.other_kind(GroupKind.CLASSIC, request.group_id, durable=True)
+        is not None
+    ):
         return _response(ctx, JoinResult(request.member_id, error=_INCONSISTENT))
     result = await ctx.services.classic_groups.join(_join_request(ctx, request))
     return _response(ctx, result)

@@ -26,11 +26,12 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.share.share_group_offsets import group_admin
+from coordinator.group_registry import GroupKind
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
 DESCRIBE = AclOperation.DESCRIBE
-CLASSIC = "classic"  # KIP-848's group type of a JoinGroup/SyncGroup group
+CLASSIC = GroupKind.CLASSIC.value  # KIP-848's group type of a JoinGroup/SyncGroup group
 
 Request = (
     v0.ListGroupsRequest
@@ -75,11 +76,11 @@ async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse
     )
     coordinated += s.consumer_groups.list_groups(states, types)
     classic = _classic(ctx, states, types)
-    known = (
-        {g.group_id for g in coordinated}
-        | set(s.coordinator.groups)
-        | {g.group_id for g in classic}
-    )
+    listed_ids = {g.group_id for g in coordinated} | {g.group_id for g in classic}
+
+    def known(group_id: str) -> bool:
+        return group_id in listed_ids or s.groups.holds(GroupKind.SHARE, group_id)
+
     listed = [
         v5.response.ListedGroup(
             group_id=GroupId(g.group_id),

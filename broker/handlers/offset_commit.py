@@ -26,6 +26,7 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from coordinator.group_registry import GroupKind
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from protocol.consumer_offsets import OffsetValue
@@ -103,8 +104,7 @@ def _reset(
     offset set for a group the group coordinators know (an admin reset of an empty group),
     for the first time, or backwards. A simple consumer's forward commits are not logged."""
     s = ctx.services
-    classic, modern = s.classic_groups.coordinator, s.consumer_groups
-    known = classic.has_group(group_id) or modern.has_group(group_id)
+    known = s.groups.kind(group_id, (GroupKind.CLASSIC, GroupKind.CONSUMER)) is not None
     rewound = fresh = 0
     for (topic, partition), value in offsets.items():
         before = s.offsets.fetch(group_id, topic, partition)
