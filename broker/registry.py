@@ -31,6 +31,7 @@ from kio.static.constants import EntityType
 from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 
+from broker.errors import BrokerException
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from protocol.messages import EncodedResponse
@@ -54,7 +55,7 @@ def _version(entity: type[RequestPayload] | type[ResponsePayload]) -> int:
     return int(entity.__version__)
 
 
-class WrongResponse(TypeError):
+class WrongResponse(BrokerException, TypeError):
     """A handler returned a class other than the one it declared for the request's version."""
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.errors import CoordinatorException
 from storage.fsutil import atomic_write
 
 
@@ -244,7 +245,7 @@ CONSUMER_FIELDS: dict[str, str] = {
 }
 
 
-class InvalidGroupConfig(ValueError):
+class InvalidGroupConfig(CoordinatorException, ValueError):
     error_code = ErrorCode.invalid_config
 
 

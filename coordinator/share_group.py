@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.assignor import Assignment
 from coordinator.assignor import assign
+from coordinator.errors import CoordinatorException
 
 log = structlog.get_logger("shoal.coordinator")
 
@@ -66,7 +67,7 @@ class ShareGroup:
         return {t for m in self.members.values() for t in m.subscribed}
 
 
-class CoordinatorError(Exception):
+class CoordinatorError(CoordinatorException):
     def __init__(self, error_code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.error_code = error_code

@@ -20,6 +20,7 @@ from pathlib import Path
 from protocol.share_state import ShareStateRecord
 from storage.config import LogConfig
 from storage.dir_lock import is_locked
+from storage.errors import StorageException
 from storage.errors import UnknownTopicOrPartition
 from storage.log_manager import TOPICS_DIR
 from storage.segment_log import CLEAN_SHUTDOWN
@@ -30,11 +31,11 @@ from storage.topics import TopicInfo
 from storage.topics import load_topics
 
 
-class NotADataDirectory(Exception):
+class NotADataDirectory(StorageException):
     """The path holds no Shoal data (no topic metadata directory)."""
 
 
-class DataDirectoryInUse(Exception):
+class DataDirectoryInUse(StorageException):
     """A running broker holds the data dir; reading it could see a half-written tail."""
 
 

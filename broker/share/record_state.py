@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from broker.share.errors import ShareException
 from protocol.acknowledge_type import AcknowledgeType
 
 __all__ = ["AcknowledgeType", "InvalidStateTransition", "RecordState"]
 
 
-class InvalidStateTransition(ValueError):
+class InvalidStateTransition(ShareException, ValueError):
     """An internal bug: a move the transition table forbids. Never mapped to a client error."""
 
 
