@@ -28,6 +28,7 @@ from tests.compat.support import poll_records
 from tests.compat.support import set_group_configs
 from tests.compat.support import share_consumer
 from tests.compat.support import start_broker
+from tests.compat.support import wait_for_share_members
 
 pytestmark = pytest.mark.compat
 
@@ -126,7 +127,7 @@ def test_record_limit_paces_four_consumers_over_large_batches(broker: BrokerProc
     for t in threads:
         t.start()
     try:
-        time.sleep(3.0)  # every member joined and has its assignment before records exist
+        wait_for_share_members(broker.bootstrap, group, len(consumers))  # before records exist
         produce_batches(broker.bootstrap, topic, 2)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and len(delivered) < total and not errors:

@@ -41,6 +41,8 @@ from tests.compat.support import poll_until
 from tests.compat.support import set_group_configs
 from tests.compat.support import share_consumer
 from tests.compat.support import start_broker
+from tests.compat.support import wait_for_share_acknowledged
+from tests.compat.support import wait_for_share_members
 
 pytestmark = pytest.mark.compat
 
@@ -116,12 +118,13 @@ def test_three_implicit_consumers_get_every_record_exactly_once(broker: BrokerPr
     for t in threads:
         t.start()
     try:
-        time.sleep(3.0)  # every member joined and has its assignment before records exist
+        wait_for_share_members(broker.bootstrap, group, 3)  # before records exist
         sent = produce(broker.bootstrap, topic, total)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and len(counts) < total and not errors:
             time.sleep(0.1)
-        time.sleep(2.0)  # keep polling: nothing may come a second time
+        # Keep polling until every record is acknowledged: none can come a second time after.
+        wait_for_share_acknowledged(broker.bootstrap, group, total)
     finally:
         stop.set()
         for t in threads:
