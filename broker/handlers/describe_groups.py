@@ -96,7 +96,8 @@ def _described(ctx: RequestContext, group_id: GroupId, with_ops: bool) -> r.Desc
 
 
 async def handle(ctx: RequestContext, request: Request) -> v6.DescribeGroupsResponse:
-    with_ops = getattr(request, "include_authorized_operations", False)
+    old = (v0.DescribeGroupsRequest, v1.DescribeGroupsRequest, v2.DescribeGroupsRequest)
+    with_ops = False if isinstance(request, old) else request.include_authorized_operations
     groups = tuple(_described(ctx, g, with_ops) for g in request.groups)
     return v6.DescribeGroupsResponse(throttle_time=NO_THROTTLE, groups=groups)
 

@@ -43,6 +43,10 @@ Request = (
     | v8.JoinGroupRequest
     | v9.JoinGroupRequest
 )
+_NO_INSTANCE_ID = (  # KIP-345: from v5
+    v0.JoinGroupRequest, v1.JoinGroupRequest, v2.JoinGroupRequest, v3.JoinGroupRequest,
+    v4.JoinGroupRequest,
+)  # fmt: skip
 NULLABLE_PROTOCOL_NAME = 7  # protocol name is a non-null string before v7
 
 
@@ -55,7 +59,9 @@ def _join_request(ctx: RequestContext, request: Request) -> JoinRequest:
     return JoinRequest(
         group_id=request.group_id,
         member_id=request.member_id,
-        group_instance_id=getattr(request, "group_instance_id", None),
+        group_instance_id=None
+        if isinstance(request, _NO_INSTANCE_ID)
+        else request.group_instance_id,
         protocol_type=request.protocol_type,
         protocols=tuple((p.name, p.metadata) for p in request.protocols),
         session_timeout_ms=session_ms,

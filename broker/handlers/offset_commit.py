@@ -37,6 +37,13 @@ Request = (
     | v5.OffsetCommitRequest | v6.OffsetCommitRequest | v7.OffsetCommitRequest
     | v8.OffsetCommitRequest | v9.OffsetCommitRequest
 )  # fmt: skip
+_NO_INSTANCE_ID = (
+    v2.OffsetCommitRequest,
+    v3.OffsetCommitRequest,
+    v4.OffsetCommitRequest,
+    v5.OffsetCommitRequest,
+    v6.OffsetCommitRequest,
+)  # fmt: skip  (KIP-345: v7)
 Response = v2.OffsetCommitResponse | v9.OffsetCommitResponse
 Codes = dict[tuple[str, int], ErrorCode]
 NO_GENERATION = -1  # a commit from outside any membership: the admin client, simple consumers
@@ -51,7 +58,7 @@ def _group_code(ctx: RequestContext, request: Request) -> ErrorCode:
         request.group_id,
         request.member_id,
         request.generation_id_or_member_epoch,
-        getattr(request, "group_instance_id", None),
+        None if isinstance(request, _NO_INSTANCE_ID) else request.group_instance_id,
     )
 
 
