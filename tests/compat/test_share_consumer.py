@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,6 @@ from tests.compat.support import poll_records
 from tests.compat.support import poll_until
 from tests.compat.support import set_group_configs
 from tests.compat.support import share_consumer
-from tests.compat.support import start_broker
 from tests.compat.support import wait_for_share_acknowledged
 from tests.compat.support import wait_for_share_members
 
@@ -49,14 +47,7 @@ pytestmark = pytest.mark.compat
 _names = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path_factory.mktemp("share") / "data", SHORT_SESSION_CONFIG)
-    try:
-        yield proc
-    finally:
-        if proc.proc is not None and proc.proc.poll() is None:
-            proc.kill()
+BROKER_CONFIG = SHORT_SESSION_CONFIG  # the `broker` of tests/compat/conftest.py
 
 
 def fresh(broker: BrokerProcess, partitions: int, **group_configs: str) -> tuple[str, str]:
