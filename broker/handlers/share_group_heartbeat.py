@@ -67,7 +67,7 @@ async def handle(ctx: RequestContext, request: v1.ShareGroupHeartbeatRequest) ->
     denied = _unreadable(ctx, request.subscribed_topic_names)
     if denied:
         return _error(request, ErrorCode.topic_authorization_failed, f"no DESCRIBE on {denied}")
-    if other is GroupKind.CONSUMER:  # Kafka's answer for another kind
+    if other is not None:  # a consumer group (or any other kind): Kafka's answer for it
         return _error(
             request, ErrorCode.group_id_not_found, f"{request.group_id} is not a share group"
         )
