@@ -9,7 +9,7 @@ DATA ?= ./data
 METRICS_PORT ?= 9308
 FUZZ_FRAMES ?= 200000
 
-.PHONY: install run test test-uvloop test-asyncio test-integration compat bench stalls fuzz lint fmt clean
+.PHONY: install run test test-uvloop test-asyncio test-integration compat bench stalls fuzz hypothesis-long lint fmt clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ stalls: $(STAMP)
 # SHOAL_FUZZ_SEED=N picks another sequence.
 fuzz: $(STAMP)
 	SHOAL_FUZZ_FRAMES=$(FUZZ_FRAMES) $(BIN)/pytest -s tests/integration/test_request_fuzzer.py
+
+# Every test that uses Hypothesis, with the long profile: 20 times its `make test` budget.
+hypothesis-long: $(STAMP)
+	HYPOTHESIS_PROFILE=long $(BIN)/pytest -n 2 --dist loadfile \
+		$(shell grep -l '^from hypothesis' tests/unit/*.py tests/integration/*.py)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

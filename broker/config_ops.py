@@ -14,6 +14,8 @@ from enum import IntEnum
 
 from kio.schema.errors import ErrorCode
 
+from broker.errors import BrokerException
+
 # Topic configs that are lists, with their Kafka defaults (no broker or group config is one).
 TOPIC_LIST_CONFIGS: Mapping[str, str] = {"cleanup.policy": "delete"}
 
@@ -25,7 +27,7 @@ class OpType(IntEnum):
     SUBTRACT = 3
 
 
-class InvalidOperation(ValueError):
+class InvalidOperation(BrokerException, ValueError):
     def __init__(self, message: str, error_code: ErrorCode = ErrorCode.invalid_config) -> None:
         super().__init__(message)
         self.error_code = error_code

@@ -27,17 +27,17 @@ from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 
 from broker import gc_pause
-from broker.authorization import AclCache
+from broker.acl_cache import AclCache
 from broker.connection_quotas import ConnectionSlot
 from broker.context import BrokerServices
 from broker.context import RequestContext
+from broker.context import RequestHandler as Handler
 from broker.handlers.api_versions import unsupported_version_response
 from broker.listeners import Listener
 from broker.logs import REQUEST
 from broker.metrics import ApiStats
 from broker.principal import ANONYMOUS
 from broker.registry import Answer
-from broker.registry import Handler
 from broker.request_order import ORDER
 from broker.response_errors import error_codes
 from broker.sasl.errors import AuthenticationFailed

@@ -17,21 +17,23 @@ from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
 from broker.principal import ANONYMOUS
 from broker.producer_ids import ProducerIdAllocator
+from broker.registry import Handler
+from broker.registry import Registry
 from broker.topic_admin import TopicAdmin
 from protocol.messages import RequestHeader
 
 if TYPE_CHECKING:
+    from broker.acl_cache import AclCache
     from broker.acl_manager import AclManager
-    from broker.authorization import AclCache
     from broker.classic_groups import ClassicGroupService
     from broker.dynamic_config import DynamicBrokerConfigs
     from broker.record_deletion import RecordDeletion
-    from broker.registry import Registry
     from broker.sasl.session import SaslSession
     from broker.share.share_fetch_service import ShareFetchService
     from broker.share.share_partition_manager import SharePartitionManager
     from coordinator.consumer_group import ConsumerGroupCoordinator
     from coordinator.group_configs import GroupConfigs
+    from coordinator.group_registry import GroupRegistry
     from coordinator.offset_store import OffsetStore
     from coordinator.share_group import ShareGroupCoordinator
     from coordinator.transaction_coordinator import TransactionCoordinator
@@ -44,7 +46,7 @@ class BrokerServices:
     """Shared, long-lived state, grouped by what owns it; no logic of its own."""
 
     logs: LogManager
-    registry: Registry
+    registry: Registry[RequestContext]
     producer_ids: ProducerIdAllocator
     cluster_id: str
     node_id: int
@@ -54,6 +56,7 @@ class BrokerServices:
     coordinator: ShareGroupCoordinator
     classic_groups: ClassicGroupService  # classic consumer groups (JoinGroup, SyncGroup...)
     consumer_groups: ConsumerGroupCoordinator  # KIP-848 consumer groups
+    groups: GroupRegistry  # which kind of group (share, classic, consumer) owns a group id
     share_partitions: SharePartitionManager
     share_fetch: ShareFetchService
     dynamic_configs: DynamicBrokerConfigs
@@ -110,3 +113,7 @@ class RequestContext(NamedTuple):
         """The advertised (host, port) of the listener this request came in on."""
         s = self.services
         return s.endpoints.get(self.listener, (s.host, s.port))
+
+
+# The broker's handlers: each takes a RequestContext (the registry is generic in it).
+RequestHandler = Handler[RequestContext]

@@ -44,6 +44,7 @@ from kio.schema.errors import ErrorCode
 from broker.config import DEFAULTS
 from broker.config import LOG_CONFIG_SYNONYMS
 from broker.config import BrokerConfig
+from broker.errors import BrokerException
 from coordinator.group_configs import ACQUIRE_MODES
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import DEFS
@@ -69,7 +70,7 @@ _CHOICES = {
 }
 
 
-class InvalidBrokerConfig(ValueError):
+class InvalidBrokerConfig(BrokerException, ValueError):
     """A dynamic broker config change is refused (unknown, read-only, bad value)."""
 
     def __init__(self, message: str, error_code: ErrorCode = ErrorCode.invalid_config) -> None:

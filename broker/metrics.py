@@ -37,9 +37,12 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from broker.connection_quotas import ListenerConnections
-from broker.share.record_state import AcknowledgeType
+from protocol.acknowledge_type import AcknowledgeType
 
-ACK_TYPE_NAMES = {1: "Accept", 2: "Release", 3: "Reject", 4: "Renew"}
+# The `ackType` labels: every type a record is acknowledged with (a gap holds no record).
+ACK_TYPE_NAMES: dict[AcknowledgeType, str] = {
+    t: t.metric_name for t in AcknowledgeType if t is not AcknowledgeType.GAP
+}
 SHARE = "kafka_server_sharegroupmetrics"
 COORDINATOR = "kafka_server_groupcoordinatormetrics"
 TOPICS = "kafka_server_brokertopicmetrics"

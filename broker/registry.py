@@ -7,6 +7,10 @@ in the handler, which alone knows the resources a request names, and the declara
 `()` only for ApiVersions) makes every handler's author decide and lets a test hold the table
 against Kafka's. ApiVersions answers from this table, so what is
 advertised is exactly what is registered.
+
+The table is generic in the context its handlers take (`Handler[C]`): it only passes the
+context through, so it sits below `broker.context`, which holds the broker's
+`Registry[RequestContext]` and names its handlers' type (`RequestHandler`).
 """
 
 from __future__ import annotations
@@ -17,23 +21,24 @@ from collections.abc import Iterable
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
-from typing import TYPE_CHECKING
 from typing import Any
+from typing import Generic
 from typing import Never
+from typing import TypeVar
 from typing import cast
 
 from kio.static.constants import EntityType
 from kio.static.protocol import RequestPayload
 from kio.static.protocol import ResponsePayload
 
+from broker.errors import BrokerException
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from protocol.messages import EncodedResponse
 from protocol.messages import entity_tagged_defaults
 from protocol.messages import response_type
 
-if TYPE_CHECKING:
-    from broker.context import RequestContext
+C = TypeVar("C")  # the context a handler takes (the broker's: `broker.context.RequestContext`)
 
 # A handler takes the union of the request classes it serves; `Never` accepts any such
 # parameter type, and `Handler.dispatch` is the one place that calls it with a request.
@@ -41,25 +46,25 @@ if TYPE_CHECKING:
 # serialiser (`EncodedResponse`), or with None (no answer: Produce with acks=0).
 Answer = ResponsePayload | EncodedResponse | None
 # An `async def`: the connection runs its first step itself (see `KafkaConnection._serve`).
-HandleFn = Callable[["RequestContext", Never], Coroutine[Any, Any, Answer]]
+HandleFn = Callable[[C, Never], Coroutine[Any, Any, Answer]]
 AclCheck = tuple[AclOperation, ResourceType]
-_Dispatchable = Callable[["RequestContext", RequestPayload], Coroutine[Any, Any, Answer]]
+_Dispatchable = Callable[[C, RequestPayload], Coroutine[Any, Any, Answer]]
 
 
 def _version(entity: type[RequestPayload] | type[ResponsePayload]) -> int:
     return int(entity.__version__)
 
 
-class WrongResponse(TypeError):
+class WrongResponse(BrokerException, TypeError):
     """A handler returned a class other than the one it declared for the request's version."""
 
 
 @dataclass(frozen=True, slots=True)
-class Handler:
+class Handler(Generic[C]):
     # Every version served: kio request classes of one API key, contiguous versions.
     requests: tuple[type[RequestPayload], ...]
     # A handler whose response may be skipped (Produce with acks=0) returns None.
-    handle: HandleFn
+    handle: HandleFn[C]
     # The response classes `handle` returns: each version is answered with the oldest of them
     # at least as new as the request (see `response_for`), encoded with the request version's
     # writer, which reads only that version's fields.
@@ -133,18 +138,18 @@ class Handler:
         """The response class that answers a request of `version`."""
         return self._response_by_version[version]
 
-    async def dispatch(self, ctx: RequestContext, request: RequestPayload) -> Answer:
+    async def dispatch(self, ctx: C, request: RequestPayload) -> Answer:
         """Run the handler on a request of one of its versions, and check what it returns."""
         if type(request) not in self.requests:
             raise TypeError(f"{self.name} does not serve {type(request).__qualname__}")
-        response = await cast(_Dispatchable, self.handle)(ctx, request)
+        response = await cast(_Dispatchable[C], self.handle)(ctx, request)
         return self.checked(request.__version__, response)
 
-    def run(self, ctx: RequestContext, request: RequestPayload) -> Coroutine[Any, Any, Answer]:
+    def run(self, ctx: C, request: RequestPayload) -> Coroutine[Any, Any, Answer]:
         """The handler's coroutine, without `dispatch`'s type check: for a caller that read
         `request` with the kio class of a version this handler `supports` (the connection).
         Check its answer with `checked`."""
-        return cast(_Dispatchable, self.handle)(ctx, request)
+        return cast(_Dispatchable[C], self.handle)(ctx, request)
 
     def checked(self, version: int, response: Answer) -> Answer:
         """`response`, if it is what this handler declared for a request of `version`.
@@ -170,13 +175,13 @@ class Handler:
 
 
 def handler(
-    handle: HandleFn,
+    handle: HandleFn[C],
     *requests: type[RequestPayload],
     responses: tuple[type[ResponsePayload], ...] | None = None,
     acl: tuple[AclCheck, ...],
     bulky_answers: bool = True,
     advertise_from: int | None = None,
-) -> Handler:
+) -> Handler[C]:
     """Declare a handler by the kio request classes it serves and the ACL checks it makes.
 
     `responses` defaults to the response class of the newest version served. `advertise_from`
@@ -196,20 +201,20 @@ def handler(
     )
 
 
-class Registry:
-    def __init__(self, handlers: Iterable[Handler] = ()) -> None:
+class Registry(Generic[C]):
+    def __init__(self, handlers: Iterable[Handler[C]] = ()) -> None:
         # Read by each connection per request (a dict lookup costs less than a `get` call).
-        self.by_key: dict[int, Handler] = {}
+        self.by_key: dict[int, Handler[C]] = {}
         for h in handlers:
             self.register(h)
 
-    def register(self, handler: Handler) -> None:
+    def register(self, handler: Handler[C]) -> None:
         if handler.api_key in self.by_key:
             raise ValueError(f"api key {handler.api_key} ({handler.name}) registered twice")
         self.by_key[handler.api_key] = handler
 
-    def get(self, api_key: int) -> Handler | None:
+    def get(self, api_key: int) -> Handler[C] | None:
         return self.by_key.get(api_key)
 
-    def __iter__(self) -> Iterator[Handler]:
+    def __iter__(self) -> Iterator[Handler[C]]:
         return iter(self.by_key[key] for key in sorted(self.by_key))

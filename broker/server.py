@@ -69,6 +69,8 @@ from coordinator.consumer_assignors import parse_assignors
 from coordinator.consumer_group import ConsumerGroupCoordinator
 from coordinator.consumer_group import ConsumerLimits
 from coordinator.group_configs import GroupConfigs
+from coordinator.group_registry import GroupKind
+from coordinator.group_registry import GroupRegistry
 from coordinator.offset_store import OffsetStore
 from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
@@ -169,15 +171,13 @@ class Server:
             if durable
             else None
         )
+        groups = GroupRegistry()  # each kind's coordinator is registered as it is made
         coordinator = ShareGroupCoordinator(limits, topic_lookup)
         consumer_groups = ConsumerGroupCoordinator(
             consumer_limits,
             topic_lookup,
             topic_names=lambda: [t.name for t in logs.topics()],
-            other_kind=lambda group_id: (
-                group_id in coordinator.groups
-                or self.services.classic_groups.coordinator.has_group(group_id)
-            ),
+            other_kind=groups.taken_by_another(GroupKind.CONSUMER),
         )
         share_partitions = SharePartitionManager(
             logs,
@@ -187,6 +187,8 @@ class Server:
             metrics=metrics,
             dead_letter_prefix=lambda: dynamic.current.errors_deadletterqueue_topic_name_prefix,
         )
+        groups.register(GroupKind.SHARE, coordinator, durable=share_partitions.durable_groups)
+        groups.register(GroupKind.CONSUMER, consumer_groups)
 
         def partition_count(topic_id: uuid.UUID) -> int | None:
             topic = logs.topic_by_id(topic_id)
@@ -224,9 +226,11 @@ class Server:
             group_configs=group_configs,
             coordinator=coordinator,
             classic_groups=ClassicGroupService(
-                ClassicGroupCoordinator(classic_limits), clock.now_ms
+                groups.register(GroupKind.CLASSIC, ClassicGroupCoordinator(classic_limits)),
+                clock.now_ms,
             ),
             consumer_groups=consumer_groups,
+            groups=groups,
             share_partitions=share_partitions,
             share_fetch=ShareFetchService(
                 ShareSessionCache(config.group_share_max_share_sessions),

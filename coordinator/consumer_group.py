@@ -31,6 +31,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.assignor import Assignment
 from coordinator.consumer_assignors import ASSIGNORS
+from coordinator.group_registry import GroupKind
 from coordinator.share_group import CoordinatorError
 from coordinator.share_group import TopicLookup
 from coordinator.share_group import check_ids
@@ -41,7 +42,7 @@ log = structlog.get_logger("shoal.coordinator")
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2  # a static member that will come back under the same instance id
-GROUP_TYPE = "consumer"  # ListGroups' type and protocol type for these groups
+GROUP_TYPE = GroupKind.CONSUMER.value  # ListGroups' type and protocol type for these groups
 DEFAULT_REBALANCE_TIMEOUT_MS = 300_000  # the client's max.poll.interval.ms default
 
 TopicPartition = tuple[uuid.UUID, int]

@@ -8,7 +8,10 @@ as Kafka keys them by group id alone.
   `GroupConfig.validateValues`, over the group's stored values and the broker defaults).
 - The broker starts even when stored values lie outside bounds changed since.
 - Reading the effective value caps it by the current bounds.
-Stored configs live in one JSON file, rewritten atomically on every change (changes are rare).
+The broker reads a group's values in force as one typed view per kind (`share(group_id)`,
+`consumer(group_id)`), by attribute; `effective(group_id, name)` is for the wire's names
+(DescribeConfigs). Stored configs live in one JSON file, rewritten atomically on every
+change (changes are rare).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.errors import CoordinatorException
 from storage.fsutil import atomic_write
 
 
@@ -187,7 +191,61 @@ SESSION_AND_HEARTBEAT = (
 )
 
 
-class InvalidGroupConfig(ValueError):
+@dataclass(frozen=True, slots=True)
+class ShareGroupConfig:
+    """A share group's configs in force, each capped by the broker's current bounds."""
+
+    auto_offset_reset: str  # "latest" or "earliest"
+    record_lock_duration_ms: int
+    delivery_count_limit: int
+    partition_max_record_locks: int
+    renew_acknowledge_enable: bool
+    acquire_mode: str  # one of ACQUIRE_MODES
+    key_ordering_enable: bool
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    dead_letter_topic: str  # "": none
+    dead_letter_copy_record: bool
+
+    @property
+    def record_limit(self) -> bool:
+        """KIP-1206: MaxRecords is a strict limit."""
+        return self.acquire_mode == "record_limit"
+
+    @property
+    def starts_at_earliest(self) -> bool:
+        return self.auto_offset_reset == "earliest"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupConfig:
+    """A KIP-848 consumer group's configs in force, capped by the broker's current bounds."""
+
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+
+
+# Each typed view's fields, by the Kafka name each reads (a unit test holds them to DEFS).
+SHARE_FIELDS: dict[str, str] = {
+    "auto_offset_reset": "share.auto.offset.reset",
+    "record_lock_duration_ms": "share.record.lock.duration.ms",
+    "delivery_count_limit": "share.delivery.count.limit",
+    "partition_max_record_locks": "share.partition.max.record.locks",
+    "renew_acknowledge_enable": "share.renew.acknowledge.enable",
+    "acquire_mode": "share.acquire.mode",
+    "key_ordering_enable": "share.key.ordering.enable",
+    "session_timeout_ms": "share.session.timeout.ms",
+    "heartbeat_interval_ms": "share.heartbeat.interval.ms",
+    "dead_letter_topic": DLQ_TOPIC,
+    "dead_letter_copy_record": DLQ_COPY_RECORD,
+}
+CONSUMER_FIELDS: dict[str, str] = {
+    "session_timeout_ms": "consumer.session.timeout.ms",
+    "heartbeat_interval_ms": "consumer.heartbeat.interval.ms",
+}
+
+
+class InvalidGroupConfig(CoordinatorException, ValueError):
     error_code = ErrorCode.invalid_config
 
 
@@ -316,6 +374,15 @@ class GroupConfigs:
         if high is not None:
             value = min(value, high)
         return value
+
+    def share(self, group_id: str) -> ShareGroupConfig:
+        """The share group's configs in force (read afresh: bounds are dynamic)."""
+        return ShareGroupConfig(**{f: self.effective(group_id, n) for f, n in SHARE_FIELDS.items()})
+
+    def consumer(self, group_id: str) -> ConsumerGroupConfig:
+        """The consumer group's configs in force (read afresh: bounds are dynamic)."""
+        values = {f: self.effective(group_id, n) for f, n in CONSUMER_FIELDS.items()}
+        return ConsumerGroupConfig(**values)
 
     def describe(self, group_id: str) -> list[tuple[str, str, bool]]:
         """(name, effective value as a string, set on the group?) for every group config,

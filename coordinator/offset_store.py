@@ -24,6 +24,7 @@ from typing import Protocol
 import structlog
 from kio.schema.errors import ErrorCode
 
+from coordinator.group_registry import GroupKind
 from coordinator.share_group_admin import GroupListing
 from protocol.consumer_offsets import InvalidOffsetRecord
 from protocol.consumer_offsets import OffsetKey
@@ -168,18 +169,21 @@ class OffsetStore:
         return group_id in self._groups
 
     def empty_group_listings(
-        self, others: Collection[str], states: Collection[str] = (), types: Collection[str] = ()
+        self,
+        known: Callable[[str], bool],
+        states: Collection[str] = (),
+        types: Collection[str] = (),
     ) -> list[GroupListing]:
-        """Groups that are only committed offsets (none of `others`, the groups some
-        coordinator knows): Kafka's Empty consumer groups, as ListGroups lists them."""
-        if types and "consumer" not in {t.lower() for t in types}:
+        """Groups that are only committed offsets (not `known`: held by no coordinator):
+        Kafka's Empty consumer groups, as ListGroups lists them."""
+        if types and GroupKind.CONSUMER not in {t.lower() for t in types}:
             return []
         if states and "empty" not in {s.lower() for s in states}:
             return []
         return [
-            GroupListing(g, "Empty", group_type="consumer", protocol_type="consumer")
+            GroupListing(g, "Empty", group_type=GroupKind.CONSUMER.value, protocol_type="consumer")
             for g in sorted(self._groups)
-            if g not in others
+            if not known(g)
         ]
 
     def fetch(self, group_id: str, topic: str, partition: int) -> OffsetValue | None:

@@ -12,12 +12,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
+from enum import StrEnum
 
 import structlog
 from kio.schema.errors import ErrorCode
 
 from coordinator.assignor import Assignment
 from coordinator.assignor import assign
+from coordinator.errors import CoordinatorException
 
 log = structlog.get_logger("shoal.coordinator")
 
@@ -65,7 +67,7 @@ class ShareGroup:
         return {t for m in self.members.values() for t in m.subscribed}
 
 
-class CoordinatorError(Exception):
+class CoordinatorError(CoordinatorException):
     def __init__(self, error_code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.error_code = error_code
@@ -105,11 +107,18 @@ class HeartbeatResult:
     assignment: Assignment | None  # None when unchanged since the member's last heartbeat
 
 
+class DepartureReason(StrEnum):
+    """Why a member left its share group (its acquired records are released either way)."""
+
+    LEFT = "left"  # a heartbeat at epoch -1
+    SESSION_TIMEOUT = "session timeout"  # no heartbeat for `share.session.timeout.ms`
+
+
 @dataclass(frozen=True, slots=True)
 class Departure:
     group_id: str
     member_id: str
-    reason: str
+    reason: DepartureReason
 
 
 class ShareGroupCoordinator:
@@ -135,7 +144,7 @@ class ShareGroupCoordinator:
         check_ids(group_id, member_id or None)
         limits = self._limits(group_id)
         if member_epoch == LEAVE_EPOCH:
-            departure = self.remove_member(group_id, member_id, "left")
+            departure = self.remove_member(group_id, member_id, DepartureReason.LEFT)
             return HeartbeatResult(
                 member_id, LEAVE_EPOCH, limits.heartbeat_interval_ms, None
             ), departure
@@ -224,14 +233,16 @@ class ShareGroupCoordinator:
         group.assignment_epoch = group.group_epoch
         self.rebalances += 1
 
-    def remove_member(self, group_id: str, member_id: str, reason: str) -> Departure | None:
+    def remove_member(
+        self, group_id: str, member_id: str, reason: DepartureReason
+    ) -> Departure | None:
         group = self.groups.get(group_id)
         member = group.members.pop(member_id, None) if group is not None else None
         if group is None or member is None:
             return None
         group.group_epoch += 1
         # A session timeout runs off any request: the member's own client id says whose it was.
-        log.info("member left", group=group_id, member=member_id, reason=reason,
+        log.info("member left", group=group_id, member=member_id, reason=reason.value,
                  client_id=member.client_id, client_host=member.client_host)  # fmt: skip
         return Departure(group_id, member_id, reason)
 
@@ -243,7 +254,7 @@ class ShareGroupCoordinator:
             for m in g.members.values()
             if m.deadline_ms <= now_ms
         ]
-        departures = [self.remove_member(g, m, "session timeout") for g, m in late]
+        departures = [self.remove_member(g, m, DepartureReason.SESSION_TIMEOUT) for g, m in late]
         return [d for d in departures if d is not None]
 
     def delete_group(self, group_id: str) -> None:

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.group_registry import GroupKind
 from coordinator.share_group import CoordinatorError
 from coordinator.share_group import ShareGroup
 from coordinator.share_group import ShareGroupCoordinator
 
-GROUP_TYPE = "share"
+GROUP_TYPE = GroupKind.SHARE.value
 PROTOCOL_TYPE = "share"  # what Kafka lists as a share group's protocol type
 
 

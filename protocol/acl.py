@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
 
+from protocol.errors import ProtocolException
+
 WILDCARD: Final = "*"  # a resource name or principal that matches every one
 WILDCARD_PRINCIPAL: Final = "User:*"
 CLUSTER_NAME: Final = "kafka-cluster"  # the one CLUSTER resource
@@ -71,7 +73,7 @@ IMPLIED_BY: Final[dict[AclOperation, frozenset[AclOperation]]] = {
 }
 
 
-class InvalidAcl(ValueError):
+class InvalidAcl(ProtocolException, ValueError):
     """A binding that cannot be stored (an ANY/UNKNOWN code, a bad principal or name)."""
 
 

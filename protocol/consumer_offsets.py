@@ -18,6 +18,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from protocol.errors import ProtocolException
+
 KEY_VERSION = 1
 VALUE_VERSION = 3
 
@@ -28,7 +30,7 @@ _V3_FIXED = struct.Struct(">qi")  # offset, leader epoch
 _I64 = struct.Struct(">q")
 
 
-class InvalidOffsetRecord(ValueError):
+class InvalidOffsetRecord(ProtocolException, ValueError):
     """Bytes that are not an offset commit key or value."""
 
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import struct
 
+from protocol.errors import ProtocolException
+
 SIZE = struct.Struct(">i")
 DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024  # socket.request.max.bytes
 
 
-class FrameError(ValueError):
+class FrameError(ProtocolException, ValueError):
     """The peer sent something that cannot be a frame: the connection must close."""
 
 

@@ -36,6 +36,7 @@ from kio.static.protocol import ResponsePayload
 
 from protocol import large_requests
 from protocol.api_keys import API_VERSIONS
+from protocol.errors import ProtocolException
 from protocol.framing import SIZE
 from protocol.request_bounds import request_walker
 
@@ -49,11 +50,11 @@ _SIZE_HEADER_V1 = struct.Struct(">iiB")
 E = TypeVar("E")
 
 
-class UnknownApi(LookupError):
+class UnknownApi(ProtocolException, LookupError):
     """kio has no request schema for this (api key, version)."""
 
 
-class UndecodableRequest(ValueError):
+class UndecodableRequest(ProtocolException, ValueError):
     """The header or body of a request does not parse."""
 
 

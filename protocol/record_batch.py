@@ -36,6 +36,8 @@ from typing import TypeAlias
 
 import crc32c
 
+from protocol.errors import ProtocolException
+
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 BATCH_HEADER_SIZE = 61
 assert _HEADER.size == BATCH_HEADER_SIZE, _HEADER.size
@@ -75,7 +77,7 @@ NO_SEQUENCE = -1
 Buffer: TypeAlias = bytes | bytearray | memoryview
 
 
-class InvalidRecordBatch(ValueError):
+class InvalidRecordBatch(ProtocolException, ValueError):
     """A batch that fails validation; ``reason`` is one short word ("crc", "magic", ...)."""
 
     def __init__(self, reason: str, message: str) -> None:

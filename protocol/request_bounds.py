@@ -61,6 +61,8 @@ from kio.serial._introspect import get_field_tag
 from kio.serial._introspect import get_schema_field_type
 from kio.serial._introspect import is_optional
 
+from protocol.errors import ProtocolException
+
 # The issue asks for the cap of Kafka 4.4; the Kafka sources we could read show only the
 # bytes-left check (MessageDataGenerator), so the cap stands on its own: no client sends a
 # million of anything in one request.
@@ -105,7 +107,7 @@ _MAX_INLINE_DEPTH = 5  # Python allows 20 nested blocks; an array level takes up
 Walker = Callable[[Any], int]
 
 
-class OutOfBounds(ValueError):
+class OutOfBounds(ProtocolException, ValueError):
     """A request frame declares what it cannot hold, or null where its version forbids it."""
 
 

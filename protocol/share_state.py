@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from kio.records.readers import read_batch
 
+from protocol.errors import ProtocolException
 from protocol.record_batch import NO_PRODUCER_EPOCH
 from protocol.record_batch import NO_PRODUCER_ID
 from protocol.record_batch import build_control_batch
@@ -37,7 +38,7 @@ _DELTA_FIXED = struct.Struct(">Hq")  # epoch, back offset
 _STATE = struct.Struct(">qqbh")  # base offset, last offset, state, delivery count
 
 
-class InvalidShareState(ValueError):
+class InvalidShareState(ProtocolException, ValueError):
     """A SHARE_CHECKPOINT or SHARE_DELTA record does not parse."""
 
 

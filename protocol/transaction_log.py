@@ -16,6 +16,8 @@ import struct
 from dataclasses import dataclass
 from dataclasses import field
 
+from protocol.errors import ProtocolException
+
 KEY_VERSION = 0
 VALUE_VERSION = 0
 _I16 = struct.Struct(">h")
@@ -23,7 +25,7 @@ _I16 = struct.Struct(">h")
 TopicPartition = tuple[str, int]
 
 
-class InvalidTransactionRecord(ValueError):
+class InvalidTransactionRecord(ProtocolException, ValueError):
     """Bytes that are not a transaction log key or value."""
 
 

@@ -21,6 +21,7 @@ from protocol.acl import AclPermissionType
 from protocol.acl import PatternType
 from protocol.acl import ResourcePattern
 from protocol.acl import ResourceType
+from storage.errors import StorageException
 from storage.fsutil import PRIVATE
 from storage.fsutil import atomic_write
 
@@ -28,7 +29,7 @@ ACL_FILE: Final = "acls.json"
 _FORMAT_VERSION: Final = 1
 
 
-class AclFileDamaged(Exception):
+class AclFileDamaged(StorageException):
     """The ACL file exists but cannot be read as bindings."""
 
 

@@ -67,6 +67,7 @@ from storage.base_log import SegmentedLog
 from storage.cleaned_segment import CleanedCopy
 from storage.config import LogConfig
 from storage.damage import find_damage
+from storage.errors import StorageException
 from storage.offset_map import DEFAULT_MAP_ENTRIES
 from storage.offset_map import OffsetMap
 from storage.segment import FileSegment
@@ -77,7 +78,7 @@ _INT32_MAX = 2**31 - 1
 _Read = Callable[[int, int], bytes]
 
 
-class SegmentDamaged(Exception):
+class SegmentDamaged(StorageException):
     """A batch of a sealed segment is damaged (a header that does not parse, a length past
     the end, an offset that does not follow, a CRC that fails), found while cleaning it: the
     pass stops, and the caller records the damage on the event loop (`record_found_damage`),

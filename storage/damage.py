@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import crc32c
 import structlog
@@ -34,9 +34,6 @@ from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import parse_header
 from protocol.records import StoredBatch
 from protocol.records import build_stored_batch
-
-if TYPE_CHECKING:
-    from storage.segment import Segment
 
 _log = structlog.get_logger("shoal.storage")
 
@@ -118,8 +115,20 @@ class DamageMap:
         starts[i:j], ends[i:j] = [start], [end]
 
 
+class Scanned(Protocol):
+    """What damage finding reads of a segment (`storage.segment.Segment` is one): this module
+    is the lower one, so it names the few members it uses rather than the class."""
+
+    size: int
+    damage: DamageMap
+
+    def read(self, position: int, size: int) -> bytes: ...
+
+    def describe(self) -> str: ...
+
+
 def intact(
-    segment: Segment, position: int, offsets: tuple[int, int] | None = None
+    segment: Scanned, position: int, offsets: tuple[int, int] | None = None
 ) -> BatchHeader | None:
     """The header of an intact batch at `position`, its base offset in [lo, hi) if given."""
     if segment.size - position < BATCH_HEADER_SIZE:
@@ -138,7 +147,7 @@ def intact(
     return header
 
 
-def _resync(segment: Segment, start: int, offsets: tuple[int, int]) -> tuple[int, int] | None:
+def _resync(segment: Scanned, start: int, offsets: tuple[int, int]) -> tuple[int, int] | None:
     """(position, base offset) of the first intact batch after `start`.
 
     Every magic byte after the damage is tried as the start of a batch whose offsets fall in
@@ -160,7 +169,7 @@ def _resync(segment: Segment, start: int, offsets: tuple[int, int]) -> tuple[int
 
 
 def find_damage(
-    segment: Segment, position: int, expected: int, end_offset: int, reason: str
+    segment: Scanned, position: int, expected: int, end_offset: int, reason: str
 ) -> DamagedRange:
     """Record the damage found at `position`, where a batch of offset `expected` belongs."""
     known = segment.damage.at_position(position)
@@ -173,7 +182,7 @@ def find_damage(
     return damaged
 
 
-def record_damage(segment: Segment, damaged: DamagedRange, reason: str, **detail: object) -> None:
+def record_damage(segment: Scanned, damaged: DamagedRange, reason: str, **detail: object) -> None:
     """Remember a damaged stretch and say so, once: the one log line of each stretch."""
     segment.damage.add(damaged)
     _log.error(

@@ -13,10 +13,12 @@ import fcntl
 import os
 from pathlib import Path
 
+from storage.errors import StorageException
+
 LOCK_FILE = ".lock"
 
 
-class DataDirLocked(OSError):
+class DataDirLocked(StorageException, OSError):
     """Another process (a running broker) holds the data dir's lock."""
 
     def __init__(self, data_dir: Path) -> None:

@@ -9,7 +9,15 @@ from kio.schema.errors import ErrorCode
 from protocol.produce_response import RecordError
 
 
-class StorageError(Exception):
+class StorageException(Exception):
+    """The root of every exception storage/ raises. Those outside `StorageError` (damaged
+    files, a held data dir, bad credentials) keep the builtin base they had (ValueError,
+    OSError), so whatever caught them before still does."""
+
+
+class StorageError(StorageException):
+    """A failure answered with the Kafka error it carries."""
+
     error_code: ClassVar[ErrorCode] = ErrorCode.unknown_server_error
 
 

@@ -14,6 +14,8 @@ from bisect import bisect_left
 from bisect import bisect_right
 from itertools import pairwise
 
+from storage.errors import StorageException
+
 _SWAP = sys.byteorder == "little"
 
 
@@ -57,7 +59,7 @@ def _deinterleave(data: bytes, widths: list[int]) -> list[bytes]:
     return columns
 
 
-class IndexCorrupt(ValueError):
+class IndexCorrupt(StorageException, ValueError):
     pass
 
 

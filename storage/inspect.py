@@ -22,6 +22,7 @@ from storage.config import LogConfig
 from storage.dir_checkpoints import had_clean_shutdown
 from storage.dir_checkpoints import read_recovery_points
 from storage.dir_lock import is_locked
+from storage.errors import StorageException
 from storage.errors import UnknownTopicOrPartition
 from storage.log_manager import TOPICS_DIR
 from storage.segment_log import CLEAN_SHUTDOWN
@@ -32,11 +33,11 @@ from storage.topics import TopicInfo
 from storage.topics import load_topics
 
 
-class NotADataDirectory(Exception):
+class NotADataDirectory(StorageException):
     """The path holds no Shoal data (no topic metadata directory)."""
 
 
-class DataDirectoryInUse(Exception):
+class DataDirectoryInUse(StorageException):
     """A running broker holds the data dir; reading it could see a half-written tail."""
 
 

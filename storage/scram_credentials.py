@@ -16,6 +16,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from storage.errors import StorageException
 from storage.fsutil import PRIVATE
 from storage.fsutil import atomic_write
 
@@ -103,7 +104,7 @@ class ScramCredential:
         return cls(b("salt"), iterations, b("stored_key"), b("server_key"))
 
 
-class InvalidCredential(ValueError):
+class InvalidCredential(StorageException, ValueError):
     """A user name, mechanism or iteration count that Kafka would refuse."""
 
 

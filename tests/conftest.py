@@ -9,8 +9,11 @@ import pytest
 
 from broker.loops import loop_factory
 from broker.server import Server
+from tests import hypothesis_profiles
 from tests.brokers import BrokerProcess
 from tests.brokers import make_server
+
+hypothesis_profiles.load()  # before any test module builds its @settings
 
 
 def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, object]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from broker.context import RequestContext
+from broker.context import RequestHandler
 from broker.handlers import add_offsets_to_txn
 from broker.handlers import add_partitions_to_txn
 from broker.handlers import alter_configs
@@ -50,10 +52,9 @@ from broker.handlers import share_group_describe
 from broker.handlers import share_group_heartbeat
 from broker.handlers import sync_group
 from broker.handlers import txn_offset_commit
-from broker.registry import Handler
 from broker.registry import Registry
 
-HANDLERS: tuple[Handler, ...] = (
+HANDLERS: tuple[RequestHandler, ...] = (
     produce.HANDLER,
     fetch.HANDLER,
     list_offsets.HANDLER,
@@ -105,5 +106,5 @@ HANDLERS: tuple[Handler, ...] = (
 )
 
 
-def build_registry() -> Registry:
+def build_registry() -> Registry[RequestContext]:
     return Registry(HANDLERS)

@@ -38,7 +38,7 @@ async def handle(ctx: RequestContext, request: Request) -> v4.ApiVersionsRespons
     )
 
 
-def unsupported_version_response(registry: Registry) -> v0.ApiVersionsResponse:
+def unsupported_version_response(registry: Registry[RequestContext]) -> v0.ApiVersionsResponse:
     """A too-new ApiVersions request gets the v0 layout and what we support (KIP-511)."""
     keys = tuple(
         v0.response.ApiVersion(

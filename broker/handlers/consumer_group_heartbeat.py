@@ -90,7 +90,9 @@ def _heartbeat(ctx: RequestContext, request: Request) -> ConsumerHeartbeat:
         rack_id=request.rack_id,
         rebalance_timeout_ms=int(timeout),
         subscribed=request.subscribed_topic_names,
-        regex=getattr(request, "subscribed_topic_regex", None) or None,
+        regex=None
+        if isinstance(request, v0.ConsumerGroupHeartbeatRequest)
+        else request.subscribed_topic_regex or None,
         server_assignor=request.server_assignor,
         owned=_owned(request),
         client_id=ctx.header.client_id or "",

@@ -23,6 +23,7 @@ from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
 from broker.slicing import sliced_map
+from coordinator.group_registry import GroupKind
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -36,14 +37,13 @@ def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
     s = ctx.services
     if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed
-    classic = s.classic_groups.coordinator
-    if classic.has_group(group_id):
+    if s.groups.holds(GroupKind.CLASSIC, group_id):
         try:
-            classic.delete_group(group_id)
+            s.classic_groups.coordinator.delete_group(group_id)
         except CoordinatorError as e:
             return e.error_code
         return _delete_offsets(ctx, group_id)
-    if group_id not in s.coordinator.groups and s.offsets.has_group(group_id):
+    if not s.groups.holds(GroupKind.SHARE, group_id) and s.offsets.has_group(group_id):
         return _delete_offsets(ctx, group_id)
     try:
         group_admin(s.coordinator, s.share_partitions).delete_group(group_id)

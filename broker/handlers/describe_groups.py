@@ -23,12 +23,12 @@ from broker.authorization import authorized_operations
 from broker.authorized_operations import GROUP_OPERATIONS
 from broker.authorized_operations import NOT_REQUESTED
 from broker.context import RequestContext
-from broker.handlers.classic_common import is_share_group
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.slicing import sliced_map
 from coordinator.classic_group import ClassicGroup
 from coordinator.classic_group import GroupState
+from coordinator.group_registry import GroupKind
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -81,7 +81,8 @@ def _described(ctx: RequestContext, group_id: GroupId, with_ops: bool) -> r.Desc
     if group is None:
         if ctx.version < ERRORS_FOR_OTHER_GROUPS:
             return _empty(group_id, ErrorCode.none, None)
-        kind = "is not a classic group" if is_share_group(ctx, group_id) else "not found"
+        share = ctx.services.groups.holds(GroupKind.SHARE, group_id, durable=True)
+        kind = "is not a classic group" if share else "not found"
         return _empty(group_id, ErrorCode.group_id_not_found, f"Group {group_id} {kind}.")
     ops = authorized_operations(ctx, GROUP, group_id, GROUP_OPERATIONS) if with_ops else None
     return r.DescribedGroup(
@@ -96,7 +97,8 @@ def _described(ctx: RequestContext, group_id: GroupId, with_ops: bool) -> r.Desc
 
 
 async def handle(ctx: RequestContext, request: Request) -> v6.DescribeGroupsResponse:
-    with_ops = getattr(request, "include_authorized_operations", False)
+    old = (v0.DescribeGroupsRequest, v1.DescribeGroupsRequest, v2.DescribeGroupsRequest)
+    with_ops = False if isinstance(request, old) else request.include_authorized_operations
     # A request may name a million groups.
     groups = await sliced_map(lambda g: _described(ctx, g, with_ops), request.groups)
     return v6.DescribeGroupsResponse(throttle_time=NO_THROTTLE, groups=tuple(groups))

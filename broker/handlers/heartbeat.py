@@ -23,6 +23,7 @@ Request = (
     | v3.HeartbeatRequest
     | v4.HeartbeatRequest
 )
+_NO_INSTANCE_ID = (v0.HeartbeatRequest, v1.HeartbeatRequest, v2.HeartbeatRequest)  # KIP-345: v3
 
 
 async def handle(ctx: RequestContext, request: Request) -> v4.HeartbeatResponse:
@@ -34,7 +35,7 @@ async def handle(ctx: RequestContext, request: Request) -> v4.HeartbeatResponse:
             request.group_id,
             request.member_id,
             request.generation_id,
-            getattr(request, "group_instance_id", None),
+            None if isinstance(request, _NO_INSTANCE_ID) else request.group_instance_id,
             s.now_ms(),
         )
     return v4.HeartbeatResponse(throttle_time=NO_THROTTLE, error_code=code)

@@ -25,13 +25,13 @@ from kio.static.primitive import i32
 
 from broker.authorization import authorize
 from broker.context import RequestContext
-from broker.handlers.classic_common import is_share_group
 from broker.handlers.classic_common import millis
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.slicing import sliced_map
 from coordinator.classic_group import JoinResult
 from coordinator.classic_member import JoinRequest
+from coordinator.group_registry import GroupKind
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -47,6 +47,10 @@ Request = (
     | v8.JoinGroupRequest
     | v9.JoinGroupRequest
 )
+_NO_INSTANCE_ID = (  # KIP-345: from v5
+    v0.JoinGroupRequest, v1.JoinGroupRequest, v2.JoinGroupRequest, v3.JoinGroupRequest,
+    v4.JoinGroupRequest,
+)  # fmt: skip
 NULLABLE_PROTOCOL_NAME = 7  # protocol name is a non-null string before v7
 
 
@@ -71,7 +75,9 @@ async def _join_request(ctx: RequestContext, request: Request) -> JoinRequest:
     return JoinRequest(
         group_id=request.group_id,
         member_id=request.member_id,
-        group_instance_id=getattr(request, "group_instance_id", None),
+        group_instance_id=None
+        if isinstance(request, _NO_INSTANCE_ID)
+        else request.group_instance_id,
         protocol_type=request.protocol_type,
         # A request may list a million protocols.
         protocols=tuple(await sliced_map(_protocol, protocols)),
@@ -109,9 +115,12 @@ def _response(ctx: RequestContext, r: JoinResult) -> v9.JoinGroupResponse:
 async def handle(ctx: RequestContext, request: Request) -> v9.JoinGroupResponse:
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(ctx, JoinResult(request.member_id, error=_DENIED))
-    if is_share_group(ctx, request.group_id) or ctx.services.consumer_groups.has_group(
-        request.group_id
-    ):  # one kind per group id (no online migration between the protocols yet)
+    # One kind per group id (no online migration between the protocols yet); a share group
+    # counts even when known only from its durable state.
+    if (
+        ctx.services.groups.other_kind(GroupKind.CLASSIC, request.group_id, durable=True)
+        is not None
+    ):
         return _response(ctx, JoinResult(request.member_id, error=_INCONSISTENT))
     result = await ctx.services.classic_groups.join(await _join_request(ctx, request))
     return _response(ctx, result)

@@ -27,14 +27,13 @@ from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.share.share_group_offsets import group_admin
 from broker.slicing import Slicer
-from coordinator.consumer_group import GROUP_TYPE as CONSUMER
-from coordinator.share_group_admin import GROUP_TYPE as SHARE
+from coordinator.group_registry import GroupKind
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
 DESCRIBE = AclOperation.DESCRIBE
-CLASSIC = "classic"  # KIP-848's group type of a JoinGroup/SyncGroup group
-GROUP_TYPES = frozenset({CLASSIC, CONSUMER, SHARE})
+CLASSIC = GroupKind.CLASSIC.value  # KIP-848's group type of a JoinGroup/SyncGroup group
+GROUP_TYPES = frozenset(kind.value for kind in GroupKind)
 
 Request = (
     v0.ListGroupsRequest
@@ -93,15 +92,15 @@ async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse
     everything = authorize_cluster(ctx, DESCRIBE)
     s = ctx.services
     # Every state here, filtered below: each kind of group would otherwise lower the filter's
-    # values again (a million, each).
+    # values again (a million, each); and a group of another state is known all the same.
     coordinated = group_admin(s.coordinator, s.share_partitions).list_groups(types=types)
     coordinated += s.consumer_groups.list_groups((), types)
     classic = _classic(ctx, (), types)
-    known = (
-        {g.group_id for g in coordinated}
-        | set(s.coordinator.groups)
-        | {g.group_id for g in classic}
-    )
+    listed_ids = {g.group_id for g in coordinated} | {g.group_id for g in classic}
+
+    def known(group_id: str) -> bool:
+        return group_id in listed_ids or s.groups.holds(GroupKind.SHARE, group_id)
+
     listed = [
         v5.response.ListedGroup(
             group_id=GroupId(g.group_id),

@@ -26,6 +26,7 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.slicing import Slicer
+from coordinator.group_registry import GroupKind
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from protocol.consumer_offsets import OffsetValue
@@ -36,6 +37,13 @@ Request = (
     | v5.OffsetCommitRequest | v6.OffsetCommitRequest | v7.OffsetCommitRequest
     | v8.OffsetCommitRequest | v9.OffsetCommitRequest
 )  # fmt: skip
+_NO_INSTANCE_ID = (
+    v2.OffsetCommitRequest,
+    v3.OffsetCommitRequest,
+    v4.OffsetCommitRequest,
+    v5.OffsetCommitRequest,
+    v6.OffsetCommitRequest,
+)  # fmt: skip  (KIP-345: v7)
 Response = v2.OffsetCommitResponse | v9.OffsetCommitResponse
 Codes = dict[tuple[str, int], ErrorCode]
 NO_GENERATION = -1  # a commit from outside any membership: the admin client, simple consumers
@@ -50,7 +58,7 @@ def _group_code(ctx: RequestContext, request: Request) -> ErrorCode:
         request.group_id,
         request.member_id,
         request.generation_id_or_member_epoch,
-        getattr(request, "group_instance_id", None),
+        None if isinstance(request, _NO_INSTANCE_ID) else request.group_instance_id,
     )
 
 
@@ -104,8 +112,7 @@ def _reset(
     offset set for a group the group coordinators know (an admin reset of an empty group),
     for the first time, or backwards. A simple consumer's forward commits are not logged."""
     s = ctx.services
-    classic, modern = s.classic_groups.coordinator, s.consumer_groups
-    known = classic.has_group(group_id) or modern.has_group(group_id)
+    known = s.groups.kind(group_id, (GroupKind.CLASSIC, GroupKind.CONSUMER)) is not None
     rewound = fresh = 0
     for (topic, partition), value in offsets.items():
         before = s.offsets.fetch(group_id, topic, partition)

@@ -16,6 +16,7 @@ from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import too_many_subscribed
 from broker.registry import handler
 from coordinator.assignor import Assignment
+from coordinator.group_registry import GroupKind
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -59,7 +60,8 @@ async def handle(ctx: RequestContext, request: v1.ShareGroupHeartbeatRequest) ->
     now = s.now_ms()
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _error(request, ErrorCode.group_authorization_failed, "no READ on the group")
-    if s.classic_groups.coordinator.has_group(request.group_id):
+    other = s.groups.other_kind(GroupKind.SHARE, request.group_id)
+    if other is GroupKind.CLASSIC:
         # One kind per group id; Kafka answers this for a classic group's id.
         message = f"Group {request.group_id} is not a share group."
         return _error(request, ErrorCode.group_id_not_found, message)
@@ -68,7 +70,7 @@ async def handle(ctx: RequestContext, request: v1.ShareGroupHeartbeatRequest) ->
     denied = _unreadable(ctx, request.subscribed_topic_names)
     if denied:
         return _error(request, ErrorCode.topic_authorization_failed, f"no DESCRIBE on {denied}")
-    if s.consumer_groups.has_group(request.group_id):  # Kafka's answer for another kind
+    if other is not None:  # a consumer group (or any other kind): Kafka's answer for it
         return _error(
             request, ErrorCode.group_id_not_found, f"{request.group_id} is not a share group"
         )

@@ -31,6 +31,7 @@ Request = (
     | v4.SyncGroupRequest
     | v5.SyncGroupRequest
 )
+_NO_INSTANCE_ID = (v0.SyncGroupRequest, v1.SyncGroupRequest, v2.SyncGroupRequest)  # KIP-345: v3
 
 
 def _response(r: SyncResult) -> v5.SyncGroupResponse:
@@ -74,7 +75,7 @@ async def handle(ctx: RequestContext, request: Request) -> v5.SyncGroupResponse:
         request.group_id,
         request.member_id,
         request.generation_id,
-        getattr(request, "group_instance_id", None),
+        None if isinstance(request, _NO_INSTANCE_ID) else request.group_instance_id,
         await _assignments(request),
     )
     return _response(result)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 
+from broker.errors import BrokerException
 from broker.principal import user
 from broker.sasl.errors import AuthenticationFailed
 from broker.sasl.plain import PlainServer
@@ -25,7 +26,7 @@ class SaslState(enum.Enum):
     FAILED = "failed"
 
 
-class IllegalSaslState(Exception):
+class IllegalSaslState(BrokerException):
     """A SASL request out of order (a second handshake, tokens before a handshake); before
     login the session is then failed, so the connection closes."""
 

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 
 from broker.share.share_logs import ShareLogs
 from broker.share.share_partition import StateRange
-from coordinator.group_configs import DLQ_COPY_RECORD
-from coordinator.group_configs import DLQ_TOPIC
 from coordinator.group_configs import GroupConfigs
 from protocol.dead_letter import DELIVERY_LIMIT
 from protocol.dead_letter import REJECTED
@@ -54,7 +52,8 @@ def resolve(
 ) -> Target | str | None:
     """The group's dead-letter partition for records of `source_partition`; a string saying
     why it cannot be used; None when the group has no dead-letter topic (any more)."""
-    name: str = configs.effective(group_id, DLQ_TOPIC)
+    config = configs.share(group_id)
+    name = config.dead_letter_topic
     if not name:
         return None
     if name == source_topic:  # each copy would come back to the group, and on without end
@@ -69,7 +68,7 @@ def resolve(
     plog = logs.log(name, partition)
     if plog is None:
         return f"dead-letter topic {name} of group {group_id} has no partition {partition}"
-    return Target(name, partition, plog, configs.effective(group_id, DLQ_COPY_RECORD))
+    return Target(name, partition, plog, config.dead_letter_copy_record)
 
 
 def dead_letters(

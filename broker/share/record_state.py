@@ -1,15 +1,21 @@
-"""Record states and acknowledgement types of a share-partition (KIP-932, KIP-1222).
+"""Record states of a share-partition and their transition table (KIP-932, KIP-1191).
 
-The numeric values are the ones written in durable share state and sent on the wire, so they
-must never change.
+The numeric values are the ones written in durable share state, so they must never change.
+The acknowledgement types that move records are wire values (`protocol.acknowledge_type`),
+named here too for the share core's modules.
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
 
+from broker.share.errors import ShareException
+from protocol.acknowledge_type import AcknowledgeType
 
-class InvalidStateTransition(ValueError):
+__all__ = ["AcknowledgeType", "InvalidStateTransition", "RecordState"]
+
+
+class InvalidStateTransition(ShareException, ValueError):
     """An internal bug: a move the transition table forbids. Never mapped to a client error."""
 
 
@@ -63,13 +69,3 @@ _TRANSITIONS: dict[RecordState, frozenset[RecordState]] = {
     RecordState.ARCHIVING: frozenset({RecordState.ARCHIVED}),
     RecordState.ARCHIVED: frozenset(),
 }
-
-
-class AcknowledgeType(IntEnum):
-    """AcknowledgementBatch.AcknowledgeTypes values of ShareFetch/ShareAcknowledge."""
-
-    GAP = 0
-    ACCEPT = 1
-    RELEASE = 2
-    REJECT = 3
-    RENEW = 4

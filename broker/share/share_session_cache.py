@@ -13,13 +13,15 @@ from dataclasses import field
 
 from kio.schema.errors import ErrorCode
 
+from broker.share.errors import ShareException
+
 OPEN_EPOCH = 0
 CLOSE_EPOCH = -1
 
 TopicIdPartition = tuple[uuid.UUID, int]
 
 
-class ShareSessionError(Exception):
+class ShareSessionError(ShareException):
     def __init__(self, error_code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.error_code = error_code

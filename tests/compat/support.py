@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -21,6 +22,8 @@ from confluent_kafka.admin import ConfigEntry
 from confluent_kafka.admin import ConfigResource
 from confluent_kafka.admin import NewTopic
 
+from client import Admin
+from client.errors import KafkaError as ClientKafkaError
 from tests.brokers import BrokerProcess
 
 # librdkafka prints a "Preview" warning for every share consumer; keep test output readable.
@@ -120,6 +123,45 @@ def poll_until(
             records = poll_records(c, poll_timeout)
             if records:
                 on_records(c, records)
+
+
+async def _share_members_assigned(bootstrap: str, group: str, count: int) -> bool:
+    async with Admin(bootstrap) as client:
+        try:
+            described = (await client.describe_share_groups([group]))[group]
+        except ClientKafkaError:  # GROUP_ID_NOT_FOUND until the first member joins
+            return False
+    members = described.members
+    return len(members) == count and all(
+        m.member_epoch == described.assignment_epoch and m.assignment for m in members
+    )
+
+
+def wait_for_share_members(bootstrap: str, group: str, count: int, timeout: float = 30.0) -> None:
+    """Until the share group has `count` members, each at the group's assignment epoch with
+    partitions assigned (ShareGroupDescribe): every member has had its assignment."""
+    deadline = time.monotonic() + timeout
+    while not asyncio.run(_share_members_assigned(bootstrap, group, count)):
+        assert time.monotonic() < deadline, f"{group}: not {count} assigned members in {timeout} s"
+        time.sleep(0.1)
+
+
+async def _share_start_offsets(bootstrap: str, group: str) -> int:
+    async with Admin(bootstrap) as client:
+        offsets = await client.describe_share_group_offsets(group)
+    return sum(max(o.start_offset, 0) for o in offsets.values())
+
+
+def wait_for_share_acknowledged(
+    bootstrap: str, group: str, total: int, timeout: float = 30.0
+) -> None:
+    """Until the share group's start offsets (SPSO) of all its partitions add up to `total`:
+    every record is acknowledged, so none can be delivered again. For topics whose offsets
+    are all records (no control batches) and start at 0."""
+    deadline = time.monotonic() + timeout
+    while asyncio.run(_share_start_offsets(bootstrap, group)) < total:
+        assert time.monotonic() < deadline, f"{group}: not all {total} records acknowledged"
+        time.sleep(0.1)
 
 
 def read_partition(bootstrap: str, topic: str, partition: int = 0) -> list[bytes]:

@@ -10,7 +10,6 @@ import itertools
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import KafkaError
@@ -27,7 +26,7 @@ from tests.compat.support import error_code
 from tests.compat.support import poll_records
 from tests.compat.support import set_group_configs
 from tests.compat.support import share_consumer
-from tests.compat.support import start_broker
+from tests.compat.support import wait_for_share_members
 
 pytestmark = pytest.mark.compat
 
@@ -37,14 +36,7 @@ BATCH = 1_000  # records per producer batch
 MAX_POLL = 50  # max.poll.records of every consumer
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path_factory.mktemp("modes") / "data", SHORT_SESSION_CONFIG)
-    try:
-        yield proc
-    finally:
-        if proc.proc is not None and proc.proc.poll() is None:
-            proc.kill()
+BROKER_CONFIG = SHORT_SESSION_CONFIG  # the `broker` of tests/compat/conftest.py
 
 
 def fresh(broker: BrokerProcess, **group_configs: str) -> tuple[str, str]:
@@ -126,7 +118,7 @@ def test_record_limit_paces_four_consumers_over_large_batches(broker: BrokerProc
     for t in threads:
         t.start()
     try:
-        time.sleep(3.0)  # every member joined and has its assignment before records exist
+        wait_for_share_members(broker.bootstrap, group, len(consumers))  # before records exist
         produce_batches(broker.bootstrap, topic, 2)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and len(delivered) < total and not errors:

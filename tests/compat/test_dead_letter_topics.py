@@ -16,7 +16,6 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,14 +53,7 @@ COPY = "errors.deadletterqueue.copy.record.enable"
 _names = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path_factory.mktemp("dlq") / "data", SHORT_SESSION_CONFIG)
-    try:
-        yield proc
-    finally:
-        if proc.proc is not None and proc.proc.poll() is None:
-            proc.kill()
+BROKER_CONFIG = SHORT_SESSION_CONFIG  # the `broker` of tests/compat/conftest.py
 
 
 def create_dlq_topic(bootstrap: str, name: str, enable: str | None = "true") -> None:

@@ -21,7 +21,6 @@ import itertools
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,6 @@ from tests.compat.support import admin
 from tests.compat.support import create_topic
 from tests.compat.support import set_group_configs
 from tests.compat.support import share_consumer
-from tests.compat.support import start_broker
 
 pytestmark = pytest.mark.compat
 
@@ -50,17 +48,8 @@ ONE_MB_FETCHES = {"fetch.max.bytes": 1_000_000, "receive.message.max.bytes": 1_0
 _names = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = start_broker(
-        tmp_path_factory.mktemp("sizes") / "data",
-        {"log.cleaner.backoff.ms": 200, "log.flush.interval.ms": 1000},
-    )
-    try:
-        yield proc
-    finally:
-        if proc.proc is not None and proc.proc.poll() is None:
-            proc.kill()
+# The `broker` of tests/compat/conftest.py.
+BROKER_CONFIG = {"log.cleaner.backoff.ms": 200, "log.flush.interval.ms": 1000}
 
 
 def _produce_big(bootstrap: str, topic: str, per_partition: int) -> set[bytes]:

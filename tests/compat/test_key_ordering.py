@@ -27,6 +27,7 @@ from tests.compat.support import create_topic
 from tests.compat.support import describe_group_configs
 from tests.compat.support import set_group_configs
 from tests.compat.support import start_broker
+from tests.compat.support import wait_for_share_members
 
 pytestmark = pytest.mark.compat
 
@@ -137,7 +138,7 @@ def test_four_consumers_keep_per_key_order_with_releases(tmp_path: Path) -> None
         for out in outs:
             out.touch()
             workers.append(start_worker(broker.bootstrap, group, topic, out))
-        time.sleep(3.0)  # every member joined before records exist
+        wait_for_share_members(broker.bootstrap, group, len(workers))  # before records exist
         produce_keyed(broker.bootstrap, topic, total)
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:

@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,21 +39,15 @@ from tests.compat.support import poll_records
 from tests.compat.support import poll_until
 from tests.compat.support import set_group_configs
 from tests.compat.support import share_consumer
-from tests.compat.support import start_broker
+from tests.compat.support import wait_for_share_acknowledged
+from tests.compat.support import wait_for_share_members
 
 pytestmark = pytest.mark.compat
 
 _names = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path_factory.mktemp("share") / "data", SHORT_SESSION_CONFIG)
-    try:
-        yield proc
-    finally:
-        if proc.proc is not None and proc.proc.poll() is None:
-            proc.kill()
+BROKER_CONFIG = SHORT_SESSION_CONFIG  # the `broker` of tests/compat/conftest.py
 
 
 def fresh(broker: BrokerProcess, partitions: int, **group_configs: str) -> tuple[str, str]:
@@ -116,12 +109,13 @@ def test_three_implicit_consumers_get_every_record_exactly_once(broker: BrokerPr
     for t in threads:
         t.start()
     try:
-        time.sleep(3.0)  # every member joined and has its assignment before records exist
+        wait_for_share_members(broker.bootstrap, group, 3)  # before records exist
         sent = produce(broker.bootstrap, topic, total)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and len(counts) < total and not errors:
             time.sleep(0.1)
-        time.sleep(2.0)  # keep polling: nothing may come a second time
+        # Keep polling until every record is acknowledged: none can come a second time after.
+        wait_for_share_acknowledged(broker.bootstrap, group, total)
     finally:
         stop.set()
         for t in threads:

@@ -23,6 +23,7 @@ from client.share_acks import AcknowledgeType
 from client.share_acks import ack_batches
 from client.share_consumer import ShareConsumer
 from client.share_membership import new_member_id
+from coordinator.share_group import DepartureReason
 from tests.clock import ManualClock
 
 pytestmark = pytest.mark.integration
@@ -406,7 +407,7 @@ async def test_rejoins_with_the_same_member_id_after_being_removed(broker: Serve
         member_id = consumer.member_id
         # The coordinator forgets the member, as after a session timeout: the next heartbeat
         # gets UNKNOWN_MEMBER_ID and the client joins again at epoch 0 under the same id.
-        coordinator.remove_member(GROUP, member_id, "expired")
+        coordinator.remove_member(GROUP, member_id, DepartureReason.SESSION_TIMEOUT)
         assert not coordinator.is_member(GROUP, member_id)
         # The broker knows the member again as soon as it handles the join; the client's
         # epoch moves only once it has read the answer: wait for both.

@@ -45,6 +45,7 @@ from protocol.record_batch import MAGIC_POS
 from protocol.record_batch import NewRecord
 from protocol.record_batch import build_batch
 from tests.brokers import BrokerProcess
+from tests.hypothesis_profiles import examples
 
 pytestmark = pytest.mark.integration
 
@@ -239,7 +240,7 @@ def test_well_formed_client_produces_and_fetches(
     assert_still_serving(broker, witness, full=True)
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.binary(min_size=1, max_size=2048))
 def test_random_bytes(broker: BrokerProcess, witness: socket.socket, junk: bytes) -> None:
     with connect(broker) as sock:
@@ -271,7 +272,7 @@ def _real_requests() -> list[bytes]:
 REAL = _real_requests()
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from(REAL).flatmap(lambda r: st.tuples(st.just(r), st.integers(0, len(r) - 1))))
 def test_truncated_request_gets_an_error_or_a_close(
     broker: BrokerProcess, witness: socket.socket, case: tuple[bytes, int]
@@ -292,7 +293,7 @@ def test_truncated_request_gets_an_error_or_a_close(
     assert_still_serving(broker, witness, full=False)
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     st.sampled_from(REAL).flatmap(
         lambda r: st.tuples(

@@ -41,6 +41,7 @@ from client import arrow_batches  # noqa: E402
 from client.arrow_batches import SCHEMA  # noqa: E402
 from client.arrow_batches import acquired_to_arrow  # noqa: E402
 from client.arrow_batches import batches_to_arrow  # noqa: E402
+from tests.hypothesis_profiles import examples  # noqa: E402
 
 TOPIC, PARTITION = "orders", 3
 
@@ -193,7 +194,7 @@ def _both(
     return fast, ref
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fetch=fetches(), dc=st.none() | st.integers(1, 5), headers=st.booleans())
 def test_agrees_with_the_reference(
     fetch: tuple[bytes, int, int], dc: int | None, headers: bool
@@ -206,7 +207,7 @@ def test_agrees_with_the_reference(
     event(f"{'some' if ref else 'no'} records in the window")
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fetch=fetches(), cuts=st.lists(st.integers(0, 40), max_size=10), data=st.data())
 def test_acquired_ranges_agree_with_the_reference(
     fetch: tuple[bytes, int, int], cuts: list[int], data: st.DataObject
@@ -228,7 +229,7 @@ def test_acquired_ranges_agree_with_the_reference(
     assert _actual(fast) == _expected(ref, True, True)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     batch=st.tuples(st.lists(records, min_size=1, max_size=5), st.sampled_from(list(Compression))),
     flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), min_size=1, max_size=3),
@@ -358,7 +359,7 @@ sized_runs = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs=st.lists(sized_runs, min_size=1, max_size=3), cut=st.sampled_from([0, 0, 7]))
 def test_runs_of_one_size_agree_with_the_reference(
     runs: list[list[tuple[bytes | None, bytes | None, int, int]]], cut: int

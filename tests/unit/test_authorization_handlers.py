@@ -52,7 +52,7 @@ from kio.static.primitive import i32
 from kio.static.primitive import i32Timedelta
 from kio.static.primitive import i64
 
-from broker.authorization import AclCache
+from broker.acl_cache import AclCache
 from broker.authorized_operations import TOPIC_OPERATIONS
 from broker.context import BrokerServices
 from broker.context import RequestContext

@@ -28,6 +28,7 @@ from protocol.acl import AclPermissionType as Perm
 from protocol.acl import PatternType
 from protocol.acl import ResourcePattern
 from protocol.acl import ResourceType
+from tests.hypothesis_profiles import examples
 
 USERS = ("User:alice", "User:bob", "User:carol")
 PRINCIPALS = (*USERS, "User:*")
@@ -185,7 +186,7 @@ class AuthorizerMachine(RuleBasedStateMachine):
 
 
 AuthorizerMachine.TestCase.settings = settings(
-    max_examples=150, stateful_step_count=25, deadline=None,
+    max_examples=examples(40), stateful_step_count=25, deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )  # fmt: skip
 TestAuthorizer = AuthorizerMachine.TestCase

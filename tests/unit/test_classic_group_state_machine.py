@@ -27,6 +27,7 @@ from coordinator.classic_group import Reply
 from coordinator.classic_group import SyncResult
 from coordinator.classic_group import Wait
 from coordinator.share_group import CoordinatorError
+from tests.hypothesis_profiles import examples
 from tests.unit.classic_group_support import GROUP
 from tests.unit.classic_group_support import join_request
 from tests.unit.classic_group_support import make
@@ -247,7 +248,7 @@ class ClassicGroupMachine(RuleBasedStateMachine):
 
 TestClassicGroupMachine = ClassicGroupMachine.TestCase
 TestClassicGroupMachine.settings = settings(
-    max_examples=300,
+    max_examples=examples(80),
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],

@@ -29,13 +29,14 @@ from protocol.records import StoredBatch
 from protocol.records import build_stored_batch
 from protocol.records import decode_records
 from protocol.records import encode_run
+from tests.hypothesis_profiles import examples
 
 CODECS = [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD]
 
 
 @pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.name.lower())
 @given(data=st.binary(max_size=3 * XERIAL_BLOCK_BYTES))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 def test_round_trip(codec: Compression, data: bytes) -> None:
     assert decompress(codec, compress(codec, data)) == data
 
@@ -48,7 +49,7 @@ def test_round_trip(codec: Compression, data: bytes) -> None:
         max_size=50,
     )
 )
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 def test_batch_of_each_codec_reads_back_record_for_record(
     codec: Compression, pairs: list[tuple[bytes, bytes | None]]
 ) -> None:

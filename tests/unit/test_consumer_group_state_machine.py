@@ -31,6 +31,7 @@ from coordinator.consumer_group import ConsumerLimits
 from coordinator.consumer_group import TopicPartition
 from coordinator.consumer_group import flat
 from coordinator.share_group import CoordinatorError
+from tests.hypothesis_profiles import examples
 
 MEMBERS = ("m1", "m2", "m3")
 TOPIC = uuid.UUID(int=1)
@@ -153,6 +154,6 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
 
 
 ConsumerGroupMachine.TestCase.settings = settings(
-    max_examples=400, stateful_step_count=30, deadline=None
+    max_examples=examples(100), stateful_step_count=30, deadline=None
 )
 TestConsumerGroupMachine = ConsumerGroupMachine.TestCase

@@ -27,6 +27,7 @@ from client.security import ScramClient
 from storage.scram_credentials import MECHANISMS
 from storage.scram_credentials import ScramCredential
 from storage.scram_credentials import ScramCredentialStore
+from tests.hypothesis_profiles import examples
 
 ENABLED = ("PLAIN", "SCRAM-SHA-512")
 OFFERED = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI")
@@ -102,5 +103,7 @@ class SessionMachine(RuleBasedStateMachine):
         assert self.session.authenticated == (self.state is SaslState.COMPLETE)
 
 
-SessionMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=6, deadline=None)
+SessionMachine.TestCase.settings = settings(
+    max_examples=examples(60), stateful_step_count=6, deadline=None
+)
 TestSaslSession = SessionMachine.TestCase

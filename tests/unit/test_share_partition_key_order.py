@@ -29,6 +29,7 @@ from broker.share.share_partition import AFFINITY_IDLE_MS
 from broker.share.share_partition import AcquiredRecords
 from broker.share.share_partition import BatchSpan
 from broker.share.share_partition import SharePartition
+from tests.hypothesis_profiles import examples
 from tests.unit.test_share_partition_support import FakeLog
 from tests.unit.test_share_partition_support import Limits
 from tests.unit.test_share_partition_support import Rec
@@ -284,7 +285,7 @@ class KeyOrderMachine(RuleBasedStateMachine):
 
 
 KeyOrderMachine.TestCase.settings = settings(
-    max_examples=200,
+    max_examples=examples(60),
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],

@@ -39,6 +39,7 @@ from broker.share.share_partition import ack_runs
 from broker.share.share_state_persister import _batches as as_batches
 from broker.share.share_state_persister import _empties as empties_window
 from broker.share.share_state_persister import _window_after as window_after
+from tests.hypothesis_profiles import examples
 from tests.unit.test_share_partition_support import FakeLog
 from tests.unit.test_share_partition_support import Limits
 from tests.unit.test_share_partition_support import Rec
@@ -598,7 +599,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
 
 
 SharePartitionMachine.TestCase.settings = settings(
-    max_examples=200,
+    max_examples=examples(60),
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],

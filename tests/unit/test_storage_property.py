@@ -15,6 +15,7 @@ from storage import LogConfig
 from storage import MemoryLog
 from storage import SegmentLog
 from storage.base_log import SegmentedLog
+from tests.hypothesis_profiles import examples
 
 TS = 1_700_000_000_000
 
@@ -36,7 +37,7 @@ def check_every_offset(log: SegmentedLog, expected: list[tuple[int, int, int]]) 
         assert [p for p, _ in iter_batch_headers(data)] == [s.position_in_result for s in spans]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(
     batches_st,
     st.integers(100, 2000),
