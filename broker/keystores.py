@@ -22,8 +22,10 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.hazmat.primitives.serialization import PrivateFormat
 from cryptography.hazmat.primitives.serialization import pkcs12
 
+from broker.errors import BrokerException
 
-class KeystoreError(ssl.SSLError):
+
+class KeystoreError(BrokerException, ssl.SSLError):
     """A PKCS12 store that does not open: the broker does not start, as with a bad PEM file."""
 
 
