@@ -24,6 +24,7 @@ from cli import serve
 from cli import share_groups
 from cli import share_state
 from cli import topics
+from cli import transactions
 from cli import users
 
 COMMANDS = (
@@ -37,6 +38,7 @@ COMMANDS = (
     produce,
     consume,
     share_state,
+    transactions,
 )
 
 

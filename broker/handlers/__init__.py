@@ -50,6 +50,7 @@ from broker.handlers import share_group_describe
 from broker.handlers import share_group_heartbeat
 from broker.handlers import sync_group
 from broker.handlers import txn_offset_commit
+from broker.handlers import write_txn_markers
 from broker.registry import Handler
 from broker.registry import Registry
 
@@ -75,6 +76,7 @@ HANDLERS: tuple[Handler, ...] = (
     describe_transactions.HANDLER,
     list_transactions.HANDLER,
     describe_producers.HANDLER,
+    write_txn_markers.HANDLER,
     api_versions.HANDLER,
     create_topics.HANDLER,
     delete_topics.HANDLER,
