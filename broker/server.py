@@ -53,6 +53,7 @@ from broker.share.share_state_persister import ShareStatePersister
 from broker.share_lag import ShareLagCollector
 from broker.tls import server_context
 from broker.transactions import transaction_coordinator
+from broker.txn_metrics import TransactionCollector
 from coordinator.classic_group import ClassicGroupCoordinator
 from coordinator.classic_group import ClassicLimits
 from coordinator.consumer_assignors import parse_assignors
@@ -310,6 +311,10 @@ class Server:
             return (info.name, plog.log_end_offset) if info and plog else None
 
         metrics.registry.register(ShareLagCollector(partitions, share_log_end))
+        txns = s.transactions.txns
+        metrics.registry.register(
+            TransactionCollector(lambda: list(txns.values()), s.logs.partition_logs)
+        )
         metrics.connections(lambda: self._quotas.listeners)
 
     def _share_groups_by_state(self) -> dict[str, int]:

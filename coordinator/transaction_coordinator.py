@@ -103,6 +103,9 @@ class TransactionCoordinator:
         if state is TxnState.ONGOING:
             # Abort it under a bumped epoch; the client retries and bumps again (Kafka answers
             # CONCURRENT_TRANSACTIONS, never the fencing epoch itself).
+            _log.warning("transaction aborted: its producer fenced by a new InitProducerId",
+                         transactional_id=txn_id, producer_id=m.producer_id,
+                         producer_epoch=m.producer_epoch)  # fmt: skip
             code = self._end(moves.fence(m, now_ms), now_ms)
             return InitResult(ErrorCode.concurrent_transactions if code is None else code)
         if expected is not None and expected[1] not in (m.producer_epoch, -1):
