@@ -4,10 +4,10 @@ find-hanging` and ended by `shoal transactions abort`, after which the partition
 offset moves on and read_committed consumers read past it, never seeing its records.
 
 Kafka's tool: `tools/.../TransactionsCommand.java` (FindHangingTransactionsCommand:
-DescribeProducers,
-ListTransactions by producer id, DescribeTransactions; AbortTransactionCommand: the producer
-whose CurrentTransactionStartOffset is --start-offset, then `Admin.abortTransaction`, which
-sends WriteTxnMarkers to the partition leader, CLUSTER_ACTION).
+DescribeProducers, ListTransactions by producer id, DescribeTransactions;
+AbortTransactionCommand: the producer whose CurrentTransactionStartOffset is --start-offset,
+then `Admin.abortTransaction`, which sends WriteTxnMarkers to the partition leader,
+CLUSTER_ACTION).
 """
 
 from __future__ import annotations
