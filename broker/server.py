@@ -63,6 +63,7 @@ from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
 from broker.tls import server_context
 from broker.transactions import transaction_coordinator
+from broker.txn_metrics import TransactionCollector
 from coordinator.classic_group import ClassicGroupCoordinator
 from coordinator.classic_group import ClassicLimits
 from coordinator.consumer_assignors import parse_assignors
@@ -325,6 +326,10 @@ class Server:
         )
         self._readings = LoopReadings(reader.read, LagReadings())
         metrics.registry.register(LagCollector(self._readings.read))
+        txns = s.transactions.txns
+        metrics.registry.register(
+            TransactionCollector(lambda: list(txns.values()), s.logs.partition_logs)
+        )
         metrics.connections(lambda: self._quotas.listeners)
 
     def _share_groups_by_state(self) -> dict[str, int]:

@@ -28,6 +28,7 @@ from cli import serve
 from cli import share_groups
 from cli import share_state
 from cli import topics
+from cli import transactions
 from cli import users
 
 COMMANDS = (
@@ -43,6 +44,7 @@ COMMANDS = (
     console_consumer,
     get_offsets,
     share_state,
+    transactions,
 )
 
 

@@ -188,6 +188,11 @@ class Cluster:
             raise KafkaError(ErrorCode.broker_not_available, f"unknown broker node {node_id}")
         return node.host, node.port
 
+    @property
+    def node_ids(self) -> list[int]:
+        """The brokers the last Metadata named."""
+        return sorted(self._nodes)
+
     def any_node(self) -> int:
         """A node for requests any broker can answer (metadata, admin)."""
         return min(self._nodes) if self._nodes else BOOTSTRAP_NODE

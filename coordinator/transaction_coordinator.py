@@ -41,6 +41,14 @@ _log = structlog.get_logger("shoal.transactions")
 # does; Shoal's offsets log has one partition.
 OFFSETS_PARTITION: TopicPartition = (CONSUMER_OFFSETS, 0)
 
+# A transaction's state is one record, written whole (JSON) on the event loop at every
+# AddPartitionsToTxn and TxnOffsetCommit that changes it: ~1.7 ms per 1,000 entries to encode,
+# so at most this many partitions plus pending offsets per transaction keeps each write near
+# 20 ms (promise 3). Kafka has no such limit and no error code for it; a transaction past it is
+# answered INVALID_REQUEST (the client's transaction fails and can be aborted). Kafka Streams
+# and Flink transactions span the partitions one producer writes, thousands at most.
+MAX_TRANSACTION_ENTRIES = 10_000
+
 # Writes the markers of a transaction into its partitions; returns those not written.
 WriteMarkers = Callable[[Iterable[TopicPartition], int, int, bool], set[TopicPartition]]
 # Commits a group's offsets for good (raises StorageError when not written).
@@ -103,6 +111,9 @@ class TransactionCoordinator:
         if state is TxnState.ONGOING:
             # Abort it under a bumped epoch; the client retries and bumps again (Kafka answers
             # CONCURRENT_TRANSACTIONS, never the fencing epoch itself).
+            _log.warning("transaction aborted: its producer fenced by a new InitProducerId",
+                         transactional_id=txn_id, producer_id=m.producer_id,
+                         producer_epoch=m.producer_epoch)  # fmt: skip
             code = self._end(moves.fence(m, now_ms), now_ms)
             return InitResult(ErrorCode.concurrent_transactions if code is None else code)
         if expected is not None and expected[1] not in (m.producer_epoch, -1):
@@ -153,7 +164,10 @@ class TransactionCoordinator:
         added = frozenset(partitions)
         if state_of(m) is TxnState.ONGOING and added <= m.partitions:
             return ErrorCode.none
-        return self._write(moves.add_partitions(m, added, now_ms)) or ErrorCode.none
+        new = moves.add_partitions(m, added, now_ms)
+        if _entries(new) > MAX_TRANSACTION_ENTRIES:
+            return _too_big(new)
+        return self._write(new) or ErrorCode.none
 
     def verify(
         self, txn_id: str, producer_id: int, epoch: int, partition: TopicPartition
@@ -186,7 +200,10 @@ class TransactionCoordinator:
             return ErrorCode.invalid_producer_epoch if m is ErrorCode.producer_fenced else m
         if state_of(m) is not TxnState.ONGOING or OFFSETS_PARTITION not in m.partitions:
             return ErrorCode.transaction_abortable  # no AddOffsetsToTxn came first
-        return self._write(moves.add_offsets(m, group_id, dict(offsets), now_ms)) or ErrorCode.none
+        new = moves.add_offsets(m, group_id, dict(offsets), now_ms)
+        if _entries(new) > MAX_TRANSACTION_ENTRIES:
+            return _too_big(new)
+        return self._write(new) or ErrorCode.none
 
     def has_pending_offset(self, group_id: str, partition: TopicPartition) -> bool:
         """An open transaction commits an offset of the group's `partition` (OffsetFetch
@@ -319,6 +336,17 @@ class TransactionCoordinator:
         else:
             self._with_offsets.discard(m.transactional_id)
         return None
+
+
+def _entries(m: TransactionRecord) -> int:
+    return len(m.partitions) + sum(len(tps) for tps in m.offsets.values())
+
+
+def _too_big(m: TransactionRecord) -> ErrorCode:
+    _log.warning("transaction refused: more partitions and offsets than a transaction holds",
+                 transactional_id=m.transactional_id, entries=_entries(m),
+                 limit=MAX_TRANSACTION_ENTRIES)  # fmt: skip
+    return ErrorCode.invalid_request
 
 
 def _may_claim(m: TransactionRecord, producer_id: int, epoch: int) -> bool:

@@ -35,7 +35,19 @@ Rules: a record is removed when a later record of its key exists, or when it is 
 (null value) whose batch is older than ``delete.retention.ms``. Records without a key (written
 before the topic became compacted) are kept. Control batches (share state) at or after the
 Earliest Share Offset are kept whole; those wholly below it are removed; with no ESO known for
-the partition every control batch is kept. Batches of every codec are read (gzip, snappy, lz4,
+the partition every control batch is kept.
+
+Transactions, as Kafka's `LogCleaner` treats them: nothing at or above the last stable offset is
+cleaned (`UnifiedLog.firstUncleanableOffset`: an open transaction's outcome is not known yet);
+the batches of aborted transactions (the partition's aborted index, taken when the pass is
+planned) are removed whole and never enter the offset map, so an aborted record never
+supersedes a committed one; a kept run keeps its batch's attributes (the transactional bit).
+Transaction markers (control batches with a producer id) are always kept: Kafka removes one
+only once all of its transaction's records are gone and `delete.retention.ms` has passed, and
+a COMMIT marker removed while its records remain would leave them looking open to the
+producer-state rebuild; a marker costs one small batch per transaction and partition.
+
+Batches of every codec are read (gzip, snappy, lz4,
 zstd: `protocol.codecs`), and a surviving run is re-encoded with its batch's own codec. Batches
 the cleaner cannot read (records that do not decompress or parse) are kept whole and counted:
 nothing is dropped unread. A CRC
@@ -54,6 +66,7 @@ from dataclasses import field
 import crc32c
 
 from protocol.record_batch import ATTRIBUTES_POS
+from protocol.record_batch import TRANSACTIONAL_MASK
 from protocol.record_batch import BatchHeader
 from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import iter_batch_headers
@@ -76,6 +89,8 @@ from storage.segment import Segment
 READ_CHUNK_BYTES = 4 * 1024 * 1024
 _INT32_MAX = 2**31 - 1
 _Read = Callable[[int, int], bytes]
+# Producer id -> (first offset, ABORT marker's offset) of its aborted transactions.
+AbortedRanges = dict[int, tuple[tuple[int, int], ...]]
 
 
 class SegmentDamaged(StorageException):
@@ -110,6 +125,14 @@ class CleaningJob:
     config: LogConfig
     first_dirty: int = 0  # records below it were mapped by an earlier pass
     map_entries: int = DEFAULT_MAP_ENTRIES  # the offset map's bound
+    aborted: AbortedRanges = field(default_factory=dict)  # the aborted transactions met
+
+    def is_aborted(self, header: BatchHeader) -> bool:
+        """Whether a transactional data batch belongs to an aborted transaction."""
+        if not header.attributes & TRANSACTIONAL_MASK or header.is_control:
+            return False
+        ranges = self.aborted.get(header.producer_id, ())
+        return any(first <= header.base_offset < last for first, last in ranges)
 
     @property
     def end_offset(self) -> int:
@@ -148,9 +171,10 @@ def plan_cleaning(
     if not config.compact:
         return None
     segments: list[Segment] = []
+    stable = log.last_stable_offset
     for segment in log.segments[:-1]:
         young = now_ms - segment.max_timestamp < config.min_compaction_lag_ms
-        if young or segment.damage.ranges:
+        if young or segment.damage.ranges or segment.next_offset > stable:
             break
         segments.append(segment)
     dirty_from = next((i for i, s in enumerate(segments) if s.next_offset > first_dirty), None)
@@ -160,9 +184,13 @@ def plan_cleaning(
     dirty = sum(s.size for s in segments[dirty_from:])
     if total == 0 or dirty / total < config.min_cleanable_dirty_ratio:
         return None
+    aborted: dict[int, list[tuple[int, int]]] = {}
+    for a in log.aborted_transactions(segments[0].base_offset, segments[-1].next_offset):
+        aborted.setdefault(a.producer_id, []).append((a.first_offset, a.last_offset))
     return CleaningJob(
-        log, tuple(segments), dirty_from, eso, now_ms, config, first_dirty, map_entries
-    )
+        log, tuple(segments), dirty_from, eso, now_ms, config, first_dirty, map_entries,
+        {pid: tuple(ranges) for pid, ranges in aborted.items()},
+    )  # fmt: skip
 
 
 def _reader(segment: Segment) -> tuple[int | None, Iterator[tuple[BatchHeader, bytes]]]:
@@ -211,19 +239,23 @@ def _build_map(job: CleaningJob, offsets: OffsetMap) -> int:
     """Map the dirty records from ``job.first_dirty`` on until `offsets` is full; returns the
     first offset not mapped (the job's end when every dirty key fitted)."""
     for segment in job.segments[job.dirty_from :]:
-        stopped = _map_segment(segment, job.first_dirty, offsets)
+        stopped = _map_segment(segment, job, offsets)
         if stopped is not None:
             return stopped
     return job.end_offset
 
 
-def _map_segment(segment: Segment, first_dirty: int, offsets: OffsetMap) -> int | None:
-    """Map one segment's keyed records at or above `first_dirty`; the offset of the first one
-    the full map refused, or None when all fitted."""
+def _map_segment(segment: Segment, job: CleaningJob, offsets: OffsetMap) -> int | None:
+    """Map one segment's keyed records at or above `job.first_dirty` (aborted ones are not
+    records of the log's history); the offset of the first one the full map refused, or None
+    when all fitted."""
+    first_dirty = job.first_dirty
     fd, batches = _reader(segment)
     try:
         for header, batch in batches:
             if header.is_control or header.record_count == 0 or header.last_offset < first_dirty:
+                continue
+            if job.is_aborted(header):
                 continue
             try:
                 _, records = decode_records(batch)
@@ -363,13 +395,18 @@ def _clean_segment(
             if header.record_count == 0:  # an earlier pass's empty batch
                 out.remove(header.base_offset, header.last_offset, header.max_timestamp, 0)
             elif header.is_control:
-                if job.eso is not None and header.last_offset < job.eso:
+                if header.producer_id < 0 and job.eso is not None and header.last_offset < job.eso:
                     out.remove(
                         header.base_offset, header.last_offset, header.max_timestamp,
                         header.record_count,
                     )  # fmt: skip
                 else:
-                    out.keep(batch)
+                    out.keep(batch)  # a transaction marker, or share state still needed
+            elif job.is_aborted(header):
+                out.remove(
+                    header.base_offset, header.last_offset, header.max_timestamp,
+                    header.record_count,
+                )  # fmt: skip
             elif not _clean_batch(header, batch, out, offsets, job, result.end_offset):
                 result.stats.unreadable_batches += 1
         out.close()

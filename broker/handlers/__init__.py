@@ -52,6 +52,7 @@ from broker.handlers import share_group_describe
 from broker.handlers import share_group_heartbeat
 from broker.handlers import sync_group
 from broker.handlers import txn_offset_commit
+from broker.handlers import write_txn_markers
 from broker.registry import Registry
 
 HANDLERS: tuple[RequestHandler, ...] = (
@@ -76,6 +77,7 @@ HANDLERS: tuple[RequestHandler, ...] = (
     describe_transactions.HANDLER,
     list_transactions.HANDLER,
     describe_producers.HANDLER,
+    write_txn_markers.HANDLER,
     api_versions.HANDLER,
     create_topics.HANDLER,
     delete_topics.HANDLER,

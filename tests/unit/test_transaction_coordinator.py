@@ -4,11 +4,13 @@ in-memory transaction log, with markers and offset commits recorded."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from collections.abc import Mapping
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.transaction_coordinator import MAX_TRANSACTION_ENTRIES
 from coordinator.transaction_coordinator import OFFSETS_PARTITION
 from coordinator.transaction_coordinator import TransactionCoordinator
 from coordinator.transaction_coordinator import TxnLimits
@@ -202,3 +204,23 @@ def test_ids_unused_for_the_expiration_time_are_forgotten() -> None:
     assert c.expire_ids(T0 + 7 * 86_400_000 - 1) == 0
     assert c.expire_ids(T0 + 7 * 86_400_000) == 1
     assert world.coordinator().txns == {}
+
+
+def test_a_transaction_past_its_entry_limit_is_refused_and_stays_as_it_was() -> None:
+    """Promise 3: the state is written whole on the loop at each change, so its size is
+    bounded (MAX_TRANSACTION_ENTRIES partitions and pending offsets); past it INVALID_REQUEST,
+    nothing written. Each step of 1,000 partitions up to the limit is one bounded write."""
+    world = World()
+    c, pid, epoch = ready(world)
+    step = 1000
+    for start in range(0, MAX_TRANSACTION_ENTRIES, step):
+        tps = [("wide", p) for p in range(start, start + step)]
+        began = time.perf_counter()
+        assert c.add_partitions("t", pid, epoch, tps, T0) is ErrorCode.none
+        assert time.perf_counter() - began < 0.25  # generous: the machine is shared
+    written = world.log.log_end_offset
+    assert c.add_partitions("t", pid, epoch, [("wide", -1)], T0) is ErrorCode.invalid_request
+    assert c.add_offsets("t", pid, epoch, "g", T0) is ErrorCode.invalid_request  # one more
+    assert world.log.log_end_offset == written
+    assert len(c.txns["t"].partitions) == MAX_TRANSACTION_ENTRIES
+    assert c.end_txn("t", pid, epoch, False, T0) is ErrorCode.none  # it can still be aborted
