@@ -19,6 +19,7 @@ from cli import configs
 from cli import consume
 from cli import consumer_groups
 from cli import kafka_style
+from cli import migrate
 from cli import produce
 from cli import serve
 from cli import share_groups
@@ -37,6 +38,7 @@ COMMANDS = (
     produce,
     consume,
     share_state,
+    migrate,
 )
 
 
