@@ -185,7 +185,9 @@ async def set_up_source(bootstrap: str) -> set[tuple[int, int]]:
             [
                 AclBinding(
                     ResourcePattern(ResourceType.TOPIC, "orders", PatternType.LITERAL),
-                    AccessControlEntry("User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW),
+                    AccessControlEntry(
+                        "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW
+                    ),
                 ),
                 AclBinding(
                     ResourcePattern(ResourceType.GROUP, "zip", PatternType.PREFIXED),
@@ -262,9 +264,7 @@ def test_migrate_moves_records_groups_configs_acls_and_users(
     # ones again.
     counted = sum(x["records"] for x in report["redelivered"]["sg"])
     assert counted > 0
-    zipped = {
-        (p, r[2]): r[1] for p in range(2) for r in read_all(src.bootstrap, "zipped", p)
-    }
+    zipped = {(p, r[2]): r[1] for p in range(2) for r in read_all(src.bootstrap, "zipped", p)}
     values_finished = {
         (p, r[2]) for p in range(2) for r in read_all(src.bootstrap, "zipped", p)
         if (p, r[0]) in finished
@@ -314,7 +314,9 @@ def test_a_killed_migration_resumes_without_duplicates(
     asyncio.run(_create(src.bootstrap))
     produce(src.bootstrap, "orders", 6_000, 100)
     slow = tmp_path / "slow.properties"
-    slow.write_text("max.partition.fetch.bytes=2048\nfetch.max.bytes=2048\n")
+    slow.write_text(
+        "max.partition.fetch.bytes=2048\nfetch.max.bytes=2048\nmessage.max.bytes=2048\n"
+    )
     state = str(tmp_path / "st")
     common = ["--from", src.bootstrap, "--to", dst.bootstrap, "--state-dir", state]
     proc = subprocess.Popen(
