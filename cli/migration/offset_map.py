@@ -103,7 +103,11 @@ class MapFile:
         text = self.path.read_text()
         lines = text.split("\n")
         if not text.endswith("\n"):
-            lines = lines[:-1]  # a torn last line: its records are found again on the target
+            # a torn last line: cut it (the next append starts a line); its records are
+            # found again on the target at --resume
+            lines = lines[:-1]
+            with self.path.open("r+") as f:
+                f.truncate(len(text.encode()) - len(text.rpartition("\n")[2].encode()))
         for line in lines:
             if line.strip():
                 src, tgt, count = (int(x) for x in line.split())
