@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -350,3 +351,29 @@ async def _copied(bootstrap: str) -> int:
         if "orders" not in await a.list_topics():
             return 0
         return sum([await a.list_offsets("orders", p, "latest") for p in range(3)])
+
+
+def test_the_readme_move_runs_as_written(
+    brokers: tuple[BrokerProcess, BrokerProcess], tmp_path: Path
+) -> None:
+    """README's "Moving to Apache Kafka" block, run with bash in an empty directory whose
+    `.venv` is this interpreter's; only the two addresses change."""
+    src, dst = brokers
+    asyncio.run(_create(src.bootstrap))
+    produce(src.bootstrap, "orders", 300, 10)
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n### Moving to Apache Kafka\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"^```sh\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
+    script = block.replace("127.0.0.1:9092", src.bootstrap).replace("127.0.0.1:9192", dst.bootstrap)
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        ["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "would copy" in done.stdout and "300 records (300 in this run)" in done.stdout
+    for p in range(3):
+        assert content(read_all(dst.bootstrap, "orders", p)) == content(
+            read_all(src.bootstrap, "orders", p)
+        )
