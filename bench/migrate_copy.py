@@ -60,7 +60,7 @@ def _plain_loop(src: str, dst: str, n: int) -> float:
                 while True:
                     try:
                         p.produce("plain", m.value(), key=m.key(), headers=m.headers(),
-                                  partition=m.partition(), timestamp=m.timestamp()[1])  # fmt: skip
+                                  partition=m.partition() or 0, timestamp=m.timestamp()[1])  # fmt: skip
                         break
                     except BufferError:
                         p.poll(0.05)
