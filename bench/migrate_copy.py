@@ -59,8 +59,14 @@ def _plain_loop(src: str, dst: str, n: int) -> float:
             if m.error() is None:
                 while True:
                     try:
-                        p.produce("plain", m.value(), key=m.key(), headers=m.headers(),
-                                  partition=m.partition() or 0, timestamp=m.timestamp()[1])  # fmt: skip
+                        p.produce(
+                            "plain",
+                            m.value(),
+                            key=m.key(),
+                            headers=m.headers(),
+                            partition=m.partition() or 0,
+                            timestamp=m.timestamp()[1],
+                        )
                         break
                     except BufferError:
                         p.poll(0.05)
