@@ -23,6 +23,7 @@ from cli import consume
 from cli import consumer_groups
 from cli import get_offsets
 from cli import kafka_style
+from cli import migrate
 from cli import produce
 from cli import serve
 from cli import share_groups
@@ -45,6 +46,7 @@ COMMANDS = (
     get_offsets,
     share_state,
     transactions,
+    migrate,
 )
 
 
