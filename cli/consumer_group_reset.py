@@ -19,9 +19,9 @@ from cli.common import UsageError
 from cli.common import fail
 from cli.common import print_json
 from cli.common import print_table
+from cli.offset_specs import named_partitions
 from cli.offset_specs import parse_datetime_ms
 from cli.offset_specs import parse_duration_ms
-from cli.offset_specs import topic_partitions
 from client.admin import Admin
 
 TopicPartition = tuple[str, int]
@@ -37,14 +37,7 @@ async def _targets(admin: Admin, args: argparse.Namespace, group: str) -> list[T
         return sorted(committed)
     if not args.topic:
         raise UsageError("--reset-offsets needs --topic or --all-topics")
-    out: list[TopicPartition] = []
-    topics = await admin.list_topics()
-    for spec in args.topic:
-        name = spec.partition(":")[0]
-        if name not in topics:
-            raise NotFound(f"UNKNOWN_TOPIC_OR_PARTITION: no topic {name!r}")
-        out.extend((name, p) for p in topic_partitions(spec, topics[name].partition_count))
-    return out
+    return await named_partitions(admin, args.topic)
 
 
 async def _by_time(admin: Admin, tp: TopicPartition, timestamp_ms: int, latest: int) -> int:

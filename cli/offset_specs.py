@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import datetime
 import re
+from collections.abc import Sequence
 
+from cli.common import NotFound
 from cli.common import UsageError
+from client.admin import Admin
 
 # ISO 8601 durations as kafka-consumer-groups.sh takes them (java.time.Duration): PnDTnHnMnS.
 _DURATION = re.compile(
@@ -49,3 +52,17 @@ def topic_partitions(spec: str, partitions: int) -> list[int]:
         return [int(p) for p in wanted.split(",") if p.strip()]
     except ValueError:
         raise UsageError(f"--topic {spec!r}: partitions must be numbers") from None
+
+
+async def named_partitions(admin: Admin, specs: Sequence[str]) -> list[tuple[str, int]]:
+    """The (topic, partition) pairs `--topic` specs name (`topic` or `topic:0,2`).
+
+    :raises NotFound: a named topic does not exist."""
+    out: list[tuple[str, int]] = []
+    topics = await admin.list_topics()
+    for spec in specs:
+        name = spec.partition(":")[0]
+        if name not in topics:
+            raise NotFound(f"UNKNOWN_TOPIC_OR_PARTITION: no topic {name!r}")
+        out.extend((name, p) for p in topic_partitions(spec, topics[name].partition_count))
+    return out

@@ -14,7 +14,6 @@ from typing import Any
 
 from cli.common import KAFKA_ERROR
 from cli.common import OK
-from cli.common import NotFound
 from cli.common import UsageError
 from cli.common import add_common
 from cli.common import fail
@@ -22,8 +21,8 @@ from cli.common import print_json
 from cli.common import print_table
 from cli.common import run
 from cli.common import security
+from cli.offset_specs import named_partitions
 from cli.offset_specs import parse_datetime_ms
-from cli.offset_specs import topic_partitions
 from client.admin import Admin
 from client.admin import ConfigResourceType
 from client.admin import ShareGroupDescription
@@ -193,14 +192,7 @@ async def _targets(admin: Admin, args: argparse.Namespace) -> list[TopicPartitio
         if not started:
             raise UsageError(f"group {args.group} has no offsets yet: name them with --topic")
         return sorted(started)
-    out: list[TopicPartition] = []
-    topics = await admin.list_topics()
-    for spec in args.topic:
-        name = spec.partition(":")[0]
-        if name not in topics:
-            raise NotFound(f"UNKNOWN_TOPIC_OR_PARTITION: no topic {name!r}")
-        out.extend((name, p) for p in topic_partitions(spec, topics[name].partition_count))
-    return out
+    return await named_partitions(admin, args.topic)
 
 
 async def _new_offset(admin: Admin, args: argparse.Namespace, tp: TopicPartition) -> int:
