@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from client.fetched_batches import corrupt
-from protocol.record_batch import Buffer
 from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import iter_batch_headers
 
@@ -41,7 +40,7 @@ def aborted_of(partition: Any) -> list[AbortedTxn]:
     ]
 
 
-def committed_batches(data: Buffer, aborted: Iterable[AbortedTxn]) -> Buffer:
+def committed_batches(data: bytes, aborted: Iterable[AbortedTxn]) -> bytes:
     """The batches of `data` a read_committed consumer reads: without those of aborted
     transactions and without control batches. `data` itself when nothing is aborted (the
     decoders skip control batches anyway); else the kept batches joined (a trailing partial

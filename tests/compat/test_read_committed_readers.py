@@ -17,56 +17,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 
 from client.cluster import Cluster
 from client.read_committed import LEVELS
 from client.topic_reader import fetch_records
 from tests.brokers import BrokerProcess
-from tests.compat.support import QUIET
+from tests.compat.support import COMMITTED
+from tests.compat.support import EVERYTHING
 from tests.compat.support import create_topic
 from tests.compat.support import start_broker
+from tests.compat.support import write_transactions
 from tests.integration.test_cli import shoal
 
 pytestmark = pytest.mark.compat
 
 TOPIC = "ledger"
-COMMITTED = ["c1", "c2", "plain"]
-EVERYTHING = ["c1", "c2", "a1", "plain", "a2", "open1", "c3"]
-
-
-def _send(producer: Producer, value: str) -> None:
-    producer.produce(TOPIC, value=value.encode(), partition=0)
-    assert producer.flush(30) == 0
-
-
-def _transactional(bootstrap: str, txn_id: str) -> Producer:
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, **QUIET})
-    p.init_transactions(30)
-    return p
-
-
-def write_transactions(bootstrap: str) -> Producer:
-    """The log of EVERYTHING: c1 c2 COMMIT | a1 plain a2 ABORT | open1 (open) | c3 COMMIT.
-    Returns the producer whose transaction is still open (close it after the test)."""
-    writer = _transactional(bootstrap, "writer")
-    other = _transactional(bootstrap, "other")
-    plain = Producer({"bootstrap.servers": bootstrap, **QUIET})
-    writer.begin_transaction()
-    _send(writer, "c1")
-    _send(writer, "c2")
-    writer.commit_transaction(30)
-    writer.begin_transaction()
-    _send(writer, "a1")
-    _send(plain, "plain")  # not transactional: kept, though inside the aborted one's span
-    _send(writer, "a2")
-    writer.abort_transaction(30)
-    other.begin_transaction()
-    _send(other, "open1")  # left open: the LSO stays here
-    writer.begin_transaction()
-    _send(writer, "c3")  # committed, but after the LSO: not yet visible to read_committed
-    writer.commit_transaction(30)
-    return other
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +39,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     proc = start_broker(Path(tmp_path_factory.mktemp("rc")) / "data")
     try:
         create_topic(proc.bootstrap, TOPIC, 1)
-        open_one = write_transactions(proc.bootstrap)
+        open_one = write_transactions(proc.bootstrap, TOPIC)
         yield proc
         open_one.abort_transaction(30)
     finally:
