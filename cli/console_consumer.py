@@ -11,6 +11,9 @@ Kafka's options and rules (`ConsoleConsumerOptions`, `ConsoleConsumer`, apache/k
   goes and when it stops, then leaves the group. A classic group (JoinGroup clients) cannot be
   joined that way: an empty one is read from its committed offsets and committed to without
   joining (as the admin client commits); one with members is refused (exit 1).
+- `--isolation-level read_uncommitted|read_committed` (default read_uncommitted, as Kafka's
+  consumer): read_committed reads up to the last stable offset and skips the records of
+  aborted transactions (`client.read_committed`).
 - `--max-messages N` stops after N records; `--timeout-ms MS` stops when nothing arrives for
   that long (exit 0, as Kafka). "Processed a total of N messages" goes to stderr at the end.
 - `--property print.key=true`, `print.timestamp=true` (`CreateTime:ms`), `print.partition`,
@@ -37,8 +40,10 @@ from cli.common import security
 from client.admin import Admin
 from client.errors import KafkaError
 from client.group_member import GroupMember
+from client.read_committed import LEVELS
 from client.records import LOG_APPEND_TIME
 from client.records import ConsumerRecord
+from client.topic_reader import Fetched
 from client.topic_reader import fetch_records
 
 TopicPartition = tuple[str, int]
@@ -189,28 +194,40 @@ async def _read(session: Session, formatter: Formatter, args: argparse.Namespace
     loop = asyncio.get_running_loop()
     timeout_s = None if args.timeout_ms is None or args.timeout_ms < 0 else args.timeout_ms / 1000
     idle_until = None if timeout_s is None else loop.time() + timeout_s
-    count = 0
+    count, level = 0, LEVELS[args.isolation_level]
     while args.max_messages is None or count < args.max_messages:
         await session.tick()
         wait_s = 0.5 if idle_until is None else min(0.5, max(idle_until - loop.time(), 0.0))
+        fetched = Fetched()
         if not session.positions:
             await asyncio.sleep(wait_s)  # no partition assigned yet: the next heartbeat may
-            records = []
         else:
-            records = await fetch_records(session.admin.cluster, session.positions,
-                                          int(wait_s * 1000))  # fmt: skip
+            fetched = await fetch_records(session.admin.cluster, session.positions,
+                                          int(wait_s * 1000), level)  # fmt: skip
+        records, moved = fetched.records, False
         for r in records:
             if args.max_messages is not None and count >= args.max_messages:
                 break
             print(formatter.line(r), flush=True)
             session.positions[(r.topic, r.partition)] = r.offset + 1
             count += 1
-        if records:
+        else:  # all printed: move past what held no record (markers, aborted transactions)
+            moved = _skip_to(session.positions, fetched.next_offsets)
+        if records or moved:
             await session.commit()
             idle_until = None if timeout_s is None else loop.time() + timeout_s
         elif idle_until is not None and loop.time() >= idle_until:
             break
     return count
+
+
+def _skip_to(positions: dict[TopicPartition, int], nxt: dict[TopicPartition, int]) -> bool:
+    """Positions moved on to `nxt` where it is ahead; whether any moved."""
+    moved = False
+    for tp, offset in nxt.items():
+        if tp in positions and offset > positions[tp]:
+            positions[tp], moved = offset, True
+    return moved
 
 
 async def _consume(args: argparse.Namespace) -> int:
@@ -247,6 +264,9 @@ def add_parser(sub: Any) -> None:
                    help="without a committed offset, start at the earliest record")  # fmt: skip
     p.add_argument("--partition", type=int, help="read only this partition")
     p.add_argument("--offset", metavar="earliest|latest|N", help="with --partition: start here")
+    p.add_argument("--isolation-level", choices=sorted(LEVELS), default="read_uncommitted",
+                   help="read_committed: skip aborted transactions, stop at the last stable "
+                   "offset")  # fmt: skip
     p.add_argument("--max-messages", type=int, help="stop after this many records")
     p.add_argument("--timeout-ms", type=int, help="stop when nothing arrives for this long")
     p.add_argument("--property", action="append", metavar="NAME=VALUE",

@@ -264,9 +264,12 @@ class Admin:
         (result,) = resp.responses
         raise_for(result.error_code, result.error_message)
 
-    async def list_offsets(self, topic: str, partition: int, spec: OffsetSpec) -> int:
+    async def list_offsets(
+        self, topic: str, partition: int, spec: OffsetSpec, isolation_level: int = 0
+    ) -> int:
         """The offset for "earliest", "latest", "max_timestamp" or a timestamp in ms
-        (the first offset whose timestamp is at or after it; -1 when there is none).
+        (the first offset whose timestamp is at or after it; -1 when there is none);
+        read_committed (`isolation_level=1`): "latest" is the last stable offset.
 
         :raises KafkaError: the partition is unknown or the broker refused.
         """
@@ -281,7 +284,7 @@ class Admin:
         req = build(
             m.ListOffsetsRequest,
             replica_id=-1,
-            isolation_level=0,
+            isolation_level=isolation_level,
             topics=(
                 build(
                     m.ListOffsetsTopic,

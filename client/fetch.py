@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 from typing import Any
+from typing import NamedTuple
 
 from kio.schema.errors import ErrorCode
 
@@ -19,6 +20,9 @@ from client.cluster import Cluster
 from client.cluster import schema
 from client.errors import KafkaError
 from client.errors import error_for
+from client.read_committed import READ_UNCOMMITTED
+from client.read_committed import AbortedTxn
+from client.read_committed import aborted_of
 from protocol import api_keys
 from protocol.messages import build
 from protocol.record_batch import iter_batch_headers
@@ -26,6 +30,15 @@ from protocol.record_batch import iter_batch_headers
 _MAX_WAIT = datetime.timedelta(milliseconds=0)
 LAG_READ_BYTES = 64 * 1024 * 1024  # per partition: about a second of reading
 _CHUNK = 4 * 1024 * 1024
+
+
+class PartitionData(NamedTuple):
+    """One partition's Fetch answer: the stored batches as returned, and what bounds them."""
+
+    records: bytes
+    high_watermark: int
+    last_stable_offset: int  # -1 below Fetch v4
+    aborted: list[AbortedTxn]  # empty unless read_committed
 
 
 async def fetch_partition(
@@ -36,13 +49,39 @@ async def fetch_partition(
 
     :raises KafkaError: the broker refused (OFFSET_OUT_OF_RANGE, unknown partition...).
     """
-    p = await _fetch(cluster, topic, partition, offset, max_bytes)
+    got = await fetch_partition_data(cluster, topic, partition, offset, max_bytes)
+    return got.records, got.high_watermark
+
+
+async def fetch_partition_data(
+    cluster: Cluster,
+    topic: str,
+    partition: int,
+    offset: int,
+    max_bytes: int,
+    isolation_level: int = READ_UNCOMMITTED,
+) -> PartitionData:
+    """`fetch_partition` at an isolation level: read_committed (1) stops at the last stable
+    offset and lists the aborted transactions (`client.read_committed` drops them).
+
+    :raises KafkaError: the broker refused (OFFSET_OUT_OF_RANGE, unknown partition...).
+    """
+    p = await _fetch(cluster, topic, partition, offset, max_bytes, isolation_level)
     if p.error_code != ErrorCode.none:
         raise error_for(p.error_code, f"Fetch {topic}-{partition}@{offset}")
-    return bytes(p.records or b""), int(p.high_watermark)
+    return PartitionData(
+        bytes(p.records or b""), int(p.high_watermark), int(p.last_stable_offset), aborted_of(p)
+    )
 
 
-async def _fetch(cluster: Cluster, topic: str, partition: int, offset: int, max_bytes: int) -> Any:
+async def _fetch(
+    cluster: Cluster,
+    topic: str,
+    partition: int,
+    offset: int,
+    max_bytes: int,
+    isolation_level: int = READ_UNCOMMITTED,
+) -> Any:
     """The partition's part of a Fetch response (its error code not checked, but for
     NOT_LEADER_OR_FOLLOWER forgetting the topic's leaders)."""
     await cluster.bootstrap()
@@ -56,7 +95,7 @@ async def _fetch(cluster: Cluster, topic: str, partition: int, offset: int, max_
     )  # fmt: skip
     req = build(
         m.FetchRequest, replica_id=-1, max_wait=_MAX_WAIT, min_bytes=0, max_bytes=max_bytes,
-        isolation_level=0, session_id=0, session_epoch=-1,
+        isolation_level=isolation_level, session_id=0, session_epoch=-1,
         topics=(build(m.FetchTopic, topic=topic, partitions=(wanted,)),),
         forgotten_topics_data=(), rack_id="",
     )  # fmt: skip

@@ -10,7 +10,10 @@ partition, with -2 for earliest and -1 for latest, as in Spark's Kafka source),
 `startingOffsetsByTimestamp` (JSON: a time per partition), `endingTimestamp` /
 `endingOffsetsByTimestamp` (the read ends before the first record at or after the time),
 `failOnDataLoss`, `includeHeaders`, `numPartitions` (tasks) or `minPartitions` (at least that
-many tasks), `kafka.fetch.max.bytes` (bytes per Fetch) and the client's `kafka.*` settings.
+many tasks), `kafka.fetch.max.bytes` (bytes per Fetch), `kafka.isolation.level`
+(`read_uncommitted`, the default of Spark's Kafka source, which leaves it to the Kafka consumer's
+default; `read_committed`: "latest" is the last stable offset and the records of aborted
+transactions are dropped) and the client's `kafka.*` settings.
 """
 
 from __future__ import annotations
@@ -52,7 +55,12 @@ def read_ranges(
 ) -> Iterator[Any]:
     """Arrow batches of the records of `ranges`, one per Fetch round."""
     with task_loop() as loop:
-        fetcher = Fetcher(bootstrap, client_id=opts.client_id, security=opts.security)
+        fetcher = Fetcher(
+            bootstrap,
+            client_id=opts.client_id,
+            security=opts.security,
+            isolation_level=opts.isolation_level,
+        )
         try:
             yield from fetcher.arrow_ranges(
                 loop, [(r, None) for r in ranges], max_bytes, include_headers=opts.include_headers

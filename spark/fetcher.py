@@ -2,7 +2,8 @@
 
 The client package has a producer, an admin and a share consumer but no plain consumer; the
 batch reader needs only "records of partition p from offset a to b", which this gives over
-`client.fetch.fetch_partition`.
+`client.fetch.fetch_partition_data`; at read_committed, up to the last stable offset and without
+the records of aborted transactions (`client.read_committed`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from typing import Any
 from client.arrow_batches import batches_to_arrow
 from client.cluster import Cluster
 from client.fetch import fetch_partition
+from client.fetch import fetch_partition_data
+from client.read_committed import READ_UNCOMMITTED
+from client.read_committed import committed_batches
 from client.security import Security
 
 _MAX_WAIT = datetime.timedelta(milliseconds=0)
@@ -40,9 +44,15 @@ class Fetcher:
     """Fetch v4-12 (topics by name), one partition at a time, from its leader."""
 
     def __init__(
-        self, bootstrap: str, *, client_id: str = "shoal-fetcher", security: Security | None = None
+        self,
+        bootstrap: str,
+        *,
+        client_id: str = "shoal-fetcher",
+        security: Security | None = None,
+        isolation_level: int = READ_UNCOMMITTED,
     ) -> None:
         self.cluster = Cluster(bootstrap, client_id=client_id, security=security)
+        self.isolation_level = isolation_level
 
     async def close(self) -> None:
         await self.cluster.close()
@@ -60,12 +70,19 @@ class Fetcher:
         self, topic: str, partition: int, offset: int, end: int, max_bytes: int
     ) -> tuple[bytes, int]:
         """The stored batches of one Fetch from `offset`, undecoded, and the offset to fetch
-        next (>= `end`: done). The batches may hold records outside [offset, end)."""
-        data, high_watermark = await self.fetch(topic, partition, offset, max_bytes)
-        nxt = _next_offset(data)
+        next (>= `end`: done). The batches may hold records outside [offset, end). At
+        read_committed the batches of aborted transactions are left out, and the next offset
+        is still past them (counted from the batches as fetched)."""
+        got = await fetch_partition_data(
+            self.cluster, topic, partition, offset, max_bytes, self.isolation_level
+        )
+        readable = got.last_stable_offset if self.isolation_level else got.high_watermark
+        nxt = _next_offset(got.records)
+        data = committed_batches(got.records, got.aborted)  # as is when none aborted
         if nxt is None or nxt <= offset:
-            # No whole batch came back: the range runs past the log end (or the log shrank).
-            return data, end if high_watermark <= offset else offset + 1
+            # No whole batch came back: the range runs past the log end or the LSO (or the
+            # log shrank).
+            return data, end if readable <= offset else offset + 1
         return data, nxt
 
     def arrow_rounds(

@@ -125,7 +125,8 @@ async def _one(
 ) -> tuple[OffsetRange, str | None]:
     """The partition's range, and a warning to log (records lost but skipped), if any."""
     earliest, latest = await asyncio.gather(
-        admin.list_offsets(topic, p, "earliest"), admin.list_offsets(topic, p, "latest")
+        admin.list_offsets(topic, p, "earliest"),
+        admin.list_offsets(topic, p, "latest", opts.isolation_level),  # read_committed: the LSO
     )
     tp = f"{topic}-{p}"
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 
+from client.read_committed import LEVELS
+from client.read_committed import READ_UNCOMMITTED
 from client.security import Security
 
 log = logging.getLogger(__name__)
@@ -63,7 +65,7 @@ _READ = (*_SUBSCRIPTION, "bootstrap.servers", "includeheaders", "failondataloss"
 # Settings of Kafka's clients a job ported from format("kafka") may carry that Shoal's client
 # applies (per mode, below), and those that tune a client Shoal's is not (buffers, retries,
 # fetch sessions, metadata refresh, metrics): accepted, changing nothing, and said at load.
-_KAFKA_READ = ("isolation.level",)  # Shoal has no transactions: both levels read every record
+_KAFKA_READ = ("isolation.level",)  # batch reads: both levels; streams: read_uncommitted only
 _KAFKA_WRITE = ("acks", "linger.ms", "request.timeout.ms", "compression.type")
 _KAFKA_NO_EFFECT = frozenset(
     {
@@ -362,13 +364,30 @@ def _tasks(options: Mapping[str, str]) -> tuple[int | None, int | None]:
     return tasks, least
 
 
-def _isolation(options: Mapping[str, str]) -> None:
-    """`kafka.isolation.level`: Shoal has no transactions, so both levels read every record."""
+def _isolation(options: Mapping[str, str]) -> int:
+    """`kafka.isolation.level`: read_uncommitted (0, the Kafka consumer's default, which
+    Spark's Kafka source keeps) or read_committed (1)."""
     level = _get(options, "kafka.isolation.level")
-    if level is not None and level.lower() not in ("read_uncommitted", "read_committed"):
+    if level is None:
+        return READ_UNCOMMITTED
+    if level.strip().lower() not in LEVELS:
         raise OptionError(
             "option kafka.isolation.level must be read_uncommitted or read_committed, "
             f"got {level!r}"
+        )
+    return LEVELS[level.strip().lower()]
+
+
+def _stream_isolation(options: Mapping[str, str]) -> None:
+    """A stream reads through a share group, which delivers every record until the group
+    config `share.isolation.level` exists: read_committed is refused rather than ignored
+    (the stream would read aborted records)."""
+    if _isolation(options) != READ_UNCOMMITTED:
+        raise OptionError(
+            "option kafka.isolation.level=read_committed is not supported by the shoal stream "
+            "source yet: a stream reads through a share group, and Shoal's share groups have no "
+            "share.isolation.level yet, so it would read the records of aborted transactions. "
+            "Use a batch read (spark.read) for read_committed, or drop the option"
         )
 
 
@@ -545,7 +564,7 @@ class StreamOptions:
         if _get(options, "maxTriggerDelay") is not None and least is None:
             raise OptionError("option maxTriggerDelay applies only with minOffsetsPerTrigger")
         client = Client.parse(options)
-        _isolation(options)
+        _stream_isolation(options)
         tasks, least_tasks = _tasks(options)
         poll = _int(options, "pollTimeoutMs", None, 0)
         if poll is None:
@@ -627,13 +646,14 @@ class BatchOptions:
     ending_timestamp: int | None = None
     ending_by_timestamp: dict[str, dict[str, int]] | None = None
     min_partitions: int | None = None  # minPartitions: at least this many tasks
+    isolation_level: int = READ_UNCOMMITTED  # kafka.isolation.level
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> BatchOptions:
         check_names(options, "batch")
         sub = Subscription.parse(options)
         client = Client.parse(options)
-        _isolation(options)
+        isolation = _isolation(options)
         tasks, least_tasks = _tasks(options)
         fetch_bytes = _int(options, "kafka.fetch.max.bytes", None, 1024)
         if fetch_bytes is None:
@@ -661,6 +681,7 @@ class BatchOptions:
                 _get(options, "endingOffsetsByTimestamp"), "endingOffsetsByTimestamp"
             ),
             min_partitions=least_tasks,
+            isolation_level=isolation,
         )
 
 

@@ -14,6 +14,7 @@ from confluent_kafka import Consumer
 from confluent_kafka import KafkaError
 from confluent_kafka import KafkaException
 from confluent_kafka import Message
+from confluent_kafka import Producer
 from confluent_kafka import ShareConsumer
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -198,3 +199,43 @@ def share_worker_rows(out: Path) -> list[tuple[str, int, int]]:
         if len(parts) >= 3:
             rows.append((parts[0], int(parts[1]), int(parts[2])))
     return rows
+
+
+# The log `write_transactions` leaves, and what read_committed may read of it.
+COMMITTED = ["c1", "c2", "plain"]
+EVERYTHING = ["c1", "c2", "a1", "plain", "a2", "open1", "c3"]
+
+
+def _send_one(producer: Producer, topic: str, value: str) -> None:
+    producer.produce(topic, value=value.encode(), partition=0)
+    assert producer.flush(30) == 0
+
+
+def _transactional(bootstrap: str, txn_id: str) -> Producer:
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, **QUIET})
+    p.init_transactions(30)
+    return p
+
+
+def write_transactions(bootstrap: str, topic: str) -> Producer:
+    """Partition 0 of `topic` (made before) becomes the log of EVERYTHING, written by a real
+    transactional producer: c1 c2 COMMIT | a1 plain a2 ABORT | open1 (left open) | c3 COMMIT.
+    Returns the producer whose transaction is still open (abort it after the test)."""
+    writer = _transactional(bootstrap, f"{topic}-writer")
+    other = _transactional(bootstrap, f"{topic}-other")
+    plain = Producer({"bootstrap.servers": bootstrap, **QUIET})
+    writer.begin_transaction()
+    _send_one(writer, topic, "c1")
+    _send_one(writer, topic, "c2")
+    writer.commit_transaction(30)
+    writer.begin_transaction()
+    _send_one(writer, topic, "a1")
+    _send_one(plain, topic, "plain")  # not transactional: kept, inside the aborted one
+    _send_one(writer, topic, "a2")
+    writer.abort_transaction(30)
+    other.begin_transaction()
+    _send_one(other, topic, "open1")  # left open: the LSO stays here
+    writer.begin_transaction()
+    _send_one(writer, topic, "c3")  # committed, but past the LSO: not visible yet
+    writer.commit_transaction(30)
+    return other

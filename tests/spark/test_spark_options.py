@@ -112,7 +112,7 @@ def test_kafka_settings_of_a_ported_job_are_applied_or_accepted(
 ) -> None:
     """Issue 30 item 4: a job ported from format("kafka") keeps its kafka.* settings: those
     Shoal's client applies (compression, linger and request timeout on writes, isolation
-    level on reads: Shoal has no transactions, so both levels read everything) and those that
+    level on reads: with no transaction in this topic both levels read everything) and those that
     tune a client Shoal's is not; only what cannot mean anything is refused, with why."""
     create_topic(broker.bootstrap, "ported", 1)
     rows = [(f"k{i}", f"value-{i}" * 10) for i in range(200)]
