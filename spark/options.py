@@ -174,7 +174,8 @@ _NOT_HERE = {
     "fetchoffset.numretries": "offsets are looked up once, by the client, which retries itself",
     "fetchoffset.retryintervalms": "offsets are looked up once, by the client, which retries "
     "itself",
-    "kafka.transactional.id": "Shoal has no transactions: writes are at-least-once",
+    "kafka.transactional.id": "the writer does not write in transactions: writes are "
+    "at-least-once, as Spark's Kafka sink's are",
     "kafka.partitioner.class": "rows go to their partition column, or Kafka's default "
     "partitioner (murmur2 of the key) when it is null",
     "kafka.auto.offset.reset": "set the share group's share.auto.offset.reset instead (streams), "

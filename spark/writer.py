@@ -5,7 +5,7 @@ Columns, as in Spark's Kafka sink: `value` (binary or string, required), `key`, 
 option); others are ignored. A null partition means Kafka's default partitioner (murmur2 of the
 key, round robin without one). Each task produces its rows with `client.producer.Producer`
 (acks=all by default) in batches of `batchRecords` per partition, a few in flight at a time;
-the write fails if the broker refuses a batch. There are no transactions: a retried task or
+the write fails if the broker refuses a batch. It does not write in transactions: a retried task or
 batch writes its rows again (at-least-once), as Spark's Kafka sink does.
 """
 
@@ -152,4 +152,5 @@ class ShoalStreamWriter(DataSourceStreamWriter):
         """Every task has produced its rows already; nothing is left to make visible."""
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Produced records cannot be taken back (no transactions): the batch is retried."""
+        """Produced records cannot be taken back (not written in a transaction): the batch is
+        retried."""

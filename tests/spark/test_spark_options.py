@@ -143,7 +143,7 @@ def test_kafka_settings_of_a_ported_job_are_applied_or_accepted(
     assert values == sorted(v for _, v in rows)
 
     shown = _load_error(spark.read.format("shoal"), **read, **{"kafka.transactional.id": "t"})
-    assert "Shoal has no transactions" in shown, shown
+    assert "the writer does not write in transactions" in shown, shown
     bad = {**read, "kafka.isolation.level": "serializable"}
     shown = _load_error(spark.read.format("shoal"), **bad)
     assert "must be read_uncommitted or read_committed" in shown, shown

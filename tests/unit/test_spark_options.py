@@ -29,7 +29,7 @@ def lower(options: dict[str, str]) -> dict[str, str]:
         ({**STREAM, "endingOffsets": "latest"}, "Trigger.AvailableNow"),
         ({**STREAM, "kafka.auto.offset.reset": "earliest"}, "share.auto.offset.reset"),
         ({**STREAM, "kafka.colour": "blue"}, "not a setting of Shoal's client"),
-        ({**STREAM, "kafka.transactional.id": "t"}, "Shoal has no transactions"),
+        ({**STREAM, "kafka.transactional.id": "t"}, "the writer does not write in transactions"),
         ({**STREAM, "kafka.isolation.level": "dirty"}, "read_uncommitted or read_committed"),
         ({**STREAM, "kafka.isolation.level": "read_committed"}, r"no share\.isolation\.level"),
         ({**STREAM, "endingTimestamp": "5"}, "has no end"),
