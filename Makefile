@@ -23,9 +23,11 @@ run: $(STAMP)
 	$(BIN)/shoal serve --host $(HOST) --port $(PORT) --data-dir $(DATA) --metrics-port $(METRICS_PORT)
 
 # Two workers, one test file each at a time; tests that time other clients' waits run alone.
+# Those are timings on a shared machine: what fails is measured once more, alone (a real stall
+# fails both times; a neighbour's burst of CPU rarely twice).
 test: $(STAMP)
 	$(BIN)/pytest -n 2 --dist loadfile -m "not latency"
-	$(BIN)/pytest -m latency
+	$(BIN)/pytest -m latency || $(BIN)/pytest -m latency --last-failed --last-failed-no-failures none
 
 test-uvloop: $(STAMP)
 	SHOAL_LOOP=uvloop $(BIN)/pytest tests/integration

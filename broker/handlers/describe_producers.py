@@ -7,6 +7,8 @@ kept: -1.
 
 from __future__ import annotations
 
+import functools
+
 from kio.schema.describe_producers.v0 import request as req
 from kio.schema.describe_producers.v0 import response as resp
 from kio.schema.errors import ErrorCode
@@ -19,6 +21,7 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import sliced_map
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -50,10 +53,12 @@ async def handle(
     topics = []
     for topic in request.topics:
         readable = authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic.name)
-        partitions = tuple(
-            _partition(ctx, topic.name, p, readable) for p in topic.partition_indexes
+        # A request may name a million partitions: answered a slice at a time.
+        partitions = await sliced_map(
+            functools.partial(_partition, ctx, topic.name, readable=readable),
+            topic.partition_indexes,
         )
-        topics.append(resp.TopicResponse(name=TopicName(topic.name), partitions=partitions))
+        topics.append(resp.TopicResponse(name=TopicName(topic.name), partitions=tuple(partitions)))
     return resp.DescribeProducersResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 

@@ -24,6 +24,7 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import sliced_map
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -72,9 +73,10 @@ def _state(ctx: RequestContext, txn_id: str) -> resp.TransactionState:
 async def handle(
     ctx: RequestContext, request: req.DescribeTransactionsRequest
 ) -> resp.DescribeTransactionsResponse:
+    # A request may name a million ids: answered a slice at a time.
+    states = await sliced_map(lambda t: _state(ctx, t), request.transactional_ids)
     return resp.DescribeTransactionsResponse(
-        throttle_time=NO_THROTTLE,
-        transaction_states=tuple(_state(ctx, t) for t in request.transactional_ids),
+        throttle_time=NO_THROTTLE, transaction_states=tuple(states)
     )
 
 

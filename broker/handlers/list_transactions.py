@@ -7,6 +7,8 @@ every id) is not served yet.
 
 from __future__ import annotations
 
+import asyncio
+
 from kio.schema.errors import ErrorCode
 from kio.schema.list_transactions import v0
 from kio.schema.list_transactions import v1
@@ -21,6 +23,7 @@ from coordinator.txn_metadata import TxnState
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
+SORT_ON_LOOP_MAX = 2_000
 KNOWN_STATES = {s.value for s in TxnState} | {"PrepareEpochFence", "Dead"}
 
 
@@ -33,11 +36,17 @@ async def handle(
         states, set(map(int, request.producer_id_filters)), duration,
         ctx.services.now_ms(),
     )  # fmt: skip
+    unknown = states - KNOWN_STATES
+    # A request may send a million filters: sorted in a thread then.
+    if len(unknown) > SORT_ON_LOOP_MAX:
+        unknown_sorted = await asyncio.to_thread(lambda: tuple(sorted(unknown)))
+    else:
+        unknown_sorted = tuple(sorted(unknown))
     r = v1.response
     return v1.ListTransactionsResponse(
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
-        unknown_state_filters=tuple(sorted(states - KNOWN_STATES)),
+        unknown_state_filters=unknown_sorted,
         transaction_states=tuple(
             r.TransactionState(
                 transactional_id=TransactionalId(m.transactional_id),
