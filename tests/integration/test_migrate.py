@@ -313,7 +313,7 @@ def test_a_killed_migration_resumes_without_duplicates(
     at --resume and not produced again. Small fetches slow the copy so the kill lands midway."""
     src, dst = brokers
     asyncio.run(_create(src.bootstrap))
-    produce(src.bootstrap, "orders", 6_000, 100)
+    produce(src.bootstrap, "orders", 30_000, 100)  # enough that the kill lands midway
     slow = tmp_path / "slow.properties"
     slow.write_text(
         "max.partition.fetch.bytes=2048\nfetch.max.bytes=2048\nmessage.max.bytes=2048\n"
@@ -333,7 +333,7 @@ def test_a_killed_migration_resumes_without_duplicates(
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()
-    assert asyncio.run(_copied(dst.bootstrap)) < 6000  # killed midway
+    assert asyncio.run(_copied(dst.bootstrap)) < 30_000  # killed midway
     shoal("migrate", *common, "--resume")
     for p in range(3):
         assert content(read_all(dst.bootstrap, "orders", p)) == content(
