@@ -148,21 +148,8 @@ def _filters(args: argparse.Namespace, *, listing: bool) -> list[AclBindingFilte
     ]
 
 
-def _row(b: AclBinding) -> dict[str, Any]:
-    p, e = b.pattern, b.entry
-    return {
-        "resource_type": p.resource_type.name,
-        "name": p.name,
-        "pattern_type": p.pattern_type.name,
-        "principal": e.principal,
-        "host": e.host,
-        "operation": e.operation.name,
-        "permission": e.permission.name,
-    }
-
-
 def _print(bindings: list[AclBinding], as_json: bool) -> None:
-    rows = [_row(b) for b in sorted(bindings)]
+    rows = [b.fields() for b in sorted(bindings)]
     if as_json:
         print_json(rows)
         return

@@ -106,7 +106,8 @@ class AclBinding:
     entry: AccessControlEntry
 
     def fields(self) -> dict[str, str]:
-        """The whole binding by field name, for an audit line (names as kafka-acls.sh's)."""
+        """The whole binding by field name (names as kafka-acls.sh's): audit lines, the CLI's
+        rows and the ACL file (`storage.acl_store`, whose format these names are) use it."""
         p, e = self.pattern, self.entry
         return {
             "resource_type": p.resource_type.name,

@@ -33,19 +33,6 @@ class AclFileDamaged(StorageException):
     """The ACL file exists but cannot be read as bindings."""
 
 
-def _encode(b: AclBinding) -> dict[str, Any]:
-    p, e = b.pattern, b.entry
-    return {
-        "resource_type": p.resource_type.name,
-        "name": p.name,
-        "pattern_type": p.pattern_type.name,
-        "principal": e.principal,
-        "host": e.host,
-        "operation": e.operation.name,
-        "permission": e.permission.name,
-    }
-
-
 def _decode(d: dict[str, Any]) -> AclBinding:
     return AclBinding(
         ResourcePattern(
@@ -79,5 +66,5 @@ class AclStore:
 
         :raises OSError: the file was not replaced; the old one stands.
         """
-        doc = {"version": _FORMAT_VERSION, "acls": [_encode(b) for b in sorted(bindings)]}
+        doc = {"version": _FORMAT_VERSION, "acls": [b.fields() for b in sorted(bindings)]}
         atomic_write(self.path, json.dumps(doc, indent=1).encode(), PRIVATE)
