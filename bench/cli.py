@@ -31,6 +31,7 @@ from bench import security
 from bench import small_phase  # noqa: F401 - registers the "small" and "latency" phases
 from bench import small_workers
 from bench import spark_phase  # noqa: F401 - registers the "spark" phase
+from bench import txn_phase  # noqa: F401 - registers the "txn" phase
 from bench import workers
 from bench.broker import BrokerProcess
 from bench.phases import PHASES

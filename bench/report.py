@@ -115,6 +115,21 @@ def ratios(rows: list[Row]) -> list[str]:
         ("share-keyed-8", "share-unkeyed-8"),
         lambda on, off: on.rate / off.rate,
     )
+    ratio(
+        "transactional / idempotent produce records/s",
+        ("produce-txn", "produce-idempotent"),
+        lambda t, i: t.rate / i.rate,
+    )
+    ratio(
+        "transactional / idempotent produce broker CPU per record",
+        ("produce-txn", "produce-idempotent"),
+        lambda t, i: t.cpu_us_per_record / i.cpu_us_per_record,
+    )
+    ratio(
+        "idempotent / plain produce records/s",
+        ("produce-idempotent", "produce"),
+        lambda i, p: i.rate / p.rate,
+    )
     out.extend(small_ratios(by))
     out.extend(spark_ratios(by))
     return out

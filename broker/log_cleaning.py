@@ -70,7 +70,7 @@ class LogCleaner:
             result = await loop.run_in_executor(self._executor, run_cleaning, job)
             swapped = []
             for old, copy in result.copies:
-                if swap_one(job.log, old, copy):
+                if swap_one(job.log, old, copy, result.aborts.get(old.base_offset, ())):
                     swapped.append(copy)
                 await asyncio.sleep(0)  # a few renames at a time: the loop serves in between
             await loop.run_in_executor(self._executor, release_replaced, swapped)

@@ -62,7 +62,10 @@ from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
 from broker.tls import server_context
+from broker.transactions import expire_ids as expire_transactional_ids
 from broker.transactions import transaction_coordinator
+from broker.transactions import transaction_timeouts
+from broker.transactions import transaction_timeouts_now
 from broker.txn_metrics import TransactionCollector
 from coordinator.classic_group import ClassicGroupCoordinator
 from coordinator.classic_group import ClassicLimits
@@ -522,14 +525,12 @@ class Server:
         if expired:
             log.info("committed offsets expired", offsets=expired)
 
-    def _transaction_timeouts(self) -> None:
+    async def _transaction_timeouts(self) -> None:
         """Abort transactions open past their timeout; finish those a failed write left."""
-        now = self.services.now_ms()
-        self.services.transactions.complete_prepared(now)
-        self.services.transactions.abort_timed_out(now)
+        await transaction_timeouts(self.services.transactions, self.services.now_ms())
 
-    def _expire_transactional_ids(self) -> None:
-        self.services.transactions.expire_ids(self.services.now_ms())
+    async def _expire_transactional_ids(self) -> None:
+        await expire_transactional_ids(self.services.transactions, self.services.now_ms())
 
     def _expire_locks(self) -> None:
         self.services.share_partitions.expire_locks(self.services.now_ms())
@@ -548,7 +549,7 @@ class Server:
         self.services.share_partitions.copy_dead_letters(self.services.now_ms())
         self._expire_members()
         self._expire_offsets()
-        self._transaction_timeouts()
+        transaction_timeouts_now(self.services.transactions, self.services.now_ms())
         self.services.classic_groups.tick()
         self._sweep.run()
 

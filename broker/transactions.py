@@ -1,7 +1,9 @@
 """The transaction coordinator wired to this broker: markers go into the partitions' logs
 (waking fetches waiting on the last stable offset), committed offsets into the offset store,
 producer ids from the broker's allocator. Its duties (timeouts, expiry, markers a failed write
-left to do) run from `Server`'s timers through `tick_timeouts` and `tick_expiry`.
+left to do) run from `Server`'s timers through `transaction_timeouts` and `expire_ids`, step by
+step with the loop free between steps, as EndTxn and a fencing InitProducerId complete their
+transaction (`finish`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import structlog
 from broker.config import BrokerConfig
 from broker.notifier import Notifier
 from broker.producer_ids import ProducerIdAllocator
+from broker.slicing import Slicer
 from coordinator.offset_store import OffsetStore
 from coordinator.transaction_coordinator import TransactionCoordinator
 from coordinator.transaction_coordinator import TxnLimits
@@ -75,3 +78,42 @@ def transaction_coordinator(
     # is served, so nothing waits on them longer than the start.
     coordinator.complete_prepared(now_ms())
     return coordinator
+
+
+async def finish(
+    coordinator: TransactionCoordinator, txn_id: str, now_ms: int, slicer: Slicer | None = None
+) -> bool:
+    """Complete a prepared transaction a step at a time (markers, offsets, completion),
+    yielding between slices; False when a write failed (the timer tries again)."""
+    slicer = slicer or Slicer()
+    while (done := coordinator.complete_step(txn_id, now_ms)) is False:
+        await slicer.pause()
+    return done is True
+
+
+async def transaction_timeouts(coordinator: TransactionCoordinator, now_ms: int) -> None:
+    """Abort transactions open past their timeout, and finish every prepared one (those a
+    failed write left too), in slices."""
+    coordinator.abort_timed_out(now_ms)
+    slicer = Slicer()
+    for txn_id in coordinator.prepared():
+        await finish(coordinator, txn_id, now_ms, slicer)
+
+
+def transaction_timeouts_now(coordinator: TransactionCoordinator, now_ms: int) -> None:
+    """`transaction_timeouts` at once (a test's clock moved forward)."""
+    coordinator.abort_timed_out(now_ms)
+    coordinator.complete_prepared(now_ms)
+
+
+async def expire_ids(coordinator: TransactionCoordinator, now_ms: int) -> None:
+    """Forget expired transactional ids, a batch of tombstones at a time."""
+    slicer = Slicer()
+    forgotten = 0
+    for txn_id in coordinator.expired_ids(now_ms):
+        while (done := coordinator.forget_step(txn_id, now_ms)) is False:
+            await slicer.pause()
+        forgotten += 1 if done else 0
+        await slicer.pause()
+    if forgotten:
+        log.info("transactional ids expired", count=forgotten)

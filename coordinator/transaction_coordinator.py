@@ -6,18 +6,31 @@ no epoch bump per transaction, partitions added explicitly).
 Synchronous and sans-IO: time comes in as `now_ms`, and what it writes goes through
 collaborators passed in. Each move is written to the transaction log (`TransactionLog`) before
 it takes effect in memory, as Kafka appends to `__transaction_state` before it answers. The
-markers of an ended transaction are local appends here, so EndTxn writes PrepareCommit (or
-PrepareAbort), the markers, the committed offsets and CompleteCommit in one go; if a marker or
-the offsets cannot be written (a full disk), the transaction stays prepared and `tick` writes
-them again, as Kafka's marker channel retries; a restart does the same for every prepared one.
+markers of an ended transaction are local appends here: EndTxn writes PrepareCommit (or
+PrepareAbort), then `complete_step` writes the markers and the committed offsets a bounded
+number at a time (a transaction may span a million partitions; the caller yields between
+steps), then CompleteCommit. If a marker or the offsets cannot be written (a full disk), the
+transaction stays prepared and the timer's steps write them again, as Kafka's marker channel
+retries; a restart does the same for every prepared one.
+
+No limit on a transaction's size: Kafka has none (`TransactionMetadata.topicPartitions` is an
+unbounded set). What a request adds is written as an addition of its own
+(`protocol.transaction_log`), so a request costs what it adds; a request's own size is bounded
+by `socket.request.max.bytes` and the 1,000,000-element array cap, and its handler adds in
+slices (`ADD_PER_CALL` partitions or `OFFSETS_PER_CALL` offsets at a time).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Collection
 from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import field
+from itertools import islice
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -28,7 +41,9 @@ from coordinator.txn_metadata import ENDED
 from coordinator.txn_metadata import PREPARING
 from coordinator.txn_metadata import TxnState
 from coordinator.txn_metadata import is_epoch_exhausted
+from coordinator.txn_metadata import is_whole
 from coordinator.txn_metadata import state_of
+from protocol.transaction_log import Addition
 from protocol.transaction_log import PendingOffset
 from protocol.transaction_log import TopicPartition
 from protocol.transaction_log import TransactionRecord
@@ -41,13 +56,14 @@ _log = structlog.get_logger("shoal.transactions")
 # does; Shoal's offsets log has one partition.
 OFFSETS_PARTITION: TopicPartition = (CONSUMER_OFFSETS, 0)
 
-# A transaction's state is one record, written whole (JSON) on the event loop at every
-# AddPartitionsToTxn and TxnOffsetCommit that changes it: ~1.7 ms per 1,000 entries to encode,
-# so at most this many partitions plus pending offsets per transaction keeps each write near
-# 20 ms (promise 3). Kafka has no such limit and no error code for it; a transaction past it is
-# answered INVALID_REQUEST (the client's transaction fails and can be aborted). Kafka Streams
-# and Flink transactions span the partitions one producer writes, thousands at most.
-MAX_TRANSACTION_ENTRIES = 10_000
+# What one call may add to a transaction (handlers cut larger requests into calls, yielding
+# between them): its addition is encoded on the loop, ~2 us a partition, ~10 us an offset.
+ADD_PER_CALL = 5_000
+OFFSETS_PER_CALL = 1_000
+# Per step of a prepared transaction's completion: markers (one append each) or offsets.
+MARKERS_PER_STEP = 500
+OFFSETS_PER_STEP = 1_000
+END_STEPS = 3  # markers, offsets, completion: a small transaction ends at once
 
 # Writes the markers of a transaction into its partitions; returns those not written.
 WriteMarkers = Callable[[Iterable[TopicPartition], int, int, bool], set[TopicPartition]]
@@ -59,6 +75,16 @@ CommitOffsets = Callable[[str, Mapping[TopicPartition, PendingOffset]], None]
 class TxnLimits:
     max_timeout_ms: int  # transaction.max.timeout.ms
     id_expiration_ms: int  # transactional.id.expiration.ms
+
+
+@dataclass(slots=True)
+class _Completion:
+    """What a prepared transaction still lacks: its partitions' markers (an iterator over
+    its set, which no longer changes; failed ones are retried first), then its offsets."""
+
+    markers: Iterator[TopicPartition]
+    offsets: Iterator[tuple[str, TopicPartition, PendingOffset]]
+    retry: list[TopicPartition] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +112,7 @@ class TransactionCoordinator:
         self.txns: dict[str, TransactionRecord] = log.recover()
         # The ids whose transaction holds offsets (OffsetFetch asks of every partition).
         self._with_offsets = {txn_id for txn_id, m in self.txns.items() if m.offsets}
+        self._completing: dict[str, _Completion] = {}
 
     # --- InitProducerId ---------------------------------------------------------------
 
@@ -161,13 +188,13 @@ class TransactionCoordinator:
         m = self._current(txn_id, producer_id, epoch)
         if isinstance(m, ErrorCode):
             return m
-        added = frozenset(partitions)
-        if state_of(m) is TxnState.ONGOING and added <= m.partitions:
-            return ErrorCode.none
-        new = moves.add_partitions(m, added, now_ms)
-        if _entries(new) > MAX_TRANSACTION_ENTRIES:
-            return _too_big(new)
-        return self._write(new) or ErrorCode.none
+        if state_of(m) is TxnState.ONGOING:
+            added = [tp for tp in partitions if tp not in m.partitions]
+            if not added:
+                return ErrorCode.none
+        else:
+            added = list(partitions)
+        return self._add(m, added, "", {}, now_ms)
 
     def verify(
         self, txn_id: str, producer_id: int, epoch: int, partition: TopicPartition
@@ -200,10 +227,28 @@ class TransactionCoordinator:
             return ErrorCode.invalid_producer_epoch if m is ErrorCode.producer_fenced else m
         if state_of(m) is not TxnState.ONGOING or OFFSETS_PARTITION not in m.partitions:
             return ErrorCode.transaction_abortable  # no AddOffsetsToTxn came first
-        new = moves.add_offsets(m, group_id, dict(offsets), now_ms)
-        if _entries(new) > MAX_TRANSACTION_ENTRIES:
-            return _too_big(new)
-        return self._write(new) or ErrorCode.none
+        return self._add(m, (), group_id, offsets, now_ms)
+
+    def _add(
+        self, m: TransactionRecord, partitions: Collection[TopicPartition], group: str,
+        offsets: Mapping[TopicPartition, PendingOffset], now_ms: int,
+    ) -> ErrorCode:  # fmt: skip
+        """Write what a request adds (with the start of a new transaction, if it starts one),
+        then put it in place."""
+        begun = moves.begin(m, now_ms) if state_of(m) in ENDED else None
+        current = begun or m
+        if is_whole(current):  # begun before additions existed
+            new = moves.whole(current, partitions, group, offsets, now_ms)
+            return self._write(new) or ErrorCode.none
+        addition = Addition(current.txn, partitions, group, offsets)
+        try:
+            self._log.append_addition(m.transactional_id, current.additions, addition, begun)
+        except StorageError as e:
+            _log.warning("transaction state not written", transactional_id=m.transactional_id,
+                         error=str(e))  # fmt: skip
+            return ErrorCode.not_coordinator
+        self._set(moves.grow(current, partitions, group, offsets, now_ms))
+        return ErrorCode.none
 
     def has_pending_offset(self, group_id: str, partition: TopicPartition) -> bool:
         """An open transaction commits an offset of the group's `partition` (OffsetFetch
@@ -250,32 +295,83 @@ class TransactionCoordinator:
         return ErrorCode.invalid_txn_state
 
     def _end(self, prepared: TransactionRecord, now_ms: int) -> ErrorCode | None:
-        """Write the prepared state, then complete it; the answer depends on the first write
-        only (the decision is durable): what cannot be written yet is retried by `tick`."""
+        """Write the prepared state, then complete it if that takes no more than END_STEPS
+        steps (a transaction of up to MARKERS_PER_STEP partitions and OFFSETS_PER_STEP
+        offsets); the caller finishes a larger one step by step (`complete_step`). The answer
+        depends on the first write only: the decision is durable."""
         code = self._write(prepared)
         if code is None:
-            self._complete(prepared, now_ms)
+            for _ in range(END_STEPS):
+                if self.complete_step(prepared.transactional_id, now_ms) is not False:
+                    break
         return code
 
-    def _complete(self, m: TransactionRecord, now_ms: int) -> bool:
-        """Markers into every partition, then (on commit) the offsets, then CompleteCommit or
-        CompleteAbort. False when something was not written: the state stays prepared."""
+    def complete_step(self, txn_id: str, now_ms: int) -> bool | None:
+        """One bounded step of what a prepared transaction lacks: up to MARKERS_PER_STEP
+        markers, else (on commit) up to OFFSETS_PER_STEP offsets, else CompleteCommit or
+        CompleteAbort. True once it is complete (or `txn_id` was not prepared), False while
+        steps remain, None when a write failed (the state stays prepared; retried later)."""
+        m = self.txns.get(txn_id)
+        if m is None or state_of(m) not in PREPARING:
+            self._completing.pop(txn_id, None)
+            return True
         commit = state_of(m) is TxnState.PREPARE_COMMIT
-        data = [tp for tp in m.partitions if tp != OFFSETS_PARTITION]
+        todo = self._completing.get(txn_id)
+        if todo is None:
+            offsets: Iterator[tuple[str, TopicPartition, PendingOffset]] = iter(())
+            if commit:
+                offsets = ((g, tp, o) for g, tps in m.offsets.items() for tp, o in tps.items())
+            todo = self._completing[txn_id] = _Completion(iter(m.partitions), offsets)
+        wrote = self._markers_step(m, todo, commit)
+        if wrote is None or wrote:
+            return None if wrote is None else False
+        wrote = self._offsets_step(txn_id, todo)
+        if wrote is None or wrote:
+            return None if wrote is None else False
+        if self._write(moves.complete(m, now_ms)) is not None:
+            return None
+        del self._completing[txn_id]
+        return True
+
+    def _markers_step(self, m: TransactionRecord, todo: _Completion, commit: bool) -> bool | None:
+        """Up to MARKERS_PER_STEP markers: whether any were due; None when one failed."""
+        chunk = todo.retry[-MARKERS_PER_STEP:]
+        del todo.retry[-MARKERS_PER_STEP:]
+        chunk.extend(islice(todo.markers, MARKERS_PER_STEP - len(chunk)))
+        if not chunk:
+            return False
+        data = [tp for tp in chunk if tp != OFFSETS_PARTITION]
         failed = self._write_markers(data, m.producer_id, m.producer_epoch, commit)
         if failed:
-            _log.warning("transaction markers not written; retried", transactional_id=
-                         m.transactional_id, partitions=len(failed))  # fmt: skip
+            todo.retry.extend(failed)
+            _log.warning("transaction markers not written; retried",
+                         transactional_id=m.transactional_id, partitions=len(failed))  # fmt: skip
+            return None
+        return True
+
+    def _offsets_step(self, txn_id: str, todo: _Completion) -> bool | None:
+        """Up to OFFSETS_PER_STEP offsets committed: whether any were due; None on failure."""
+        rows = list(islice(todo.offsets, OFFSETS_PER_STEP))
+        if not rows:
             return False
-        if commit:
-            try:
-                for group, offsets in m.offsets.items():
-                    self._commit_offsets(group, offsets)
-            except StorageError as e:
-                _log.warning("transaction's offsets not committed; retried",
-                             transactional_id=m.transactional_id, error=str(e))  # fmt: skip
-                return False
-        return self._write(moves.complete(m, now_ms)) is None
+        by_group: dict[str, dict[TopicPartition, PendingOffset]] = {}
+        for group, tp, offset in rows:
+            by_group.setdefault(group, {})[tp] = offset
+        try:
+            for group, offsets in by_group.items():
+                self._commit_offsets(group, offsets)
+        except StorageError as e:
+            todo.offsets = iter(rows + list(todo.offsets))  # committing again is harmless
+            _log.warning("transaction's offsets not committed; retried",
+                         transactional_id=txn_id, error=str(e))  # fmt: skip
+            return None
+        return True
+
+    def complete(self, txn_id: str, now_ms: int) -> bool:
+        """Every step at once (tests, and a start before any client is served)."""
+        while (done := self.complete_step(txn_id, now_ms)) is False:
+            pass
+        return done is True
 
     # --- time ---------------------------------------------------------------------------
 
@@ -293,30 +389,56 @@ class TransactionCoordinator:
             self._end(moves.fence(m, now_ms), now_ms)
         return len(timed_out)
 
+    def prepared(self) -> Sequence[str]:
+        """The ids whose transaction is prepared: markers, offsets or completion to write
+        (after a failed write, and at start for those a crash left prepared)."""
+        return [txn_id for txn_id, m in self.txns.items() if state_of(m) in PREPARING]
+
     def complete_prepared(self, now_ms: int) -> int:
-        """Write again what prepared transactions still lack (markers, offsets, completion):
-        after a failed write, and at start for those a crash left prepared."""
-        prepared = [m for m in self.txns.values() if state_of(m) in PREPARING]
-        return sum(1 for m in prepared if self._complete(m, now_ms))
+        """Write at once what every prepared transaction lacks; how many completed."""
+        return len([txn_id for txn_id in self.prepared() if self.complete(txn_id, now_ms)])
+
+    def expired_ids(self, now_ms: int) -> Sequence[str]:
+        """Ids unused for `transactional.id.expiration.ms` (their last transaction ended), as
+        Kafka's `removeExpiredTransactionalIds`."""
+        return self.expired_ids_of(list(self.txns), now_ms)
+
+    def forget_step(self, txn_id: str, now_ms: int) -> bool | None:
+        """One batch of an expired id's tombstones (its slots first, its state last). True
+        once it is forgotten, False while batches remain, None when it is no longer expired
+        (used again meanwhile) or a write failed."""
+        if txn_id not in self.expired_ids_of((txn_id,), now_ms):
+            return None
+        try:
+            if not self._log.delete(txn_id):
+                return False
+        except StorageError as e:
+            _log.warning("expired transactional id not forgotten", transactional_id=txn_id,
+                         error=str(e))  # fmt: skip
+            return None
+        del self.txns[txn_id]
+        self._with_offsets.discard(txn_id)
+        self._completing.pop(txn_id, None)
+        return True
+
+    def expired_ids_of(self, ids: Iterable[str], now_ms: int) -> Sequence[str]:
+        limit = self._limits().id_expiration_ms
+        return [
+            i for i in ids
+            if (m := self.txns.get(i)) is not None and state_of(m) in ENDED
+            and m.update_ms + limit <= now_ms
+        ]  # fmt: skip
 
     def expire_ids(self, now_ms: int) -> int:
-        """Forget transactional ids unused for `transactional.id.expiration.ms` (their last
-        transaction ended), as Kafka's `removeExpiredTransactionalIds`."""
-        limit = self._limits().id_expiration_ms
-        doomed = [
-            txn_id for txn_id, m in self.txns.items()
-            if state_of(m) in ENDED and m.update_ms + limit <= now_ms
-        ]  # fmt: skip
-        for txn_id in doomed:
-            try:
-                self._log.delete(txn_id)
-            except StorageError:
-                return 0
-            del self.txns[txn_id]
-            self._with_offsets.discard(txn_id)
-        if doomed:
-            _log.info("transactional ids expired", count=len(doomed))
-        return len(doomed)
+        """Forget every expired id at once (tests); the broker's timer goes step by step."""
+        forgotten = 0
+        for txn_id in self.expired_ids(now_ms):
+            while (done := self.forget_step(txn_id, now_ms)) is False:
+                pass
+            forgotten += 1 if done else 0
+        if forgotten:
+            _log.info("transactional ids expired", count=forgotten)
+        return forgotten
 
     # --- writing ------------------------------------------------------------------------
 
@@ -330,23 +452,15 @@ class TransactionCoordinator:
             _log.warning("transaction state not written", transactional_id=m.transactional_id,
                          error=str(e))  # fmt: skip
             return ErrorCode.not_coordinator
+        self._set(m)
+        return None
+
+    def _set(self, m: TransactionRecord) -> None:
         self.txns[m.transactional_id] = m
         if m.offsets:
             self._with_offsets.add(m.transactional_id)
         else:
             self._with_offsets.discard(m.transactional_id)
-        return None
-
-
-def _entries(m: TransactionRecord) -> int:
-    return len(m.partitions) + sum(len(tps) for tps in m.offsets.values())
-
-
-def _too_big(m: TransactionRecord) -> ErrorCode:
-    _log.warning("transaction refused: more partitions and offsets than a transaction holds",
-                 transactional_id=m.transactional_id, entries=_entries(m),
-                 limit=MAX_TRANSACTION_ENTRIES)  # fmt: skip
-    return ErrorCode.invalid_request
 
 
 def _may_claim(m: TransactionRecord, producer_id: int, epoch: int) -> bool:

@@ -7,15 +7,21 @@ and `TransactionState` (core/.../coordinator/transaction/TransactionMetadata.sca
 
 Every state is a `TransactionRecord` (frozen); a move makes a new one, which the coordinator
 writes to the transaction log before it takes its place (memory is never ahead of the log).
+What a request adds to an ongoing transaction is the exception: written as an addition, then
+put into the transaction's own partitions and offsets in place (`grow`), so that its cost is
+what the request adds, not what the transaction holds.
 PrepareEpochFence and Dead are not kept: the fence is written as PrepareAbort with the bumped
 epoch (as Kafka writes it), and an expired id is written as a tombstone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from collections.abc import Mapping
 from dataclasses import replace
 from enum import Enum
 
+from protocol.transaction_log import WHOLE
 from protocol.transaction_log import PendingOffset
 from protocol.transaction_log import TopicPartition
 from protocol.transaction_log import TransactionRecord
@@ -65,10 +71,11 @@ def next_epoch(m: TransactionRecord, timeout_ms: int, now_ms: int) -> Transactio
         last_producer_epoch=m.producer_epoch,
         timeout_ms=timeout_ms,
         state=TxnState.EMPTY.value,
-        partitions=frozenset(),
+        partitions=set(),
         offsets={},
         start_ms=-1,
         update_ms=now_ms,
+        additions=0,
     )
 
 
@@ -95,24 +102,39 @@ def fence(m: TransactionRecord, now_ms: int) -> TransactionRecord:
     )  # fmt: skip
 
 
-def add_partitions(
-    m: TransactionRecord, partitions: frozenset[TopicPartition], now_ms: int
-) -> TransactionRecord:
-    """Partitions join the transaction; an ended one starts a new transaction now."""
-    if state_of(m) in ENDED:
-        return replace(
-            m, state=TxnState.ONGOING.value, partitions=partitions, offsets={}, start_ms=now_ms,
-            update_ms=now_ms,
-        )  # fmt: skip
-    return replace(m, partitions=m.partitions | partitions, update_ms=now_ms)
+def begin(m: TransactionRecord, now_ms: int) -> TransactionRecord:
+    """A new transaction (the next number), empty until its first addition is written."""
+    return replace(
+        m, state=TxnState.ONGOING.value, partitions=set(), offsets={}, start_ms=now_ms,
+        update_ms=now_ms, txn=m.txn + 1, additions=0,
+    )  # fmt: skip
 
 
-def add_offsets(
-    m: TransactionRecord, group: str, offsets: dict[TopicPartition, PendingOffset], now_ms: int
-) -> TransactionRecord:
+def whole(
+    m: TransactionRecord, partitions: Collection[TopicPartition], group: str,
+    offsets: Mapping[TopicPartition, PendingOffset], now_ms: int,
+) -> TransactionRecord:  # fmt: skip
+    """A transaction of number 0 (begun before additions existed) with more in it: a copy,
+    written whole, as it was."""
     merged = {g: dict(tps) for g, tps in m.offsets.items()}
-    merged.setdefault(group, {}).update(offsets)
-    return replace(m, offsets=merged, update_ms=now_ms)
+    if offsets:
+        merged.setdefault(group, {}).update(offsets)
+    return replace(m, partitions=m.partitions | set(partitions), offsets=merged, update_ms=now_ms)
+
+
+def grow(
+    m: TransactionRecord, partitions: Collection[TopicPartition], group: str,
+    offsets: Mapping[TopicPartition, PendingOffset], now_ms: int,
+) -> TransactionRecord:  # fmt: skip
+    """An addition written: it goes into `m`'s own containers (in place), one slot more."""
+    m.partitions.update(partitions)
+    if offsets:
+        m.offsets.setdefault(group, {}).update(offsets)
+    return replace(m, update_ms=now_ms, additions=m.additions + 1)
+
+
+def is_whole(m: TransactionRecord) -> bool:
+    return m.txn == WHOLE
 
 
 def prepare_end(m: TransactionRecord, commit: bool, now_ms: int) -> TransactionRecord:
@@ -127,4 +149,6 @@ def complete(m: TransactionRecord, now_ms: int) -> TransactionRecord:
         if state_of(m) is TxnState.PREPARE_COMMIT
         else TxnState.COMPLETE_ABORT
     )
-    return replace(m, state=state.value, partitions=frozenset(), offsets={}, update_ms=now_ms)
+    return replace(
+        m, state=state.value, partitions=set(), offsets={}, update_ms=now_ms, additions=0
+    )

@@ -12,6 +12,7 @@ from abc import ABC
 from abc import abstractmethod
 from bisect import bisect_right
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
 
@@ -676,6 +677,17 @@ class SegmentedLog(ABC):
             deleted += 1
         self._log_start = max(self._log_start, self._segments[0].base_offset)
         return deleted
+
+    def forget_aborted(self, ended: Iterable[tuple[int, int]]) -> None:
+        """The cleaner removes these ABORT markers (producer id, offset): their aborted
+        transactions leave the aborted index, durably (the producer snapshot) before the
+        segment without them is swapped in, so no restart brings them back."""
+        if self._producers.forget_aborted(ended):
+            self._after_producers_changed()
+
+    def _after_producers_changed(self) -> None:
+        """Hook: the disk log writes its producer snapshot here."""
+        return None
 
     def replace_segment(self, old: Segment, new: Segment) -> bool:
         """Put the cleaned copy `new` of the sealed segment `old` in its place; False (and

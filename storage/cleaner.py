@@ -42,10 +42,14 @@ cleaned (`UnifiedLog.firstUncleanableOffset`: an open transaction's outcome is n
 the batches of aborted transactions (the partition's aborted index, taken when the pass is
 planned) are removed whole and never enter the offset map, so an aborted record never
 supersedes a committed one; a kept run keeps its batch's attributes (the transactional bit).
-Transaction markers (control batches with a producer id) are always kept: Kafka removes one
-only once all of its transaction's records are gone and `delete.retention.ms` has passed, and
-a COMMIT marker removed while its records remain would leave them looking open to the
-producer-state rebuild; a marker costs one small batch per transaction and partition.
+A transaction marker (a control batch with a producer id) is removed as Kafka's `LogCleaner`
+removes one (`CleanedTransactionMetadata.onControlBatchRead`, `checkBatchRetention`): only
+when the pass read no batch of its transaction (every record of it was removed by an earlier
+pass: a COMMIT marker removed while its records remain would leave them looking open to the
+producer-state rebuild) and `delete.retention.ms` has passed since it was written (Kafka's
+delete horizon; consumers behind by less still find it). A removed ABORT marker's transaction
+leaves the aborted index first, durably (`forget_aborted`, before the swap): a read_committed
+consumer told of it would look for the marker.
 
 Batches of every codec are read (gzip, snappy, lz4,
 zstd: `protocol.codecs`), and a surviving run is re-encoded with its batch's own codec. Batches
@@ -59,6 +63,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
@@ -68,6 +73,7 @@ import crc32c
 from protocol.record_batch import ATTRIBUTES_POS
 from protocol.record_batch import TRANSACTIONAL_MASK
 from protocol.record_batch import BatchHeader
+from protocol.record_batch import ControlRecordType
 from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import iter_batch_headers
 from protocol.record_batch import parse_header
@@ -76,6 +82,7 @@ from protocol.records import StoredBatch
 from protocol.records import build_stored_batch
 from protocol.records import decode_records
 from protocol.records import encode_run
+from protocol.txn_markers import marker_type
 from storage.base_log import SegmentedLog
 from storage.cleaned_segment import CleanedCopy
 from storage.config import LogConfig
@@ -155,6 +162,10 @@ class CleaningResult:
     end_offset: int  # where the next pass's dirty part starts: the first record not mapped
     copies: list[tuple[Segment, CleanedCopy]] = field(default_factory=list)
     stats: CleaningStats = field(default_factory=CleaningStats)
+    # (producer id, offset) of the ABORT markers each copy removes, by its segment's base
+    aborts: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    # producers with a transactional batch read since their last marker (in this pass)
+    open_txns: set[int] = field(default_factory=set)
 
 
 def plan_cleaning(
@@ -380,6 +391,44 @@ def _clean_batch(
     return True
 
 
+def _marker_removable(
+    header: BatchHeader, batch: bytes, job: CleaningJob, result: CleaningResult
+) -> bool:
+    """Whether a transaction marker goes (see the module's docstring); either way its
+    producer's next transactional batch starts a new transaction."""
+    read_batches = header.producer_id in result.open_txns
+    result.open_txns.discard(header.producer_id)
+    if read_batches or job.now_ms - header.max_timestamp <= job.config.delete_retention_ms:
+        return False
+    try:
+        marker_type(batch)
+    except InvalidRecordBatch:
+        return False  # not a marker this cleaner can read: kept
+    return True
+
+
+def _removed_whole(out: _CopyWriter, header: BatchHeader) -> None:
+    out.remove(header.base_offset, header.last_offset, header.max_timestamp, header.record_count)
+
+
+def _clean_control(
+    header: BatchHeader, batch: bytes, out: _CopyWriter, job: CleaningJob,
+    result: CleaningResult, aborts: list[tuple[int, int]],
+) -> None:  # fmt: skip
+    """A transaction marker goes when `_marker_removable`; share state below the ESO goes."""
+    if header.producer_id >= 0:
+        if not _marker_removable(header, batch, job, result):
+            out.keep(batch)
+            return
+        _removed_whole(out, header)
+        if marker_type(batch) == ControlRecordType.ABORT:
+            aborts.append((header.producer_id, header.base_offset))
+    elif job.eso is not None and header.last_offset < job.eso:
+        _removed_whole(out, header)
+    else:
+        out.keep(batch)  # share state still needed
+
+
 def _clean_segment(
     segment: Segment,
     copy: CleanedCopy,
@@ -389,27 +438,24 @@ def _clean_segment(
 ) -> int:
     """Write the cleaned copy of `segment`; returns how many records it lost."""
     out = _CopyWriter(copy)
+    aborts: list[tuple[int, int]] = []
     fd, batches = _reader(segment)
     try:
         for header, batch in batches:
             if header.record_count == 0:  # an earlier pass's empty batch
                 out.remove(header.base_offset, header.last_offset, header.max_timestamp, 0)
             elif header.is_control:
-                if header.producer_id < 0 and job.eso is not None and header.last_offset < job.eso:
-                    out.remove(
-                        header.base_offset, header.last_offset, header.max_timestamp,
-                        header.record_count,
-                    )  # fmt: skip
-                else:
-                    out.keep(batch)  # a transaction marker, or share state still needed
-            elif job.is_aborted(header):
-                out.remove(
-                    header.base_offset, header.last_offset, header.max_timestamp,
-                    header.record_count,
-                )  # fmt: skip
-            elif not _clean_batch(header, batch, out, offsets, job, result.end_offset):
-                result.stats.unreadable_batches += 1
+                _clean_control(header, batch, out, job, result, aborts)
+            else:
+                if header.attributes & TRANSACTIONAL_MASK:  # its transaction's marker waits
+                    result.open_txns.add(header.producer_id)
+                if job.is_aborted(header):
+                    _removed_whole(out, header)
+                elif not _clean_batch(header, batch, out, offsets, job, result.end_offset):
+                    result.stats.unreadable_batches += 1
         out.close()
+        if aborts:
+            result.aborts[segment.base_offset] = aborts
     finally:
         if fd is not None:
             os.close(fd)
@@ -455,15 +501,22 @@ def swap_in(result: CleaningResult) -> list[CleanedCopy]:
     `release` (in a thread: see `release_replaced`) lets go of the replaced files.
 
     A segment that left the log since the plan (retention) has its copy removed."""
-    return [copy for old, copy in result.copies if swap_one(result.job.log, old, copy)]
+    return [
+        copy for old, copy in result.copies
+        if swap_one(result.job.log, old, copy, result.aborts.get(old.base_offset, ()))
+    ]  # fmt: skip
 
 
-def swap_one(log: SegmentedLog, old: Segment, copy: CleanedCopy) -> bool:
+def swap_one(
+    log: SegmentedLog, old: Segment, copy: CleanedCopy, aborts: Iterable[tuple[int, int]] = ()
+) -> bool:
     """One segment's swap: three renames. Segments are swapped one by one, so a caller on the
-    event loop may yield between them; reads in between see each segment whole, old or new."""
+    event loop may yield between them; reads in between see each segment whole, old or new.
+    The ABORT markers the copy removes leave the aborted index first (`forget_aborted`)."""
     if not any(s is old for s in log.segments[:-1]):
         copy.discard()
         return False
+    log.forget_aborted(aborts)
     new = copy.install()
     log.replace_segment(old, new)
     old.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_left
 from collections import deque
+from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
@@ -178,6 +179,17 @@ class ProducerStateManager:
         aborted = self.aborted
         if aborted and aborted[0].last_offset < log_start:
             del aborted[: bisect_left(aborted, log_start, key=lambda a: a.last_offset)]
+
+    def forget_aborted(self, ended: Iterable[tuple[int, int]]) -> int:
+        """Aborted transactions whose ABORT marker (producer id, marker offset) the cleaner
+        removes: a read_committed consumer told of one would look for a marker no longer there
+        (Kafka's cleaner keeps in the cleaned `.txnindex` only the aborted transactions whose
+        markers it keeps). Returns how many were forgotten."""
+        doomed = set(ended)
+        kept = [a for a in self.aborted if (a.producer_id, a.last_offset) not in doomed]
+        forgotten = len(self.aborted) - len(kept)
+        self.aborted = kept
+        return forgotten
 
     def expire(self, now_ms: int, max_age_ms: int) -> int:
         """Forget producers idle longer than ``producer.id.expiration.ms``."""

@@ -241,6 +241,9 @@ class SegmentLog(SegmentedLog):
         assert isinstance(segment, FileSegment)
         return FileCopy(segment)
 
+    def _after_producers_changed(self) -> None:
+        self._save_producers()
+
     def _save_log_start(self, offset: int) -> None:
         data = f"{LOG_START_VERSION}\n{offset}\n".encode()
         atomic_write(self.directory / LOG_START_CHECKPOINT, data)

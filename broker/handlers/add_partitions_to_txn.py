@@ -6,10 +6,16 @@ them; CLUSTER_ACTION on the cluster). As Kafka's `KafkaApis.handleAddPartitionsT
 when some partitions are unauthorized or unknown, none is added, those are answered
 TOPIC_AUTHORIZATION_FAILED or UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED;
 else every partition gets the coordinator's one answer.
+
+A request may name a million partitions: checked, added (`ADD_PER_CALL` a call) and answered a
+slice at a time. A large addition is then several writes; if one fails, or the transaction is
+fenced between them, every partition gets that error and the client aborts, which ends the
+transaction in the partitions added before too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -30,6 +36,8 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.txn_common import for_version
 from broker.registry import handler
+from broker.slicing import Slicer
+from coordinator.transaction_coordinator import ADD_PER_CALL
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -48,45 +56,79 @@ class _Topic(Protocol):
     def partitions(self) -> Sequence[int]: ...
 
 
-def _checked(ctx: RequestContext, topics: Sequence[_Topic]) -> Codes:
+async def _checked(ctx: RequestContext, topics: Sequence[_Topic], slicer: Slicer) -> Codes:
     """Unauthorized and unknown partitions' codes (empty: every partition may be added)."""
     codes: Codes = {}
     for topic in topics:
         writable = authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic.name)
         info = ctx.services.logs.topic(topic.name)
+        count = info.partitions if info is not None else 0
         for p in topic.partitions:
             if not writable:
                 codes[(topic.name, p)] = ErrorCode.topic_authorization_failed
-            elif info is None or not 0 <= p < info.partitions:
+            elif not 0 <= p < count:
                 codes[(topic.name, p)] = ErrorCode.unknown_topic_or_partition
+            await slicer.pause()
     return codes
 
 
-def _one(
+async def _added(
+    ctx: RequestContext, txn_id: str, pid: int, epoch: int, wanted: list[tuple[str, int]],
+    slicer: Slicer,
+) -> ErrorCode:  # fmt: skip
+    """The coordinator's answer, the partitions added ADD_PER_CALL at a time."""
+    txns = ctx.services.transactions
+    code = ErrorCode.none
+    for start in range(0, len(wanted), ADD_PER_CALL):
+        chunk = wanted[start : start + ADD_PER_CALL]
+        code = txns.add_partitions(txn_id, pid, epoch, chunk, ctx.services.now_ms())
+        if code is not ErrorCode.none:
+            break
+        await slicer.pause()
+    return code
+
+
+async def _one(
     ctx: RequestContext, txn_id: str, pid: int, epoch: int, topics: Sequence[_Topic],
-    verify_only: bool = False,
+    slicer: Slicer, verify_only: bool = False,
 ) -> Codes:  # fmt: skip
-    wanted = [(t.name, int(p)) for t in topics for p in t.partitions]
+    pairs = ((t.name, int(p)) for t in topics for p in t.partitions)
+    wanted = await slicer.map(lambda tp: tp, pairs)
     if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
-        return dict.fromkeys(wanted, ErrorCode.transactional_id_authorization_failed)
-    refused = _checked(ctx, topics)
+        refusal = ErrorCode.transactional_id_authorization_failed
+        return await _each(wanted, lambda _: refusal, slicer)
+    refused = await _checked(ctx, topics, slicer)
     if refused:
-        return {tp: refused.get(tp, ErrorCode.operation_not_attempted) for tp in wanted}
+        return await _each(
+            wanted, lambda tp: refused.get(tp, ErrorCode.operation_not_attempted), slicer
+        )
     txns = ctx.services.transactions
     if verify_only:
-        return {tp: txns.verify(txn_id, pid, epoch, tp) for tp in wanted}
-    code = txns.add_partitions(txn_id, pid, epoch, wanted, ctx.services.now_ms())
-    return dict.fromkeys(wanted, for_version(code, ctx.version, 2))
+        # TRANSACTION_ABORTABLE came with v5
+        convert = _older if ctx.version < 5 else lambda c: c
+        return await _each(wanted, lambda tp: convert(txns.verify(txn_id, pid, epoch, tp)), slicer)
+    code = for_version(await _added(ctx, txn_id, pid, epoch, wanted, slicer), ctx.version, 2)
+    return await _each(wanted, lambda _: code, slicer)
 
 
-def _results(module: object, codes: Codes) -> tuple[object, ...]:
+async def _each(
+    wanted: list[tuple[str, int]], code: Callable[[tuple[str, int]], ErrorCode], slicer: Slicer
+) -> Codes:
+    codes: Codes = {}
+    for tp in wanted:
+        codes[tp] = code(tp)
+        await slicer.pause()
+    return codes
+
+
+async def _results(module: object, codes: Codes, slicer: Slicer) -> tuple[object, ...]:
     by_topic: dict[str, list[object]] = {}
+    result = module.AddPartitionsToTxnPartitionResult  # type: ignore[attr-defined]
     for (topic, p), code in codes.items():
         by_topic.setdefault(topic, []).append(
-            module.AddPartitionsToTxnPartitionResult(  # type: ignore[attr-defined]
-                partition_index=i32(p), partition_error_code=code
-            )
+            result(partition_index=i32(p), partition_error_code=code)
         )
+        await slicer.pause()
     return tuple(
         module.AddPartitionsToTxnTopicResult(  # type: ignore[attr-defined]
             name=TopicName(topic), results_by_partition=tuple(results)
@@ -98,14 +140,16 @@ def _results(module: object, codes: Codes) -> tuple[object, ...]:
 async def handle(
     ctx: RequestContext, request: ClientRequest | BrokerRequest
 ) -> v3.AddPartitionsToTxnResponse | v5.AddPartitionsToTxnResponse:
+    slicer = Slicer()
     if not isinstance(request, (v4.AddPartitionsToTxnRequest, v5.AddPartitionsToTxnRequest)):
-        codes = _one(
+        codes = await _one(
             ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-            request.v3_and_below_producer_epoch, request.v3_and_below_topics,
+            request.v3_and_below_producer_epoch, request.v3_and_below_topics, slicer,
         )  # fmt: skip
+        results = await _results(v3.response, codes, slicer)
         return v3.AddPartitionsToTxnResponse(
             throttle_time=NO_THROTTLE,
-            results_by_topic_v3_and_below=_results(v3.response, codes),  # type: ignore[arg-type]
+            results_by_topic_v3_and_below=results,  # type: ignore[arg-type]
         )
     r = v5.response
     if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
@@ -113,20 +157,18 @@ async def handle(
             throttle_time=NO_THROTTLE, error_code=ErrorCode.cluster_authorization_failed,
             results_by_transaction=(),
         )  # fmt: skip
-    results = []
+    answers = []
     for t in request.transactions:
-        codes = _one(ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics,
-                     t.verify_only)  # fmt: skip
-        if ctx.version < 5:  # TRANSACTION_ABORTABLE came with v5
-            codes = {tp: _older(c) for tp, c in codes.items()}
-        results.append(
+        codes = await _one(ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics,
+                           slicer, t.verify_only)  # fmt: skip
+        answers.append(
             r.AddPartitionsToTxnResult(
                 transactional_id=TransactionalId(t.transactional_id),
-                topic_results=_results(r, codes),  # type: ignore[arg-type]
+                topic_results=await _results(r, codes, slicer),  # type: ignore[arg-type]
             )
         )
     return v5.AddPartitionsToTxnResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, results_by_transaction=tuple(results)
+        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, results_by_transaction=tuple(answers)
     )
 
 

@@ -1,7 +1,9 @@
 """EndTxn (26): commit or abort a transaction (WRITE on the TransactionalId).
 
-Answered once the decision (PrepareCommit/PrepareAbort) is written; the markers and committed
-offsets are written before the answer too, being local appends (`TransactionCoordinator`).
+Answered once the decision (PrepareCommit/PrepareAbort) is written and then the markers and
+committed offsets, being local appends, a slice at a time (`broker.transactions.finish`): a
+client that reads after its commit sees it. If a write fails the decision stands and the
+answer is NONE; the timer writes the rest, as Kafka's marker channel retries.
 PRODUCER_FENCED from v2. v5's producer id and epoch are the transaction's own: without
 transaction version 2 (KIP-890 part 2; Shoal finalizes no such feature) no epoch is bumped.
 """
@@ -23,6 +25,7 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.txn_common import for_version
 from broker.registry import handler
+from broker.transactions import finish
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -39,9 +42,12 @@ async def handle(ctx: RequestContext, request: Request) -> v5.EndTxnResponse:
     ):
         code = ErrorCode.transactional_id_authorization_failed
     else:
+        now = ctx.services.now_ms()
         code = ctx.services.transactions.end_txn(
-            request.transactional_id, pid, epoch, request.committed, ctx.services.now_ms()
+            request.transactional_id, pid, epoch, request.committed, now
         )
+        if code is ErrorCode.none:
+            await finish(ctx.services.transactions, request.transactional_id, now)
     ok = code is ErrorCode.none
     return v5.EndTxnResponse(
         throttle_time=NO_THROTTLE,

@@ -26,6 +26,7 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.request_order import release_order
+from broker.transactions import finish
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -54,7 +55,7 @@ def _answer(code: ErrorCode, producer_id: int, epoch: int) -> Response:
     )
 
 
-def _transactional(ctx: RequestContext, request: Request, txn_id: str) -> Response:
+async def _transactional(ctx: RequestContext, request: Request, txn_id: str) -> Response:
     if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
         return _answer(ErrorCode.transactional_id_authorization_failed, -1, -1)
     expected = None
@@ -62,11 +63,13 @@ def _transactional(ctx: RequestContext, request: Request, txn_id: str) -> Respon
         request, (v3.InitProducerIdRequest, v4.InitProducerIdRequest, v5.InitProducerIdRequest)
     ) and (request.producer_id >= 0 or request.producer_epoch >= 0):
         expected = (int(request.producer_id), int(request.producer_epoch))
+    now = ctx.services.now_ms()
     result = ctx.services.transactions.init_producer_id(
-        txn_id, round(request.transaction_timeout.total_seconds() * 1000), expected,
-        ctx.services.now_ms(),
-    )  # fmt: skip
+        txn_id, round(request.transaction_timeout.total_seconds() * 1000), expected, now
+    )
     code = result.error_code
+    if code is ErrorCode.concurrent_transactions:  # a fenced transaction aborts: finish it
+        await finish(ctx.services.transactions, txn_id, now)
     if code == ErrorCode.producer_fenced and ctx.version < 4:
         code = ErrorCode.invalid_producer_epoch
     return _answer(code, result.producer_id, result.producer_epoch)
@@ -86,7 +89,7 @@ async def handle(ctx: RequestContext, request: Request) -> Response:
     if request.transactional_id is not None:
         if not await _ids_ready(ctx):
             return _answer(ErrorCode.coordinator_load_in_progress, -1, -1)
-        return _transactional(ctx, request, request.transactional_id)
+        return await _transactional(ctx, request, request.transactional_id)
     # An idempotent producer: IDEMPOTENT_WRITE on the cluster or WRITE on any topic (KIP-679).
     if not (
         authorize_cluster(ctx, AclOperation.IDEMPOTENT_WRITE)

@@ -6,6 +6,10 @@ WRITE on the TransactionalId, READ on the group and on each topic, as Kafka's
 generation (KIP-447), as for OffsetCommit. A commit the transaction has no AddOffsetsToTxn for
 is answered TRANSACTION_ABORTABLE from v4 and INVALID_TXN_STATE before, as Kafka 4's
 `AddPartitionsToTxnManager.txnOffsetCommitRequestVersionToTransactionSupportedOperation`.
+
+A request may name a million partitions: checked, added to the transaction (`OFFSETS_PER_CALL` a
+call) and answered a slice at a time; if one addition fails, every accepted partition gets
+that error (the client aborts, dropping the offsets added before).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.slicing import Slicer
+from coordinator.transaction_coordinator import OFFSETS_PER_CALL
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from protocol.transaction_log import PendingOffset
@@ -52,7 +58,7 @@ def _request_code(ctx: RequestContext, request: Request) -> ErrorCode:
     return ErrorCode.none
 
 
-def _commit(ctx: RequestContext, request: Request) -> Codes:
+async def _commit(ctx: RequestContext, request: Request, slicer: Slicer) -> Codes:
     codes: Codes = {}
     accepted: dict[tuple[str, int], PendingOffset] = {}
     code = _request_code(ctx, request)
@@ -60,6 +66,7 @@ def _commit(ctx: RequestContext, request: Request) -> Codes:
     for topic in request.topics:
         readable = authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic.name)
         info = ctx.services.logs.topic(topic.name)
+        count = info.partitions if info is not None else 0
         for p in topic.partitions:
             tp = (str(topic.name), int(p.partition_index))
             metadata = p.committed_metadata or ""
@@ -67,43 +74,62 @@ def _commit(ctx: RequestContext, request: Request) -> Codes:
                 codes[tp] = code
             elif not readable:
                 codes[tp] = ErrorCode.topic_authorization_failed
-            elif info is None or not 0 <= tp[1] < info.partitions:
+            elif not 0 <= tp[1] < count:
                 codes[tp] = ErrorCode.unknown_topic_or_partition
             elif len(metadata.encode()) > limit:
                 codes[tp] = ErrorCode.offset_metadata_too_large
             else:
                 epoch = int(getattr(p, "committed_leader_epoch", -1))
                 accepted[tp] = PendingOffset(int(p.committed_offset), epoch, metadata)
+            await slicer.pause()
     if accepted:
-        result = ctx.services.transactions.txn_offset_commit(
-            request.transactional_id, request.producer_id, request.producer_epoch,
-            request.group_id, accepted, ctx.services.now_ms(),
-        )  # fmt: skip
-        if result is ErrorCode.transaction_abortable and ctx.version < 4:
-            result = ErrorCode.invalid_txn_state
-        codes.update(dict.fromkeys(accepted, result))
+        result = await _added(ctx, request, accepted, slicer)
+        for tp in accepted:
+            codes[tp] = result
+            await slicer.pause()
     return codes
 
 
+async def _added(
+    ctx: RequestContext, request: Request, accepted: dict[tuple[str, int], PendingOffset],
+    slicer: Slicer,
+) -> ErrorCode:  # fmt: skip
+    """The coordinator's answer, the offsets added OFFSETS_PER_CALL at a time."""
+    rows = list(accepted.items())
+    result = ErrorCode.none
+    for start in range(0, len(rows), OFFSETS_PER_CALL):
+        result = ctx.services.transactions.txn_offset_commit(
+            request.transactional_id, request.producer_id, request.producer_epoch,
+            request.group_id, dict(rows[start : start + OFFSETS_PER_CALL]), ctx.services.now_ms(),
+        )  # fmt: skip
+        if result is not ErrorCode.none:
+            break
+        await slicer.pause()
+    if result is ErrorCode.transaction_abortable and ctx.version < 4:
+        result = ErrorCode.invalid_txn_state
+    return result
+
+
 async def handle(ctx: RequestContext, request: Request) -> v5.TxnOffsetCommitResponse:
-    codes = _commit(ctx, request)
+    slicer = Slicer()
+    codes = await _commit(ctx, request, slicer)
     r = v5.response
-    return v5.TxnOffsetCommitResponse(
-        throttle_time=NO_THROTTLE,
-        topics=tuple(
-            r.TxnOffsetCommitResponseTopic(
-                name=TopicName(t.name),
-                partitions=tuple(
-                    r.TxnOffsetCommitResponsePartition(
-                        partition_index=i32(p.partition_index),
-                        error_code=codes[(str(t.name), int(p.partition_index))],
-                    )
-                    for p in t.partitions
-                ),
+
+    topics = []
+    for t in request.topics:
+        partitions = []
+        for p in t.partitions:
+            partitions.append(
+                r.TxnOffsetCommitResponsePartition(
+                    partition_index=i32(p.partition_index),
+                    error_code=codes[(str(t.name), int(p.partition_index))],
+                )
             )
-            for t in request.topics
-        ),
-    )
+            await slicer.pause()
+        topics.append(
+            r.TxnOffsetCommitResponseTopic(name=TopicName(t.name), partitions=tuple(partitions))
+        )
+    return v5.TxnOffsetCommitResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
 HANDLER = handler(

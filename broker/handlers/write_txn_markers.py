@@ -9,7 +9,8 @@ partition is answered CLUSTER_AUTHORIZATION_FAILED; a partition not here is answ
 UNKNOWN_TOPIC_OR_PARTITION; a marker whose epoch is older than the producer's in that partition
 INVALID_PRODUCER_EPOCH (`ProducerAppendInfo.checkProducerEpoch`); a failed write
 KAFKA_STORAGE_ERROR. Coordinator epochs are not kept (DescribeProducers answers -1), so none
-is fenced. v2's TransactionVersion is read and ignored: every marker is written as TV1's.
+is fenced. v2's TransactionVersion is read and ignored: every marker is written as TV1's. A
+request may name a million partitions: written and answered a slice at a time.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from kio.static.primitive import i32
 from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.registry import handler
+from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.errors import StorageError
@@ -54,29 +56,32 @@ def _write(
     return ErrorCode.none
 
 
-def _marker(ctx: RequestContext, m: v2.request.WritableTxnMarker, allowed: bool) -> object:
+async def _marker(
+    ctx: RequestContext, m: v2.request.WritableTxnMarker, allowed: bool, slicer: Slicer
+) -> r.WritableTxnMarkerResult:
     topics = []
     for t in m.topics:
-        partitions = tuple(
-            r.WritableTxnMarkerPartitionResult(
-                partition_index=i32(p),
-                error_code=_write(
-                    ctx, t.name, p, m.producer_id, m.producer_epoch, m.transaction_result
-                )
+        partitions = []
+        for p in t.partition_indexes:
+            code = (
+                _write(ctx, t.name, p, m.producer_id, m.producer_epoch, m.transaction_result)
                 if allowed
-                else ErrorCode.cluster_authorization_failed,
+                else ErrorCode.cluster_authorization_failed
             )
-            for p in t.partition_indexes
+            partitions.append(r.WritableTxnMarkerPartitionResult(partition_index=i32(p),
+                                                                 error_code=code))  # fmt: skip
+            await slicer.pause()
+        topics.append(
+            r.WritableTxnMarkerTopicResult(name=TopicName(t.name), partitions=tuple(partitions))
         )
-        topics.append(r.WritableTxnMarkerTopicResult(name=TopicName(t.name), partitions=partitions))
     return r.WritableTxnMarkerResult(producer_id=ProducerId(m.producer_id), topics=tuple(topics))
 
 
 async def handle(ctx: RequestContext, request: Request) -> v2.WriteTxnMarkersResponse:
     allowed = authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
-    return v2.WriteTxnMarkersResponse(
-        markers=tuple(_marker(ctx, m, allowed) for m in request.markers)  # type: ignore[arg-type,misc]
-    )
+    slicer = Slicer()
+    markers = [await _marker(ctx, m, allowed, slicer) for m in request.markers]  # type: ignore[arg-type]
+    return v2.WriteTxnMarkersResponse(markers=tuple(markers))
 
 
 HANDLER = handler(

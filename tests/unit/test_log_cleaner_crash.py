@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from protocol.record_batch import build_batch
 from protocol.record_batch import iter_batch_headers
 from storage import cleaned_segment
 from storage.cleaned_segment import FileCopy
+from storage.cleaner import CleaningJob
 from storage.cleaner import CleaningResult
 from storage.cleaner import plan_cleaning
 from storage.cleaner import release_replaced
@@ -203,3 +205,52 @@ def test_a_cleaned_segment_answers_max_timestamp_from_what_survived(tmp_path: Pa
     assert not list(tmp_path.glob(f"*{DATA_MAX_SUFFIX}"))
     log.close()
     assert SegmentLog.open(tmp_path, CONFIG).offset_for_max_timestamp() == (3, 20)
+
+
+def test_a_kill_after_markers_are_cleaned_rebuilds_the_lso_and_aborted_index(
+    tmp_path: Path,
+) -> None:
+    """kill -9 after a pass removed transaction markers (their records gone in an earlier
+    pass): the producer state rebuilt at open has no open transaction (LSO = log end) and
+    no aborted transaction whose marker is gone; a transaction whose marker is kept stays."""
+    from protocol.record_batch import TRANSACTIONAL_MASK
+
+    config = replace(CONFIG, delete_retention_ms=1000)
+    log = SegmentLog.open(tmp_path, config)
+
+    def txn(pid: int, key: bytes) -> None:
+        batch = build_batch(
+            [(key, b"t")],
+            timestamp_ms=1000,
+            producer_id=pid,
+            producer_epoch=0,
+            base_sequence=0,
+            attributes=TRANSACTIONAL_MASK,
+        )
+        log.append(batch, now_ms=1000)  # fmt: skip
+
+    txn(7, b"k")
+    log.append_marker(7, 0, False, now_ms=1000)  # aborted: removed by the first pass
+    txn(8, b"j")
+    log.append_marker(8, 0, True, now_ms=1000)  # committed, superseded below
+    txn(9, b"i")
+    log.append_marker(9, 0, False, now_ms=1000)  # aborted too
+    log.append(build_batch([(b"j", b"plain")], timestamp_ms=1000), now_ms=1000)
+    log.roll()
+    _swap(run_cleaning(_job(log, 3000)))
+    assert len(log.aborted_transactions(0, log.log_end_offset)) == 2
+    _swap(run_cleaning(_job(log, 3000)))  # the markers go: no batch of theirs is left
+    assert log.aborted_transactions(0, log.log_end_offset) == []
+    end = log.log_end_offset
+    _abandon(log)  # kill -9
+    again = SegmentLog.open(tmp_path, config)
+    assert again.last_stable_offset == again.log_end_offset == end
+    assert again.aborted_transactions(0, end) == []
+    got = [(h.base_offset, h.is_control) for _, h in iter_batch_headers(again.read(0, 1 << 20))]
+    assert not [o for o, control in got if control]
+
+
+def _job(log: SegmentLog, now_ms: int) -> CleaningJob:
+    job = plan_cleaning(log, now_ms, None, 0)
+    assert job is not None
+    return job

@@ -1,7 +1,10 @@
 """The log cleaner and transactions, as Kafka's `LogCleaner` (`CleanedTransactionMetadata`,
 `UnifiedLog.firstUncleanableOffset`): aborted records are removed and never supersede a
-committed record of their key; committed runs keep the transactional bit; markers are kept
-(also below a share group's ESO); nothing from the last stable offset on is cleaned."""
+committed record of their key; committed runs keep the transactional bit; a marker is removed
+only once a pass reads none of its transaction's batches and `delete.retention.ms` has passed
+(`CleanedTransactionMetadata.onControlBatchRead`, `Cleaner.checkBatchRetention`), an ABORT
+marker's transaction leaving the aborted index with it; nothing from the last stable offset on
+is cleaned."""
 
 from __future__ import annotations
 
@@ -80,3 +83,45 @@ def test_nothing_from_the_last_stable_offset_on_is_cleaned() -> None:
     log.roll()
     clean(log)
     assert records(log) == [(2, b"k", b"2")]
+
+
+def superseded_transactions(log: SegmentedLog) -> None:
+    """k committed at 0 (COMMIT at 1), j aborted at 2 (ABORT at 3), then k and j written
+    plainly at 4: the committed record is superseded, the aborted one removed."""
+    txn(log, 7, 0, [(b"k", b"committed")])
+    log.append_marker(7, 0, True, now_ms=1000)
+    txn(log, 7, 1, [(b"j", b"aborted")])
+    log.append_marker(7, 0, False, now_ms=1000)
+    put(log, [(b"k", b"plain"), (b"j", b"plain")])
+    log.roll()
+
+
+def markers(log: SegmentedLog) -> list[int]:
+    return [h[0] for h in headers(log) if h[1]]
+
+
+def test_markers_go_once_their_records_are_gone_and_delete_retention_has_passed() -> None:
+    log = MemoryLog(COMPACT)
+    superseded_transactions(log)
+    clean(log)  # removes both transactions' records; this pass read them: markers stay
+    assert records(log) == [(4, b"k", b"plain"), (5, b"j", b"plain")]
+    assert markers(log) == [1, 3]
+    later = 1000 + COMPACT.delete_retention_ms
+    clean(log, now_ms=later)  # no batch of theirs left, but delete.retention.ms not past
+    assert markers(log) == [1, 3]
+    assert log.aborted_transactions(0, log.log_end_offset)
+    clean(log, now_ms=later + 1)
+    assert markers(log) == []
+    assert records(log) == [(4, b"k", b"plain"), (5, b"j", b"plain")]
+    assert log.aborted_transactions(0, log.log_end_offset) == []  # no marker to look for
+    assert log.last_stable_offset == log.log_end_offset
+
+
+def test_a_commit_marker_stays_while_a_record_of_its_transaction_does() -> None:
+    log = MemoryLog(COMPACT)
+    committed_then_aborted(log)  # the committed k at 0 is the latest committed k
+    clean(log)
+    clean(log, now_ms=1000 + COMPACT.delete_retention_ms + 1)
+    assert records(log) == [(0, b"k", b"committed"), (5, b"j", b"plain")]
+    assert markers(log) == [1]  # COMMIT kept for k; ABORT (its batch gone) removed
+    assert log.aborted_transactions(0, log.log_end_offset) == []
