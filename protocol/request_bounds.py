@@ -61,7 +61,9 @@ from kio.serial._introspect import get_field_tag
 from kio.serial._introspect import get_schema_field_type
 from kio.serial._introspect import is_optional
 
+from protocol.api_keys import PRODUCE
 from protocol.errors import ProtocolException
+from protocol.produce_bounds import produce_walker
 
 # The issue asks for the cap of Kafka 4.4; the Kafka sources we could read show only the
 # bytes-left check (MessageDataGenerator), so the cap stands on its own: no client sends a
@@ -117,10 +119,16 @@ def request_walker(request_type: type[Any]) -> Walker:
 
     :raises OutOfBounds: from the returned callable, for a frame that must not be read.
     """
-    compiled = _COMPILED.get(request_type)
-    if compiled is None:
-        compiled = _COMPILED[request_type] = compile_walker(request_type)
-    return compiled[0]
+    walker = _WALKERS.get(request_type)
+    if walker is None:
+        compiled = _COMPILED.get(request_type)
+        if compiled is None:
+            compiled = _COMPILED[request_type] = compile_walker(request_type)
+        walker = compiled[0]
+        if request_type.__api_key__ == PRODUCE:  # the commonest request: a hand-written check
+            walker = produce_walker(request_type.__version__, walker)
+        _WALKERS[request_type] = walker
+    return walker
 
 
 def walker_source(request_type: type[Any]) -> str:
@@ -130,6 +138,7 @@ def walker_source(request_type: type[Any]) -> str:
 
 
 _COMPILED: dict[type[Any], tuple[Walker, str]] = {}
+_WALKERS: dict[type[Any], Walker] = {}  # the checks served: generated, or by hand first
 
 
 def compile_walker(request_type: type[Any], *, alike: bool = True) -> tuple[Walker, str]:
