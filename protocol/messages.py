@@ -418,9 +418,11 @@ BULKY_ENTRIES = 2_000
 
 
 def is_bulky(entity: Any) -> bool:
-    """Whether `entity` holds more than `BULKY_ENTRIES` nested entities, counted only until
-    that many (cheap for the small answers nearly every request gets): a small request may
-    ask for a large answer (OffsetFetch of 50,000 partitions, DescribeAcls of every binding)."""
+    """Whether `entity` holds more than `BULKY_ENTRIES` nested entities or array elements,
+    counted only until that many (cheap for the small answers nearly every request gets): a
+    small request may ask for a large answer (OffsetFetch of 50,000 partitions, DescribeAcls
+    of every binding), and an array of strings costs as much to encode as one of entities
+    (ListTransactions' 50,000 unknown state filters, written back: 150 ms on the loop)."""
     return _entries(entity, BULKY_ENTRIES) < 0
 
 
@@ -430,34 +432,38 @@ def _entries(entity: Any, budget: int) -> int:
     fields = _ARRAY_FIELDS.get(cls)
     if fields is None:
         fields = _ARRAY_FIELDS[cls] = _array_fields(cls)
-    for name in fields:
+    for name, of_entities in fields:
         items = getattr(entity, name)
         if not items:
             continue
         budget -= len(items)
         if budget < 0:
             return budget
-        for item in items:
-            budget = _entries(item, budget)
-            if budget < 0:
-                return budget
+        if of_entities:
+            for item in items:
+                budget = _entries(item, budget)
+                if budget < 0:
+                    return budget
     return budget
 
 
-_ARRAY_FIELDS: dict[type, tuple[str, ...]] = {}  # `_array_fields` by class, worked out once
+# `_array_fields` by class, worked out once.
+_ARRAY_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 
 
-def _array_fields(entity: type) -> tuple[str, ...]:
-    """The fields of a kio entity that hold a tuple of entities."""
+def _array_fields(entity: type) -> tuple[tuple[str, bool], ...]:
+    """The fields of a kio entity that hold a tuple, each with whether it holds entities."""
     if not dataclasses.is_dataclass(entity):
         return ()
     hints = typing.get_type_hints(entity)
-    return tuple(f.name for f in dataclasses.fields(entity) if _entity_tuple(hints[f.name]))
+    found = ((f.name, _tuple_of(hints[f.name])) for f in dataclasses.fields(entity))
+    return tuple((name, kind == "entities") for name, kind in found if kind is not None)
 
 
-def _entity_tuple(hint: Any) -> bool:
-    """A `tuple[Entity, ...]`, optional or not."""
+def _tuple_of(hint: Any) -> str | None:
+    """What a `tuple[X, ...]` hint, optional or not, holds: "entities" or "values" (None: not
+    a tuple)."""
     for arg in (hint, *typing.get_args(hint)):
-        if typing.get_origin(arg) is tuple and dataclasses.is_dataclass(typing.get_args(arg)[0]):
-            return True
-    return False
+        if typing.get_origin(arg) is tuple:
+            return "entities" if dataclasses.is_dataclass(typing.get_args(arg)[0]) else "values"
+    return None

@@ -7,8 +7,6 @@ every id) is not served yet.
 
 from __future__ import annotations
 
-import asyncio
-
 from kio.schema.errors import ErrorCode
 from kio.schema.list_transactions import v0
 from kio.schema.list_transactions import v1
@@ -23,7 +21,6 @@ from coordinator.txn_metadata import TxnState
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
-SORT_ON_LOOP_MAX = 2_000
 KNOWN_STATES = {s.value for s in TxnState} | {"PrepareEpochFence", "Dead"}
 
 
@@ -36,17 +33,15 @@ async def handle(
         states, set(map(int, request.producer_id_filters)), duration,
         ctx.services.now_ms(),
     )  # fmt: skip
-    unknown = states - KNOWN_STATES
-    # A request may send a million filters: sorted in a thread then.
-    if len(unknown) > SORT_ON_LOOP_MAX:
-        unknown_sorted = await asyncio.to_thread(lambda: tuple(sorted(unknown)))
-    else:
-        unknown_sorted = tuple(sorted(unknown))
+    # In the order asked, once each: Kafka keeps them in a HashSet (no order). Not sorted: a
+    # request may send a million, and sorting them is one C call holding the GIL (~100 ms for
+    # 50,000 on a loaded machine), in a thread or not.
+    unknown = tuple(s for s in dict.fromkeys(request.state_filters) if s not in KNOWN_STATES)
     r = v1.response
     return v1.ListTransactionsResponse(
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
-        unknown_state_filters=unknown_sorted,
+        unknown_state_filters=unknown,
         transaction_states=tuple(
             r.TransactionState(
                 transactional_id=TransactionalId(m.transactional_id),

@@ -109,3 +109,20 @@ def test_an_answer_is_bulky_past_its_entries_limit() -> None:
     assert not is_bulky(answer(10))
     assert not is_bulky(answer(BULKY_ENTRIES - 3))  # with its group and topic: the limit
     assert is_bulky(answer(BULKY_ENTRIES))
+
+
+def test_an_answer_of_many_strings_is_bulky_too() -> None:
+    """ListTransactions lists back the state filters it does not know: 50,000 of them took
+    150 ms to encode on the loop (the stall test's list_transactions case)."""
+    from kio.schema.list_transactions.v1 import response as r
+
+    from protocol.messages import BULKY_ENTRIES
+    from protocol.messages import build
+    from protocol.messages import is_bulky
+
+    def answer(filters: int) -> r.ListTransactionsResponse:
+        unknown = tuple(f"state-{i}" for i in range(filters))
+        return build(r.ListTransactionsResponse, unknown_state_filters=unknown)
+
+    assert not is_bulky(answer(BULKY_ENTRIES))
+    assert is_bulky(answer(BULKY_ENTRIES + 1))
