@@ -9,7 +9,6 @@ transport's write buffer is full, so a fast producer cannot grow memory without 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import time
 from collections import Counter
@@ -438,7 +437,7 @@ class KafkaConnection(asyncio.Protocol):
         """A large frame: decoded in a thread; its answer keeps its place in request order.
 
         Garbage collection is paused (`broker.gc_pause`) from its decoding until it is
-        answered, or `MAX_PAUSE_S` at most, and resumed in the `finally` (a lost connection
+        answered (or the pause's bound), and resumed in the `finally` (a lost connection
         cancels this coroutine): a request of a million entries is made, handled and answered
         with no full collection walking its objects."""
         loop = asyncio.get_running_loop()
@@ -457,8 +456,7 @@ class KafkaConnection(asyncio.Protocol):
             self._serve(seq, self._context(request.header), handler, request.body)
             del request
             if answered is not None and not answered.done():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(answered), gc_pause.MAX_PAUSE_S)
+                await gc_pause.held_until(answered)
         finally:
             self._answered.pop(seq, None)
             if paused:

@@ -9,9 +9,9 @@ classes); v9's member id and epoch (KIP-848 consumers) are not checked yet.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 from typing import Protocol
 from typing import TypeVar
+from typing import cast
 
 from kio.schema.errors import ErrorCode
 from kio.schema.offset_fetch import v1
@@ -46,6 +46,10 @@ NO_OFFSET = -1
 
 
 Asked = list[tuple[str, list[int]]]
+Row = TypeVar(
+    "Row", v7.response.OffsetFetchResponsePartition, v9.response.OffsetFetchResponsePartitions
+)
+Answer = list[tuple[str, tuple[Row, ...]]]
 
 
 class Topic(Protocol):
@@ -53,17 +57,6 @@ class Topic(Protocol):
     def name(self) -> str: ...
     @property
     def partition_indexes(self) -> Sequence[int]: ...
-
-
-class Partition(NamedTuple):
-    partition: int
-    offset: int
-    leader_epoch: int
-    metadata: str
-    error_code: ErrorCode
-
-
-Answer = list[tuple[str, list[Partition]]]
 
 
 def _topic_code(ctx: RequestContext, topic: str) -> ErrorCode:
@@ -76,62 +69,69 @@ def _group_allowed(ctx: RequestContext, group_id: str) -> bool:
     return authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
 
 
-def _asked(ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None) -> Asked:
+async def _asked(
+    ctx: RequestContext, group_id: str, topics: Sequence[Topic] | None, slicer: Slicer
+) -> Asked:
     """(topic, partitions) to answer: those asked for, or (null topics) every committed
-    partition of the group on a topic the principal may describe, as Kafka filters them."""
+    partition of the group on a topic the principal may describe, as Kafka filters them:
+    topics by name, partitions in order (gathered in slices: a group may hold 100,000s)."""
     if topics is not None:
         return [(t.name, list(t.partition_indexes)) for t in topics]
     committed: dict[str, list[int]] = {}
-    for topic, partition in sorted(ctx.services.offsets.group_offsets(group_id)):
+    for topic, partition in ctx.services.offsets.group_offsets(group_id):
         committed.setdefault(topic, []).append(partition)
-    return [(t, ps) for t, ps in committed.items() if _topic_code(ctx, t) is ErrorCode.none]
+        await slicer.pause()
+    for partitions in committed.values():
+        partitions.sort()  # clients commit in order: runs Timsort merges in a linear pass
+        await slicer.pause()
+    return [(t, committed[t]) for t in sorted(committed) if _topic_code(ctx, t) is ErrorCode.none]
 
 
 async def _answer(
     ctx: RequestContext,
     group_id: str,
     topics: Sequence[Topic] | None,
+    row: type[Row],
     slicer: Slicer,
     stable: bool = False,
-) -> Answer:
-    """Each asked topic's partitions with their committed offsets (-1: none). With
+) -> Answer[Row]:
+    """Each asked topic's partitions with their committed offsets (-1: none), as `row`s. With
     `require_stable` (v7+), a partition an open transaction commits an offset of is answered
-    UNSTABLE_OFFSET_COMMIT, as Kafka's `GroupMetadataManager.getOffsets` (KIP-447)."""
-    store = ctx.services.offsets
-    answer: Answer = []
-    for topic, partitions in _asked(ctx, group_id, topics):
+    UNSTABLE_OFFSET_COMMIT, as Kafka's `GroupMetadataManager.getOffsets` (KIP-447).
+
+    Rows are made directly from the store's values, with the ints passed as they are
+    (`cast`): kio's checked `i32(...)` costs more than the row itself, and a request may
+    name 100,000s of partitions."""
+    fetch = ctx.services.offsets.fetch
+    pending = ctx.services.transactions.has_pending_offset
+    answer: Answer[Row] = []
+    for topic, partitions in await _asked(ctx, group_id, topics, slicer):
         code = _topic_code(ctx, topic)
-        rows = []
+        allowed = code is ErrorCode.none
+        rows: list[Row] = []
+        append = rows.append
         for p in partitions:
-            value = store.fetch(group_id, topic, p) if code is ErrorCode.none else None
-            if stable and ctx.services.transactions.has_pending_offset(group_id, (topic, p)):
-                rows.append(Partition(p, NO_OFFSET, -1, "", ErrorCode.unstable_offset_commit))
+            value = fetch(group_id, topic, p) if allowed else None
+            if stable and pending(group_id, (topic, p)):
+                append(_row(row, p, NO_OFFSET, -1, "", ErrorCode.unstable_offset_commit))
             elif value is None:
-                rows.append(Partition(p, NO_OFFSET, -1, "", code))
+                append(_row(row, p, NO_OFFSET, -1, "", code))
             else:
-                rows.append(Partition(p, value.offset, value.leader_epoch, value.metadata, code))
+                append(_row(row, p, value.offset, value.leader_epoch, value.metadata, code))
             await slicer.pause()
-        answer.append((topic, rows))
+        answer.append((topic, tuple(rows)))
     return answer
 
 
-Row = TypeVar(
-    "Row", v7.response.OffsetFetchResponsePartition, v9.response.OffsetFetchResponsePartitions
-)
-
-
-async def _rows(cls: type[Row], rows: list[Partition], slicer: Slicer) -> tuple[Row, ...]:
-    return tuple(
-        await slicer.map(
-            lambda p: cls(
-                partition_index=i32(p.partition),
-                committed_offset=i64(p.offset),
-                committed_leader_epoch=i32(p.leader_epoch),
-                metadata=p.metadata,
-                error_code=p.error_code,
-            ),
-            rows,
-        )
+def _row(
+    row: type[Row], partition: int, offset: int, epoch: int, metadata: str, code: ErrorCode
+) -> Row:
+    return row(
+        partition_index=cast(i32, partition),
+        committed_offset=cast(i64, offset),
+        committed_leader_epoch=cast(i32, epoch),
+        metadata=metadata,
+        error_code=code,
     )
 
 
@@ -143,13 +143,11 @@ async def _one_group(
     stable: bool,
 ) -> tuple[v7.response.OffsetFetchResponseTopic, ...]:
     r = v7.response
+    answer = await _answer(ctx, group_id, topics, r.OffsetFetchResponsePartition, slicer, stable)
     return tuple(
         [
-            r.OffsetFetchResponseTopic(
-                name=TopicName(topic),
-                partitions=await _rows(r.OffsetFetchResponsePartition, rows, slicer),
-            )
-            for topic, rows in await _answer(ctx, group_id, topics, slicer, stable)
+            r.OffsetFetchResponseTopic(name=TopicName(topic), partitions=rows)
+            for topic, rows in answer
         ]
     )
 
@@ -166,15 +164,13 @@ async def _group(
         return r.OffsetFetchResponseGroup(
             group_id=GroupId(group_id), topics=(), error_code=ErrorCode.group_authorization_failed
         )
+    answer = await _answer(ctx, group_id, topics, r.OffsetFetchResponsePartitions, slicer, stable)
     return r.OffsetFetchResponseGroup(
         group_id=GroupId(group_id),
         topics=tuple(
             [
-                r.OffsetFetchResponseTopics(
-                    name=TopicName(topic),
-                    partitions=await _rows(r.OffsetFetchResponsePartitions, rows, slicer),
-                )
-                for topic, rows in await _answer(ctx, group_id, topics, slicer, stable)
+                r.OffsetFetchResponseTopics(name=TopicName(topic), partitions=rows)
+                for topic, rows in answer
             ]
         ),
         error_code=ErrorCode.none,

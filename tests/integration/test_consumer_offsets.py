@@ -102,6 +102,42 @@ async def test_commit_refusals_and_both_fetch_forms(broker: Server) -> None:
         assert (other.error_code, other.topics) == (ErrorCode.none, ())
 
 
+async def test_null_topics_answer_every_commit_topics_by_name_partitions_in_order(
+    broker: Server,
+) -> None:
+    # Committed out of order, over two commits and two topics: OffsetFetch with null topics
+    # (v9's groups and v7's one group) answers each commit once, topics by name, partitions
+    # in order, as the handler gathers them in slices.
+    from kio.schema.offset_fetch import v7 as fetch_v7
+
+    async with Admin(f"127.0.0.1:{broker.port}") as admin:
+        await admin.create_topic("b", 4)
+        await admin.create_topic("a", 2)
+        await admin.alter_consumer_group_offsets("g", {("b", 3): 30, ("a", 1): 11, ("b", 0): 0})
+        await admin.alter_consumer_group_offsets("g", {("b", 2): 20, ("a", 0): 10, ("b", 1): 10})
+        expected = [("a", [(0, 10), (1, 11)]), ("b", [(0, 0), (1, 10), (2, 20), (3, 30)])]
+        r = fetch.request
+        many = await admin.cluster.request(
+            fetch.OffsetFetchRequest(
+                groups=(r.OffsetFetchRequestGroup(group_id=GroupId("g"), topics=None),),
+                require_stable=False,
+            )
+        )
+        (group,) = many.groups
+        assert [
+            (t.name, [(int(p.partition_index), int(p.committed_offset)) for p in t.partitions])
+            for t in group.topics
+        ] == expected
+        one = await admin.cluster.request(
+            fetch_v7.OffsetFetchRequest(group_id=GroupId("g"), topics=None, require_stable=False)
+        )
+        assert one.error_code == ErrorCode.none
+        assert [
+            (t.name, [(int(p.partition_index), int(p.committed_offset)) for p in t.partitions])
+            for t in one.topics
+        ] == expected
+
+
 async def test_deleting_offsets_a_topic_and_a_group(broker: Server) -> None:
     async with Admin(f"127.0.0.1:{broker.port}") as admin:
         await admin.create_topic("a", 2)

@@ -723,6 +723,32 @@ async def test_the_pause_lasts_max_pause_s_at_most(
     assert gc.isenabled()
 
 
+async def test_the_pause_ends_once_the_process_has_spent_max_pause_cpu_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The bound is work done (CPU time, where garbage comes from), not time on the clock: a
+    # request on a loaded machine keeps the pause while it waits for a core, and gives it back
+    # once the process has worked MAX_PAUSE_CPU_S since the pause began (a CPU clock of ours).
+    cpu = [0.0]
+    monkeypatch.setattr(gc_pause, "cpu_clock", lambda: cpu[0])
+    monkeypatch.setattr(gc_pause, "CHECK_EVERY_S", 0.01)
+    monkeypatch.setattr(gc_pause, "MAX_PAUSE_CPU_S", 5.0)
+    monkeypatch.setattr(gc_pause, "MAX_PAUSE_S", 60)  # longer than `until` waits
+    gate = asyncio.Event()
+    connection, transport = metadata_wire(tmp_path / "data", gate)
+    connection.data_received(naming(3000))
+    await until(lambda: not gc.isenabled())
+    cpu[0] = 4.9
+    await asyncio.sleep(0.3)  # on the clock, past the 0.2 s pause of the test above
+    assert not gc.isenabled() and gc_pause.held()
+    cpu[0] = 5.0
+    await until(lambda: gc.isenabled())
+    assert not gc_pause.held() and not connection.idle  # not answered yet
+    gate.set()
+    await until(lambda: bool(transport.frames()))
+    assert gc.isenabled()
+
+
 async def test_one_large_request_holds_the_pause_and_the_next_cannot_extend_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
