@@ -238,6 +238,14 @@ def test_migrate_moves_records_groups_configs_acls_and_users(
 
     dry = shoal("migrate", *common, "--dry-run").stdout
     assert "orders" in dry and "up to 20000 records" in dry and "would copy" in dry
+    # Each topic's bytes on the source (DescribeLogDirs), and the totals.
+    assert re.search(r"orders +would copy +3 partitions, up to 20000 records, [\d.]+ [KM]iB", dry)
+    assert re.search(
+        r"total +4 topics +would copy +7 partitions, up to \d+ records, [\d.]+ [KM]iB", dry
+    )
+    planned = json.loads(shoal("migrate", *common, "--dry-run", "--json").stdout)["planned"]
+    assert {p["topic"]: p["partitions"] for p in planned} == TOPICS
+    assert all(p["bytes"] > 0 for p in planned), planned
     assert "recreate on the target" in dry  # alice: credentials are not readable
     assert asyncio.run(_topics(dst.bootstrap)) == set()  # nothing made
 
