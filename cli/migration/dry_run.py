@@ -66,7 +66,7 @@ def report_topics(plans: list[TopicPlan], sizes: Sizes, report: Report) -> None:
             "topic",
             plan.name,
             WOULD_COPY,
-            f"{plan.partitions} partitions, up to {plan.offset_span} records, "
+            f"{_count(plan.partitions, 'partition')}, up to {plan.offset_span} records, "
             + ("size unknown" if size is None else human(size))
             + (f"; configs {configs}" if configs else ""),
         )
@@ -82,12 +82,16 @@ def report_topics(plans: list[TopicPlan], sizes: Sizes, report: Report) -> None:
     if sizes.unknown:
         size_text = sizes.unknown
     elif unsized:
-        size_text = f"at least {human(size_total)} ({unsized} topics' sizes unknown)"
+        size_text = f"at least {human(size_total)} ({_count(unsized, 'topic')} of unknown size)"
     else:
         size_text = human(size_total)
     report.add(
         "total",
-        f"{len(plans)} topics",
+        _count(len(plans), "topic"),
         WOULD_COPY,
-        f"{partitions} partitions, up to {records} records, {size_text}",
+        f"{_count(partitions, 'partition')}, up to {records} records, {size_text}",
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

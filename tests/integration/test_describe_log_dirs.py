@@ -18,6 +18,7 @@ Kafka's answers, as this broker must give them:
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -53,6 +54,7 @@ from tests.brokers import make_server
 from tests.compat.support import QUIET
 from tests.compat.support import create_topic
 from tests.compat.support import start_broker
+from tests.integration.test_cli import shoal_all
 
 pytestmark = pytest.mark.integration
 TOPIC, PARTITIONS, RECORDS = "sized", 3, 600
@@ -165,6 +167,38 @@ def test_shoal_client_sizes_match_the_files(broker: BrokerProcess) -> None:
     }
 
 
+def test_shoal_log_dirs_describe_prints_what_kafka_log_dirs_prints(broker: BrokerProcess) -> None:
+    """tools/src/main/java/org/apache/kafka/tools/LogDirsCommand.java: two lines, then the
+    JSON of every broker's log dirs, partitions named `topic-P`, filtered by --topic-list; a
+    broker not in the cluster is an error."""
+    kafka_style, as_json, missing = shoal_all(
+        ("log-dirs", "--describe"),
+        ("log-dirs", "describe", "--topic-list", f"{TOPIC},other", "--json"),
+        ("log-dirs", "describe", "--broker-list", "1,7"),
+        bootstrap=broker.bootstrap,
+    )
+    code, out, err = kafka_style
+    assert code == 0, err
+    querying, received, line = out.splitlines()
+    assert querying == "Querying brokers for log directories information"
+    assert received == "Received log directory information from brokers 1"
+    document = json.loads(line)
+    assert document["version"] == 1
+    ((log_dir,),) = [b["logDirs"] for b in document["brokers"] if b["broker"] == 1]
+    assert (log_dir["logDir"], log_dir["error"]) == (os.path.abspath(broker.data_dir), None)
+    sizes = {p["partition"]: p["size"] for p in log_dir["partitions"]}
+    for p in range(PARTITIONS):
+        assert sizes[f"{TOPIC}-{p}"] == on_disk(broker.data_dir, TOPIC, p)
+    code, out, err = as_json
+    assert code == 0, err
+    (b,) = json.loads(out)["brokers"]
+    assert {p["partition"] for p in b["logDirs"][0]["partitions"]} == {
+        f"{TOPIC}-{p}" for p in range(PARTITIONS)
+    }
+    code, out, err = missing
+    assert code == 1 and "The given brokers do not exist from --broker-list: 7" in err
+
+
 def _deny_describe_on_the_cluster(bootstrap: str) -> None:
     deny = AclBinding(
         ResourcePattern(ResourceType.CLUSTER, "kafka-cluster", PatternType.LITERAL),
@@ -209,7 +243,7 @@ def test_refused_without_describe_on_the_cluster(tmp_path: Path) -> None:
         asyncio.run(ours())
         # `shoal migrate --dry-run` from it: the counts, and the sizes said to be unknown.
         dry = shoal_dry_run(proc.bootstrap)
-        assert "1 partitions, up to 0 records, size unknown" in dry
+        assert "1 partition, up to 0 records, size unknown" in dry
         assert "sizes unknown: the source refused DescribeLogDirs" in dry
         assert "cluster_authorization_failed" in dry
     finally:

@@ -381,6 +381,10 @@ def test_the_readme_move_runs_as_written(
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "would copy" in done.stdout and "300 records (300 in this run)" in done.stdout
+    assert re.search(
+        r"orders +would copy +3 partitions, up to 300 records, [\d.]+ KiB", done.stdout
+    )
+    assert re.search(r"total +1 topic +would copy +3 partitions, up to 300 records", done.stdout)
     for p in range(3):
         assert content(read_all(dst.bootstrap, "orders", p)) == content(
             read_all(src.bootstrap, "orders", p)
