@@ -68,17 +68,6 @@ def _internal_logs(logs: LogManager) -> dict[str, PartitionLog]:
     return {name: plog for (name, _), plog in tail if name in INTERNAL_LOGS}
 
 
-async def _asked(request: Request, slicer: Slicer) -> dict[str, dict[int, None]]:
-    """The partitions a request names, by topic, each once, in the order first named."""
-    out: dict[str, dict[int, None]] = {}
-    for topic in request.topics or ():
-        indexes = out.setdefault(topic.topic, {})
-        for p in topic.partitions:
-            indexes[p] = None
-            await slicer.pause()
-    return out
-
-
 def _every_log(
     logs: LogManager, internal: dict[str, PartitionLog]
 ) -> Iterator[tuple[str, Iterable[int]]]:
@@ -110,22 +99,25 @@ async def _topics(
     asked: Iterable[tuple[str, Iterable[int]]],
     slicer: Slicer,
 ) -> tuple[v5.response.DescribeLogDirsTopic, ...]:
-    out = []
+    """The partitions asked for that are here, each once, by topic in the order first named.
+    Only those found are kept: a million unknown ones named cost no memory (and no freeing of
+    it in one go)."""
+    found: dict[str, dict[int, Partition]] = {}
     for topic, partitions in asked:
-        described = []
         for p in partitions:
-            plog = _log(logs, internal, topic, p)
-            if plog is not None:
-                described.append(
-                    Partition(partition_index=i32(p), partition_size=i64(plog.size_bytes),
-                              offset_lag=i64(0), is_future_key=False)
-                )  # fmt: skip
+            known = found.get(topic)
+            if known is None or p not in known:
+                plog = _log(logs, internal, topic, p)
+                if plog is not None:
+                    found.setdefault(topic, {})[p] = Partition(
+                        partition_index=i32(p), partition_size=i64(plog.size_bytes),
+                        offset_lag=i64(0), is_future_key=False,
+                    )  # fmt: skip
             await slicer.pause()
-        if described:
-            out.append(
-                v5.response.DescribeLogDirsTopic(name=TopicName(topic), partitions=tuple(described))
-            )
-    return tuple(out)
+    return tuple(
+        v5.response.DescribeLogDirsTopic(name=TopicName(t), partitions=tuple(ps.values()))
+        for t, ps in found.items()
+    )
 
 
 def _volume(path: str) -> tuple[int, int]:
@@ -154,10 +146,11 @@ async def handle(ctx: RequestContext, request: Request) -> Response:
     logs = ctx.services.logs
     slicer = Slicer()  # 50,000 partitions, or a request naming a million
     internal = _internal_logs(logs)
+    asked: Iterable[tuple[str, Iterable[int]]]
     if request.topics is None:
-        asked: Iterable[tuple[str, Iterable[int]]] = list(_every_log(logs, internal))
+        asked = list(_every_log(logs, internal))
     else:
-        asked = (await _asked(request, slicer)).items()
+        asked = ((t.topic, t.partitions) for t in request.topics)
     topics = await _topics(logs, internal, asked, slicer)
     path = log_dir(ctx)
     total, usable = await asyncio.to_thread(_volume, path)  # a slow disk never holds the loop
