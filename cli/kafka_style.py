@@ -1,5 +1,5 @@
 """Kafka's tool command lines, accepted as written: a line pasted from kafka-share-groups.sh,
-kafka-topics.sh or kafka-configs.sh works with only the program name changed.
+kafka-topics.sh, kafka-configs.sh or kafka-log-dirs.sh works with only the program name changed.
 
 Those tools name the action with a flag anywhere on the line (`--describe`, `--create`...);
 Shoal's tools take it as a subcommand. The flag is moved to the subcommand's place and the
@@ -15,6 +15,7 @@ ACTIONS: Final = {
     "share-groups": ("list", "describe", "reset-offsets", "delete", "delete-offsets"),
     "topics": ("create", "alter", "delete", "describe", "list"),
     "configs": ("describe", "alter"),
+    "log-dirs": ("describe",),
 }
 
 

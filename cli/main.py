@@ -23,6 +23,7 @@ from cli import consume
 from cli import consumer_groups
 from cli import get_offsets
 from cli import kafka_style
+from cli import log_dirs
 from cli import migrate
 from cli import produce
 from cli import serve
@@ -44,6 +45,7 @@ COMMANDS = (
     consume,
     console_consumer,
     get_offsets,
+    log_dirs,
     share_state,
     transactions,
     migrate,

@@ -6,7 +6,8 @@ partition, with the durable offset map: `cli/migration/records.py`); consumer gr
 committed offsets and share groups' SPSO, translated through the map, with the records a
 share group will get again counted (`cli/migration/groups.py`); ACLs and SCRAM users
 (`cli/migration/security.py`); then a report. `--resume` goes on with a stopped run without
-producing any record twice; `--dry-run` says what would be done.
+producing any record twice; `--dry-run` says what would be done, with counts and sizes
+(`cli/migration/dry_run.py`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from cli.common import print_json
 from cli.common import print_table
 from cli.common import run
 from cli.migration import records
+from cli.migration.dry_run import report_topics
+from cli.migration.dry_run import source_sizes
 from cli.migration.groups import migrate_groups
 from cli.migration.offset_map import OffsetMap
 from cli.migration.progress import Progress
@@ -157,16 +160,9 @@ async def _dry_run(
     passwords: dict[str, str],
     report: Report,
 ) -> int:
+    report_topics(plans, await source_sizes(src, plans), report)
     maps: dict[tuple[str, int], OffsetMap] = {}
     for plan in plans:
-        configs = ", ".join(f"{k}={v}" for k, v in sorted(plan.configs.items()))
-        report.add(
-            "topic",
-            plan.name,
-            "would copy",
-            f"{plan.partitions} partitions, up to {plan.offset_span} records"
-            + (f"; configs {configs}" if configs else ""),
-        )
         for p, (start, end) in plan.spans.items():
             m = maps[(plan.name, p)] = OffsetMap()  # offsets as on the source until copied
             m.add_run(start, start, end - start)

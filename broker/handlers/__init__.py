@@ -24,6 +24,7 @@ from broker.handlers import describe_acls
 from broker.handlers import describe_cluster
 from broker.handlers import describe_configs
 from broker.handlers import describe_groups
+from broker.handlers import describe_log_dirs
 from broker.handlers import describe_producers
 from broker.handlers import describe_share_group_offsets
 from broker.handlers import describe_transactions
@@ -85,6 +86,7 @@ HANDLERS: tuple[RequestHandler, ...] = (
     create_partitions.HANDLER,
     describe_cluster.HANDLER,
     describe_configs.HANDLER,
+    describe_log_dirs.HANDLER,
     incremental_alter_configs.HANDLER,
     alter_configs.HANDLER,
     share_group_heartbeat.HANDLER,

@@ -30,6 +30,8 @@ class Report:
     lines: list[Line] = field(default_factory=list)
     # share group -> (topic, partition) -> records delivered again on the target
     redelivered: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
+    # --dry-run: topic -> its partitions, records and bytes (None: unknown) on the source
+    planned: dict[str, dict[str, int | None]] = field(default_factory=dict)
 
     def add(self, kind: str, name: str, outcome: str, detail: str = "") -> None:
         self.lines.append(Line(kind, name, outcome, detail))
@@ -42,10 +44,13 @@ class Report:
         return [(x.kind, x.name, x.outcome, x.detail) for x in self.lines]
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "lines": [asdict(x) for x in self.lines],
             "redelivered": {
                 g: [{"topic": t, "partition": p, "records": n} for (t, p), n in parts.items()]
                 for g, parts in self.redelivered.items()
             },
         }
+        if self.planned:
+            out["planned"] = [{"topic": t, **figures} for t, figures in self.planned.items()]
+        return out

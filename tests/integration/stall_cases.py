@@ -334,6 +334,15 @@ def describe_cluster(env: Env, n: int) -> bytes:
     return frame(encode_request(body, 1, "stall-test"))
 
 
+def describe_log_dirs(env: Env, n: int) -> bytes:
+    """One topic named with `n` partitions (all but a few unknown): each is looked up and
+    left out; `test_describe_log_dirs` holds a broker of 50,000 partitions to its slices."""
+    m = _module(35, 4)
+    topic = build(m.DescribableLogDirTopic, topic=env.topic, partitions=(SENTINEL,))
+    body = build(m.DescribeLogDirsRequest, topics=(topic,))
+    return grown(body, SENTINEL_BYTES, n, SENTINEL_BYTES, _index)
+
+
 def delete_topics(env: Env, n: int) -> bytes:
     return _entities(
         n, 20, 6,
@@ -534,6 +543,7 @@ CASES = [
     Hostile("scram", "alter_user_scram_credentials", 51, 0, alter_user_scram_credentials,
             quick=50 * K),
     Hostile("cluster", "describe_cluster", 60, 1, describe_cluster, full=1, quick=1),
+    Hostile("cluster", "describe_log_dirs", 35, 4, describe_log_dirs, quick=100 * K),
     Hostile("transactions", "add_partitions_to_txn", 24, 3, add_partitions_to_txn,
             quick=50 * K),
     Hostile("transactions", "txn_offset_commit", 28, 3, txn_offset_commit, quick=50 * K),

@@ -238,6 +238,14 @@ def test_migrate_moves_records_groups_configs_acls_and_users(
 
     dry = shoal("migrate", *common, "--dry-run").stdout
     assert "orders" in dry and "up to 20000 records" in dry and "would copy" in dry
+    # Each topic's bytes on the source (DescribeLogDirs), and the totals.
+    assert re.search(r"orders +would copy +3 partitions, up to 20000 records, [\d.]+ [KM]iB", dry)
+    assert re.search(
+        r"total +4 topics +would copy +7 partitions, up to \d+ records, [\d.]+ [KM]iB", dry
+    )
+    planned = json.loads(shoal("migrate", *common, "--dry-run", "--json").stdout)["planned"]
+    assert {p["topic"]: p["partitions"] for p in planned} == TOPICS
+    assert all(p["bytes"] > 0 for p in planned), planned
     assert "recreate on the target" in dry  # alice: credentials are not readable
     assert asyncio.run(_topics(dst.bootstrap)) == set()  # nothing made
 
@@ -373,6 +381,10 @@ def test_the_readme_move_runs_as_written(
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "would copy" in done.stdout and "300 records (300 in this run)" in done.stdout
+    assert re.search(
+        r"orders +would copy +3 partitions, up to 300 records, [\d.]+ KiB", done.stdout
+    )
+    assert re.search(r"total +1 topic +would copy +3 partitions, up to 300 records", done.stdout)
     for p in range(3):
         assert content(read_all(dst.bootstrap, "orders", p)) == content(
             read_all(src.bootstrap, "orders", p)

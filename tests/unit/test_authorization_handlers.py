@@ -25,6 +25,8 @@ from kio.schema.delete_topics import v6 as delete_topics
 from kio.schema.describe_acls import v3 as describe_acls
 from kio.schema.describe_cluster import v1 as describe_cluster
 from kio.schema.describe_configs import v4 as describe_configs
+from kio.schema.describe_log_dirs import v1 as describe_log_dirs_v1
+from kio.schema.describe_log_dirs import v4 as describe_log_dirs
 from kio.schema.describe_share_group_offsets import v1 as describe_offsets
 from kio.schema.describe_user_scram_credentials import v0 as describe_scram
 from kio.schema.errors import ErrorCode
@@ -471,6 +473,25 @@ async def test_describe_cluster_needs_describe_on_the_cluster(server: Server) ->
     assert ok.error_code == ErrorCode.none
     assert ok.cluster_authorized_operations == (1 << Op.ALTER) | (1 << Op.DESCRIBE)
     assert (await call(s, BOB, request)).error_code == ErrorCode.cluster_authorization_failed
+
+
+async def test_describe_log_dirs_needs_describe_on_the_cluster(server: Server) -> None:
+    """KafkaApis.handleDescribeLogDirsRequest: without DESCRIBE on the cluster, no result and
+    CLUSTER_AUTHORIZATION_FAILED at the top (v3+); before v3 the empty list alone says it."""
+    s = server.services
+    await grant(s, acl(RT.CLUSTER, "kafka-cluster", Op.DESCRIBE))
+    request = describe_log_dirs.DescribeLogDirsRequest(topics=None)
+    ok = await call(s, ALICE, request)
+    assert ok.error_code == ErrorCode.none
+    (result,) = ok.results
+    assert {TOPIC, "payments"} <= {t.name for t in result.topics}
+    denied = await call(s, BOB, request)
+    assert (denied.error_code, denied.results) == (ErrorCode.cluster_authorization_failed, ())
+    # Topic ACLs do not stand in for the cluster's.
+    await grant(s, acl(RT.TOPIC, "*", Op.ALL, BOB))
+    assert (await call(s, BOB, request)).results == ()
+    old = await call(s, BOB, describe_log_dirs_v1.DescribeLogDirsRequest(topics=None))
+    assert old.results == ()
 
 
 async def test_an_idempotent_producer_needs_write_on_some_topic_or_idempotent_write(

@@ -303,6 +303,7 @@ KAFKA_ACL_TABLE: dict[str, set[tuple[AclOperation, AclResourceType]]] = {
     "IncrementalAlterConfigs": {(_O.ALTER_CONFIGS, r) for r in (_R.TOPIC, _R.GROUP, _R.CLUSTER)},
     "CreatePartitions": {(_O.ALTER, _R.TOPIC)},
     "DescribeCluster": {(_O.DESCRIBE, _R.CLUSTER)},
+    "DescribeLogDirs": {(_O.DESCRIBE, _R.CLUSTER)},
     "ConsumerGroupHeartbeat": {(_O.READ, _R.GROUP), (_O.DESCRIBE, _R.TOPIC)},
     "ConsumerGroupDescribe": {(_O.DESCRIBE, _R.GROUP)},
     "ShareGroupHeartbeat": {(_O.READ, _R.GROUP), (_O.DESCRIBE, _R.TOPIC)},
@@ -330,8 +331,9 @@ def test_a_handler_must_declare_its_acl_checks() -> None:
 # 0.6.5 is generated from, and kafka-python 3.0.12 ships in kafka/protocol/schemas/resources).
 # The old versions are those KIP-896 removed in 4.0 (unchanged in 4.1 and 4.2): Produce v0-2,
 # Fetch v0-3, ListOffsets v0, OffsetCommit v0-1, OffsetFetch v0, CreateTopics v0-1, DeleteTopics
-# v0, DescribeConfigs v0, the ACL APIs v0. InitProducerId v6 is `latestVersionUnstable` (2PC,
-# KIP-939): a broker serves it only with unstable.api.versions.enable, so 0-5.
+# v0, DescribeConfigs v0, DescribeLogDirs v0, the ACL APIs v0. InitProducerId v6 is
+# `latestVersionUnstable` (2PC, KIP-939): a broker serves it only with
+# unstable.api.versions.enable, so 0-5.
 KAFKA_4_VERSIONS: dict[str, tuple[int, int]] = {
     "Produce": (3, 13), "Fetch": (4, 18), "ListOffsets": (1, 11), "Metadata": (0, 13),
     "OffsetCommit": (2, 10), "OffsetFetch": (1, 10), "OffsetDelete": (0, 0),
@@ -343,6 +345,7 @@ KAFKA_4_VERSIONS: dict[str, tuple[int, int]] = {
     "SaslAuthenticate": (0, 2), "DescribeUserScramCredentials": (0, 0),
     "AlterUserScramCredentials": (0, 0), "DescribeConfigs": (1, 4), "AlterConfigs": (0, 2),
     "IncrementalAlterConfigs": (0, 1), "CreatePartitions": (0, 3), "DescribeCluster": (0, 2),
+    "DescribeLogDirs": (1, 5),
     "ConsumerGroupHeartbeat": (0, 1), "ConsumerGroupDescribe": (0, 1),
     "ShareGroupHeartbeat": (1, 1), "ShareGroupDescribe": (1, 1), "ShareFetch": (1, 2),
     "ShareAcknowledge": (1, 2), "DescribeShareGroupOffsets": (0, 1),
