@@ -10,7 +10,7 @@ A share group is also known after a restart from its durable share state alone, 
 member joins again (`coordinator.share_group_admin`); finding those reads the share-state
 directory, so a caller asks for them (`durable=True`) only on rare requests, never per
 heartbeat. Adding a kind: a `GroupKind` member, a coordinator with `has_group`, and its
-`register` call where the broker is wired (`broker/server.py`).
+`register` call where the broker is wired (`broker/wiring.py`).
 """
 
 from __future__ import annotations
