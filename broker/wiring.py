@@ -164,7 +164,7 @@ def group_coordinators(
         consumer_limits,
         lookup,
         topic_names=lambda: [t.name for t in logs.topics()],
-        other_kind=groups.taken_by_another(GroupKind.CONSUMER),
+        other_kind=groups.taken_by_another(GroupKind.CONSUMER, durable=True),
     )
     groups.register(GroupKind.SHARE, share, durable=durable_share_groups)
     groups.register(GroupKind.CONSUMER, consumer)

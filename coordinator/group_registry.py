@@ -88,6 +88,7 @@ class GroupRegistry:
         `mine` for that id is refused."""
         return self.kind(group_id, (k for k in GroupKind if k is not mine), durable=durable)
 
-    def taken_by_another(self, mine: GroupKind) -> Callable[[str], bool]:
-        """`other_kind` for one kind, as the predicate its coordinator calls (in memory only)."""
-        return lambda group_id: self.other_kind(mine, group_id) is not None
+    def taken_by_another(self, mine: GroupKind, *, durable: bool = False) -> Callable[[str], bool]:
+        """`other_kind` for one kind, as the predicate its coordinator calls (in memory only,
+        unless `durable`: then its coordinator asks only for ids it does not hold)."""
+        return lambda group_id: self.other_kind(mine, group_id, durable=durable) is not None
