@@ -8,9 +8,12 @@ kind touch an id (ShareGroupHeartbeat, ConsumerGroupHeartbeat, JoinGroup, Delete
 
 A share group is also known after a restart from its durable share state alone, before any
 member joins again (`coordinator.share_group_admin`); finding those reads the share-state
-directory, so a caller asks for them (`durable=True`) only on rare requests, never per
-heartbeat. Adding a kind: a `GroupKind` member, a coordinator with `has_group`, and its
-`register` call where the broker is wired (`broker/wiring.py`).
+directory once (the persister keeps the list after), so a caller asks for them
+(`durable=True`) only where a group is about to be made or named: a join of an id no
+coordinator holds, an admin request; never per heartbeat of a known group.
+
+Adding a kind: a `GroupKind` member, a coordinator with `has_group`, and its `register`
+call where the broker is wired (`broker/wiring.py`).
 """
 
 from __future__ import annotations
