@@ -14,28 +14,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import uuid
 from collections.abc import Awaitable
 from collections.abc import Callable
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import structlog
 
+from broker import wiring
 from broker.acceptor import Acceptor
 from broker.acceptor import open_listening_sockets
 from broker.acceptor import resolve_ip_overrides
-from broker.acl_manager import AclManager
-from broker.authorizer import AuthorizerSettings
-from broker.authorizer import parse_super_users
-from broker.classic_groups import ClassicGroupService
 from broker.clock import Clock
 from broker.clock import WallClock
 from broker.config import RETENTION_SYNONYMS
 from broker.config import BrokerConfig
-from broker.config import log_config
 from broker.connection import KafkaConnection
 from broker.connection_quotas import ConnectionQuotas
 from broker.connection_quotas import ConnectionSlot
@@ -44,73 +38,35 @@ from broker.context import BrokerServices
 from broker.dynamic_config import DynamicBrokerConfigs
 from broker.failure_episode import FailureEpisode
 from broker.group_commit import GroupCommit
+from broker.group_duties import CLASSIC_GROUP_TICK_MS
+from broker.group_duties import DEAD_LETTER_TICK_MS
+from broker.group_duties import LOCK_TIMER_TICK_MS
+from broker.group_duties import MEMBER_CHECK_MS
+from broker.group_duties import GroupDuties
 from broker.handlers import build_registry
-from broker.lag_readings import LagCollector
-from broker.lag_readings import LagReader
-from broker.lag_readings import LagReadings
 from broker.listeners import Listener
 from broker.listeners import advertised_endpoint
 from broker.log_cleaning import LogCleaner
-from broker.loop_readings import LoopReadings
 from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
-from broker.producer_ids import ProducerIdAllocator
 from broker.record_deletion import RecordDeletion
-from broker.share.share_fetch_service import ShareFetchService
-from broker.share.share_partition_manager import DEAD_LETTER_BUDGET
-from broker.share.share_partition_manager import SharePartitionManager
-from broker.share.share_session_cache import ShareSessionCache
-from broker.share.share_state_persister import ShareStatePersister
 from broker.tls import server_context
-from broker.transactions import expire_ids as expire_transactional_ids
-from broker.transactions import transaction_coordinator
-from broker.transactions import transaction_timeouts
-from broker.transactions import transaction_timeouts_now
-from broker.txn_metrics import TransactionCollector
-from coordinator.classic_group import ClassicGroupCoordinator
-from coordinator.classic_group import ClassicLimits
-from coordinator.consumer_assignors import parse_assignors
-from coordinator.consumer_group import ConsumerGroupCoordinator
-from coordinator.consumer_group import ConsumerLimits
-from coordinator.group_configs import GroupConfigs
-from coordinator.group_registry import GroupKind
-from coordinator.group_registry import GroupRegistry
-from coordinator.offset_store import OffsetStore
-from coordinator.share_group import CoordinatorLimits
-from coordinator.share_group import ShareGroupCoordinator
-from coordinator.transaction_log import TransactionLog
-from storage.acl_store import AclStore
 from storage.dir_lock import DataDirLock
-from storage.errors import StorageError
-from storage.log_manager import LogManager
 from storage.scram_credentials import ScramCredentialStore
 from storage.segment import PendingSync
 from storage.segment import sync_all
-from storage.share_state_store import SHARE_STATE_DIR
 
 log = structlog.get_logger("shoal.server")
 
-LOCK_TIMER_TICK_MS = 50  # acquisition locks expire at most this late
-DEAD_LETTER_TICK_MS = 100  # given-up records reach the dead-letter topic about this late
-MEMBER_CHECK_MS = 250
-CLASSIC_GROUP_TICK_MS = 100  # joins end, and sessions expire, at most this late
 SNAPSHOT_INTERVAL_MS = 1000  # share snapshot files catch up with their newest checkpoint
-
-
-def _cluster_id(data_dir: Path) -> str:
-    path = data_dir / "meta.properties"
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.startswith("cluster.id="):
-                return line.split("=", 1)[1]
-    cluster_id = uuid.uuid4().hex[:22]
-    path.write_text(f"version=1\ncluster.id={cluster_id}\n")
-    return cluster_id
 
 
 class Server:
     def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
-        """`clock`: where share logic reads the time; the wall clock unless a test passes one."""
+        """`clock`: where share logic reads the time; the wall clock unless a test passes one.
+
+        The services are made by `broker.wiring`, a family at a time, in the order they depend
+        on each other; what is left here is what start and stop use themselves."""
         unknown = sorted(set(config.unknown) - set(RETENTION_SYNONYMS))
         if unknown or config.unknown_env:
             log.warning(
@@ -124,156 +80,62 @@ class Server:
         # Dynamic broker configs stored in the data dir win over file, environment and flags.
         dynamic = DynamicBrokerConfigs(config)
         host, port = config.advertised
-        logs = LogManager(
-            data_dir, log_config(dynamic.current), max_partitions=config.max_broker_partitions,
-            lazy=True, threads=config.num_recovery_threads_per_data_dir,
-        )  # fmt: skip
-        # The log configs among them reach every log at once, under each topic's own configs.
-        dynamic.on_change(lambda changed: logs.reconfigure(log_config(changed)))
+        logs = wiring.partition_logs(config, dynamic)
         # max.connections(.per.ip): read at each accept; a change wakes waiting listeners.
         self._quotas = ConnectionQuotas(lambda: dynamic.current)
         self._overrides_resolved: str | None = None  # the overrides text the quotas hold
         dynamic.on_change(self._connection_limits_changed)
-        # By Kafka name, from the group config table; read afresh as dynamic changes land.
-        group_configs = GroupConfigs(data_dir / "share-group-configs.json", dynamic.current_value)
-
-        def limits(group_id: str) -> CoordinatorLimits:
-            return CoordinatorLimits(
-                max_size=dynamic.current.group_share_max_size,
-                session_timeout_ms=group_configs.effective(group_id, "share.session.timeout.ms"),
-                heartbeat_interval_ms=group_configs.effective(
-                    group_id, "share.heartbeat.interval.ms"
-                ),
-            )
-
-        def topic_lookup(name: str) -> tuple[uuid.UUID, int] | None:
-            topic = logs.topic(name)
-            return (topic.topic_id, topic.partitions) if topic else None
-
-        def consumer_limits(group_id: str) -> ConsumerLimits:
-            c = dynamic.current
-            return ConsumerLimits(  # the group's own configs, else the broker's defaults
-                session_timeout_ms=group_configs.effective(group_id, "consumer.session.timeout.ms"),
-                heartbeat_interval_ms=group_configs.effective(
-                    group_id, "consumer.heartbeat.interval.ms"
-                ),
-                max_size=c.group_consumer_max_size,
-                assignors=parse_assignors(c.group_consumer_assignors),
-            )
-
+        group_configs = wiring.group_configs(config, dynamic)
         notifier = Notifier()
         metrics = BrokerMetrics()
-        durable = bool(config.group_share_persister_class_name)
-        if not durable:
-            log.warning("share state is not durable: group.share.persister.class.name is empty")
-        self._share_state = (
-            ShareStatePersister(
-                logs,
-                data_dir / SHARE_STATE_DIR,
-                max_deltas=config.share_coordinator_snapshot_update_records_per_snapshot,
-            )
-            if durable
-            else None
+        self._share_state = wiring.share_state(config, logs)
+        share_partitions = wiring.share_partitions(
+            logs, group_configs, notifier, self._share_state, metrics, dynamic
         )
-        groups = GroupRegistry()  # each kind's coordinator is registered as it is made
-        coordinator = ShareGroupCoordinator(limits, topic_lookup)
-        consumer_groups = ConsumerGroupCoordinator(
-            consumer_limits,
-            topic_lookup,
-            topic_names=lambda: [t.name for t in logs.topics()],
-            other_kind=groups.taken_by_another(GroupKind.CONSUMER),
-        )
-        share_partitions = SharePartitionManager(
-            logs,
-            group_configs,
-            lambda t, p: notifier.notify((t, p)),
-            persister=self._share_state,
-            metrics=metrics,
-            dead_letter_prefix=lambda: dynamic.current.errors_deadletterqueue_topic_name_prefix,
-        )
-        groups.register(GroupKind.SHARE, coordinator, durable=share_partitions.durable_groups)
-        groups.register(GroupKind.CONSUMER, consumer_groups)
-
-        def partition_count(topic_id: uuid.UUID) -> int | None:
-            topic = logs.topic_by_id(topic_id)
-            return topic.partitions if topic else None
-
-        share_state = self._share_state
-
-        def earliest_share_offset(topic: str, partition: int) -> int | None:
-            return share_state.earliest_share_offset(topic, partition) if share_state else None
-
         clock = clock or WallClock()
-
-        def classic_limits() -> ClassicLimits:
-            c = dynamic.current
-            return ClassicLimits(
-                min_session_timeout_ms=c.group_min_session_timeout_ms,
-                max_session_timeout_ms=c.group_max_session_timeout_ms,
-                max_size=c.group_max_size,
-                initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
-            )
-
-        offsets = OffsetStore.open(logs, clock.now_ms)
-        txn_log = TransactionLog.open(logs, clock.now_ms)
-        # Above every id any partition or transactional id recorded, whatever happened to its
-        # own file: it starts once every log is open (`_start_producer_ids`).
-        producer_ids = ProducerIdAllocator(data_dir / "producer-ids", None)
-        self._txn_log = txn_log
-        transactions = transaction_coordinator(
-            logs, txn_log, offsets, producer_ids, notifier, lambda: dynamic.current, clock.now_ms
+        groups = wiring.group_coordinators(
+            dynamic, group_configs, logs, share_partitions.durable_groups, clock.now_ms
         )
+        txns = wiring.transactions(config, logs, notifier, dynamic, clock.now_ms)
+        self._txn_log = txns.txn_log
         # Periodic fsyncs and group commits run here, one at a time, never on the event loop.
         self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-flush")
         self.services = BrokerServices(
             logs=logs,
             group_configs=group_configs,
-            coordinator=coordinator,
-            classic_groups=ClassicGroupService(
-                groups.register(GroupKind.CLASSIC, ClassicGroupCoordinator(classic_limits)),
-                clock.now_ms,
-            ),
-            consumer_groups=consumer_groups,
-            groups=groups,
+            coordinator=groups.share,
+            classic_groups=groups.classic,
+            consumer_groups=groups.consumer,
+            groups=groups.registry,
             share_partitions=share_partitions,
-            share_fetch=ShareFetchService(
-                ShareSessionCache(config.group_share_max_share_sessions),
-                share_partitions,
-                is_member=coordinator.is_member,
-                partition_count=partition_count,
-            ),
+            share_fetch=wiring.share_fetch(config, share_partitions, groups.share, logs),
             dynamic_configs=dynamic,
             record_deletion=RecordDeletion(
                 logs,
                 share_partitions,
                 clock.now_ms,
                 write_snapshots=self._snapshots,
-                min_retained_offset=earliest_share_offset,
+                min_retained_offset=wiring.earliest_share_offset(self._share_state),
             ),
             credentials=ScramCredentialStore.in_data_dir(data_dir),
-            offsets=offsets,
-            transactions=transactions,
+            offsets=txns.offsets,
+            transactions=txns.coordinator,
             group_commit=GroupCommit(self._flusher),
             notifier=notifier,
             metrics=metrics,
             registry=build_registry(),
-            producer_ids=producer_ids,
-            cluster_id=_cluster_id(data_dir),
+            producer_ids=txns.producer_ids,
+            cluster_id=wiring.cluster_id(data_dir),
             node_id=config.node_id,
             host=host,
             port=port,
             clock=clock,
+            acls=wiring.acl_manager(config),
         )
-        self._join_offsets_to_groups()
+        wiring.join_offsets_to_groups(txns.offsets, groups)
         self._start_producer_ids()  # at once if there is no log to open (a new data dir)
-        if config.authorizer_class_name:
-            self.services.acls = AclManager(
-                AclStore(data_dir),
-                AuthorizerSettings(
-                    parse_super_users(config.super_users), config.allow_everyone_if_no_acl_found
-                ),
-            )
-        self._watch(metrics)
+        self._readings = wiring.watch(self.services, self._quotas)
+        self._group_duties = GroupDuties(self.services)
         self._cleaner = LogCleaner(
             logs, metrics, self.services.now_ms, lambda: self.config.log_cleaner_dedupe_buffer_size
         )
@@ -300,53 +162,6 @@ class Server:
     @property
     def config(self) -> BrokerConfig:
         return self.services.config
-
-    def _watch(self, metrics: BrokerMetrics) -> None:
-        s = self.services
-        partitions = s.share_partitions.all_partitions
-        metrics.gauges(
-            in_flight=lambda: sum(sp.in_flight_count() for sp in partitions()),
-            acquired=lambda: sum(sp.acquired_count() for sp in partitions()),
-            sessions=lambda: len(s.share_fetch.sessions),
-            members=lambda: sum(len(g.members) for g in s.coordinator.groups.values()),
-            share_partitions=lambda: len(partitions()),
-            damaged_records=s.logs.damaged_records,
-            missing_records=s.logs.missing_records,
-        )
-        classic = s.classic_groups.coordinator
-        metrics.classic_groups(
-            lambda: {state.value: n for state, n in classic.counts_by_state().items()},
-            lambda: classic.rebalances,
-        )
-        metrics.consumer_groups(
-            s.consumer_groups.counts_by_state, lambda: s.consumer_groups.rebalances
-        )
-
-        metrics.share_groups(self._share_groups_by_state, lambda: s.coordinator.rebalances)
-        # Lag and log sizes are read on the event loop, when a scrape asks (LoopReadings).
-        reader = LagReader(
-            s.logs, partitions, s.offsets.committed_snapshot, s.logs.partition_logs, s.now_ms
-        )
-        self._readings = LoopReadings(reader.read, LagReadings())
-        metrics.registry.register(LagCollector(self._readings.read))
-        txns = s.transactions.txns
-        metrics.registry.register(
-            TransactionCollector(lambda: list(txns.values()), s.logs.partition_logs)
-        )
-        metrics.connections(lambda: self._quotas.listeners)
-
-    def _share_groups_by_state(self) -> dict[str, int]:
-        counts = dict.fromkeys(("Empty", "Stable"), 0)  # both series exist from the start
-        for group in list(self.services.coordinator.groups.values()):
-            counts[group.state] = counts.get(group.state, 0) + 1
-        return counts
-
-    def _join_offsets_to_groups(self) -> None:
-        """Committed offsets follow the group coordinators' verdicts (generation, membership)."""
-        s = self.services
-        for group_coordinator in (s.classic_groups.coordinator, s.consumer_groups):
-            s.offsets.validators.append(group_coordinator)
-            s.offsets.coordinators.append(group_coordinator)
 
     async def _listen(self) -> None:
         """One acceptor per listener; TLS ones get the keystore's context (read once, here)."""
@@ -406,18 +221,19 @@ class Server:
         self._every(self.config.log_retention_check_interval_ms, self._retention)
         if self.config.log_cleaner_enable:
             self._every(self.config.log_cleaner_backoff_ms, self._clean)
-        self._every(self.config.offsets_retention_check_interval_ms, self._expire_offsets)
+        duties = self._group_duties
+        self._every(self.config.offsets_retention_check_interval_ms, duties.expire_offsets)
         self._every(
             self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
-            self._transaction_timeouts,
+            duties.transaction_timeouts,
         )
         self._every(
             self.config.transaction_remove_expired_transaction_cleanup_interval_ms,
-            self._expire_transactional_ids,
+            duties.expire_transactional_ids,
         )
-        self._every(LOCK_TIMER_TICK_MS, self._expire_locks)
-        self._every(DEAD_LETTER_TICK_MS, self._copy_dead_letters)
-        self._every(MEMBER_CHECK_MS, self._expire_members)
+        self._every(LOCK_TIMER_TICK_MS, duties.expire_locks)
+        self._every(DEAD_LETTER_TICK_MS, duties.copy_dead_letters)
+        self._every(MEMBER_CHECK_MS, duties.expire_members)
         self._every(CLASSIC_GROUP_TICK_MS, self.services.classic_groups.tick)
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
         self._every(self._sweep.interval_ms, self._sweep.run)
@@ -508,49 +324,10 @@ class Server:
             sync.segment.dirty = True  # synced again next time
             log.error("log flush failed", error=str(error))
 
-    def _expire_members(self) -> None:
-        """The coordinators' session (and rebalance) timeouts and the leave grace period."""
-        s, now = self.services, self.services.now_ms()
-        s.share_fetch.expire(s.coordinator.expire(now), now)
-        s.consumer_groups.expire(now)
-
-    def _expire_offsets(self) -> None:
-        """`offsets.retention.minutes` (read afresh: it may be changed while running)."""
-        retention_ms = self.config.offsets_retention_minutes * 60_000
-        try:
-            expired = self.services.offsets.expire(self.services.now_ms(), retention_ms)
-        except StorageError as e:  # tried again at the next check
-            log.warning("expired committed offsets not deleted", error=str(e))
-            return
-        if expired:
-            log.info("committed offsets expired", offsets=expired)
-
-    async def _transaction_timeouts(self) -> None:
-        """Abort transactions open past their timeout; finish those a failed write left."""
-        await transaction_timeouts(self.services.transactions, self.services.now_ms())
-
-    async def _expire_transactional_ids(self) -> None:
-        await expire_transactional_ids(self.services.transactions, self.services.now_ms())
-
-    def _expire_locks(self) -> None:
-        self.services.share_partitions.expire_locks(self.services.now_ms())
-
-    async def _copy_dead_letters(self) -> None:
-        """Passes of at most DEAD_LETTER_BUDGET records until the backlog is gone, letting
-        requests run between them."""
-        manager = self.services.share_partitions
-        while manager.copy_dead_letters(self.services.now_ms()) >= DEAD_LETTER_BUDGET:
-            await asyncio.sleep(0)
-
     def run_timers(self) -> None:
         """Run the time-driven duties now (lock expiry, session timeouts, leave grace, offsets
         retention), as their ticks would: a test calls this when it moves its clock forward."""
-        self._expire_locks()
-        self.services.share_partitions.copy_dead_letters(self.services.now_ms())
-        self._expire_members()
-        self._expire_offsets()
-        transaction_timeouts_now(self.services.transactions, self.services.now_ms())
-        self.services.classic_groups.tick()
+        self._group_duties.run_now()
         self._sweep.run()
 
     def _retention(self) -> None:

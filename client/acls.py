@@ -12,8 +12,10 @@ from typing import Any
 from kio.static.primitive import i8
 
 from client.cluster import Cluster
-from client.cluster import schema
 from client.errors import raise_for
+from client.kio_apis import CREATE_ACLS
+from client.kio_apis import DELETE_ACLS
+from client.kio_apis import DESCRIBE_ACLS
 from protocol import api_keys
 from protocol.acl import AccessControlEntry
 from protocol.acl import AclBinding
@@ -52,7 +54,8 @@ def _binding(rtype: int, name: str, pattern: int, acl: Any) -> AclBinding:
 
 async def create_acls(cluster: Cluster, bindings: Iterable[AclBinding]) -> None:
     """:raises KafkaError: the first binding refused (SECURITY_DISABLED, INVALID_REQUEST...)."""
-    m = schema("create_acls", cluster.version(api_keys.CREATE_ACLS, 1, 3))
+    version = cluster.version(api_keys.CREATE_ACLS, 1, 3)
+    m = CREATE_ACLS.requests(version)
     creations = tuple(
         build(
             m.AclCreation,
@@ -66,14 +69,19 @@ async def create_acls(cluster: Cluster, bindings: Iterable[AclBinding]) -> None:
         )
         for b in bindings
     )
-    resp = await cluster.request(build(m.CreateAclsRequest, creations=creations))
+    resp = await cluster.call(
+        build(m.CreateAclsRequest, creations=creations), CREATE_ACLS.response(version)
+    )
     for r in resp.results:
         raise_for(r.error_code, r.error_message or "CreateAcls")
 
 
 async def describe_acls(cluster: Cluster, f: AclBindingFilter) -> list[AclBinding]:
-    m = schema("describe_acls", cluster.version(api_keys.DESCRIBE_ACLS, 1, 3))
-    resp = await cluster.request(build(m.DescribeAclsRequest, **_filter_fields(f)))
+    version = cluster.version(api_keys.DESCRIBE_ACLS, 1, 3)
+    m = DESCRIBE_ACLS.requests(version)
+    resp = await cluster.call(
+        build(m.DescribeAclsRequest, **_filter_fields(f)), DESCRIBE_ACLS.response(version)
+    )
     raise_for(resp.error_code, resp.error_message or "DescribeAcls")
     return [
         _binding(r.resource_type, r.resource_name, r.pattern_type, a)
@@ -84,9 +92,12 @@ async def describe_acls(cluster: Cluster, f: AclBindingFilter) -> list[AclBindin
 
 async def delete_acls(cluster: Cluster, filters: Iterable[AclBindingFilter]) -> list[AclBinding]:
     """Every binding removed, over all the filters."""
-    m = schema("delete_acls", cluster.version(api_keys.DELETE_ACLS, 1, 3))
+    version = cluster.version(api_keys.DELETE_ACLS, 1, 3)
+    m = DELETE_ACLS.requests(version)
     wire = tuple(build(m.DeleteAclsFilter, **_filter_fields(f)) for f in filters)
-    resp = await cluster.request(build(m.DeleteAclsRequest, filters=wire))
+    resp = await cluster.call(
+        build(m.DeleteAclsRequest, filters=wire), DELETE_ACLS.response(version)
+    )
     removed = []
     for r in resp.filter_results:
         raise_for(r.error_code, r.error_message or "DeleteAcls")

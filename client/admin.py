@@ -25,13 +25,26 @@ from client.cluster import API_INCREMENTAL_ALTER_CONFIGS
 from client.cluster import API_LIST_OFFSETS
 from client.cluster import Cluster
 from client.cluster import TopicInfo
-from client.cluster import schema
 from client.errors import KafkaError
 from client.errors import TopicError
 from client.errors import error_for
 from client.errors import raise_for
 from client.group_describe import ConsumerGroupDescription
 from client.group_offsets import CommittedOffset
+from client.kio_apis import ALTER_SHARE_GROUP_OFFSETS
+from client.kio_apis import CREATE_PARTITIONS
+from client.kio_apis import CREATE_TOPICS
+from client.kio_apis import DELETE_GROUPS
+from client.kio_apis import DELETE_RECORDS
+from client.kio_apis import DELETE_SHARE_GROUP_OFFSETS
+from client.kio_apis import DELETE_TOPICS
+from client.kio_apis import DELETE_TOPICS_V6
+from client.kio_apis import DESCRIBE_CONFIGS
+from client.kio_apis import DESCRIBE_SHARE_GROUP_OFFSETS
+from client.kio_apis import INCREMENTAL_ALTER_CONFIGS
+from client.kio_apis import LIST_GROUPS
+from client.kio_apis import LIST_OFFSETS
+from client.kio_apis import SHARE_GROUP_DESCRIBE
 from client.security import Security
 from protocol import api_keys
 from protocol.acl import AclBinding
@@ -121,7 +134,8 @@ class Admin:
         :raises TopicError: TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION...
         """
         await self.cluster.bootstrap()
-        m = schema("create_topics", self.cluster.version(API_CREATE_TOPICS, 2, 7))
+        version = self.cluster.version(API_CREATE_TOPICS, 2, 7)
+        m = CREATE_TOPICS.requests(version)
         topic = build(
             m.CreatableTopic,
             name=name,
@@ -132,8 +146,9 @@ class Admin:
                 build(m.CreatableTopicConfig, name=k, value=v) for k, v in (configs or {}).items()
             ),
         )
-        resp = await self.cluster.request(
-            build(m.CreateTopicsRequest, topics=(topic,), timeout=_TIMEOUT, validate_only=False)
+        resp = await self.cluster.call(
+            build(m.CreateTopicsRequest, topics=(topic,), timeout=_TIMEOUT, validate_only=False),
+            CREATE_TOPICS.response(version),
         )
         (result,) = resp.topics
         raise_for(result.error_code, result.error_message)
@@ -143,16 +158,14 @@ class Admin:
         """:raises TopicError: UNKNOWN_TOPIC_OR_PARTITION..."""
         await self.cluster.bootstrap()
         version = self.cluster.version(API_DELETE_TOPICS, 1, 6)
-        m = schema("delete_topics", version)
-        if version >= 6:
-            req = build(
-                m.DeleteTopicsRequest,
-                topics=(build(m.DeleteTopicState, name=name, topic_id=None),),
-                timeout=_TIMEOUT,
-            )
+        m = DELETE_TOPICS.requests(version)
+        if version >= 6:  # topics by name or id
+            state = DELETE_TOPICS_V6.requests(version).DeleteTopicState
+            topics = (build(state, name=name, topic_id=None),)
+            req = build(m.DeleteTopicsRequest, topics=topics, timeout=_TIMEOUT)
         else:
             req = build(m.DeleteTopicsRequest, topic_names=(name,), timeout=_TIMEOUT)
-        resp = await self.cluster.request(req)
+        resp = await self.cluster.call(req, DELETE_TOPICS.response(version))
         (result,) = resp.responses
         self.cluster.forget(name)
         raise_for(result.error_code, getattr(result, "error_message", None))
@@ -163,10 +176,14 @@ class Admin:
         :raises TopicError: INVALID_PARTITIONS, UNKNOWN_TOPIC_OR_PARTITION...
         """
         await self.cluster.bootstrap()
-        m = schema("create_partitions", self.cluster.version(API_CREATE_PARTITIONS, 0, 3))
+        version = self.cluster.version(API_CREATE_PARTITIONS, 0, 3)
+        m = CREATE_PARTITIONS.requests(version)
         topic = build(m.CreatePartitionsTopic, name=name, count=count, assignments=None)
-        resp = await self.cluster.request(
-            build(m.CreatePartitionsRequest, topics=(topic,), timeout=_TIMEOUT, validate_only=False)
+        resp = await self.cluster.call(
+            build(
+                m.CreatePartitionsRequest, topics=(topic,), timeout=_TIMEOUT, validate_only=False
+            ),
+            CREATE_PARTITIONS.response(version),
         )
         (result,) = resp.results
         self.cluster.forget(name)  # the partition count changed: next lookup refreshes it
@@ -199,14 +216,18 @@ class Admin:
         :raises KafkaError: the resource or a key is unknown.
         """
         await self.cluster.bootstrap()
-        m = schema("describe_configs", self.cluster.version(API_DESCRIBE_CONFIGS, 1, 4))
+        version = self.cluster.version(API_DESCRIBE_CONFIGS, 1, 4)
+        m = DESCRIBE_CONFIGS.requests(version)
         resource = build(
             m.DescribeConfigsResource,
             resource_type=resource_type,
             resource_name=name,
             configuration_keys=keys,
         )
-        resp = await self.cluster.request(build(m.DescribeConfigsRequest, resources=(resource,)))
+        resp = await self.cluster.call(
+            build(m.DescribeConfigsRequest, resources=(resource,)),
+            DESCRIBE_CONFIGS.response(version),
+        )
         (result,) = resp.results
         raise_for(result.error_code, result.error_message)
         return {c.name: c.value for c in result.configs}
@@ -219,14 +240,18 @@ class Admin:
         :raises KafkaError: the resource or a key is unknown.
         """
         await self.cluster.bootstrap()
-        m = schema("describe_configs", self.cluster.version(API_DESCRIBE_CONFIGS, 1, 4))
+        version = self.cluster.version(API_DESCRIBE_CONFIGS, 1, 4)
+        m = DESCRIBE_CONFIGS.requests(version)
         resource = build(
             m.DescribeConfigsResource,
             resource_type=resource_type,
             resource_name=name,
             configuration_keys=keys,
         )
-        resp = await self.cluster.request(build(m.DescribeConfigsRequest, resources=(resource,)))
+        resp = await self.cluster.call(
+            build(m.DescribeConfigsRequest, resources=(resource,)),
+            DESCRIBE_CONFIGS.response(version),
+        )
         (result,) = resp.results
         raise_for(result.error_code, result.error_message)
         return [
@@ -243,7 +268,7 @@ class Admin:
         """
         await self.cluster.bootstrap()
         version = self.cluster.version(API_INCREMENTAL_ALTER_CONFIGS, 0, 1)
-        m = schema("incremental_alter_configs", version)
+        m = INCREMENTAL_ALTER_CONFIGS.requests(version)
         resource = build(
             m.AlterConfigsResource,
             resource_type=resource_type,
@@ -258,8 +283,9 @@ class Admin:
                 for k, v in configs.items()
             ),
         )
-        resp = await self.cluster.request(
-            build(m.IncrementalAlterConfigsRequest, resources=(resource,), validate_only=False)
+        resp = await self.cluster.call(
+            build(m.IncrementalAlterConfigsRequest, resources=(resource,), validate_only=False),
+            INCREMENTAL_ALTER_CONFIGS.response(version),
         )
         (result,) = resp.responses
         raise_for(result.error_code, result.error_message)
@@ -280,7 +306,8 @@ class Admin:
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition, f"{topic} has no partition {partition}"
             )
-        m = schema("list_offsets", self.cluster.version(API_LIST_OFFSETS, 1, 9))
+        version = self.cluster.version(API_LIST_OFFSETS, 1, 9)
+        m = LIST_OFFSETS.requests(version)
         req = build(
             m.ListOffsetsRequest,
             replica_id=-1,
@@ -300,7 +327,9 @@ class Admin:
                 ),
             ),
         )
-        resp = await self.cluster.request(req, node_id=info.partitions[partition].leader_id)
+        resp = await self.cluster.call(
+            req, LIST_OFFSETS.response(version), node_id=info.partitions[partition].leader_id
+        )
         p = resp.topics[0].partitions[0]
         if p.error_code != ErrorCode.none:
             raise error_for(p.error_code, f"ListOffsets {topic}-{partition}")
@@ -325,7 +354,8 @@ class Admin:
                 )
             leader = info.partitions[partition].leader_id
             by_leader.setdefault(leader, {}).setdefault(topic, {})[partition] = offset
-        m = schema("delete_records", self.cluster.version(API_DELETE_RECORDS, 0, 2))
+        version = self.cluster.version(API_DELETE_RECORDS, 0, 2)
+        m = DELETE_RECORDS.requests(version)
         out: dict[tuple[str, int], int] = {}
         for leader, topics in by_leader.items():
             req = build(
@@ -343,7 +373,7 @@ class Admin:
                     for t, ps in topics.items()
                 ),
             )
-            resp = await self.cluster.request(req, node_id=leader)
+            resp = await self.cluster.call(req, DELETE_RECORDS.response(version), node_id=leader)
             for t in resp.topics:
                 for p in t.partitions:
                     raise_for(p.error_code, f"DeleteRecords {t.name}-{p.partition_index}")
@@ -366,11 +396,12 @@ class Admin:
         """
         await self.cluster.bootstrap()
         version = self.cluster.version(API_LIST_GROUPS, 0, 5)
-        m = schema("list_groups", version)
+        m = LIST_GROUPS.requests(version)
         type_filter = tuple(types or ())
         state_filter = tuple(states or ())
-        resp = await self.cluster.request(
-            build(m.ListGroupsRequest, states_filter=state_filter, types_filter=type_filter)
+        resp = await self.cluster.call(
+            build(m.ListGroupsRequest, states_filter=state_filter, types_filter=type_filter),
+            LIST_GROUPS.response(version),
         )
         raise_for(resp.error_code, "ListGroups")
         wanted_types = {t.lower() for t in type_filter}
@@ -401,9 +432,11 @@ class Admin:
         if not ids:
             return {}
         node = await self._coordinator(ids[0])
-        m = schema("share_group_describe", self.cluster.version(API_SHARE_GROUP_DESCRIBE, 1, 1))
-        resp = await self.cluster.request(
+        version = self.cluster.version(API_SHARE_GROUP_DESCRIBE, 1, 1)
+        m = SHARE_GROUP_DESCRIBE.requests(version)
+        resp = await self.cluster.call(
             build(m.ShareGroupDescribeRequest, group_ids=ids, include_authorized_operations=False),
+            SHARE_GROUP_DESCRIBE.response(version),
             node_id=node,
         )
         out: dict[str, ShareGroupDescription] = {}
@@ -425,9 +458,12 @@ class Admin:
         if not ids:
             return {}
         node = await self._coordinator(ids[0])
-        m = schema("delete_groups", self.cluster.version(API_DELETE_GROUPS, 0, 2))
-        resp = await self.cluster.request(
-            build(m.DeleteGroupsRequest, groups_names=ids), node_id=node
+        version = self.cluster.version(API_DELETE_GROUPS, 0, 2)
+        m = DELETE_GROUPS.requests(version)
+        resp = await self.cluster.call(
+            build(m.DeleteGroupsRequest, groups_names=ids),
+            DELETE_GROUPS.response(version),
+            node_id=node,
         )
         return {
             r.group_id: None
@@ -473,10 +509,8 @@ class Admin:
         :raises KafkaError: GROUP_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION...
         """
         node = await self._coordinator(group_id)
-        m = schema(
-            "describe_share_group_offsets",
-            self.cluster.version(API_DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1),
-        )
+        version = self.cluster.version(API_DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1)
+        m = DESCRIBE_SHARE_GROUP_OFFSETS.requests(version)
         topics = None
         if partitions is not None:
             by_topic: dict[str, list[int]] = {}
@@ -487,17 +521,20 @@ class Admin:
                 for t, ps in by_topic.items()
             )
         group = build(m.DescribeShareGroupOffsetsRequestGroup, group_id=group_id, topics=topics)
-        resp = await self.cluster.request(
-            build(m.DescribeShareGroupOffsetsRequest, groups=(group,)), node_id=node
+        resp = await self.cluster.call(
+            build(m.DescribeShareGroupOffsetsRequest, groups=(group,)),
+            DESCRIBE_SHARE_GROUP_OFFSETS.response(version),
+            node_id=node,
         )
         (g,) = resp.groups
         raise_for(g.error_code, g.error_message or f"share group {group_id}")
         out: dict[tuple[str, int], SharePartitionOffsets] = {}
         for t in g.topics:
-            for p in t.partitions:
-                raise_for(p.error_code, p.error_message or f"{t.topic_name}-{p.partition_index}")
-                out[(t.topic_name, int(p.partition_index))] = SharePartitionOffsets.parse(
-                    t.topic_name, p
+            for part in t.partitions:
+                name = f"{t.topic_name}-{part.partition_index}"
+                raise_for(part.error_code, part.error_message or name)
+                out[(t.topic_name, int(part.partition_index))] = SharePartitionOffsets.parse(
+                    t.topic_name, part
                 )
         return out
 
@@ -509,9 +546,8 @@ class Admin:
         :raises KafkaError: NON_EMPTY_GROUP (the group has members), UNKNOWN_TOPIC_OR_PARTITION.
         """
         node = await self._coordinator(group_id)
-        m = schema(
-            "alter_share_group_offsets", self.cluster.version(API_ALTER_SHARE_GROUP_OFFSETS, 0, 0)
-        )
+        version = self.cluster.version(API_ALTER_SHARE_GROUP_OFFSETS, 0, 0)
+        m = ALTER_SHARE_GROUP_OFFSETS.requests(version)
         by_topic: dict[str, list[tuple[int, int]]] = {}
         for (topic, p), offset in offsets.items():
             by_topic.setdefault(topic, []).append((p, offset))
@@ -528,13 +564,16 @@ class Admin:
             )
             for t, ps in by_topic.items()
         )
-        resp = await self.cluster.request(
-            build(m.AlterShareGroupOffsetsRequest, group_id=group_id, topics=topics), node_id=node
+        resp = await self.cluster.call(
+            build(m.AlterShareGroupOffsetsRequest, group_id=group_id, topics=topics),
+            ALTER_SHARE_GROUP_OFFSETS.response(version),
+            node_id=node,
         )
         raise_for(resp.error_code, resp.error_message or f"share group {group_id}")
         for t in resp.responses:
-            for p in t.partitions:
-                raise_for(p.error_code, p.error_message or f"{t.topic_name}-{p.partition_index}")
+            for part in t.partitions:
+                name = f"{t.topic_name}-{part.partition_index}"
+                raise_for(part.error_code, part.error_message or name)
 
     async def delete_share_group_offsets(self, group_id: str, topics: Iterable[str]) -> None:
         """Forget an empty share group's offsets on topics; they start afresh next time.
@@ -542,9 +581,8 @@ class Admin:
         :raises KafkaError: NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION.
         """
         node = await self._coordinator(group_id)
-        m = schema(
-            "delete_share_group_offsets", self.cluster.version(API_DELETE_SHARE_GROUP_OFFSETS, 0, 0)
-        )
+        version = self.cluster.version(API_DELETE_SHARE_GROUP_OFFSETS, 0, 0)
+        m = DELETE_SHARE_GROUP_OFFSETS.requests(version)
         req = build(
             m.DeleteShareGroupOffsetsRequest,
             group_id=group_id,
@@ -552,7 +590,9 @@ class Admin:
                 build(m.DeleteShareGroupOffsetsRequestTopic, topic_name=t) for t in topics
             ),
         )
-        resp = await self.cluster.request(req, node_id=node)
+        resp = await self.cluster.call(
+            req, DELETE_SHARE_GROUP_OFFSETS.response(version), node_id=node
+        )
         raise_for(resp.error_code, resp.error_message or f"share group {group_id}")
         for t in resp.responses:
             raise_for(t.error_code, t.error_message or t.topic_name)

@@ -8,13 +8,17 @@ connection, so sharing one would delay the heartbeat behind the fetch.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import uuid
 from dataclasses import dataclass
-from types import ModuleType
+from typing import TYPE_CHECKING
 from typing import Any
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v4.response import FindCoordinatorResponse as FindCoordinatorV4
+from kio.schema.find_coordinator.v5.response import FindCoordinatorResponse as FindCoordinatorV5
+from kio.schema.find_coordinator.v6.response import FindCoordinatorResponse as FindCoordinatorV6
+from kio.schema.metadata.v9.response import MetadataResponseTopic as MetadataV9Topic  # no ids
 from kio.static.protocol import RequestPayload
 
 from client.connection import Connection
@@ -23,9 +27,15 @@ from client.errors import KafkaError
 from client.errors import TopicError
 from client.errors import UnsupportedVersionError
 from client.errors import error_for
+from client.kio_apis import API_VERSIONS
+from client.kio_apis import FIND_COORDINATOR
+from client.kio_apis import METADATA
 from client.security import Security
 from protocol import api_keys
 from protocol.messages import build
+
+if TYPE_CHECKING:
+    from client.kio_apis import ApiVersionsResponse
 
 API_PRODUCE = api_keys.PRODUCE
 API_LIST_OFFSETS = api_keys.LIST_OFFSETS
@@ -45,11 +55,9 @@ ZERO_UUID = uuid.UUID(int=0)
 _METADATA_RETRIES = 20
 _METADATA_BACKOFF_S = 0.05
 _MISSING = (ErrorCode.unknown_topic_or_partition, ErrorCode.unknown_topic_id)
-
-
-def schema(api: str, version: int, direction: str = "request") -> ModuleType:
-    """The kio module of one API version, e.g. `schema("produce", 12).ProduceRequest`."""
-    return importlib.import_module(f"kio.schema.{api}.v{version}.{direction}")
+# FindCoordinator v4 on batches keys: one answer per key.
+COORDINATOR_KEYS = (FindCoordinatorV4, FindCoordinatorV5, FindCoordinatorV6)
+R = TypeVar("R")
 
 
 def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
@@ -129,16 +137,16 @@ class Cluster:
             self._bootstrapped = True
         await self.metadata(())
 
-    async def _api_versions_from_any_bootstrap(self) -> Any:
+    async def _api_versions_from_any_bootstrap(self) -> ApiVersionsResponse:
         """ApiVersions from the first bootstrap address that answers, in the order given."""
-        req = schema("api_versions", 3).ApiVersionsRequest(
+        req = API_VERSIONS.requests(3).ApiVersionsRequest(
             client_software_name="shoal-client", client_software_version="0.1.0"
         )
         last: OSError | None = None
         for i in range(len(self._bootstrap)):
             self._bootstrap_index = i
             try:
-                return await self.request(req, node_id=BOOTSTRAP_NODE)
+                return await self.call(req, API_VERSIONS.response(3), node_id=BOOTSTRAP_NODE)
             except OSError as e:  # refused, unreachable, closed: try the next address
                 last = e
         assert last is not None
@@ -208,6 +216,21 @@ class Cluster:
         conn = await self.connection(self.any_node() if node_id is None else node_id, channel)
         return await conn.request(body, expect_response=expect_response)
 
+    async def call(
+        self,
+        body: RequestPayload,
+        response: type[R],
+        *,
+        node_id: int | None = None,
+        channel: str = DEFAULT_CHANNEL,
+    ) -> R:
+        """`request`, its answer typed: `response` is kio's class of the request's version
+        (`client.kio_apis`)."""
+        resp = await self.request(body, node_id=node_id, channel=channel)
+        if not isinstance(resp, response):  # the connection decodes by the request's version
+            raise TypeError(f"{type(resp).__name__} is not {response.__name__}")
+        return resp
+
     async def close(self) -> None:
         conns, self._conns = list(self._conns.values()), {}
         for conn in conns:
@@ -226,7 +249,8 @@ class Cluster:
 
         Updates the broker list and the topic caches; per-topic errors are left in the result.
         """
-        m = schema("metadata", self.version(API_METADATA, 9, 12))
+        version = self.version(API_METADATA, 9, 12)
+        m = METADATA.requests(version)
         topics: tuple[Any, ...] | None
         if names is None and not topic_ids:
             topics = None
@@ -240,14 +264,14 @@ class Cluster:
             allow_auto_topic_creation=auto_create,
             include_topic_authorized_operations=False,
         )
-        resp = await self.request(req)
+        resp = await self.call(req, METADATA.response(version))
         for b in resp.brokers:
             self._nodes[int(b.node_id)] = BrokerNode(int(b.node_id), b.host, int(b.port))
         out: list[TopicInfo] = []
         for t in resp.topics:
             info = TopicInfo(
                 name=t.name or "",
-                topic_id=t.topic_id or ZERO_UUID,
+                topic_id=ZERO_UUID if isinstance(t, MetadataV9Topic) else t.topic_id or ZERO_UUID,
                 partitions={
                     int(p.partition_index): PartitionInfo(
                         int(p.partition_index), int(p.leader_id), p.error_code
@@ -255,7 +279,6 @@ class Cluster:
                     for p in t.partitions
                 },
                 error_code=t.error_code,
-                error_message=getattr(t, "error_message", None),
             )
             if t.error_code == ErrorCode.none:
                 self._remember(info)
@@ -343,12 +366,12 @@ class Cluster:
         :raises CoordinatorError: the broker knows no coordinator for the group.
         """
         version = self.version(API_FIND_COORDINATOR, 1, 6)
-        m = schema("find_coordinator", version)
+        m = FIND_COORDINATOR.requests(version)
         req = build(
             m.FindCoordinatorRequest, key=group_id, key_type=key_type, coordinator_keys=(group_id,)
         )
-        resp = await self.request(req, channel=channel)
-        c = resp.coordinators[0] if version >= 4 else resp
+        resp = await self.call(req, FIND_COORDINATOR.response(version), channel=channel)
+        c = resp.coordinators[0] if isinstance(resp, COORDINATOR_KEYS) else resp
         if c.error_code != ErrorCode.none:
             raise CoordinatorError(c.error_code, c.error_message)
         node = BrokerNode(int(c.node_id), c.host, int(c.port))

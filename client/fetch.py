@@ -15,11 +15,14 @@ from typing import Any
 from typing import NamedTuple
 
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v4.response import FetchResponse as FetchV4
+from kio.schema.fetch.v5.response import FetchResponse as FetchV5
+from kio.schema.fetch.v6.response import FetchResponse as FetchV6
 
 from client.cluster import Cluster
-from client.cluster import schema
 from client.errors import KafkaError
 from client.errors import error_for
+from client.kio_apis import FETCH
 from client.read_committed import READ_UNCOMMITTED
 from client.read_committed import AbortedTxn
 from client.read_committed import aborted_of
@@ -30,6 +33,9 @@ from protocol.record_batch import iter_batch_headers
 _MAX_WAIT = datetime.timedelta(milliseconds=0)
 LAG_READ_BYTES = 64 * 1024 * 1024  # per partition: about a second of reading
 _CHUNK = 4 * 1024 * 1024
+
+# Fetch answers with a top-level error code from v7 on (KIP-227's sessions).
+NO_TOP_LEVEL_ERROR = (FetchV4, FetchV5, FetchV6)
 
 
 class PartitionData(NamedTuple):
@@ -88,7 +94,8 @@ async def _fetch(
     info = await cluster.topic(topic)
     if partition not in info.partitions:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{topic}-{partition}")
-    m = schema("fetch", cluster.version(api_keys.FETCH, 4, 12))
+    version = cluster.version(api_keys.FETCH, 4, 12)
+    m = FETCH.requests(version)
     wanted = build(
         m.FetchPartition, partition=partition, current_leader_epoch=-1, fetch_offset=offset,
         last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=max_bytes,
@@ -99,8 +106,10 @@ async def _fetch(
         topics=(build(m.FetchTopic, topic=topic, partitions=(wanted,)),),
         forgotten_topics_data=(), rack_id="",
     )  # fmt: skip
-    resp = await cluster.request(req, node_id=info.partitions[partition].leader_id)
-    if getattr(resp, "error_code", ErrorCode.none) != ErrorCode.none:
+    resp = await cluster.call(
+        req, FETCH.response(version), node_id=info.partitions[partition].leader_id
+    )
+    if not isinstance(resp, NO_TOP_LEVEL_ERROR) and resp.error_code != ErrorCode.none:
         raise error_for(resp.error_code, f"Fetch {topic}-{partition}")
     p = resp.responses[0].partitions[0]
     if p.error_code == ErrorCode.not_leader_or_follower:

@@ -17,8 +17,9 @@ from kio.schema.errors import ErrorCode
 
 from client.cluster import BrokerNode
 from client.cluster import Cluster
-from client.cluster import schema
 from client.errors import raise_for
+from client.kio_apis import CONSUMER_GROUP_DESCRIBE
+from client.kio_apis import DESCRIBE_GROUPS
 from protocol import api_keys
 from protocol.messages import build
 
@@ -76,12 +77,12 @@ async def _consumer_group(
 ) -> ConsumerGroupDescription | None:
     if not cluster.supports(api_keys.CONSUMER_GROUP_DESCRIBE, 0):
         return None
-    m = schema("consumer_group_describe", cluster.version(api_keys.CONSUMER_GROUP_DESCRIBE, 0, 1))
-    resp = await cluster.request(
-        build(m.ConsumerGroupDescribeRequest, group_ids=(group_id,),
-              include_authorized_operations=False),
-        node_id=node.node_id,
-    )  # fmt: skip
+    version = cluster.version(api_keys.CONSUMER_GROUP_DESCRIBE, 0, 1)
+    m = CONSUMER_GROUP_DESCRIBE.requests(version)
+    req = build(
+        m.ConsumerGroupDescribeRequest, group_ids=(group_id,), include_authorized_operations=False
+    )
+    resp = await cluster.call(req, CONSUMER_GROUP_DESCRIBE.response(version), node_id=node.node_id)
     (g,) = resp.groups
     if g.error_code == ErrorCode.group_id_not_found:
         return None
@@ -113,9 +114,10 @@ async def _classic_group(
     cluster: Cluster, node: BrokerNode, group_id: str
 ) -> ConsumerGroupDescription | None:
     version = cluster.version(api_keys.DESCRIBE_GROUPS, 0, 6)
-    m = schema("describe_groups", version)
-    resp = await cluster.request(
+    m = DESCRIBE_GROUPS.requests(version)
+    resp = await cluster.call(
         build(m.DescribeGroupsRequest, groups=(group_id,), include_authorized_operations=False),
+        DESCRIBE_GROUPS.response(version),
         node_id=node.node_id,
     )
     (g,) = resp.groups

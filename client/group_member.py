@@ -13,11 +13,11 @@ import datetime
 import uuid
 
 from client.cluster import Cluster
-from client.cluster import schema
 from client.errors import raise_for
 from client.group_offsets import CommittedOffset
 from client.group_offsets import alter_offsets
 from client.group_offsets import list_offsets
+from client.kio_apis import CONSUMER_GROUP_HEARTBEAT
 from protocol import api_keys
 from protocol.messages import build
 
@@ -47,7 +47,7 @@ class GroupMember:
         :raises KafkaError: the coordinator refused (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH...).
         """
         version = self.cluster.version(api_keys.CONSUMER_GROUP_HEARTBEAT, 0, 1)
-        m = schema("consumer_group_heartbeat", version)
+        m = CONSUMER_GROUP_HEARTBEAT.requests(version)
         owned = await self._owned(m)
         req = build(
             m.ConsumerGroupHeartbeatRequest,
@@ -58,7 +58,9 @@ class GroupMember:
             subscribed_topic_names=tuple(self.topics),
             topic_partitions=owned,
         )
-        resp = await self.cluster.request(req, node_id=await self._coordinator())
+        resp = await self.cluster.call(
+            req, CONSUMER_GROUP_HEARTBEAT.response(version), node_id=await self._coordinator()
+        )
         raise_for(resp.error_code, resp.error_message or f"group {self.group_id}")
         self.member_id = resp.member_id or self.member_id
         self.epoch = int(resp.member_epoch)
@@ -66,6 +68,8 @@ class GroupMember:
         if resp.assignment is not None:
             assigned: set[TopicPartition] = set()
             for tp in resp.assignment.topic_partitions:
+                if tp.topic_id is None:  # not a topic (the field is non-null in Kafka's schema)
+                    continue
                 info = await self.cluster.topic_by_id(tp.topic_id)
                 assigned.update((info.name, int(p)) for p in tp.partitions)
             self.assignment = assigned
@@ -106,7 +110,7 @@ class GroupMember:
     async def leave(self) -> None:
         """Epoch -1: the coordinator drops the member and reassigns its partitions now."""
         version = self.cluster.version(api_keys.CONSUMER_GROUP_HEARTBEAT, 0, 1)
-        m = schema("consumer_group_heartbeat", version)
+        m = CONSUMER_GROUP_HEARTBEAT.requests(version)
         req = build(
             m.ConsumerGroupHeartbeatRequest,
             group_id=self.group_id,
@@ -116,5 +120,7 @@ class GroupMember:
             subscribed_topic_names=None,
             topic_partitions=None,
         )
-        await self.cluster.request(req, node_id=await self._coordinator())
+        await self.cluster.call(
+            req, CONSUMER_GROUP_HEARTBEAT.response(version), node_id=await self._coordinator()
+        )
         self.assignment = set()

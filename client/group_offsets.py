@@ -11,12 +11,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.offset_fetch.v8.response import OffsetFetchResponse as OffsetFetchV8
 
 from client.cluster import Cluster
-from client.cluster import schema
 from client.errors import KafkaError
 from client.errors import error_for
 from client.errors import raise_for
+from client.kio_apis import OFFSET_COMMIT
+from client.kio_apis import OFFSET_DELETE
+from client.kio_apis import OFFSET_FETCH
+from client.kio_apis import OFFSET_FETCH_V1_TO_7
+from client.kio_apis import OFFSET_FETCH_V8
 from protocol import api_keys
 from protocol.messages import build
 
@@ -45,23 +52,27 @@ async def list_offsets(
     :raises KafkaError: GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED...
     """
     version = cluster.version(api_keys.OFFSET_FETCH, 1, 8)
-    m = schema("offset_fetch", version)
+    m = OFFSET_FETCH.requests(version)
     asked = None if partitions is None else _by_topic(partitions)
-    if version >= 8:
+    topics: tuple[Any, ...] | None
+    if version >= 8:  # groups, each with its topics
+        m8 = OFFSET_FETCH_V8.requests(version)
         topics = None if asked is None else tuple(
-            build(m.OffsetFetchRequestTopics, name=t, partition_indexes=tuple(ps))
+            build(m8.OffsetFetchRequestTopics, name=t, partition_indexes=tuple(ps))
             for t, ps in asked.items()
         )  # fmt: skip
-        group = build(m.OffsetFetchRequestGroup, group_id=group_id, topics=topics)
+        group = build(m8.OffsetFetchRequestGroup, group_id=group_id, topics=topics)
         req = build(m.OffsetFetchRequest, groups=(group,), require_stable=True)
     else:
+        m7 = OFFSET_FETCH_V1_TO_7.requests(version)
         topics = None if asked is None else tuple(
-            build(m.OffsetFetchRequestTopic, name=t, partition_indexes=tuple(ps))
+            build(m7.OffsetFetchRequestTopic, name=t, partition_indexes=tuple(ps))
             for t, ps in asked.items()
         )  # fmt: skip
         req = build(m.OffsetFetchRequest, group_id=group_id, topics=topics, require_stable=True)
-    resp = await cluster.request(req, node_id=node)
-    if version >= 8:
+    resp = await cluster.call(req, OFFSET_FETCH.response(version), node_id=node)
+    answered: tuple[Any, ...]  # each version's topics: name, and partitions as below
+    if isinstance(resp, OffsetFetchV8):
         (g,) = resp.groups
         raise_for(g.error_code, f"group {group_id}")
         answered = g.topics
@@ -91,7 +102,7 @@ async def alter_offsets(
     """Commit `offsets` for the group (as the admin client, or as a member given its id and
     generation or KIP-848 epoch); each partition's error, or None."""
     version = cluster.version(api_keys.OFFSET_COMMIT, 2, 8)
-    m = schema("offset_commit", version)
+    m = OFFSET_COMMIT.requests(version)
     topics = tuple(
         build(
             m.OffsetCommitRequestTopic,
@@ -115,7 +126,7 @@ async def alter_offsets(
         member_id=member_id,
         topics=topics,
     )
-    resp = await cluster.request(req, node_id=node)
+    resp = await cluster.call(req, OFFSET_COMMIT.response(version), node_id=node)
     return {
         (t.name, int(p.partition_index)): None
         if p.error_code == 0
@@ -132,7 +143,8 @@ async def delete_offsets(
 
     :raises KafkaError: GROUP_ID_NOT_FOUND, GROUP_AUTHORIZATION_FAILED.
     """
-    m = schema("offset_delete", cluster.version(api_keys.OFFSET_DELETE, 0, 0))
+    version = cluster.version(api_keys.OFFSET_DELETE, 0, 0)
+    m = OFFSET_DELETE.requests(version)
     topics = tuple(
         build(
             m.OffsetDeleteRequestTopic,
@@ -141,8 +153,10 @@ async def delete_offsets(
         )
         for t, ps in _by_topic(partitions).items()
     )
-    resp = await cluster.request(
-        build(m.OffsetDeleteRequest, group_id=group_id, topics=topics), node_id=node
+    resp = await cluster.call(
+        build(m.OffsetDeleteRequest, group_id=group_id, topics=topics),
+        OFFSET_DELETE.response(version),
+        node_id=node,
     )
     raise_for(resp.error_code, f"group {group_id}")
     return {

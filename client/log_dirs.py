@@ -16,7 +16,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from client.cluster import Cluster
-from client.cluster import schema
+from client.kio_apis import DESCRIBE_LOG_DIRS
 from client.errors import KafkaError
 from client.errors import error_for
 from protocol import api_keys
@@ -53,7 +53,8 @@ async def describe_log_dirs(
         the cluster).
     """
     await cluster.bootstrap()
-    m = schema("describe_log_dirs", cluster.version(API_DESCRIBE_LOG_DIRS, 1, 5))
+    version = cluster.version(API_DESCRIBE_LOG_DIRS, 1, 5)
+    m = DESCRIBE_LOG_DIRS.requests(version)
     topics = None
     if partitions is not None:
         topics = tuple(
@@ -63,7 +64,7 @@ async def describe_log_dirs(
     req = build(m.DescribeLogDirsRequest, topics=topics)
     out: dict[int, list[LogDirDescription]] = {}
     for node in cluster.node_ids if brokers is None else brokers:
-        resp = await cluster.request(req, node_id=node)
+        resp = await cluster.call(req, DESCRIBE_LOG_DIRS.response(version), node_id=node)
         if not resp.results:
             code = getattr(resp, "error_code", ErrorCode.none)
             refusal = ErrorCode.cluster_authorization_failed if code == ErrorCode.none else code

@@ -21,10 +21,10 @@ from kio.schema.errors import ErrorCode
 
 from client.cluster import API_PRODUCE
 from client.cluster import Cluster
-from client.cluster import schema
 from client.errors import ClientStateError
 from client.errors import KafkaError
 from client.errors import error_for
+from client.kio_apis import PRODUCE
 from client.records import Record
 from client.records import encode_batch
 from client.security import Security
@@ -174,7 +174,8 @@ class Producer:
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition, f"{topic} has no partition {partition}"
             )
-        m = schema("produce", self.cluster.version(API_PRODUCE, 9, 12))
+        version = self.cluster.version(API_PRODUCE, 9, 12)
+        m = PRODUCE.requests(version)
         req = build(
             m.ProduceRequest,
             transactional_id=None,
@@ -198,7 +199,7 @@ class Producer:
         if self._acks == 0:
             await self.cluster.request(req, node_id=leader, expect_response=False)
             return -1
-        resp = await self.cluster.request(req, node_id=leader)
+        resp = await self.cluster.call(req, PRODUCE.response(version), node_id=leader)
         p = resp.responses[0].partition_responses[0]
         if p.error_code != ErrorCode.none:
             if p.error_code in (

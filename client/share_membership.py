@@ -19,12 +19,12 @@ from kio.schema.errors import ErrorCode
 
 from client.cluster import API_SHARE_GROUP_HEARTBEAT
 from client.cluster import Cluster
-from client.cluster import schema
 from client.connection import ConnectionClosed
 from client.errors import CoordinatorError
 from client.errors import KafkaError
 from client.errors import MembershipError
 from client.errors import error_for
+from client.kio_apis import SHARE_GROUP_HEARTBEAT
 from protocol.messages import build
 
 log = logging.getLogger(__name__)
@@ -163,7 +163,8 @@ class ShareMembership:
             self._coordinator = (
                 await self.cluster.find_coordinator(self.group_id, channel=HEARTBEAT_CHANNEL)
             ).node_id
-        m = schema("share_group_heartbeat", self.cluster.version(API_SHARE_GROUP_HEARTBEAT, 1, 1))
+        version = self.cluster.version(API_SHARE_GROUP_HEARTBEAT, 1, 1)
+        m = SHARE_GROUP_HEARTBEAT.requests(version)
         req = build(
             m.ShareGroupHeartbeatRequest,
             group_id=self.group_id,
@@ -172,4 +173,9 @@ class ShareMembership:
             rack_id=None,
             subscribed_topic_names=topics,
         )
-        return await self.cluster.request(req, node_id=self._coordinator, channel=HEARTBEAT_CHANNEL)
+        return await self.cluster.call(
+            req,
+            SHARE_GROUP_HEARTBEAT.response(version),
+            node_id=self._coordinator,
+            channel=HEARTBEAT_CHANNEL,
+        )

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 
-from client.cluster import schema
+from client.kio_apis import SHARE_ACKNOWLEDGE
+from client.kio_apis import SHARE_FETCH
 from client.share_acks import AckKey
 from client.share_acks import AcknowledgeType
 from client.share_acks import ack_batches
@@ -113,7 +114,7 @@ def share_fetch_request(
     """ShareFetch; a renew request (KIP-1222) has MaxWait, MinBytes, MaxBytes, MaxRecords 0.
     `record_limit` (v2, KIP-1206's ShareAcquireMode 1): MaxRecords is a strict limit, the last
     acquired range may end inside a stored batch; v1 has no such mode (whole batches)."""
-    m = schema("share_fetch", version)
+    m = SHARE_FETCH.requests(version)
     mode = {"share_acquire_mode": 1} if record_limit and version >= 2 else {}
     topics = tuple(
         build(
@@ -158,7 +159,7 @@ def share_acknowledge_request(
     epoch: int,
     acks: Mapping[TopicPartitionId, PartitionAcks],
 ) -> Any:
-    m = schema("share_acknowledge", version)
+    m = SHARE_ACKNOWLEDGE.requests(version)
     topics = tuple(
         build(
             m.AcknowledgeTopic,

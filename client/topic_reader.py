@@ -19,9 +19,10 @@ from dataclasses import field
 from kio.schema.errors import ErrorCode
 
 from client.cluster import Cluster
-from client.cluster import schema
 from client.errors import error_for
+from client.fetch import NO_TOP_LEVEL_ERROR
 from client.fetched_batches import corrupt
+from client.kio_apis import FETCH
 from client.read_committed import READ_UNCOMMITTED
 from client.read_committed import aborted_of
 from client.read_committed import committed_batches
@@ -78,7 +79,8 @@ async def _fetch(
     isolation_level: int,
     out: Fetched,
 ) -> None:
-    m = schema("fetch", cluster.version(api_keys.FETCH, 4, 12))
+    version = cluster.version(api_keys.FETCH, 4, 12)
+    m = FETCH.requests(version)
     by_topic: dict[str, list[int]] = defaultdict(list)
     for topic, partition in positions:
         by_topic[topic].append(partition)
@@ -113,8 +115,8 @@ async def _fetch(
         forgotten_topics_data=(),
         rack_id="",
     )
-    resp = await cluster.request(req, node_id=node)
-    if getattr(resp, "error_code", ErrorCode.none) != ErrorCode.none:
+    resp = await cluster.call(req, FETCH.response(version), node_id=node)
+    if not isinstance(resp, NO_TOP_LEVEL_ERROR) and resp.error_code != ErrorCode.none:
         raise error_for(resp.error_code, "Fetch")
     for t in resp.responses:
         for p in t.partitions:

@@ -172,7 +172,8 @@ class ConsumerGroupCoordinator:
         other_kind: Callable[[str], bool] = lambda _: False,
     ) -> None:
         """`topic_names`: every topic, for regex subscriptions; `other_kind`: whether a group
-        id is taken by another kind of group (share, classic)."""
+        id this coordinator does not hold is taken by another kind of group (share, classic),
+        in memory or on disk (a share group before any member returns after a restart)."""
         self._limits = limits
         self._topics = topics
         self._topic_names = topic_names
@@ -201,9 +202,11 @@ class ConsumerGroupCoordinator:
         if epoch == JOIN_EPOCH and not member_id:
             member_id = uuid.uuid4().hex  # v0: the coordinator names the member
         check_ids(group_id, member_id or None)
-        if self._other_kind(group_id):
+        # An id is one kind at a time: asked only of ids this coordinator does not hold (the
+        # other kinds' look-up may read what is on disk).
+        if group_id not in self.groups and self._other_kind(group_id):
             raise CoordinatorError(
-                ErrorCode.group_id_not_found, f"group {group_id} is not a consumer group"
+                ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
             )
         limits = self._limits(group_id)
         if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):

@@ -8,9 +8,12 @@ kind touch an id (ShareGroupHeartbeat, ConsumerGroupHeartbeat, JoinGroup, Delete
 
 A share group is also known after a restart from its durable share state alone, before any
 member joins again (`coordinator.share_group_admin`); finding those reads the share-state
-directory, so a caller asks for them (`durable=True`) only on rare requests, never per
-heartbeat. Adding a kind: a `GroupKind` member, a coordinator with `has_group`, and its
-`register` call where the broker is wired (`broker/server.py`).
+directory once (the persister keeps the list after), so a caller asks for them
+(`durable=True`) only where a group is about to be made or named: a join of an id no
+coordinator holds, an admin request; never per heartbeat of a known group.
+
+Adding a kind: a `GroupKind` member, a coordinator with `has_group`, and its `register`
+call where the broker is wired (`broker/wiring.py`).
 """
 
 from __future__ import annotations
@@ -88,6 +91,7 @@ class GroupRegistry:
         `mine` for that id is refused."""
         return self.kind(group_id, (k for k in GroupKind if k is not mine), durable=durable)
 
-    def taken_by_another(self, mine: GroupKind) -> Callable[[str], bool]:
-        """`other_kind` for one kind, as the predicate its coordinator calls (in memory only)."""
-        return lambda group_id: self.other_kind(mine, group_id) is not None
+    def taken_by_another(self, mine: GroupKind, *, durable: bool = False) -> Callable[[str], bool]:
+        """`other_kind` for one kind, as the predicate its coordinator calls (in memory only,
+        unless `durable`: then its coordinator asks only for ids it does not hold)."""
+        return lambda group_id: self.other_kind(mine, group_id, durable=durable) is not None

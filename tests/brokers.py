@@ -14,7 +14,7 @@ from broker.clock import Clock
 from broker.config import BrokerConfig
 from broker.server import Server
 
-__all__ = ["BrokerProcess", "free_port", "make_server"]
+__all__ = ["BrokerProcess", "configured_broker", "free_port", "make_server", "start_broker"]
 
 
 def make_server(data_dir: Path, clock: Clock | None = None, **overrides: object) -> Server:
@@ -26,3 +26,22 @@ def make_server(data_dir: Path, clock: Clock | None = None, **overrides: object)
     }
     values.update(overrides)
     return Server(BrokerConfig.load(environ={}, overrides=values), clock)
+
+
+def configured_broker(data_dir: Path, config: dict[str, object] | None = None) -> BrokerProcess:
+    """`shoal serve` in a child process, not started yet, with a properties file made from
+    `config` (broker properties; none: the defaults)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    extra: list[str] = []
+    if config:
+        props = data_dir.parent / f"{data_dir.name}.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+        extra = ["--config", str(props)]
+    return BrokerProcess(data_dir, extra=extra)
+
+
+def start_broker(data_dir: Path, config: dict[str, object] | None = None) -> BrokerProcess:
+    """`configured_broker`, started."""
+    proc = configured_broker(data_dir, config)
+    proc.start()
+    return proc

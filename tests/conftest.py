@@ -11,6 +11,7 @@ from broker.loops import loop_factory
 from broker.server import Server
 from tests import hypothesis_profiles
 from tests.brokers import BrokerProcess
+from tests.brokers import configured_broker
 from tests.brokers import make_server
 
 hypothesis_profiles.load()  # before any test module builds its @settings
@@ -31,8 +32,26 @@ async def server(tmp_path: Path) -> AsyncIterator[Server]:
     await srv.stop()
 
 
+def _config(request: pytest.FixtureRequest) -> dict[str, object] | None:
+    """The test module's `BROKER_CONFIG` (broker properties), if it has one."""
+    return getattr(request.module, "BROKER_CONFIG", None)
+
+
 @pytest.fixture
-def broker_process(tmp_path: Path) -> Iterator[BrokerProcess]:
-    """`shoal serve` in a child process; started, killed at the end if still running."""
-    with BrokerProcess(tmp_path / "data") as proc:
+def broker_process(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BrokerProcess]:
+    """`shoal serve` in a child process for one test, with the module's `BROKER_CONFIG`
+    (none: the defaults); killed at the end if it still runs."""
+    with configured_broker(tmp_path / "data", _config(request)) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def module_broker_process(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BrokerProcess]:
+    """The same, shared by the module's tests (each builds on what the others left): the
+    one broker process fixture, with `broker_process`. A module that must prepare its broker
+    does it in a fixture of its own that takes this one, under another name."""
+    name = request.module.__name__.rpartition(".")[2]
+    with configured_broker(tmp_path_factory.mktemp(name) / "data", _config(request)) as proc:
         yield proc

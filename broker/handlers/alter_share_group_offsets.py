@@ -3,7 +3,9 @@
 Every in-flight state and delivery count of a reset share-partition is dropped, and the new
 start is written as a SHARE_CHECKPOINT before the answer, so it survives a restart. A group
 with members gets NON_EMPTY_GROUP for the whole request; an unknown group is created empty
-(this is how a share group is initialised before it first runs, KIP-932).
+(this is how a share group is initialised before it first runs, KIP-932). An id another kind
+of group holds, or that has committed offsets (Kafka's "simple" classic group), gets
+GROUP_ID_NOT_FOUND and nothing is made over it, as Kafka's `getOrMaybeCreateShareGroup` does.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
 from broker.slicing import Slicer
+from coordinator.group_registry import GroupKind
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -100,8 +103,16 @@ async def handle(ctx: RequestContext, request: v0.AlterShareGroupOffsetsRequest)
             error_message="not authorized on the group",
             responses=(),
         )
+    s = ctx.services
+    other = s.groups.other_kind(GroupKind.SHARE, request.group_id)
+    if other is not None or s.offsets.has_group(request.group_id):
+        return Response(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.group_id_not_found,
+            error_message=f"Group {request.group_id} is not a share group.",
+            responses=(),
+        )
     try:
-        s = ctx.services
         group_admin(s.coordinator, s.share_partitions).require_empty(request.group_id, create=True)
     except CoordinatorError as e:
         return Response(

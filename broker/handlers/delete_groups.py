@@ -1,11 +1,12 @@
-"""DeleteGroups (42): empty share groups, empty classic consumer groups, and consumer groups
-that are only committed offsets.
+"""DeleteGroups (42): empty share groups, empty classic and KIP-848 consumer groups, and
+consumer groups that are only committed offsets.
 
 Deleting a share group drops its share-partition state (see `share_group_offsets`), its group
 configs and its share snapshot files. A classic group is forgotten by its coordinator and its
-committed offsets are deleted by tombstones, as are those of a group that is only committed
-offsets (Kafka's "Empty" group). A group with members gets NON_EMPTY_GROUP, an unknown one
-GROUP_ID_NOT_FOUND, as Kafka answers.
+committed offsets are deleted by tombstones, as are those of an empty KIP-848 group (forgotten
+by its coordinator too) and of a group that is only committed offsets (Kafka's "Empty"
+group). A group with members gets NON_EMPTY_GROUP and keeps its offsets, an unknown one
+GROUP_ID_NOT_FOUND, as Kafka answers (`GroupMetadataManager.validateDeleteGroup`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
     if s.groups.holds(GroupKind.CLASSIC, group_id):
         try:
             s.classic_groups.coordinator.delete_group(group_id)
+        except CoordinatorError as e:
+            return e.error_code
+        return _delete_offsets(ctx, group_id)
+    if s.groups.holds(GroupKind.CONSUMER, group_id):  # its offsets go only with the group
+        try:
+            s.consumer_groups.delete_group(group_id)
         except CoordinatorError as e:
             return e.error_code
         return _delete_offsets(ctx, group_id)

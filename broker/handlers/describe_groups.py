@@ -1,7 +1,8 @@
 """DescribeGroups (15): classic consumer groups, with their members.
 
 As Kafka 4 answers: from v6 an unknown group gets GROUP_ID_NOT_FOUND ("Group g not found.")
-and a share group's id the same code ("Group g is not a classic group."); older versions
+and a share or KIP-848 consumer group's id the same code ("Group g is not a classic group.",
+KIP-1043, `GroupMetadataManager.classicGroup`); older versions
 describe both as Dead with no error. Members' metadata and assignments, and the
 protocol, are filled in only while the group is Stable.
 """
@@ -81,8 +82,8 @@ def _described(ctx: RequestContext, group_id: GroupId, with_ops: bool) -> r.Desc
     if group is None:
         if ctx.version < ERRORS_FOR_OTHER_GROUPS:
             return _empty(group_id, ErrorCode.none, None)
-        share = ctx.services.groups.holds(GroupKind.SHARE, group_id, durable=True)
-        kind = "is not a classic group" if share else "not found"
+        other = ctx.services.groups.other_kind(GroupKind.CLASSIC, group_id, durable=True)
+        kind = "not found" if other is None else "is not a classic group"
         return _empty(group_id, ErrorCode.group_id_not_found, f"Group {group_id} {kind}.")
     ops = authorized_operations(ctx, GROUP, group_id, GROUP_OPERATIONS) if with_ops else None
     return r.DescribedGroup(

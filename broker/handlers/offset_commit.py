@@ -44,6 +44,12 @@ _NO_INSTANCE_ID = (
     v5.OffsetCommitRequest,
     v6.OffsetCommitRequest,
 )  # fmt: skip  (KIP-345: v7)
+_NO_LEADER_EPOCH = (
+    v2.request.OffsetCommitRequestPartition,
+    v3.request.OffsetCommitRequestPartition,
+    v4.request.OffsetCommitRequestPartition,
+    v5.request.OffsetCommitRequestPartition,
+)  # (KIP-320: v6)
 Response = v2.OffsetCommitResponse | v9.OffsetCommitResponse
 Codes = dict[tuple[str, int], ErrorCode]
 NO_GENERATION = -1  # a commit from outside any membership: the admin client, simple consumers
@@ -89,7 +95,7 @@ async def _commit(ctx: RequestContext, request: Request, slicer: Slicer) -> Code
                 code = _partition_code(ctx, tp[0], tp[1], metadata)
             codes[tp] = code
             if code is ErrorCode.none:
-                epoch = int(getattr(p, "committed_leader_epoch", -1))
+                epoch = -1 if isinstance(p, _NO_LEADER_EPOCH) else int(p.committed_leader_epoch)
                 accepted[tp] = OffsetValue(int(p.committed_offset), epoch, metadata, now)
             await slicer.pause()
     outside = not request.member_id and request.generation_id_or_member_epoch == NO_GENERATION

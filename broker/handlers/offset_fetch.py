@@ -42,6 +42,14 @@ OneGroup = (
     | v7.OffsetFetchRequest
 )  # fmt: skip
 Request = OneGroup | v8.OffsetFetchRequest | v9.OffsetFetchRequest
+_NO_REQUIRE_STABLE = (
+    v1.OffsetFetchRequest,
+    v2.OffsetFetchRequest,
+    v3.OffsetFetchRequest,
+    v4.OffsetFetchRequest,
+    v5.OffsetFetchRequest,
+    v6.OffsetFetchRequest,
+)  # fmt: skip  (KIP-447: v7)
 NO_OFFSET = -1
 
 
@@ -192,11 +200,10 @@ async def handle(
             throttle_time=NO_THROTTLE, topics=(), error_code=ErrorCode.group_authorization_failed
         )
     topics: Sequence[Topic] | None = request.topics
+    stable = not isinstance(request, _NO_REQUIRE_STABLE) and request.require_stable
     return v7.OffsetFetchResponse(
         throttle_time=NO_THROTTLE,
-        topics=await _one_group(
-            ctx, request.group_id, topics, slicer, bool(getattr(request, "require_stable", False))
-        ),
+        topics=await _one_group(ctx, request.group_id, topics, slicer, stable),
         error_code=ErrorCode.none,
     )
 

@@ -1,27 +1,22 @@
-"""The compat tests' broker: one `shoal serve` process per test module."""
+"""The compat tests' broker: one `shoal serve` process per test module, or per test.
+
+`broker` is the root conftest's broker process with the module's `BROKER_CONFIG`: shared by
+the module's tests (`module_broker_process`), or one per test when the module sets
+`BROKER_PER_TEST = True` (`broker_process`). A module that prepares its broker (topics,
+records) does it in an autouse fixture that takes `broker` (a module-scoped one takes
+`module_broker_process`); none redefines `broker`.
+"""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import pytest
 
 from tests.brokers import BrokerProcess
-from tests.compat.support import start_broker
 
 
-@pytest.fixture(scope="module")
-def broker(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[BrokerProcess]:
-    """`shoal serve` for the test module, with the module's `BROKER_CONFIG` (broker properties;
-    none: the defaults); killed at the end if it still runs. A module that needs a broker per
-    test, or one set up further, declares its own `broker`."""
-    name = request.module.__name__.rpartition(".")[2]
-    config = getattr(request.module, "BROKER_CONFIG", None)
-    proc = start_broker(tmp_path_factory.mktemp(name) / "data", config)
-    try:
-        yield proc
-    finally:
-        if proc.proc is not None and proc.proc.poll() is None:
-            proc.kill()
+@pytest.fixture
+def broker(request: pytest.FixtureRequest) -> BrokerProcess:
+    per_test = getattr(request.module, "BROKER_PER_TEST", False)
+    proc = request.getfixturevalue("broker_process" if per_test else "module_broker_process")
+    assert isinstance(proc, BrokerProcess)
+    return proc

@@ -25,7 +25,7 @@ from confluent_kafka.admin import NewTopic
 
 from client import Admin
 from client.errors import KafkaError as ClientKafkaError
-from tests.brokers import BrokerProcess
+from tests.brokers import start_broker as start_broker  # where the compat tests find it
 
 # librdkafka prints a "Preview" warning for every share consumer; keep test output readable.
 QUIET = {"log_level": 3}
@@ -37,19 +37,6 @@ SHORT_SESSION_CONFIG = {
     "group.share.min.heartbeat.interval.ms": 500,
     "group.share.heartbeat.interval.ms": 1000,
 }
-
-
-def start_broker(data_dir: Path, config: dict[str, object] | None = None) -> BrokerProcess:
-    """`shoal serve` with an optional properties file made from `config`."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    extra: list[str] = []
-    if config:
-        props = data_dir.parent / f"{data_dir.name}.properties"
-        props.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
-        extra = ["--config", str(props)]
-    proc = BrokerProcess(data_dir, extra=extra)
-    proc.start()
-    return proc
 
 
 def admin(bootstrap: str) -> AdminClient:

@@ -8,7 +8,6 @@ resource with no ACL is open (the ACL APIs too, until the cluster gets an ACL of
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,11 +39,8 @@ OPEN = {**AUTHORIZER, "allow.everyone.if.no.acl.found": "true", **SHORT_SESSION_
 SECURITY_DISABLED, TOPIC_AUTHORIZATION_FAILED = 54, 29
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path / "data", OPEN)
-    yield proc
-    proc.stop()
+BROKER_CONFIG = OPEN
+BROKER_PER_TEST = True  # each test starts from an empty broker
 
 
 def _binding(

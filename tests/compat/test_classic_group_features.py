@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +17,6 @@ from confluent_kafka import TopicPartition
 from tests.brokers import BrokerProcess
 from tests.compat.support import admin
 from tests.compat.support import create_topic
-from tests.compat.support import start_broker
 
 pytestmark = pytest.mark.compat
 
@@ -26,11 +24,8 @@ CONFIG = {"group.initial.rebalance.delay.ms": 100}
 SESSION_MS = 10_000
 
 
-@pytest.fixture
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path_factory.mktemp("classic") / "data", CONFIG)
-    yield proc
-    proc.stop()
+BROKER_CONFIG = CONFIG
+BROKER_PER_TEST = True  # each test starts from an empty broker
 
 
 class Member:

@@ -5,8 +5,6 @@ offsets; commits hold across a graceful restart and a kill -9 of the broker proc
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer
@@ -18,25 +16,23 @@ from tests.brokers import BrokerProcess
 from tests.compat.support import QUIET
 from tests.compat.support import admin
 from tests.compat.support import create_topic
-from tests.compat.support import start_broker
 
 pytestmark = pytest.mark.compat
 
 TOPIC, GROUP = "ledger", "auditors"
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path / "data")
-    try:
-        create_topic(proc.bootstrap, TOPIC, 2)
-        producer = Producer({"bootstrap.servers": proc.bootstrap, **QUIET})
-        for i in range(10):
-            producer.produce(TOPIC, value=b"%d" % i, partition=0)
-        assert producer.flush(10) == 0
-        yield proc
-    finally:
-        proc.stop()
+BROKER_PER_TEST = True  # each test starts from an empty broker
+
+
+@pytest.fixture(autouse=True)
+def _records(broker: BrokerProcess) -> None:
+    """Each test's broker holds TOPIC (two partitions), ten records in partition 0."""
+    create_topic(broker.bootstrap, TOPIC, 2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, **QUIET})
+    for i in range(10):
+        producer.produce(TOPIC, value=b"%d" % i, partition=0)
+    assert producer.flush(10) == 0
 
 
 def _consumer(bootstrap: str) -> Consumer:

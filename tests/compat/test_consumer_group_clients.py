@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer
@@ -18,7 +16,6 @@ from kafka import KafkaConsumer
 from tests.brokers import BrokerProcess
 from tests.compat.support import admin
 from tests.compat.support import create_topic
-from tests.compat.support import start_broker
 
 pytestmark = pytest.mark.compat
 
@@ -27,11 +24,8 @@ VALUES = [f"record-{i}" for i in range(30)]
 LATER = [f"later-{i}" for i in range(PARTITIONS)]
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path / "data", {"group.initial.rebalance.delay.ms": 100})
-    yield proc
-    proc.stop()
+BROKER_CONFIG = {"group.initial.rebalance.delay.ms": 100}
+BROKER_PER_TEST = True  # each test starts from an empty broker
 
 
 def _produce(bootstrap: str, topic: str, values: list[str] = VALUES) -> None:

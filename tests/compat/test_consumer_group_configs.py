@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,6 @@ from tests.brokers import BrokerProcess
 from tests.compat.support import admin
 from tests.compat.support import create_topic
 from tests.compat.support import set_group_configs
-from tests.compat.support import start_broker
 
 pytestmark = pytest.mark.compat
 
@@ -42,11 +40,8 @@ CONFIG = {
 GROUP_SESSION_MS = 3000
 
 
-@pytest.fixture
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path_factory.mktemp("configs") / "data", CONFIG)
-    yield proc
-    proc.stop()
+BROKER_CONFIG = CONFIG
+BROKER_PER_TEST = True  # each test starts from an empty broker
 
 
 def _described(bootstrap: str, group: str) -> dict[str, tuple[str | None, ConfigSource]]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer
@@ -14,7 +13,6 @@ from confluent_kafka import Producer
 
 from tests.brokers import BrokerProcess
 from tests.compat.support import create_topic
-from tests.compat.support import start_broker
 from tests.integration.test_cli import _table
 from tests.integration.test_cli import ok
 from tests.integration.test_cli import shoal_all
@@ -32,16 +30,18 @@ CONFIG = {
 ASSIGNOR = {"classic": "range", "consumer": "uniform"}
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path_factory.mktemp("describe") / "data", CONFIG)
-    create_topic(proc.bootstrap, TOPIC, PARTITIONS)
-    producer = Producer({"bootstrap.servers": proc.bootstrap, "log_level": 0})
+BROKER_CONFIG = CONFIG
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _records(module_broker_process: BrokerProcess) -> None:
+    """The module's broker holds TOPIC with 40 records over its partitions."""
+    bootstrap = module_broker_process.bootstrap
+    create_topic(bootstrap, TOPIC, PARTITIONS)
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0})
     for i in range(40):
         producer.produce(TOPIC, value=b"v%d" % i, partition=i % PARTITIONS)
     assert producer.flush(10) == 0
-    yield proc
-    proc.stop()
 
 
 def _join(bootstrap: str, group: str, protocol: str) -> list[Consumer]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from confluent_kafka import Producer
 
 from tests.brokers import BrokerProcess
 from tests.compat.support import create_topic
-from tests.compat.support import start_broker
 
 pytestmark = [
     pytest.mark.compat,
@@ -43,11 +41,8 @@ def node_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return where / "node_modules"
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path / "data", {"group.initial.rebalance.delay.ms": 100})
-    yield proc
-    proc.stop()
+BROKER_CONFIG = {"group.initial.rebalance.delay.ms": 100}
+BROKER_PER_TEST = True  # each test starts from an empty broker
 
 
 def test_kafkajs_consumer_in_a_group_reads_every_record(

@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
 from tests.brokers import BrokerProcess
 from tests.compat.support import create_topic
-from tests.compat.support import start_broker
 
 pytestmark = [
     pytest.mark.compat,
@@ -23,11 +20,8 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path / "data", {"group.initial.rebalance.delay.ms": 100})
-    yield proc
-    proc.stop()
+BROKER_CONFIG = {"group.initial.rebalance.delay.ms": 100}
+BROKER_PER_TEST = True  # each test starts from an empty broker
 
 
 def test_kcat_balanced_consumer_reads_every_record(broker: BrokerProcess) -> None:

@@ -14,7 +14,6 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,7 +31,6 @@ from tests.compat.support import error_code
 from tests.compat.support import poll_until
 from tests.compat.support import set_group_configs
 from tests.compat.support import share_consumer
-from tests.compat.support import start_broker
 
 pytestmark = pytest.mark.compat
 
@@ -106,11 +104,7 @@ def _read_once(members: list[Member], values: list[str]) -> bool:
     return set(got) == set(values)
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path / "data", BROKER_CONFIG)
-    yield proc
-    proc.stop()
+BROKER_PER_TEST = True  # each test starts from an empty broker
 
 
 def _start(broker: BrokerProcess, tmp_path: Path, topic: str, n: int) -> list[Member]:

@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -25,7 +24,6 @@ from confluent_kafka import Producer
 from tests.brokers import BrokerProcess
 from tests.compat.support import QUIET
 from tests.compat.support import create_topic
-from tests.compat.support import start_broker
 from tests.compat.test_transactions import CONFIG
 from tests.compat.test_transactions import PARTITIONS
 from tests.compat.test_transactions import TOPIC
@@ -44,12 +42,13 @@ def shoal(*args: str, bootstrap: str) -> tuple[int, str, str]:
     return done.returncode, done.stdout, done.stderr
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> BrokerProcess:
-    proc = start_broker(tmp_path / "data", CONFIG)
-    create_topic(proc.bootstrap, TOPIC, PARTITIONS)
-    yield proc  # type: ignore[misc]
-    proc.stop()
+BROKER_CONFIG = CONFIG
+BROKER_PER_TEST = True  # each test starts from an empty broker
+
+
+@pytest.fixture(autouse=True)
+def _topic(broker: BrokerProcess) -> None:
+    create_topic(broker.bootstrap, TOPIC, PARTITIONS)
 
 
 def test_a_hanging_transaction_is_found_and_aborted_and_the_lso_advances(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -25,7 +24,6 @@ from tests.brokers import BrokerProcess
 from tests.compat.support import COMMITTED
 from tests.compat.support import EVERYTHING
 from tests.compat.support import create_topic
-from tests.compat.support import start_broker
 from tests.compat.support import write_transactions
 from tests.integration.test_cli import shoal
 
@@ -34,16 +32,14 @@ pytestmark = pytest.mark.compat
 TOPIC = "ledger"
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = start_broker(Path(tmp_path_factory.mktemp("rc")) / "data")
-    try:
-        create_topic(proc.bootstrap, TOPIC, 1)
-        open_one = write_transactions(proc.bootstrap, TOPIC)
-        yield proc
-        open_one.abort_transaction(30)
-    finally:
-        proc.stop()
+@pytest.fixture(scope="module", autouse=True)
+def _transactions(module_broker_process: BrokerProcess) -> Iterator[None]:
+    """The module's broker holds TOPIC with committed, aborted and one open transaction
+    (aborted at the end)."""
+    create_topic(module_broker_process.bootstrap, TOPIC, 1)
+    open_one = write_transactions(module_broker_process.bootstrap, TOPIC)
+    yield
+    open_one.abort_transaction(30)
 
 
 async def _read_all(bootstrap: str, isolation: str) -> list[str]:

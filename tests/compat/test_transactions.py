@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING
@@ -26,7 +25,6 @@ from tests.brokers import BrokerProcess
 from tests.compat.support import QUIET
 from tests.compat.support import admin
 from tests.compat.support import create_topic
-from tests.compat.support import start_broker
 
 pytestmark = pytest.mark.compat
 
@@ -114,12 +112,13 @@ def _watermarks(bootstrap: str, isolation: str) -> list[int]:
         consumer.close()
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> BrokerProcess:
-    proc = start_broker(tmp_path / "data", CONFIG)
-    create_topic(proc.bootstrap, TOPIC, PARTITIONS)
-    yield proc  # type: ignore[misc]
-    proc.stop()
+BROKER_CONFIG = CONFIG
+BROKER_PER_TEST = True  # each test starts from an empty broker
+
+
+@pytest.fixture(autouse=True)
+def _topic(broker: BrokerProcess) -> None:
+    create_topic(broker.bootstrap, TOPIC, PARTITIONS)
 
 
 def test_read_committed_sees_exactly_the_committed_records_in_order(broker: BrokerProcess) -> None:

@@ -29,7 +29,8 @@ async def broker(
     """An in-process broker whose share groups heartbeat every 200 ms (joins and reassignments
     are quick), on a clock the test can move forward. No metrics endpoint unless a module's
     `broker_overrides` asks for one: stopping it costs half a second (its poll interval).
-    Modules that need a broker process define their own `broker`."""
+    Modules that need a broker process take `broker_process` or `module_broker_process`
+    (tests/conftest.py), never a `broker` of their own."""
     srv = make_server(
         tmp_path / "data",
         clock,

@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +27,7 @@ from tests.integration.admin_support import poll_until
 pytestmark = pytest.mark.integration
 
 
-def _properties(directory: Path) -> Path:
-    path = directory / "broker.properties"
-    path.write_text("".join(f"{k}={v}\n" for k, v in FAST_GROUPS.items()))
-    return path
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    tmp = tmp_path_factory.mktemp("cli")
-    with BrokerProcess(tmp / "data", extra=["--config", str(_properties(tmp))]) as proc:
-        yield proc
+BROKER_CONFIG = FAST_GROUPS  # module_broker_process: one broker for the module
 
 
 def shoal(*args: str, bootstrap: str | None = None, stdin: str = "") -> tuple[int, str, str]:
@@ -80,8 +69,8 @@ def _table(out: str) -> list[list[str]]:
     return [line.split() for line in out.strip().splitlines()]
 
 
-def test_topics(broker: BrokerProcess) -> None:
-    b = broker.bootstrap
+def test_topics(module_broker_process: BrokerProcess) -> None:
+    b = module_broker_process.bootstrap
     out = ok("topics", "create", "--topic", "t1", "--partitions", "3",
              "--config", "retention.ms=60000", bootstrap=b)  # fmt: skip
     assert out.strip() == "Created topic t1."
@@ -105,10 +94,10 @@ def test_topics(broker: BrokerProcess) -> None:
     assert ok_json("topics", "list", bootstrap=b) == []
 
 
-def test_topics_delete_records(broker: BrokerProcess, tmp_path: Path) -> None:
+def test_topics_delete_records(module_broker_process: BrokerProcess, tmp_path: Path) -> None:
     """Like kafka-delete-records.sh: Kafka's offset JSON file, or one partition by options;
     the new low watermark is printed, and ListOffsets EARLIEST then answers it."""
-    b = broker.bootstrap
+    b = module_broker_process.bootstrap
     ok("topics", "create", "--topic", "purge", "--partitions", "2", bootstrap=b)
     for p in ("0", "1"):
         code, _, err = shoal("produce", "--topic", "purge", "--partition", p, bootstrap=b,
@@ -163,8 +152,8 @@ def test_create_without_partitions_takes_the_brokers_num_partitions(tmp_path: Pa
     assert counts == {"defaulted": 3, "explicit": 2}
 
 
-def test_share_groups_consume_describe_reset_delete(broker: BrokerProcess) -> None:
-    b = broker.bootstrap
+def test_share_groups_consume_describe_reset_delete(module_broker_process: BrokerProcess) -> None:
+    b = module_broker_process.bootstrap
     ok("topics", "create", "--topic", "jobs", bootstrap=b)
     ok("configs", "alter", "--entity-type", "groups", "--entity-name", "g1",
        "--add-config", "share.auto.offset.reset=earliest", bootstrap=b)  # fmt: skip
@@ -222,8 +211,8 @@ def test_share_groups_consume_describe_reset_delete(broker: BrokerProcess) -> No
     assert no_topic[0] == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in no_topic[2]
 
 
-def test_consume_release_then_reject(broker: BrokerProcess) -> None:
-    b = broker.bootstrap
+def test_consume_release_then_reject(module_broker_process: BrokerProcess) -> None:
+    b = module_broker_process.bootstrap
     ok("configs", "alter", "--entity-type", "groups", "--entity-name", "g2",
        "--add-config", "share.auto.offset.reset=earliest", bootstrap=b)  # fmt: skip
     ok("produce", "--topic", "acks", "x", bootstrap=b)
@@ -237,8 +226,8 @@ def test_consume_release_then_reject(broker: BrokerProcess) -> None:
     assert p0["lag"] == 0 and p0["start_offset"] >= 1
 
 
-async def test_reset_of_a_group_with_members_fails(broker: BrokerProcess) -> None:
-    b = broker.bootstrap
+async def test_reset_of_a_group_with_members_fails(module_broker_process: BrokerProcess) -> None:
+    b = module_broker_process.bootstrap
     ok("produce", "--topic", "busy", "x", bootstrap=b)
     async with ShareConsumer(b, "busy-group") as consumer:
         consumer.subscribe(["busy"])
@@ -254,8 +243,8 @@ async def test_reset_of_a_group_with_members_fails(broker: BrokerProcess) -> Non
         assert code == 1 and "NON_EMPTY_GROUP" in err
 
 
-def test_configs(broker: BrokerProcess) -> None:
-    b = broker.bootstrap
+def test_configs(module_broker_process: BrokerProcess) -> None:
+    b = module_broker_process.bootstrap
     described, not_dynamic, too_big, bad = shoal_all(
         ("configs", "describe", "--entity-type", "brokers", "--entity-name", "1", "--all",
          "--json"),
@@ -327,7 +316,7 @@ def test_dynamic_broker_config_survives_a_restart(tmp_path: Path) -> None:
         assert code == 1 and "INVALID_CONFIG" in err
 
 
-def test_acls_add_list_remove(tmp_path: Path, broker: BrokerProcess) -> None:
+def test_acls_add_list_remove(tmp_path: Path, module_broker_process: BrokerProcess) -> None:
     """kafka-acls.sh's way: one binding per principal x operation x resource; --remove and
     --list select with the same options; without an authorizer, SECURITY_DISABLED."""
     props = tmp_path / "broker.properties"
@@ -364,7 +353,7 @@ def test_acls_add_list_remove(tmp_path: Path, broker: BrokerProcess) -> None:
     assert bad[0] == 2 and "--add needs" in bad[2]
     assert removed.strip() == "Removed 1 ACL(s)."
     assert sorted(r["operation"] for r in left) == ["ALL", "DESCRIBE"]
-    code, _, err = shoal("acls", "--list", bootstrap=broker.bootstrap)
+    code, _, err = shoal("acls", "--list", bootstrap=module_broker_process.bootstrap)
     assert code == 1 and err.startswith("shoal: SECURITY_DISABLED")
 
 
@@ -455,8 +444,8 @@ def test_shoal_serve_runs_the_broker_until_sigterm(tmp_path: Path) -> None:
     assert bad == 2 and err.startswith("shoal: bad configuration:")
 
 
-def test_acquire_mode_and_key_ordering_group_configs(broker: BrokerProcess) -> None:
-    b = broker.bootstrap
+def test_acquire_mode_and_key_ordering_group_configs(module_broker_process: BrokerProcess) -> None:
+    b = module_broker_process.bootstrap
     mode, ordering, bad_mode, bad_ordering, bad_default = shoal_all(
         ("configs", "alter", "--entity-type", "groups", "--entity-name", "modes",
          "--add-config", "share.acquire.mode=record_limit"),

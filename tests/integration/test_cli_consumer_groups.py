@@ -5,7 +5,6 @@ by-duration, delete-offsets, delete, and the errors scripts rely on."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,14 +21,13 @@ pytestmark = pytest.mark.integration
 CG = "consumer-groups"
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path_factory.mktemp("cg") / "data") as proc:
-        yield proc
+# Tests share the module's broker (module_broker_process), each with topics of its own.
 
 
-def test_reset_list_describe_shift_delete(broker: BrokerProcess, tmp_path: Path) -> None:
-    b = broker.bootstrap
+def test_reset_list_describe_shift_delete(
+    module_broker_process: BrokerProcess, tmp_path: Path
+) -> None:
+    b = module_broker_process.bootstrap
     ok("topics", "create", "--topic", "audit", "--partitions", "2", bootstrap=b)
     for partition, values in (("0", "a\nb\nc\nd\ne\n"), ("1", "x\ny\n")):
         code, _, err = shoal("produce", "--topic", "audit", "--partition", partition,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import AsyncIterator
-from collections.abc import Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from kio.static.primitive import i32Timedelta
 
 from client.connection import Connection
 from tests.brokers import BrokerProcess
-from tests.integration.test_cli import _properties
+from tests.integration.admin_support import FAST_GROUPS
 from tests.integration.test_cli import _table
 from tests.integration.test_cli import ok
 from tests.integration.test_cli import ok_json
@@ -31,11 +30,7 @@ pytestmark = pytest.mark.integration
 CG = "consumer-groups"
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    tmp = tmp_path_factory.mktemp("parity")
-    with BrokerProcess(tmp / "data", extra=["--config", str(_properties(tmp))]) as proc:
-        yield proc
+BROKER_CONFIG = FAST_GROUPS  # module_broker_process: one broker for the module
 
 
 @asynccontextmanager
@@ -71,12 +66,14 @@ async def _member(b: str, group: str, topic: str) -> AsyncIterator[Connection]:
         await conn.close()
 
 
-async def test_reset_of_an_active_group_is_refused_up_front(broker: BrokerProcess) -> None:
+async def test_reset_of_an_active_group_is_refused_up_front(
+    module_broker_process: BrokerProcess,
+) -> None:
     """kafka-consumer-groups.sh resets only an Empty or Dead (or unknown) group, dry run or
     not, and says so with "Assignments can only be reset if the group 'G' is inactive, but
     the current state is S." (`ConsumerGroupCommand.resetOffsets`, apache/kafka tools/).
     Kafka then exits 0; Shoal exits 1, its code for a refusal. Nothing is committed."""
-    b = broker.bootstrap
+    b = module_broker_process.bootstrap
     ok("produce", "--topic", "busy-cg", "a", "b", "c", bootstrap=b)
     ok(CG, "--reset-offsets", "--group", "busy-readers", "--topic", "busy-cg", "--to-offset",
        "1", "--execute", bootstrap=b)  # fmt: skip
@@ -94,12 +91,14 @@ async def test_reset_of_an_active_group_is_refused_up_front(broker: BrokerProces
         assert [p["current_offset"] for p in parts] == [1]  # not reset
 
 
-async def test_list_with_states_and_types_and_all_groups(broker: BrokerProcess) -> None:
+async def test_list_with_states_and_types_and_all_groups(
+    module_broker_process: BrokerProcess,
+) -> None:
     """`--list --state [S,...]` and `--list --type [T,...]` print GROUP, TYPE and STATE columns
     and filter by them; `--all-groups` describes, resets and deletes every consumer group
     (`ConsumerGroupCommand.listGroups`/`printGroupInfo`, `describeGroups`, `resetOffsets`).
     Classic groups are consumer groups too (`ListGroupsOptions.forConsumerGroups`)."""
-    b = broker.bootstrap
+    b = module_broker_process.bootstrap
     ok("produce", "--topic", "listed-cg", "a", "b", bootstrap=b)
     for group in ("idle-one", "idle-two"):
         ok(CG, "--reset-offsets", "--group", group, "--topic", "listed-cg", "--to-offset", "1",
@@ -134,14 +133,14 @@ async def test_list_with_states_and_types_and_all_groups(broker: BrokerProcess) 
         assert [p["current_offset"] for p in parts] == [0]
 
 
-def test_version_get_offsets_and_keyed_produce(broker: BrokerProcess) -> None:
+def test_version_get_offsets_and_keyed_produce(module_broker_process: BrokerProcess) -> None:
     """`--version` prints the version, exit 0 (Kafka's tools: `CommandLineUtils`).
     `get-offsets` is kafka-get-offsets.sh (`GetOffsetShell`): `topic:partition:offset` lines,
     `--time -1/-2/ts`, `--partitions`, a timestamp past the last record leaves the partition
     out, no match is exit 1. The console producer's `--property parse.key=true
     key.separator=:` splits each line at the first separator; a line without one is refused
     with Kafka's message (`LineMessageReader`)."""
-    b = broker.bootstrap
+    b = module_broker_process.bootstrap
     code, out, _ = shoal("--version")
     assert code == 0 and out.startswith("shoal "), out
     ok("topics", "create", "--topic", "keyed", "--partitions", "2", bootstrap=b)
@@ -171,12 +170,12 @@ def test_version_get_offsets_and_keyed_produce(broker: BrokerProcess) -> None:
     assert none[0] == 1 and "Could not match any topic-partitions" in none[2], none
 
 
-def test_topics_describe_prints_kafkas_lines(broker: BrokerProcess) -> None:
+def test_topics_describe_prints_kafkas_lines(module_broker_process: BrokerProcess) -> None:
     """kafka-topics.sh --describe: `Topic: T<TAB>TopicId: ..<TAB>PartitionCount: N<TAB>
     ReplicationFactor: 1<TAB>Configs: k=v`, then per partition `<TAB>Topic: T<TAB>Partition:
     P<TAB>Leader: 1<TAB>Replicas: 1<TAB>Isr: 1<TAB>Elr: N/A<TAB>LastKnownElr: N/A`
     (`TopicCommand.TopicDescription/PartitionDescription.printDescription`)."""
-    b = broker.bootstrap
+    b = module_broker_process.bootstrap
     ok("topics", "create", "--topic", "described", "--partitions", "2", "--config",
        "retention.ms=60000", bootstrap=b)  # fmt: skip
     (info,) = ok_json("topics", "describe", "--topic", "described", bootstrap=b)
@@ -193,8 +192,10 @@ def test_topics_describe_prints_kafkas_lines(broker: BrokerProcess) -> None:
     ]
 
 
-def test_consume_on_a_missing_topic_fails_and_creates_no_group(broker: BrokerProcess) -> None:
-    b = broker.bootstrap
+def test_consume_on_a_missing_topic_fails_and_creates_no_group(
+    module_broker_process: BrokerProcess,
+) -> None:
+    b = module_broker_process.bootstrap
     code, _, err = shoal("consume", "--topic", "no-such-topic", "--group", "ghosts",
                            "--timeout", "1", bootstrap=b)  # fmt: skip
     assert code == 1 and "no-such-topic" in err and "UNKNOWN_TOPIC_OR_PARTITION" in err, err
@@ -205,12 +206,12 @@ def test_consume_on_a_missing_topic_fails_and_creates_no_group(broker: BrokerPro
     assert code == 1 and "does not exist" in err, err
 
 
-def test_console_consumer_plain_and_in_a_group(broker: BrokerProcess) -> None:
+def test_console_consumer_plain_and_in_a_group(module_broker_process: BrokerProcess) -> None:
     """kafka-console-consumer.sh's main options (`ConsoleConsumerOptions`): a plain read from
     the beginning, one partition from an offset, the usage rules (exit 2), and `--group`:
     a member of the group while it reads, its offsets committed, the next run going on from
     them; `--timeout-ms` ends an idle read with exit 0 and "Processed a total of N messages"."""
-    b = broker.bootstrap
+    b = module_broker_process.bootstrap
     ok("topics", "create", "--topic", "console", "--partitions", "2", bootstrap=b)
     for partition, values in (("0", "a\nb\nc\n"), ("1", "x\ny\n")):
         code, _, err = shoal("produce", "--topic", "console", "--partition", partition,
@@ -251,12 +252,12 @@ def test_console_consumer_plain_and_in_a_group(broker: BrokerProcess) -> None:
     assert [p["lag"] for p in lags] == [0, 0], lags
 
 
-def test_configs_entity_type_users(broker: BrokerProcess) -> None:
+def test_configs_entity_type_users(module_broker_process: BrokerProcess) -> None:
     """kafka-configs.sh --entity-type users manages SCRAM credentials (`ConfigCommand`):
     `--add-config 'SCRAM-SHA-256=[iterations=8192,password=P]'`, `--delete-config MECH`,
     and `--describe` printing "SCRAM credential configs for user-principal 'U' are
     SCRAM-SHA-256=iterations=8192, ..."; alter prints "Completed updating config for user U."."""
-    b = broker.bootstrap
+    b = module_broker_process.bootstrap
     out = ok("configs", "--alter", "--entity-type", "users", "--entity-name", "alice",
              "--add-config", "SCRAM-SHA-256=[iterations=8192,password=alice-secret],"
              "SCRAM-SHA-512=[password=alice-secret]", bootstrap=b)  # fmt: skip

@@ -6,13 +6,12 @@ kafka-share-groups.sh (--list --state, --describe --members --verbose, --reset-o
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.brokers import BrokerProcess
-from tests.integration.test_cli import _properties
+from tests.integration.admin_support import FAST_GROUPS
 from tests.integration.test_cli import _table
 from tests.integration.test_cli import ok
 from tests.integration.test_cli import ok_json
@@ -21,15 +20,11 @@ from tests.integration.test_cli import shoal
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    tmp = tmp_path_factory.mktemp("cli-kafka")
-    with BrokerProcess(tmp / "data", extra=["--config", str(_properties(tmp))]) as proc:
-        yield proc
+BROKER_CONFIG = FAST_GROUPS  # module_broker_process: one broker for the module
 
 
-def test_kafka_topics_lines(broker: BrokerProcess) -> None:
-    b = broker.bootstrap
+def test_kafka_topics_lines(module_broker_process: BrokerProcess) -> None:
+    b = module_broker_process.bootstrap
     assert ok("topics", "--create", "--topic", "orders", "--partitions", "1", bootstrap=b)
     assert ok("topics", "--create", "--if-not-exists", "--topic", "orders", bootstrap=b) == ""
     ok("topics", "--create", "--topic", "orders-dlq", bootstrap=b)
@@ -61,8 +56,8 @@ def test_kafka_topics_lines(broker: BrokerProcess) -> None:
     assert "orders-dlq" not in ok("topics", "--list", bootstrap=b).split()
 
 
-def test_kafka_configs_lines(broker: BrokerProcess, tmp_path: Path) -> None:
-    b = broker.bootstrap
+def test_kafka_configs_lines(module_broker_process: BrokerProcess, tmp_path: Path) -> None:
+    b = module_broker_process.bootstrap
     ok("configs", "--alter", "--entity-type", "groups", "--entity-name", "workers",
        "--add-config", "share.record.lock.duration.ms=20000", bootstrap=b)  # fmt: skip
     props = tmp_path / "group.properties"
@@ -90,8 +85,8 @@ def test_kafka_configs_lines(broker: BrokerProcess, tmp_path: Path) -> None:
     assert code == 2 and "give one of" in err
 
 
-def test_kafka_share_groups_lines(broker: BrokerProcess) -> None:
-    b = broker.bootstrap
+def test_kafka_share_groups_lines(module_broker_process: BrokerProcess) -> None:
+    b = module_broker_process.bootstrap
     ok("configs", "--group", "kg", "--alter", "--add-config", "share.auto.offset.reset=earliest",
        bootstrap=b)  # fmt: skip
     code, _, err = shoal("produce", "--topic", "kt", bootstrap=b, stdin="a\nb\n")

@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 
 from tests.brokers import BrokerProcess
 from tests.brokers import free_port
-from tests.integration.test_cli import _properties
+from tests.integration.admin_support import FAST_GROUPS
 from tests.integration.test_cli import _table
 from tests.integration.test_cli import ok
 from tests.integration.test_cli import ok_json
@@ -23,11 +22,7 @@ from tests.integration.test_cli import shoal_all
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    tmp = tmp_path_factory.mktemp("cli-errors")
-    with BrokerProcess(tmp / "data", extra=["--config", str(_properties(tmp))]) as proc:
-        yield proc
+BROKER_CONFIG = FAST_GROUPS  # module_broker_process: one broker for the module
 
 
 def _started_group(b: str, group: str, topic: str, values: str, take: int = 0) -> None:
@@ -40,8 +35,10 @@ def _started_group(b: str, group: str, topic: str, values: str, take: int = 0) -
     ok("consume", "--topic", topic, "--group", group, "--max-messages", n, bootstrap=b)
 
 
-def test_describe_shows_every_group_named_and_reports_the_missing(broker: BrokerProcess) -> None:
-    b = broker.bootstrap
+def test_describe_shows_every_group_named_and_reports_the_missing(
+    module_broker_process: BrokerProcess,
+) -> None:
+    b = module_broker_process.bootstrap
     _started_group(b, "ga", "ta", "1\n2\n")
     _started_group(b, "gb", "tb", "3\n")
     both, with_missing, every = shoal_all(
@@ -61,8 +58,10 @@ def test_describe_shows_every_group_named_and_reports_the_missing(broker: Broker
     assert {"ga", "gb"} <= {row[0] for row in _table(every[1]) if row and row[0] != "GROUP"}
 
 
-def test_errors_are_json_under_json_and_bootstrap_is_checked(broker: BrokerProcess) -> None:
-    b = broker.bootstrap
+def test_errors_are_json_under_json_and_bootstrap_is_checked(
+    module_broker_process: BrokerProcess,
+) -> None:
+    b = module_broker_process.bootstrap
     code, out, err = shoal("share-groups", "describe", "--group", "nope", "--json", bootstrap=b)
     assert code == 1 and out == ""
     error = json.loads(err)
@@ -71,8 +70,10 @@ def test_errors_are_json_under_json_and_bootstrap_is_checked(broker: BrokerProce
     assert code == 2 and "Traceback" not in err and "HOST:PORT" in err
 
 
-def test_configs_describe_of_a_missing_group_is_an_error(broker: BrokerProcess) -> None:
-    b = broker.bootstrap
+def test_configs_describe_of_a_missing_group_is_an_error(
+    module_broker_process: BrokerProcess,
+) -> None:
+    b = module_broker_process.bootstrap
     code, out, err = shoal("configs", "describe", "--entity-type", "groups",
                            "--entity-name", "typo-group", bootstrap=b)  # fmt: skip
     assert code == 1 and out == "" and "GROUP_ID_NOT_FOUND" in err and "typo-group" in err
@@ -84,8 +85,8 @@ def test_configs_describe_of_a_missing_group_is_an_error(broker: BrokerProcess) 
     assert _table(out)[1][:2] == ["share.record.lock.duration.ms", "20000"]
 
 
-def test_reset_offsets_says_whether_it_executed(broker: BrokerProcess) -> None:
-    b = broker.bootstrap
+def test_reset_offsets_says_whether_it_executed(module_broker_process: BrokerProcess) -> None:
+    b = module_broker_process.bootstrap
     _started_group(b, "gr", "tr", "x\ny\n")
     reset = ("share-groups", "reset-offsets", "--group", "gr", "--topic", "tr", "--to-earliest")
     dry = ok(*reset, bootstrap=b)
@@ -94,11 +95,11 @@ def test_reset_offsets_says_whether_it_executed(broker: BrokerProcess) -> None:
     assert "Executed:" in done and "Dry run" not in done
 
 
-def test_control_records_are_not_counted_as_archived(broker: BrokerProcess) -> None:
+def test_control_records_are_not_counted_as_archived(module_broker_process: BrokerProcess) -> None:
     """Share state lives as control records in the partition's log. Records released ahead
     of them keep them inside the SPSO..SPEO window, where the fetch archived them: nothing
     was rejected, so ARCHIVED is 0 and the control offsets are shown as CONTROL."""
-    b = broker.bootstrap
+    b = module_broker_process.bootstrap
     _started_group(b, "gc", "tc", "a\nb\nc\n", take=1)  # b, c released as it leaves
     _started_group(b, "gc", "tc", "d\ne\n", take=1)  # past the share-state records
     (p0,) = ok_json("share-groups", "describe", "--group", "gc", bootstrap=b)["partitions"]
@@ -110,10 +111,12 @@ def test_control_records_are_not_counted_as_archived(broker: BrokerProcess) -> N
     assert header[-3:] == ["ARCHIVED", "ARCHIVING", "CONTROL"] and row[-3] == "0"
 
 
-def test_a_running_brokers_data_dir_is_not_read_or_shared(broker: BrokerProcess) -> None:
+def test_a_running_brokers_data_dir_is_not_read_or_shared(
+    module_broker_process: BrokerProcess,
+) -> None:
     """The broker holds its data dir: `share-state dump` refuses it (rc 2, saying how to read
     it anyway), and a second broker on the same data dir does not start."""
-    b, data = broker.bootstrap, broker.data_dir
+    b, data = module_broker_process.bootstrap, module_broker_process.data_dir
     _started_group(b, "gd", "td", "x\n")
     dump = ("share-state", "dump", "td", "0", "--group", "gd", "--data-dir", str(data))
     code, out, err = shoal(*dump)
@@ -130,16 +133,16 @@ def test_a_running_brokers_data_dir_is_not_read_or_shared(broker: BrokerProcess)
 
 
 def test_users_add_refuses_a_running_brokers_data_dir(
-    broker: BrokerProcess, tmp_path_factory: pytest.TempPathFactory
+    module_broker_process: BrokerProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """`shoal users add --data-dir` wrote into a running broker's data dir (issue 28): the
     broker keeps its users in memory, so the user could not log in, and the broker's next
     change of users wrote over the file. Its `.lock` now refuses it (rc 2, saying how to add
     the user instead), as it refuses `share-state dump`; a stopped broker's data dir is fine."""
-    creds = broker.data_dir / "scram-credentials.json"
+    creds = module_broker_process.data_dir / "scram-credentials.json"
     before = creds.read_bytes() if creds.exists() else None
     add = ("users", "add", "eve", "--password", "pw", "--data-dir")
-    code, out, err = shoal(*add, str(broker.data_dir))
+    code, out, err = shoal(*add, str(module_broker_process.data_dir))
     assert code == 2 and out == "", err
     assert "in use by a running broker" in err and "--bootstrap-server" in err
     assert (creds.read_bytes() if creds.exists() else None) == before

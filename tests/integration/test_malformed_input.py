@@ -15,7 +15,6 @@ import socket
 import struct
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -178,25 +177,23 @@ def a_batch(n: int = 3, tag: bytes = b"") -> bytes:
 # --- fixtures ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir: Path = tmp_path_factory.mktemp("malformed") / "data"
-    with BrokerProcess(data_dir) as proc:
-        with connect(proc) as sock:  # auto-create the topic the checks produce to
-            deadline = time.monotonic() + 10
-            while True:
-                md = call(sock, metadata_request())
-                if md.topics[0].error_code == ErrorCode.none and md.topics[0].partitions:
-                    break
-                assert time.monotonic() < deadline, md
-                time.sleep(0.1)
-        yield proc
+@pytest.fixture(scope="module", autouse=True)
+def _topic_made(module_broker_process: BrokerProcess) -> None:
+    """The module's broker (module_broker_process) holds the topic the checks produce to."""
+    with connect(module_broker_process) as sock:  # auto-created by Metadata
+        deadline = time.monotonic() + 10
+        while True:
+            md = call(sock, metadata_request())
+            if md.topics[0].error_code == ErrorCode.none and md.topics[0].partitions:
+                break
+            assert time.monotonic() < deadline, md
+            time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
-def witness(broker: BrokerProcess) -> Iterator[socket.socket]:
+def witness(module_broker_process: BrokerProcess) -> Iterator[socket.socket]:
     """A connection open for the whole module: other connections' garbage must not hurt it."""
-    with connect(broker) as sock:
+    with connect(module_broker_process) as sock:
         assert api_versions(sock).error_code == ErrorCode.none
         yield sock
 
@@ -226,34 +223,38 @@ def assert_still_serving(broker: BrokerProcess, witness: socket.socket, *, full:
 
 
 @pytest.fixture(autouse=True)
-def _still_serving_after(broker: BrokerProcess, witness: socket.socket) -> Iterator[None]:
+def _still_serving_after(
+    module_broker_process: BrokerProcess, witness: socket.socket
+) -> Iterator[None]:
     yield
-    assert_still_serving(broker, witness, full=True)
+    assert_still_serving(module_broker_process, witness, full=True)
 
 
 # --- tests ---------------------------------------------------------------------------------
 
 
 def test_well_formed_client_produces_and_fetches(
-    broker: BrokerProcess, witness: socket.socket
+    module_broker_process: BrokerProcess, witness: socket.socket
 ) -> None:
-    assert_still_serving(broker, witness, full=True)
+    assert_still_serving(module_broker_process, witness, full=True)
 
 
 @settings(max_examples=examples(50), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.binary(min_size=1, max_size=2048))
-def test_random_bytes(broker: BrokerProcess, witness: socket.socket, junk: bytes) -> None:
-    with connect(broker) as sock:
+def test_random_bytes(
+    module_broker_process: BrokerProcess, witness: socket.socket, junk: bytes
+) -> None:
+    with connect(module_broker_process) as sock:
         sock.sendall(junk)
         closed_within(sock, 0.05)  # whatever happens to this connection, the broker survives
-    assert_still_serving(broker, witness, full=False)
+    assert_still_serving(module_broker_process, witness, full=False)
 
 
 @pytest.mark.parametrize("size", [100 * 1024 * 1024 + 1, 2**31 - 1, -1, -(2**31)])
 def test_oversized_or_negative_size_prefix_closes_the_connection(
-    broker: BrokerProcess, size: int
+    module_broker_process: BrokerProcess, size: int
 ) -> None:
-    with connect(broker) as sock:
+    with connect(module_broker_process) as sock:
         sock.sendall(struct.pack(">i", size) + b"\x00" * 64)
         assert closed_within(sock), f"size prefix {size}: connection left open"
 
@@ -275,11 +276,11 @@ REAL = _real_requests()
 @settings(max_examples=examples(50), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from(REAL).flatmap(lambda r: st.tuples(st.just(r), st.integers(0, len(r) - 1))))
 def test_truncated_request_gets_an_error_or_a_close(
-    broker: BrokerProcess, witness: socket.socket, case: tuple[bytes, int]
+    module_broker_process: BrokerProcess, witness: socket.socket, case: tuple[bytes, int]
 ) -> None:
     """A frame whose body stops short: never a normal answer, never a dead broker."""
     payload, cut = case
-    with connect(broker) as sock:
+    with connect(module_broker_process) as sock:
         sock.sendall(frame(payload[:cut]))
         sock.settimeout(5)
         try:
@@ -290,7 +291,7 @@ def test_truncated_request_gets_an_error_or_a_close(
             key, version = struct.unpack_from(">hh", payload)
             _, body = decode_response(key, version, response)
             assert getattr(body, "error_code", None) not in (None, ErrorCode.none), body
-    assert_still_serving(broker, witness, full=False)
+    assert_still_serving(module_broker_process, witness, full=False)
 
 
 @settings(max_examples=examples(50), deadline=None, suppress_health_check=list(HealthCheck))
@@ -307,32 +308,36 @@ def test_truncated_request_gets_an_error_or_a_close(
     )
 )
 def test_garbled_request_does_not_hurt_the_broker(
-    broker: BrokerProcess, witness: socket.socket, case: tuple[bytes, list[tuple[int, int]]]
+    module_broker_process: BrokerProcess,
+    witness: socket.socket,
+    case: tuple[bytes, list[tuple[int, int]]],
 ) -> None:
     """Bytes overwritten anywhere (header included): any answer, a close or silence is fine."""
     payload, edits = case
     garbled = bytearray(payload)
     for pos, value in edits:
         garbled[pos] = value
-    with connect(broker) as sock:
+    with connect(module_broker_process) as sock:
         sock.sendall(frame(bytes(garbled)))
         sock.settimeout(1)
         with contextlib.suppress(TimeoutError):  # e.g. acks garbled to 0: no answer is due
             read_frame(sock)
-    assert_still_serving(broker, witness, full=False)
+    assert_still_serving(module_broker_process, witness, full=False)
 
 
 @pytest.mark.parametrize("api_key", [999, 32767, -1, 200])
-def test_unknown_api_key_closes_the_connection(broker: BrokerProcess, api_key: int) -> None:
-    with connect(broker) as sock:
+def test_unknown_api_key_closes_the_connection(
+    module_broker_process: BrokerProcess, api_key: int
+) -> None:
+    with connect(module_broker_process) as sock:
         sock.sendall(frame(struct.pack(">hhi", api_key, 0, 7) + b"\x00\x03abc" + b"\x00" * 8))
         assert closed_within(sock), f"api key {api_key}: connection left open"
 
 
 def test_api_versions_too_new_gets_v0_layout_with_unsupported_version(
-    broker: BrokerProcess,
+    module_broker_process: BrokerProcess,
 ) -> None:
-    with connect(broker) as sock:
+    with connect(module_broker_process) as sock:
         # A v99 header is unknown to us: KIP-511 says answer in the v0 layout anyway.
         sock.sendall(frame(struct.pack(">hhi", API_VERSIONS, 99, 4242) + b"\x00\x01x\x00"))
         response = read_frame(sock)
@@ -371,11 +376,11 @@ def _old_request(key: int, version: int) -> bytes:
     ],
 )
 def test_too_old_version_closes_the_connection(
-    broker: BrokerProcess, key: int, version: int
+    module_broker_process: BrokerProcess, key: int, version: int
 ) -> None:
     """As Kafka 4 (Processor.parseRequestHeader, processChannelException): no answer in any
     layout (tests/integration/test_old_clients.py has the versions old clients send)."""
-    with connect(broker) as sock:
+    with connect(module_broker_process) as sock:
         supported = {k.api_key: (k.min_version, k.max_version) for k in api_versions(sock).api_keys}
         # Produce is listed from v0 (KAFKA-18659) and served from v3.
         assert version < (3 if key == 0 else supported[key][0]), "served: pick an older one"
@@ -384,9 +389,9 @@ def test_too_old_version_closes_the_connection(
 
 
 def test_produce_with_bad_crc_is_corrupt_message(
-    broker: BrokerProcess, witness: socket.socket
+    module_broker_process: BrokerProcess, witness: socket.socket
 ) -> None:
-    with connect(broker) as sock:
+    with connect(module_broker_process) as sock:
         before = call(sock, fetch_request(0)).responses[0].partitions[0].high_watermark
         batch = bytearray(a_batch(5))
         batch[-1] ^= 0xFF  # inside the last record: the CRC32C no longer matches
@@ -404,13 +409,13 @@ def test_produce_with_bad_crc_is_corrupt_message(
 
 @pytest.mark.parametrize("version", [10, 11])
 def test_metadata_before_v12_naming_a_topic_by_id_gets_invalid_request(
-    broker: BrokerProcess, version: int
+    module_broker_process: BrokerProcess, version: int
 ) -> None:
     """Only v12 may name a topic by id (null name): Kafka answers v10 and v11 with
     INVALID_REQUEST for each topic, a null name as "" (KafkaApis.handleTopicMetadataRequest,
     MetadataRequest.getErrorResponse). The fuzzer found the v11 answer failing to encode."""
     m = importlib.import_module(f"kio.schema.metadata.v{version}.request")
-    with connect(broker) as sock:
+    with connect(module_broker_process) as sock:
         topic_id = call(sock, metadata_request()).topics[0].topic_id
         for wanted in (
             m.MetadataRequestTopic(topic_id=topic_id, name=None),

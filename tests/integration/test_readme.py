@@ -17,7 +17,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,10 +62,7 @@ def test_every_block_is_run_or_says_why_not() -> None:
             assert re.fullmatch(r"not run: .{10,}", b.marker), f"{where}: say why it is not run"
 
 
-@pytest.fixture()
-def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path / "data") as proc:  # `make run`: data in ./data
-        yield proc
+# Each test has a broker of its own (broker_process): `make run` keeps its data in ./data.
 
 
 def _venv(tmp_path: Path, bootstrap: str) -> None:
@@ -83,8 +79,8 @@ def _venv(tmp_path: Path, bootstrap: str) -> None:
     shoal.chmod(0o755)
 
 
-def test_the_tour_runs_as_written(broker: BrokerProcess, tmp_path: Path) -> None:
-    _venv(tmp_path, broker.bootstrap)
+def test_the_tour_runs_as_written(broker_process: BrokerProcess, tmp_path: Path) -> None:
+    _venv(tmp_path, broker_process.bootstrap)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     outputs = []
     for b in readme_blocks((ROOT / "README.md").read_text()):
@@ -93,7 +89,7 @@ def test_the_tour_runs_as_written(broker: BrokerProcess, tmp_path: Path) -> None
         if b.lang == "sh":
             cmd = ["bash", "-e", "-c", b.body]
         else:
-            cmd = [sys.executable, "-c", b.body.replace("127.0.0.1:9092", broker.bootstrap)]
+            cmd = [sys.executable, "-c", b.body.replace("127.0.0.1:9092", broker_process.bootstrap)]
         done = subprocess.run(
             cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
         )

@@ -20,7 +20,6 @@ import datetime
 import os
 import socket
 import time
-from collections.abc import Iterator
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -100,20 +99,17 @@ async def _setup(port: int) -> Env:
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, Env]]:
-    """One broker for every request of the module (each builds on what is there)."""
-    root = tmp_path_factory.mktemp("stalls")
-    props = root / "broker.properties"
-    props.write_text("".join(f"{k}={v}\n" for k, v in BROKER_CONFIG.items()))
-    with BrokerProcess(root / "data", extra=["--config", str(props)]) as proc:
-        yield proc, asyncio.run(_setup(proc.port))
+def prepared(module_broker_process: BrokerProcess) -> tuple[BrokerProcess, Env]:
+    """One broker for every request of the module (each builds on what is there), with its
+    BROKER_CONFIG, and what the requests name."""
+    return module_broker_process, asyncio.run(_setup(module_broker_process.port))
 
 
 @pytest.mark.parametrize("case", SENT)
 def test_the_worst_request_of_each_api_leaves_other_clients_served(
-    broker: tuple[BrokerProcess, Env], case: Hostile
+    prepared: tuple[BrokerProcess, Env], case: Hostile
 ) -> None:
-    proc, env = broker
+    proc, env = prepared
     count = _sized(case)
     assert count is not None
     frame = case.build(env, count)  # before the probe starts: building costs the test's CPU

@@ -29,9 +29,9 @@ pyspark = pytest.importorskip("pyspark")
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path_factory.mktemp("spark-broker") / "data") as proc:
-        yield proc
+def broker(module_broker_process: BrokerProcess) -> BrokerProcess:
+    """The module's broker process (tests/conftest.py), with the broker's defaults."""
+    return module_broker_process
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,318 @@
+"""The broker's composition root, one function per family of services.
+
+`Server` calls these in order: storage (the logs, the share state in them), groups and their
+coordinators, share-partitions and share fetches, transactions, security, then metrics. Each
+takes what the families before it made and returns what it makes, so the order of the calls
+is the order of dependence; none starts a task (that is `Server.start`'s).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from broker.acl_manager import AclManager
+from broker.authorizer import AuthorizerSettings
+from broker.authorizer import parse_super_users
+from broker.classic_groups import ClassicGroupService
+from broker.config import BrokerConfig
+from broker.config import log_config
+from broker.connection_quotas import ConnectionQuotas
+from broker.context import BrokerServices
+from broker.dynamic_config import DynamicBrokerConfigs
+from broker.lag_readings import LagCollector
+from broker.lag_readings import LagReader
+from broker.lag_readings import LagReadings
+from broker.loop_readings import LoopReadings
+from broker.metrics import BrokerMetrics
+from broker.notifier import Notifier
+from broker.producer_ids import ProducerIdAllocator
+from broker.share.share_fetch_service import ShareFetchService
+from broker.share.share_partition_manager import SharePartitionManager
+from broker.share.share_session_cache import ShareSessionCache
+from broker.share.share_state_persister import ShareStatePersister
+from broker.transactions import transaction_coordinator
+from broker.txn_metrics import TransactionCollector
+from coordinator.classic_group import ClassicGroupCoordinator
+from coordinator.classic_group import ClassicLimits
+from coordinator.consumer_assignors import parse_assignors
+from coordinator.consumer_group import ConsumerGroupCoordinator
+from coordinator.consumer_group import ConsumerLimits
+from coordinator.group_configs import GroupConfigs
+from coordinator.group_registry import GroupKind
+from coordinator.group_registry import GroupRegistry
+from coordinator.offset_store import OffsetStore
+from coordinator.share_group import CoordinatorLimits
+from coordinator.share_group import ShareGroupCoordinator
+from coordinator.transaction_coordinator import TransactionCoordinator
+from coordinator.transaction_log import TransactionLog
+from storage.acl_store import AclStore
+from storage.log_manager import LogManager
+from storage.share_state_store import SHARE_STATE_DIR
+
+log = structlog.get_logger("shoal.server")
+
+TopicLookup = Callable[[str], "tuple[uuid.UUID, int] | None"]
+
+
+# Storage
+
+
+def partition_logs(config: BrokerConfig, dynamic: DynamicBrokerConfigs) -> LogManager:
+    """The partitions' logs, opened lazily (`Server.start` opens the rest in slices)."""
+    logs = LogManager(
+        config.data_dir, log_config(dynamic.current), max_partitions=config.max_broker_partitions,
+        lazy=True, threads=config.num_recovery_threads_per_data_dir,
+    )  # fmt: skip
+    # The log configs among them reach every log at once, under each topic's own configs.
+    dynamic.on_change(lambda changed: logs.reconfigure(log_config(changed)))
+    return logs
+
+
+def share_state(config: BrokerConfig, logs: LogManager) -> ShareStatePersister | None:
+    """Share state in the partitions' own logs, or None when it is not durable."""
+    if not config.group_share_persister_class_name:
+        log.warning("share state is not durable: group.share.persister.class.name is empty")
+        return None
+    return ShareStatePersister(
+        logs,
+        config.data_dir / SHARE_STATE_DIR,
+        max_deltas=config.share_coordinator_snapshot_update_records_per_snapshot,
+    )
+
+
+def cluster_id(data_dir: Path) -> str:
+    path = data_dir / "meta.properties"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.startswith("cluster.id="):
+                return line.split("=", 1)[1]
+    new_id = uuid.uuid4().hex[:22]
+    path.write_text(f"version=1\ncluster.id={new_id}\n")
+    return new_id
+
+
+# Groups and their coordinators
+
+
+def group_configs(config: BrokerConfig, dynamic: DynamicBrokerConfigs) -> GroupConfigs:
+    """By Kafka name, from the group config table; read afresh as dynamic changes land."""
+    return GroupConfigs(config.data_dir / "share-group-configs.json", dynamic.current_value)
+
+
+def topic_lookup(logs: LogManager) -> TopicLookup:
+    def lookup(name: str) -> tuple[uuid.UUID, int] | None:
+        topic = logs.topic(name)
+        return (topic.topic_id, topic.partitions) if topic else None
+
+    return lookup
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Every kind of group's coordinator, and the registry that says which holds an id."""
+
+    registry: GroupRegistry
+    share: ShareGroupCoordinator
+    consumer: ConsumerGroupCoordinator
+    classic: ClassicGroupService
+
+
+def group_coordinators(
+    dynamic: DynamicBrokerConfigs,
+    configs: GroupConfigs,
+    logs: LogManager,
+    durable_share_groups: Callable[[], Collection[str]],
+    now_ms: Callable[[], int],
+) -> Groups:
+    """Each kind's coordinator, registered as it is made; limits read afresh per group."""
+
+    def limits(group_id: str) -> CoordinatorLimits:
+        return CoordinatorLimits(
+            max_size=dynamic.current.group_share_max_size,
+            session_timeout_ms=configs.effective(group_id, "share.session.timeout.ms"),
+            heartbeat_interval_ms=configs.effective(group_id, "share.heartbeat.interval.ms"),
+        )
+
+    def consumer_limits(group_id: str) -> ConsumerLimits:
+        c = dynamic.current
+        return ConsumerLimits(  # the group's own configs, else the broker's defaults
+            session_timeout_ms=configs.effective(group_id, "consumer.session.timeout.ms"),
+            heartbeat_interval_ms=configs.effective(group_id, "consumer.heartbeat.interval.ms"),
+            max_size=c.group_consumer_max_size,
+            assignors=parse_assignors(c.group_consumer_assignors),
+        )
+
+    def classic_limits() -> ClassicLimits:
+        c = dynamic.current
+        return ClassicLimits(
+            min_session_timeout_ms=c.group_min_session_timeout_ms,
+            max_session_timeout_ms=c.group_max_session_timeout_ms,
+            max_size=c.group_max_size,
+            initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
+        )
+
+    groups = GroupRegistry()
+    lookup = topic_lookup(logs)
+    share = ShareGroupCoordinator(limits, lookup)
+    consumer = ConsumerGroupCoordinator(
+        consumer_limits,
+        lookup,
+        topic_names=lambda: [t.name for t in logs.topics()],
+        other_kind=groups.taken_by_another(GroupKind.CONSUMER, durable=True),
+    )
+    groups.register(GroupKind.SHARE, share, durable=durable_share_groups)
+    groups.register(GroupKind.CONSUMER, consumer)
+    classic = groups.register(GroupKind.CLASSIC, ClassicGroupCoordinator(classic_limits))
+    return Groups(groups, share, consumer, ClassicGroupService(classic, now_ms))
+
+
+def join_offsets_to_groups(offsets: OffsetStore, groups: Groups) -> None:
+    """Committed offsets follow the group coordinators' verdicts (generation, membership)."""
+    for group_coordinator in (groups.classic.coordinator, groups.consumer):
+        offsets.validators.append(group_coordinator)
+        offsets.coordinators.append(group_coordinator)
+
+
+# Share-partitions and share fetches
+
+
+def share_partitions(
+    logs: LogManager,
+    configs: GroupConfigs,
+    notifier: Notifier,
+    persister: ShareStatePersister | None,
+    metrics: BrokerMetrics,
+    dynamic: DynamicBrokerConfigs,
+) -> SharePartitionManager:
+    return SharePartitionManager(
+        logs,
+        configs,
+        lambda t, p: notifier.notify((t, p)),
+        persister=persister,
+        metrics=metrics,
+        dead_letter_prefix=lambda: dynamic.current.errors_deadletterqueue_topic_name_prefix,
+    )
+
+
+def share_fetch(
+    config: BrokerConfig,
+    manager: SharePartitionManager,
+    coordinator: ShareGroupCoordinator,
+    logs: LogManager,
+) -> ShareFetchService:
+    def partition_count(topic_id: uuid.UUID) -> int | None:
+        topic = logs.topic_by_id(topic_id)
+        return topic.partitions if topic else None
+
+    return ShareFetchService(
+        ShareSessionCache(config.group_share_max_share_sessions),
+        manager,
+        is_member=coordinator.is_member,
+        partition_count=partition_count,
+    )
+
+
+def earliest_share_offset(
+    persister: ShareStatePersister | None,
+) -> Callable[[str, int], int | None]:
+    """The lowest offset share state still needs on a partition (DeleteRecords keeps it)."""
+
+    def earliest(topic: str, partition: int) -> int | None:
+        return persister.earliest_share_offset(topic, partition) if persister else None
+
+    return earliest
+
+
+# Transactions
+
+
+@dataclass(frozen=True)
+class Transactions:
+    offsets: OffsetStore  # consumer groups' committed offsets (transactions commit them too)
+    txn_log: TransactionLog
+    producer_ids: ProducerIdAllocator
+    coordinator: TransactionCoordinator
+
+
+def transactions(
+    config: BrokerConfig,
+    logs: LogManager,
+    notifier: Notifier,
+    dynamic: DynamicBrokerConfigs,
+    now_ms: Callable[[], int],
+) -> Transactions:
+    offsets = OffsetStore.open(logs, now_ms)
+    txn_log = TransactionLog.open(logs, now_ms)
+    # Above every id any partition or transactional id recorded, whatever happened to its
+    # own file: it starts once every log is open (`Server._start_producer_ids`).
+    producer_ids = ProducerIdAllocator(config.data_dir / "producer-ids", None)
+    coordinator = transaction_coordinator(
+        logs, txn_log, offsets, producer_ids, notifier, lambda: dynamic.current, now_ms
+    )
+    return Transactions(offsets, txn_log, producer_ids, coordinator)
+
+
+# Security
+
+
+def acl_manager(config: BrokerConfig) -> AclManager | None:
+    """None when `authorizer.class.name` is empty: every request is allowed."""
+    if not config.authorizer_class_name:
+        return None
+    return AclManager(
+        AclStore(config.data_dir),
+        AuthorizerSettings(
+            parse_super_users(config.super_users), config.allow_everyone_if_no_acl_found
+        ),
+    )
+
+
+# Metrics and operations
+
+
+def watch(services: BrokerServices, quotas: ConnectionQuotas) -> LoopReadings[LagReadings]:
+    """The metrics' gauges and collectors over the services; returns the lag readings, which
+    the server attaches when it serves metrics."""
+    s, metrics = services, services.metrics
+    partitions = s.share_partitions.all_partitions
+    metrics.gauges(
+        in_flight=lambda: sum(sp.in_flight_count() for sp in partitions()),
+        acquired=lambda: sum(sp.acquired_count() for sp in partitions()),
+        sessions=lambda: len(s.share_fetch.sessions),
+        members=lambda: sum(len(g.members) for g in s.coordinator.groups.values()),
+        share_partitions=lambda: len(partitions()),
+        damaged_records=s.logs.damaged_records,
+        missing_records=s.logs.missing_records,
+    )
+    classic = s.classic_groups.coordinator
+    metrics.classic_groups(
+        lambda: {state.value: n for state, n in classic.counts_by_state().items()},
+        lambda: classic.rebalances,
+    )
+    metrics.consumer_groups(s.consumer_groups.counts_by_state, lambda: s.consumer_groups.rebalances)
+
+    def share_groups_by_state() -> dict[str, int]:
+        counts = dict.fromkeys(("Empty", "Stable"), 0)  # both series exist from the start
+        for group in list(s.coordinator.groups.values()):
+            counts[group.state] = counts.get(group.state, 0) + 1
+        return counts
+
+    metrics.share_groups(share_groups_by_state, lambda: s.coordinator.rebalances)
+    # Lag and log sizes are read on the event loop, when a scrape asks (LoopReadings).
+    reader = LagReader(
+        s.logs, partitions, s.offsets.committed_snapshot, s.logs.partition_logs, s.now_ms
+    )
+    readings = LoopReadings(reader.read, LagReadings())
+    metrics.registry.register(LagCollector(readings.read))
+    txns = s.transactions.txns
+    metrics.registry.register(
+        TransactionCollector(lambda: list(txns.values()), s.logs.partition_logs)
+    )
+    metrics.connections(lambda: quotas.listeners)
+    return readings
