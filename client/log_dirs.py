@@ -16,9 +16,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from client.cluster import Cluster
-from client.kio_apis import DESCRIBE_LOG_DIRS
 from client.errors import KafkaError
 from client.errors import error_for
+from client.kio_apis import DESCRIBE_LOG_DIRS
 from protocol import api_keys
 from protocol.messages import build
 
