@@ -24,12 +24,12 @@ from bench.phases import Row
 from bench.phases import _share_run
 from bench.phases import phase
 from broker import logs
+from broker.share.limits import ShareLimits
 from broker.share.persister import load
-from broker.share.share_partition import BatchSpan
-from broker.share.share_partition import Plan
-from broker.share.share_partition import ShareLimits
+from broker.share.plans import Plan
 from broker.share.share_partition import SharePartition
 from broker.share.share_state_persister import ShareStatePersister
+from broker.share.window import BatchSpan
 from protocol.record_batch import build_batch
 from protocol.record_batch import iter_batch_headers
 from storage.memory_log import MemoryLogs

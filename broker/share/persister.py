@@ -17,7 +17,7 @@ from typing import Protocol
 
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
-from broker.share.share_partition import StateRange
+from broker.share.window import StateRange
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,30 +24,29 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.share.ack_job import AckJob
+from broker.share.ack_runs import AckBatch
+from broker.share.ack_runs import Run
 from broker.share.acquisition_lock_timer import AcquisitionLockTimer
 from broker.share.dead_letter import Target
 from broker.share.dead_letter import dead_letters
 from broker.share.dead_letter import resolve
 from broker.share.key_hashes import key_hashes
+from broker.share.limits import limits_of
 from broker.share.persister import NoPersister
 from broker.share.persister import Persister
 from broker.share.persister import load
+from broker.share.plans import Moved
+from broker.share.plans import Outcome
+from broker.share.plans import Plan
 from broker.share.record_state import AcknowledgeType
 from broker.share.share_logs import ShareLogs
 from broker.share.share_metrics import NO_METRICS
 from broker.share.share_metrics import ShareMetrics
-from broker.share.share_partition import AckBatch
-from broker.share.share_partition import AcquiredRecords
-from broker.share.share_partition import BatchSpan
-from broker.share.share_partition import Moved
-from broker.share.share_partition import Outcome
-from broker.share.share_partition import Plan
-from broker.share.share_partition import Run
-from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
-from broker.share.share_partition import StateRange
-from coordinator.group_configs import DLQ_TOPIC
+from broker.share.window import AcquiredRecords
+from broker.share.window import BatchSpan
+from broker.share.window import StateRange
 from coordinator.group_configs import GroupConfigs
 from protocol.dead_letter import build_dead_letter_batch
 from protocol.record_batch import InvalidRecordBatch
@@ -91,28 +90,6 @@ class FetchedPartition:
     error_code: ErrorCode
     records: bytes
     acquired: list[AcquiredRecords]
-
-
-def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]:
-    """The group's effective limits, recomputed only after a group config changed."""
-    cached: list[tuple[int, ShareLimits]] = []
-
-    def limits() -> ShareLimits:
-        if cached and cached[0][0] == configs.version:
-            return cached[0][1]
-        value = ShareLimits(
-            delivery_count_limit=configs.effective(group_id, "share.delivery.count.limit"),
-            max_record_locks=configs.effective(group_id, "share.partition.max.record.locks"),
-            lock_duration_ms=configs.effective(group_id, "share.record.lock.duration.ms"),
-            renew_enabled=configs.effective(group_id, "share.renew.acknowledge.enable"),
-            record_limit=configs.effective(group_id, "share.acquire.mode") == "record_limit",
-            key_ordering=configs.effective(group_id, "share.key.ordering.enable"),
-            dead_letter=bool(configs.effective(group_id, DLQ_TOPIC)),
-        )
-        cached[:] = [(configs.version, value)]
-        return value
-
-    return limits
 
 
 class SharePartitionManager:

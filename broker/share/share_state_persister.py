@@ -34,7 +34,7 @@ from broker.share.record_state import RecordState
 from broker.share.share_logs import ShareLogs
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
-from broker.share.share_partition import StateRange
+from broker.share.window import StateRange
 from protocol.share_state import ShareCheckpoint
 from protocol.share_state import ShareDelta
 from protocol.share_state import StateBatch

@@ -18,10 +18,10 @@ from broker.share.record_state import RecordState
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
-from broker.share.share_partition import StateRange
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_partition_manager import offset_ranges
 from broker.share.share_state_persister import ShareStatePersister
+from broker.share.window import StateRange
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import GroupConfigs
 from protocol.record_batch import build_batch

@@ -28,17 +28,17 @@ from hypothesis.stateful import precondition
 from hypothesis.stateful import rule
 from kio.schema.errors import ErrorCode
 
+from broker.share.ack_runs import AckBatch
+from broker.share.ack_runs import ack_runs
+from broker.share.plans import Plan
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
-from broker.share.share_partition import AckBatch
-from broker.share.share_partition import AcquiredRecords
-from broker.share.share_partition import BatchSpan
-from broker.share.share_partition import Plan
-from broker.share.share_partition import StateRange
-from broker.share.share_partition import ack_runs
 from broker.share.share_state_persister import _batches as as_batches
 from broker.share.share_state_persister import _empties as empties_window
 from broker.share.share_state_persister import _window_after as window_after
+from broker.share.window import AcquiredRecords
+from broker.share.window import BatchSpan
+from broker.share.window import StateRange
 from tests.hypothesis_profiles import examples
 from tests.unit.test_share_partition_support import FakeLog
 from tests.unit.test_share_partition_support import Limits

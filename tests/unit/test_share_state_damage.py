@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from broker.share.limits import ShareLimits
 from broker.share.persister import load
+from broker.share.plans import Plan
 from broker.share.record_state import RecordState
-from broker.share.share_partition import BatchSpan
-from broker.share.share_partition import Plan
-from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
+from broker.share.window import BatchSpan
 from protocol.record_batch import build_batch
 from protocol.share_state import ShareCheckpoint
 from storage.config import LogConfig

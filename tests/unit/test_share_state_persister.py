@@ -15,12 +15,12 @@ from broker.share.persister import NoPersister
 from broker.share.persister import PersistedState
 from broker.share.persister import Persister
 from broker.share.persister import load
+from broker.share.plans import Plan
 from broker.share.record_state import RecordState
-from broker.share.share_partition import BatchSpan
-from broker.share.share_partition import Plan
 from broker.share.share_partition import SharePartition
-from broker.share.share_partition import StateRange
 from broker.share.share_state_persister import ShareStatePersister
+from broker.share.window import BatchSpan
+from broker.share.window import StateRange
 from protocol.record_batch import build_batch
 from storage.memory_log import MemoryLogs
 from storage.share_state_store import read_snapshot_file

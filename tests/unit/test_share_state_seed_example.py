@@ -23,14 +23,14 @@ import uuid
 
 import pytest
 
+from broker.share.limits import ShareLimits
 from broker.share.persister import load
+from broker.share.plans import Plan
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
-from broker.share.share_partition import BatchSpan
-from broker.share.share_partition import Plan
-from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
-from broker.share.share_partition import StateRange
+from broker.share.window import BatchSpan
+from broker.share.window import StateRange
 from protocol.record_batch import build_batch
 from protocol.share_state import ShareCheckpoint
 from protocol.share_state import ShareDelta
