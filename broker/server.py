@@ -56,8 +56,8 @@ from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
 from broker.producer_ids import ProducerIdAllocator
 from broker.record_deletion import RecordDeletion
+from broker.share.dead_letter_duty import DEAD_LETTER_BUDGET
 from broker.share.share_fetch_service import ShareFetchService
-from broker.share.share_partition_manager import DEAD_LETTER_BUDGET
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister

@@ -27,9 +27,10 @@ from broker.share.ack_job import AckJob
 from broker.share.ack_runs import AckBatch
 from broker.share.ack_runs import Run
 from broker.share.acquisition_lock_timer import AcquisitionLockTimer
-from broker.share.dead_letter import Target
-from broker.share.dead_letter import dead_letters
-from broker.share.dead_letter import resolve
+from broker.share.dead_letter_duty import DEAD_LETTER_BUDGET
+from broker.share.dead_letter_duty import DeadLetterCopier
+from broker.share.dead_letter_duty import DeadLetters
+from broker.share.dead_letter_duty import NoDeadLetters
 from broker.share.key_hashes import key_hashes
 from broker.share.limits import limits_of
 from broker.share.persister import NoPersister
@@ -46,11 +47,7 @@ from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
 from broker.share.window import AcquiredRecords
 from broker.share.window import BatchSpan
-from broker.share.window import StateRange
 from coordinator.group_configs import GroupConfigs
-from protocol.dead_letter import build_dead_letter_batch
-from protocol.record_batch import InvalidRecordBatch
-from storage.errors import InvalidRecord
 from storage.errors import OffsetOutOfRange
 from storage.errors import StorageError
 from storage.log import PartitionLog
@@ -64,17 +61,6 @@ log = structlog.get_logger("shoal.share")
 READ_CHUNK_BYTES = 1024 * 1024
 MAX_READS_PER_FETCH = 8
 RETRY_WRITE_MS = 1000  # a lock expiry whose share-state write failed is tried again after this
-# One dead-letter pass copies at most this many records: it runs on the event loop, and 500
-# copies with their keys and values take about 30 ms (pointers alone, about 10 ms).
-DEAD_LETTER_BUDGET = 500
-
-
-def _covered(runs: Sequence[StateRange], copied: Sequence[StateRange]) -> bool:
-    """Whether every offset of `runs` lies in one of the `copied` runs."""
-    return all(
-        any(c.first_offset <= r.first_offset and r.last_offset <= c.last_offset for c in copied)
-        for r in runs
-    )
 
 
 def count_ack_types(runs: Iterable[Run]) -> dict[AcknowledgeType, int]:
@@ -101,7 +87,7 @@ class SharePartitionManager:
         *,
         persister: Persister | None = None,
         metrics: ShareMetrics = NO_METRICS,
-        dead_letter_prefix: Callable[[], str] = lambda: "dlq.",
+        dead_letter_prefix: Callable[[], str] | None = lambda: "dlq.",
     ) -> None:
         self._logs = logs
         self._configs = configs
@@ -111,12 +97,13 @@ class SharePartitionManager:
         self._metrics = metrics
         self._partitions: dict[SharePartitionKey, SharePartition] = {}
         self._timer: AcquisitionLockTimer[SharePartitionKey] = AcquisitionLockTimer()
-        # KIP-1191: share-partitions that may hold ARCHIVING records, and what was logged.
-        self._dead_letter_prefix = dead_letter_prefix
-        self._dead_letter_pending: set[SharePartitionKey] = set()
-        self._dead_letter_problems: dict[str, str] = {}  # group -> the problem last logged
-        # Runs copied by a pass whose archiving was not written: not copied again.
-        self._dead_letters_copied: dict[SharePartitionKey, list[StateRange]] = {}
+        # KIP-1191: the dead-letter duty (None prefix: no dead-letter topics, nothing copied).
+        self._dead_letters: DeadLetters = NoDeadLetters()
+        if dead_letter_prefix is not None:
+            self._dead_letters = DeadLetterCopier(
+                self, logs, configs, self._persister, metrics,
+                prefix=dead_letter_prefix, on_available=on_available,
+            )  # fmt: skip
         # Acknowledgements in progress (stepped by their callers), and the departures of
         # members from those share-partitions, released once the acknowledgement is done.
         self._jobs: dict[SharePartitionKey, AckJob] = {}
@@ -167,7 +154,7 @@ class SharePartitionManager:
         self._metrics.on_partition_loaded(time.perf_counter() - started)
         self._partitions[key] = sp
         if sp.dead_letter_count():  # copies a crash left unfinished are made again
-            self._dead_letter_pending.add(key)
+            self._dead_letters.note(key)
         return sp
 
     def load_recorded(self, now_ms: Callable[[], int]) -> Iterator[None]:
@@ -541,7 +528,7 @@ class SharePartitionManager:
         taken = sp.take_changes()  # already durable: written before they were applied
         moved = bool(taken) or bool(changed)
         if outcome and (outcome[Moved.REJECTED] or outcome[Moved.DELIVERY_LIMIT]):
-            self._dead_letter_pending.add(sp.key)  # ARCHIVING if the group has a DLQ topic
+            self._dead_letters.note(sp.key)  # ARCHIVING if the group has a DLQ topic
         archived = outcome[Moved.DELIVERY_LIMIT] if outcome else 0
         if outcome and archived:
             self._given_up(sp, outcome, archived, members)
@@ -585,125 +572,21 @@ class SharePartitionManager:
     # dead letters (KIP-1191) --------------------------------------------------------------
 
     def copy_dead_letters(self, now_ms: int, budget: int = DEAD_LETTER_BUDGET) -> int:
-        """Copy ARCHIVING records to their group's dead-letter topic, then archive them: the
-        copy is appended first, the SHARE_DELTA that archives them after, so a crash in
-        between copies them again on recovery (a duplicate, never a loss). Without a usable
-        dead-letter topic they are archived as without one, and the problem logged once.
-        Runs as a broker duty, off the fetch path. Records copied or archived."""
-        done = 0
-        for key in sorted(self._dead_letter_pending):
-            if done >= budget:
-                break
-            if key in self._jobs:  # its share state is being written: next pass
-                continue
-            sp = self._partitions.get(key)
-            runs = sp.dead_letters(budget - done) if sp is not None else []
-            if sp is None or not runs:
-                self._dead_letter_pending.discard(key)
-                continue
-            done += self._copy_and_archive(sp, runs, now_ms)
-        return done
-
-    def _copy_and_archive(self, sp: SharePartition, runs: list[StateRange], now_ms: int) -> int:
-        """One share-partition's part of a pass; how many records it archived."""
-        copied = self._copy(sp, runs, now_ms)
-        if copied is None:
-            return 0  # the disk refused: the records stay ARCHIVING, tried next pass
-        changes = sp.plan_archive(runs)
-        try:
-            self._persister.write(sp, changes, now_ms)
-        except StorageError as e:
-            # Kept ARCHIVING and noted as copied: the next pass writes the archiving again
-            # without another copy (a restart before then copies them once more).
-            if copied:
-                self._dead_letters_copied[sp.key] = runs
-            self._metrics.on_share_state_write_failure()
-            self._dead_letter_problem(
-                sp.group_id,
-                f"share state of {sp.group_id} on partition {sp.partition} not written: {e}",
-                "dead letters not archived yet; tried again",
-            )
-            return 0
-        self._dead_letters_copied.pop(sp.key, None)
-        if copied:
-            self._dead_letter_problems.pop(sp.group_id, None)  # a later problem is logged
-        archived = sp.apply_archive(changes)
-        self._metrics.on_dead_letters(archived, copied=copied)
-        self._after(sp, now_ms)
-        return archived
-
-    def _copy(self, sp: SharePartition, runs: list[StateRange], now_ms: int) -> bool | None:
-        """Copy `runs` to the group's dead-letter partition: True when the copies are there,
-        False when they cannot be made (archive without them), None to try again later."""
-        source = self._logs.topic_by_id(sp.topic_id)
-        target = resolve(
-            self._logs,
-            self._configs,
-            self._dead_letter_prefix(),
-            sp.group_id,
-            source.name if source else None,
-            sp.partition,
-        )
-        if isinstance(target, str):
-            self._dead_letter_problem(sp.group_id, target)
-            return False
-        if target is None:  # the group's dead-letter topic was unset meanwhile
-            return False
-        if _covered(runs, self._dead_letters_copied.get(sp.key, ())):
-            return True  # copied on a pass whose archiving was not written
-        return self._append_dead_letters(sp, target, runs, now_ms)
-
-    def _append_dead_letters(
-        self, sp: SharePartition, target: Target, runs: list[StateRange], now_ms: int
-    ) -> bool | None:
-        """Append the copies of `runs`: True when written, False when the topic refuses them
-        (archive without a copy), None when the disk refused (try again)."""
-        topic = self._logs.topic_by_id(sp.topic_id)
-        source = self._logs.log(topic.name, sp.partition) if topic else None
-        letters = dead_letters(
-            runs,
-            sp.dead_letter_reasons,
-            sp.limits().delivery_count_limit,
-            source if target.copy_record else None,
-        )
-        batch = build_dead_letter_batch(
-            topic.name if topic else str(sp.topic_id),
-            sp.partition,
-            sp.group_id,
-            letters,
-            timestamp_ms=now_ms,
-        )
-        try:
-            target.log.append(batch, now_ms=now_ms)
-        except (InvalidRecord, InvalidRecordBatch) as e:  # e.g. compacted: copies need keys
-            self._dead_letter_problem(
-                sp.group_id, f"dead-letter topic {target.topic} refuses the copies: {e}"
-            )
-            return False
-        except StorageError as e:
-            self._dead_letter_problem(
-                sp.group_id,
-                f"dead-letter topic {target.topic} not written: {e}",
-                "dead letters not copied yet; tried again",
-            )
-            return None
-        self._on_available(target.topic, target.partition)  # wakes fetchers of the DLQ topic
-        return True
-
-    def _dead_letter_problem(
-        self,
-        group_id: str,
-        problem: str,
-        what: str = "records archived without a dead-letter copy",
-    ) -> None:
-        """Log `problem` once, until a copy of the group's records succeeds or it changes."""
-        if self._dead_letter_problems.get(group_id) != problem:
-            self._dead_letter_problems[group_id] = problem
-            log.warning(what, problem=problem)
+        """One pass of the dead-letter duty (`dead_letter_duty.py`), a broker duty off the
+        fetch path: records copied or archived."""
+        return self._dead_letters.run(now_ms, budget)
 
     def dead_letter_problem(self, group_id: str) -> str | None:
         """The last problem met copying the group's records, until a copy is archived."""
-        return self._dead_letter_problems.get(group_id)
+        return self._dead_letters.problem(group_id)
+
+    def busy(self, key: SharePartitionKey) -> bool:
+        """Whether an acknowledgement in progress holds the share-partition's state."""
+        return key in self._jobs
+
+    def changed(self, sp: SharePartition, now_ms: int) -> None:
+        """Bookkeeping after a change the dead-letter duty applied."""
+        self._after(sp, now_ms)
 
     # the log start moves (DeleteRecords) --------------------------------------------------------
 

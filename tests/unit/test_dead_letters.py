@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import pytest
 
 from broker.metrics import BrokerMetrics
+from broker.share.dead_letter_duty import DeadLetterCopier
 from broker.share.persister import PersistedState
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
@@ -280,7 +281,9 @@ def test_an_unusable_dead_letter_topic_archives_as_today_and_says_why(
         assert b.dead_letters() == []
     # Logged once, however often it is met.
     b.fetch()  # nothing left to fetch; reject nothing new: meet the problem again by hand
-    b.manager._dead_letter_problem("G", found)
+    duty = b.manager._dead_letters
+    assert isinstance(duty, DeadLetterCopier)
+    duty._log_problem("G", found)
     assert capsys.readouterr().out.count("records archived without a dead-letter copy") == 1
 
 
