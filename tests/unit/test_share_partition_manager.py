@@ -12,6 +12,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.metrics import BrokerMetrics
+from broker.share.bookkeeping import offset_ranges
 from broker.share.persister import PersistedState
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
@@ -19,7 +20,6 @@ from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
 from broker.share.share_partition_manager import SharePartitionManager
-from broker.share.share_partition_manager import offset_ranges
 from broker.share.share_state_persister import ShareStatePersister
 from broker.share.window import StateRange
 from coordinator.group_configs import BROKER_DEFAULTS
