@@ -25,6 +25,7 @@ from bench.phases import _share_run
 from bench.phases import phase
 from broker import logs
 from broker.share.limits import ShareLimits
+from broker.share.persister import change_of
 from broker.share.persister import load
 from broker.share.plans import Plan
 from broker.share.share_partition import SharePartition
@@ -68,7 +69,7 @@ def recovery_seconds(directory: Path) -> float:
     for i in range(DELTAS):  # every other record of the first 2,000: a delta each, many ranges
         plan = sp.plan_acknowledge("m", [(2 * i, 2 * i, [1])])
         assert isinstance(plan, Plan)
-        persister.write(sp, plan.changes, 2)
+        persister.write(sp.key, change_of(sp, plan.changes), 2)
         sp.apply(plan, now_ms=2)
     plog.close()
     times = []

@@ -25,6 +25,7 @@ from broker.share.dead_letter import Target
 from broker.share.dead_letter import dead_letters
 from broker.share.dead_letter import resolve
 from broker.share.persister import Persister
+from broker.share.persister import change_of
 from broker.share.share_logs import ShareLogs
 from broker.share.share_metrics import ShareMetrics
 from broker.share.share_partition import SharePartition
@@ -141,7 +142,7 @@ class DeadLetterCopier:
             return 0  # the disk refused: the records stay ARCHIVING, tried next pass
         changes = sp.plan_archive(runs)
         try:
-            self._persister.write(sp, changes, now_ms)
+            self._persister.write(sp.key, change_of(sp, changes), now_ms)
         except StorageError as e:
             # Kept ARCHIVING and noted as copied: the next pass writes the archiving again
             # without another copy (a restart before then copies them once more).

@@ -23,6 +23,7 @@ from broker.share.ack_runs import Run
 from broker.share.acquisition_lock_timer import AcquisitionLockTimer
 from broker.share.bookkeeping import Bookkeeping
 from broker.share.persister import Persister
+from broker.share.persister import change_of
 from broker.share.plans import Outcome
 from broker.share.plans import Plan
 from broker.share.record_state import AcknowledgeType
@@ -271,7 +272,7 @@ class ShareChanges:
         """Write the plan's durable ranges: the offset written (None: nothing to write), or
         the error that drops the plan."""
         try:
-            return self._persister.write(sp, plan.changes, now_ms)
+            return self._persister.write(sp.key, change_of(sp, plan.changes), now_ms)
         except StorageError as e:
             self._metrics.on_share_state_write_failure()
             log.warning(

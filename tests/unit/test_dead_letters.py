@@ -8,21 +8,18 @@ copied again. Duplicates in the dead-letter topic are allowed; losses are not.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 
 from broker.metrics import BrokerMetrics
 from broker.share.dead_letter_duty import DeadLetterCopier
 from broker.share.persister import PersistedState
+from broker.share.persister import ShareChange
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
 from broker.share.share_group_offsets import ShareGroupOffsets
-from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_state_persister import ShareStatePersister
-from broker.share.window import StateRange
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import DLQ_COPY_RECORD
 from coordinator.group_configs import DLQ_TOPIC
@@ -61,12 +58,12 @@ class CrashBeforeArchive:
         self.armed = False
         self.disk_full = False
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
-        if self.armed and any(c.state is ARCHIVED for c in changes):
+    def write(self, key: SharePartitionKey, change: ShareChange, now_ms: int) -> int | None:
+        if self.armed and any(c.state is ARCHIVED for c in change.ranges):
             raise Crash
-        if self.disk_full and any(c.state is ARCHIVED for c in changes):
+        if self.disk_full and any(c.state is ARCHIVED for c in change.ranges):
             raise KafkaStorageError("No space left on device")
-        return self.inner.write(sp, changes, now_ms)
+        return self.inner.write(key, change, now_ms)
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)

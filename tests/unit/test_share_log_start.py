@@ -18,6 +18,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.share.persister import PersistedState
+from broker.share.persister import ShareChange
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
 from broker.share.share_partition import SharePartition
@@ -173,8 +174,8 @@ class Ordered:
     ) -> PersistedState | None:
         return self.inner.read(key, log_start_offset, now_ms)
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
-        return self.inner.write(sp, changes, now_ms)
+    def write(self, key: SharePartitionKey, change: ShareChange, now_ms: int) -> int | None:
+        return self.inner.write(key, change, now_ms)
 
     def checkpoint(
         self,
