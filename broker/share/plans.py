@@ -139,8 +139,9 @@ def plan_into(window: ShareWindow, draft: PlanDraft, runs: Sequence[Run]) -> Non
     member_id, limits = draft.member_id, draft.limits
     count_limit, dead_letter = limits.delivery_count_limit, limits.dead_letter
     moved = draft.moved
+    start, end = window.start, window.end  # planning changes nothing
     for first, last, ack in runs:
-        first, last = max(first, window.start), min(last, window.end - 1)
+        first, last = max(first, start), min(last, end - 1)
         if first > last:  # only a GAP run can lie outside the window
             continue
         for b in window.ranges_in(first, last):

@@ -308,20 +308,20 @@ class SharePartition:
         which takes only AVAILABLE and new records, may), and SPSO has moved over what the
         slices so far finished, so such a fetch sees the window as it is."""
         window, given_up = self._window, self._given_up
-        for first, last, ack in plan.runs[start:stop]:
+        member_id, limit, dead_letter = plan.member_id, plan.delivery_count_limit, plan.dead_letter
+        ack = AcknowledgeType.ACCEPT  # the run's type, read by target_of (one closure a plan)
+
+        def target_of(b: InFlightBatch) -> RecordState | None:
+            target = ack_target(b, ack, member_id, limit, dead_letter)
+            if target is ARCHIVING:
+                given_up.note(b.first, b.last, ack is AcknowledgeType.REJECT)
+            return target
+
+        for first, last, ack in plan.runs[start:stop]:  # target_of reads this ack
             if ack is AcknowledgeType.RENEW:
                 window.renew(first, last, now_ms + plan.lock_duration_ms)
-                continue
-
-            def target_of(b: InFlightBatch, ack: AcknowledgeType = ack) -> RecordState | None:
-                target = ack_target(
-                    b, ack, plan.member_id, plan.delivery_count_limit, plan.dead_letter
-                )
-                if target is ARCHIVING:
-                    given_up.note(b.first, b.last, ack is AcknowledgeType.REJECT)
-                return target
-
-            window.finish(first, last, target_of)
+            else:
+                window.finish(first, last, target_of)
         window.advance_start()
 
     def settle(self, plan: Plan) -> Outcome:

@@ -293,18 +293,20 @@ class ShareWindow:
     def finish(self, first: int, last: int, target_of: TargetOf) -> int:
         """Move each range of [first, last] (clipped to the window) where `target_of` says,
         recording each move as a durable change; how many records moved."""
-        first, last = max(first, self.start), min(last, self.end - 1)
+        ranges = self._ranges
+        first, last = max(first, ranges.start), min(last, ranges.end - 1)
         if first > last:
             return 0
         moved = 0
-        i, j = self._ranges.isolate(first, last)
-        for b in self._ranges.view(i, j):
+        changes = self._changes
+        i, j = ranges.isolate(first, last)
+        for b in ranges.view(i, j):
             target = target_of(b)
             if target is not None:
                 self._move(b, target)
-                self._changes.append(StateRange(b.first, b.last, target, b.delivery_count))
+                changes.append(StateRange(b.first, b.last, target, b.delivery_count))
                 moved += b.size
-        self._ranges.merge(i, j)
+        ranges.merge(i, j)
         return moved
 
     def renew(self, first: int, last: int, deadline: int) -> None:
