@@ -24,12 +24,13 @@ from bench.phases import Row
 from bench.phases import _share_run
 from bench.phases import phase
 from broker import logs
+from broker.share.limits import ShareLimits
+from broker.share.persister import change_of
 from broker.share.persister import load
-from broker.share.share_partition import BatchSpan
-from broker.share.share_partition import Plan
-from broker.share.share_partition import ShareLimits
+from broker.share.plans import Plan
 from broker.share.share_partition import SharePartition
 from broker.share.share_state_persister import ShareStatePersister
+from broker.share.window import BatchSpan
 from protocol.record_batch import build_batch
 from protocol.record_batch import iter_batch_headers
 from storage.memory_log import MemoryLogs
@@ -68,7 +69,7 @@ def recovery_seconds(directory: Path) -> float:
     for i in range(DELTAS):  # every other record of the first 2,000: a delta each, many ranges
         plan = sp.plan_acknowledge("m", [(2 * i, 2 * i, [1])])
         assert isinstance(plan, Plan)
-        persister.write(sp, plan.changes, 2)
+        persister.write(sp.key, change_of(sp, plan.changes), 2)
         sp.apply(plan, now_ms=2)
     plog.close()
     times = []

@@ -13,7 +13,7 @@ import structlog
 
 from broker import transactions
 from broker.context import BrokerServices
-from broker.share.share_partition_manager import DEAD_LETTER_BUDGET
+from broker.share.dead_letter_duty import DEAD_LETTER_BUDGET
 from storage.errors import StorageError
 
 log = structlog.get_logger("shoal.server")

@@ -40,8 +40,8 @@ from broker.handlers.share_common import unreadable_topics
 from broker.log_loading import open_first
 from broker.long_poll import long_poll
 from broker.registry import handler
+from broker.share.partition_reads import FetchedPartition
 from broker.share.share_fetch_service import SessionUpdate
-from broker.share.share_partition_manager import FetchedPartition
 from broker.share.share_session_cache import OPEN_EPOCH
 from broker.share.share_session_cache import ShareSession
 from broker.share.share_session_cache import ShareSessionError

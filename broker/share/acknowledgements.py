@@ -37,8 +37,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.share.ack_job import STEP_RUNS
 from broker.share.ack_job import AckJob
+from broker.share.ack_runs import AckBatch
 from broker.share.record_state import AcknowledgeType
-from broker.share.share_partition import AckBatch
 from broker.share.share_partition_manager import SharePartitionManager
 
 log = structlog.get_logger("shoal.share")

@@ -1,9 +1,9 @@
 """The broker-wide acquisition-lock timer: one heap of deadlines, keyed by share-partition.
 
 Each share-partition keeps its own lock deadlines (`SharePartition.next_deadline()`); the
-manager schedules that one deadline here after every operation and, when it falls due, calls
-`SharePartition.expire_locks(now)`. So there is one heap entry per partition with locks, not a
-timer per record or per batch.
+manager schedules that one deadline here after every operation and, when it falls due, plans
+the expiry (`SharePartition.plan_expiry(now)`), writes it and applies it. So there is one heap
+entry per partition with locks, not a timer per record or per batch.
 """
 
 from __future__ import annotations

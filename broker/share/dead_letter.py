@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from broker.share.share_logs import ShareLogs
-from broker.share.share_partition import StateRange
+from broker.share.window import StateRange
 from coordinator.group_configs import GroupConfigs
 from protocol.dead_letter import DELIVERY_LIMIT
 from protocol.dead_letter import REJECTED

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import structlog
 
-from broker.share.share_partition import KeyHashes
+from broker.share.acquire.policy import KeyHashes
 from protocol.record_batch import InvalidRecordBatch
 from protocol.records import record_keys
 from storage.log import BatchSpan

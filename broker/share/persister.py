@@ -4,20 +4,40 @@ Every share-state record is written through it: a new share-partition's first ch
 change before it is applied (two-phase), the window as it is once DeleteRecords moved the log
 start, an admin reset and an admin delete. Kafka's Persister
 has initialize, read, write and delete (and a read summary); so has this one, by
-share-partition key. `ShareStatePersister` keeps the state as control records in the
-partition's own log; `NoPersister` keeps none (`group.share.persister.class.name` empty).
+share-partition key, and takes plain data: keys, offsets and durable ranges, never a
+SharePartition (`change_of` turns a plan's ranges into the `ShareChange` it writes).
+`ShareStatePersister` keeps the state as control records in the partition's own log (over
+`storage/share_state_log.py`, the log-format half); `NoPersister` keeps none
+(`group.share.persister.class.name` empty).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from broker.share.record_state import RecordState
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
-from broker.share.share_partition import StateRange
+from broker.share.window import StateRange
+from protocol.share_state import StateBatch
+from storage.share_state_store import overwrite
+
+
+@dataclass(frozen=True, slots=True)
+class ShareChange:
+    """A planned change as the Persister records it (`Plan.changes`, made durable before the
+    plan is applied). `end_offset` is SPEO; `empties`: no record of the window stays open
+    once it is applied; `after`: the window then, (SPSO, durable ranges), asked for only when
+    a checkpoint of it is due (it costs O(window), a delta O(change))."""
+
+    ranges: tuple[StateRange, ...]
+    end_offset: int
+    empties: bool
+    after: Callable[[], tuple[int, tuple[StateRange, ...]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +66,9 @@ class Persister(Protocol):
         the next read does not meet the damage again."""
         ...
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
-        """Make a planned change durable before it is applied (`Plan.changes`): the offset of
-        the one-record control batch written, or None if nothing was written to the log.
+    def write(self, key: SharePartitionKey, change: ShareChange, now_ms: int) -> int | None:
+        """Make a planned change durable before it is applied: the offset of the one-record
+        control batch written, or None if nothing was written to the log.
 
         :raises storage.errors.KafkaStorageError: nothing was written; drop the plan.
         """
@@ -106,7 +126,7 @@ class NoPersister:
     ) -> PersistedState | None:
         return None
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
+    def write(self, key: SharePartitionKey, change: ShareChange, now_ms: int) -> int | None:
         return None
 
     def checkpoint(
@@ -148,3 +168,50 @@ def load(persister: Persister, sp: SharePartition, log_start_offset: int, now_ms
     sp.restore(state.start_offset, state.end_offset, state.ranges)
     sp.take_changes()
     return True
+
+
+def change_of(sp: SharePartition, ranges: Sequence[StateRange]) -> ShareChange:
+    """The `ShareChange` that records `ranges`, a plan of `sp` not yet applied."""
+    changes = tuple(ranges)
+    return ShareChange(changes, sp.speo, empties(sp, changes), lambda: window_after(sp, changes))
+
+
+def empties(sp: SharePartition, changes: Sequence[StateRange]) -> bool:
+    """Whether applying `changes` leaves no record open in the window. A plan only changes
+    records that are open now, so the window empties when its terminal changes cover them all."""
+    terminal = sum(c.last_offset - c.first_offset + 1 for c in changes if c.state.is_terminal)
+    return terminal == sp.open_records()
+
+
+def window_after(
+    sp: SharePartition, changes: Sequence[StateRange]
+) -> tuple[int, tuple[StateRange, ...]]:
+    """SPSO and durable ranges of the window once `changes` are applied (for a checkpoint)."""
+    states = overwrite(list(batches_of(sp.state_ranges())), batches_of(changes))
+    merged: list[StateBatch] = []
+    for b in states:
+        p = merged[-1] if merged else None
+        if p and p.state == b.state and p.delivery_count == b.delivery_count:
+            merged[-1] = StateBatch(p.base_offset, b.last_offset, p.state, p.delivery_count)
+        else:
+            merged.append(b)
+    k = 0
+    while k < len(merged) and RecordState(merged[k].state).is_terminal:
+        k += 1
+    start = merged[k].base_offset if k < len(merged) else sp.speo
+    return start, ranges_of(merged[k:])
+
+
+def batches_of(ranges: Sequence[StateRange]) -> tuple[StateBatch, ...]:
+    """Durable ranges in the share-state records' form."""
+    return tuple(
+        StateBatch(r.first_offset, r.last_offset, int(r.state), r.delivery_count) for r in ranges
+    )
+
+
+def ranges_of(batches: Sequence[StateBatch]) -> tuple[StateRange, ...]:
+    """Share-state records' ranges as durable ranges."""
+    return tuple(
+        StateRange(b.base_offset, b.last_offset, RecordState(b.state), b.delivery_count)
+        for b in batches
+    )

@@ -34,7 +34,7 @@ from broker.share.acknowledgements import AckBatchLike
 from broker.share.acknowledgements import AckOutcome
 from broker.share.acknowledgements import apply
 from broker.share.acknowledgements import begin
-from broker.share.share_partition_manager import FetchedPartition
+from broker.share.partition_reads import FetchedPartition
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import CLOSE_EPOCH
 from broker.share.share_session_cache import OPEN_EPOCH

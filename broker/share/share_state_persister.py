@@ -1,214 +1,50 @@
-"""Makes share-partition state durable: SHARE_CHECKPOINT and SHARE_DELTA records (seed 000).
+"""The Persister over share-state records in each partition's own log (seed 000).
 
-Two-phase, as Kafka's share code: the manager plans a change (`SharePartition.plan_*`), `write`
-appends the ranges it will change as one SHARE_DELTA (ranges, never one record per offset),
-chained to the previous record by BackOffset, and only then is the plan applied. A write that
-fails raises `KafkaStorageError` and the plan is dropped, so memory is never ahead of the log.
-
-When the chain grows past `max_deltas`, or when the change empties the window, the change is
-written as a new SHARE_CHECKPOINT (epoch + 1) of the whole window as it will be after the
-change, which replaces the chain. ACQUIRED is never written: an acquired record is recorded as
-AVAILABLE with its count less one, and first deliveries past the recorded end need no record.
-
-Snapshot files (the SCO of each share-partition) are written off the event loop by a broker
-duty (`due_snapshots`); they may lag, and recovery reads forward from them. The earliest SCO of
-each partition (`earliest_share_offsets`) bounds what retention may delete.
-
-This is the one place that writes share-state records; it implements `persister.Persister`.
+`storage.share_state_log.ShareStateLog` writes and reads the SHARE_CHECKPOINT / SHARE_DELTA
+chains, the snapshot files and the earliest share offsets, in the records' own form; this
+adds the three Persister calls that speak the share core's durable ranges (`StateRange`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import shutil
-import uuid
-from collections.abc import Callable
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-
-import structlog
 
 from broker.share.persister import PersistedState
-from broker.share.record_state import RecordState
-from broker.share.share_logs import ShareLogs
-from broker.share.share_partition import SharePartition
+from broker.share.persister import ShareChange
+from broker.share.persister import batches_of
+from broker.share.persister import ranges_of
 from broker.share.share_partition import SharePartitionKey
-from broker.share.share_partition import StateRange
-from protocol.share_state import ShareCheckpoint
-from protocol.share_state import ShareDelta
+from broker.share.window import StateRange
 from protocol.share_state import StateBatch
-from protocol.share_state import next_epoch
-from storage.errors import StorageError
-from storage.share_state_store import RecoveredState
-from storage.share_state_store import ShareStateStore
-from storage.share_state_store import overwrite
-from storage.share_state_store import snapshot_groups
-from storage.share_state_store import snapshot_keys
-
-log = structlog.get_logger("shoal.share_state")
+from storage.share_state_log import ShareStateLog
 
 
-@dataclass(slots=True)
-class Chain:
-    """Where a share-partition's records stand in its log."""
-
-    epoch: int
-    checkpoint_offset: int
-    last_offset: int
-    length: int
-    snapshot_offset: int | None  # SCO the snapshot file names (it may lag)
-
-
-@dataclass(slots=True)
-class SnapshotWrite:
-    """One snapshot file to bring up to `offset`: `run` may go to a thread, `done` may not."""
-
-    store: ShareStateStore
-    group_id: str
-    chain: Chain
-    offset: int
-    written: Callable[[str], None] = lambda group_id: None  # told the group has a snapshot
-
-    def run(self) -> None:
-        self.store.write_snapshot(self.group_id, self.offset, self.chain.epoch)
-
-    def done(self) -> None:
-        self.chain.snapshot_offset = self.offset
-        self.written(self.group_id)
-
-
-def _batches(ranges: Sequence[StateRange]) -> tuple[StateBatch, ...]:
-    return tuple(
-        StateBatch(r.first_offset, r.last_offset, int(r.state), r.delivery_count) for r in ranges
-    )
-
-
-def _ranges(batches: Sequence[StateBatch], start: int) -> tuple[StateRange, ...]:
-    """Recorded batches as ranges, those below `start` cut off (SPSO moved past them)."""
-    return tuple(
-        StateRange(max(b.base_offset, start), b.last_offset, RecordState(b.state), b.delivery_count)
-        for b in batches
-        if b.last_offset >= start
-    )
-
-
-def _empties(sp: SharePartition, changes: Sequence[StateRange]) -> bool:
-    """Whether applying `changes` leaves no record open in the window. A plan only changes
-    records that are open now, so the window empties when its terminal changes cover them all."""
-    terminal = sum(c.last_offset - c.first_offset + 1 for c in changes if c.state.is_terminal)
-    return terminal == sp.open_records()
-
-
-def _window_after(
-    sp: SharePartition, changes: Sequence[StateRange]
-) -> tuple[int, tuple[StateBatch, ...]]:
-    """SPSO and durable ranges of the window once `changes` are applied (for a checkpoint)."""
-    states = overwrite(list(_batches(sp.state_ranges())), _batches(changes))
-    merged: list[StateBatch] = []
-    for b in states:
-        p = merged[-1] if merged else None
-        if p and p.state == b.state and p.delivery_count == b.delivery_count:
-            merged[-1] = StateBatch(p.base_offset, b.last_offset, p.state, p.delivery_count)
-        else:
-            merged.append(b)
-    k = 0
-    while k < len(merged) and RecordState(merged[k].state).is_terminal:
-        k += 1
-    start = merged[k].base_offset if k < len(merged) else sp.speo
-    return start, tuple(merged[k:])
-
-
-class ShareStatePersister:
-    """Share state as SHARE_CHECKPOINT / SHARE_DELTA records in each partition's own log, with
-    snapshot files under `state_dir` (None: no snapshot files; recovery scans the log)."""
-
-    def __init__(
-        self, logs: ShareLogs, state_dir: Path | None = None, *, max_deltas: int = 100
-    ) -> None:
-        self._logs = logs
-        self._state_dir = state_dir
-        self._max_deltas = max_deltas
-        self._stores: dict[tuple[uuid.UUID, int], ShareStateStore] = {}
-        self._chains: dict[SharePartitionKey, Chain] = {}
-        # `groups()`, read from the snapshot files once and kept up to date (None: read again).
-        # DescribeGroups asks it of every group id it names: a million file scans, before.
-        self._groups: frozenset[str] | None = None
-
-    def _store(self, key: SharePartitionKey) -> ShareStateStore | None:
-        return self._partition_store(key[1], key[2])
-
-    def _partition_store(self, topic_id: uuid.UUID, partition: int) -> ShareStateStore | None:
-        """The share-state records and snapshot files of one partition; None if it is gone."""
-        store = self._stores.get((topic_id, partition))
-        if store is None:
-            topic = self._logs.topic_by_id(topic_id)
-            plog = self._logs.log(topic.name, partition) if topic else None
-            if topic is None or plog is None:
-                return None
-            snapshots = self._state_dir / f"{topic.name}-{partition}" if self._state_dir else None
-            store = self._stores[(topic_id, partition)] = ShareStateStore(plog, snapshots)
-        return store
-
-    # -- the Persister operations --------------------------------------------------------------
-
-    def initialise(self, key: SharePartitionKey, start_offset: int, now_ms: int) -> None:
-        """Record an empty window at `start_offset` as a new checkpoint.
-
-        :raises storage.errors.KafkaStorageError:
-        """
-        self._write_checkpoint(key, start_offset, start_offset, (), now_ms)
+class ShareStatePersister(ShareStateLog):
+    """Share state as control records in each partition's own log, with snapshot files under
+    `state_dir` (None: no snapshot files; recovery scans the log)."""
 
     def read(
         self, key: SharePartitionKey, log_start_offset: int, now_ms: int
     ) -> PersistedState | None:
-        store = self._store(key)
-        state = store.recover(key[0]) if store is not None else None
-        if state is None:
-            self._chains.pop(key, None)
+        window = self.read_window(key, log_start_offset, now_ms)
+        if window is None:
             return None
-        start = max(state.start_offset, log_start_offset)
-        recorded = PersistedState(start, max(state.end_offset, start), _ranges(state.states, start))
-        self._chains[key] = Chain(
-            state.checkpoint_epoch,
-            state.checkpoint_offset,
-            state.last_offset,
-            state.chain_length,
-            None,
-        )
-        if state.damaged:  # the next recovery should not have to step over the damage again
-            with contextlib.suppress(StorageError):
-                self._write_checkpoint(
-                    key, recorded.start_offset, recorded.end_offset, _batches(recorded.ranges),
-                    now_ms,
-                )  # fmt: skip
-        _log_recovered(key, recorded, state)
-        return recorded
+        return PersistedState(window.start_offset, window.end_offset, ranges_of(window.batches))
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
-        """Make a planned change durable before it is applied: a delta, or a checkpoint when due.
-        The offset of the record written (None: nothing written).
+    def write(self, key: SharePartitionKey, change: ShareChange, now_ms: int) -> int | None:
+        """A delta, or a checkpoint when due (see `ShareStateLog.write_change`).
 
         :raises storage.errors.KafkaStorageError: nothing was written; drop the plan.
         """
-        if not changes:
-            return None
-        chain = self._chains.get(sp.key)
-        empties = _empties(sp, changes)
-        if chain is not None and chain.length < self._max_deltas and not empties:
-            store = self._store(sp.key)
-            if store is None:
-                return None
-            offset = store.append(
-                ShareDelta(sp.group_id, chain.epoch, chain.last_offset, _batches(changes)), now_ms
-            )
-            chain.last_offset = offset
-            chain.length += 1
-            return offset
-        # An emptied window (a consumer at the log end acknowledging all it holds: the common
-        # case) is recorded as it will be, with no range to merge.
-        start, states = (sp.speo, ()) if empties else _window_after(sp, changes)
-        return self._write_checkpoint(sp.key, start, sp.speo, states, now_ms)
+
+        def after() -> tuple[int, tuple[StateBatch, ...]]:
+            start, ranges = change.after()
+            return start, batches_of(ranges)
+
+        return self.write_change(
+            key, batches_of(change.ranges), end_offset=change.end_offset,
+            empties=change.empties, after=after, now_ms=now_ms,
+        )  # fmt: skip
 
     def checkpoint(
         self,
@@ -218,162 +54,8 @@ class ShareStatePersister:
         ranges: Sequence[StateRange],
         now_ms: int,
     ) -> None:
-        """The window as a new checkpoint (epoch + 1), so its SCO lies above a log start that
-        is about to move (seed 000: nothing removes share state at or after the ESO).
+        """The window as a new checkpoint (`ShareStateLog.write_window`).
 
         :raises storage.errors.KafkaStorageError: nothing was written.
         """
-        self._write_checkpoint(key, start_offset, end_offset, _batches(ranges), now_ms)
-
-    def delete(self, key: SharePartitionKey, start_offset: int, now_ms: int) -> None:
-        """A last, empty checkpoint at `start_offset` (a tombstone: recovery would otherwise
-        find the old records in the log), and no snapshot file, so retention is not held back.
-
-        :raises storage.errors.KafkaStorageError: the tombstone was not written; nothing changed.
-        """
-        store = self._store(key)
-        if store is None:
-            self._chains.pop(key, None)
-            return
-        group_id = key[0]
-        state = store.recover(group_id)  # the partition may not be loaded: ask its log
-        if state is not None:
-            epoch = next_epoch(state.checkpoint_epoch)
-            store.append(ShareCheckpoint(group_id, epoch, start_offset, start_offset, ()), now_ms)
-        self._chains.pop(key, None)
-        store.delete_snapshot(group_id)
-        self._groups = None  # the group may have snapshots on other partitions
-
-    def has_state(self, key: SharePartitionKey) -> bool:
-        store = self._store(key)
-        return store is not None and store.read_snapshot(key[0]) is not None
-
-    def groups(self) -> frozenset[str]:
-        if self._state_dir is None:
-            return frozenset()
-        if self._groups is None:
-            self._groups = frozenset(snapshot_groups(self._state_dir))
-        return self._groups
-
-    def _snapshot_written(self, group_id: str) -> None:
-        if self._groups is not None and group_id not in self._groups:
-            self._groups = self._groups | {group_id}
-
-    def recorded(self) -> list[SharePartitionKey]:
-        out = []
-        for group_id, name, partition in snapshot_keys(self._state_dir) if self._state_dir else []:
-            topic = self._logs.topic(name)
-            if topic is not None and partition < topic.partitions:
-                out.append((group_id, topic.topic_id, partition))
-        return out
-
-    def forget_topic(self, topic: str, topic_id: uuid.UUID) -> None:
-        self._groups = None
-        for key in [k for k in self._chains if k[1] == topic_id]:
-            del self._chains[key]
-        for store_key in [k for k in self._stores if k[0] == topic_id]:
-            del self._stores[store_key]
-        if self._state_dir is not None:
-            for path in self._state_dir.glob(f"{topic}-*"):
-                if path.name.rpartition("-")[0] == topic:
-                    shutil.rmtree(path, ignore_errors=True)
-
-    # -- checkpoints ------------------------------------------------------------------------------
-
-    def _write_checkpoint(
-        self,
-        key: SharePartitionKey,
-        start: int,
-        end: int,
-        states: tuple[StateBatch, ...],
-        now_ms: int,
-    ) -> int | None:
-        store = self._store(key)
-        if store is None:
-            return None
-        old = self._chains.get(key)
-        epoch = 1 if old is None else next_epoch(old.epoch)
-        offset = store.append(ShareCheckpoint(key[0], epoch, start, end, states), now_ms)
-        self._chains[key] = Chain(epoch, offset, offset, 0, old.snapshot_offset if old else None)
-        return offset
-
-    def checkpoint_offset(self, key: SharePartitionKey) -> int | None:
-        chain = self._chains.get(key)
-        return chain.checkpoint_offset if chain else None
-
-    # -- snapshot files and retention (broker duties) ---------------------------------------------
-
-    def due_snapshots(self) -> list[SnapshotWrite]:
-        """Snapshot files behind their newest checkpoint (written by `SnapshotWrite.run`)."""
-        due = []
-        for key, chain in self._chains.items():
-            store = self._store(key)
-            if store is not None and chain.snapshot_offset != chain.checkpoint_offset:
-                offset = chain.checkpoint_offset
-                due.append(SnapshotWrite(store, key[0], chain, offset, self._snapshot_written))
-        return due
-
-    def flush_snapshots(self) -> list[tuple[str, OSError]]:
-        """Bring lagging snapshot files up to their newest checkpoint, here and now (shutdown).
-
-        A file that cannot be written (a full disk) keeps its older SCO, which recovery reads
-        forward from: the others are written all the same. Returns (group, error) of those.
-        """
-        failed = []
-        for write in self.due_snapshots():
-            try:
-                write.run()
-            except OSError as e:
-                failed.append((write.group_id, e))
-                continue
-            write.done()
-        return failed
-
-    def earliest_share_offsets(self) -> dict[tuple[str, int], int]:
-        """ESO per partition: the lowest SCO of any group; retention and cleaning keep control
-        records from it on."""
-        eso: dict[tuple[str, int], int] = {}
-        if self._state_dir is None:
-            return eso
-        pending = self._unsnapshotted()
-        for topic in self._logs.topics():
-            for p in range(topic.partitions):
-                offset = self._earliest(topic.topic_id, p, pending)
-                if offset is not None:
-                    eso[(topic.name, p)] = offset
-        return eso
-
-    def earliest_share_offset(self, topic: str, partition: int) -> int | None:
-        """One partition's ESO; None when no group has share state there."""
-        info = self._logs.topic(topic) if self._state_dir is not None else None
-        return self._earliest(info.topic_id, partition, self._unsnapshotted()) if info else None
-
-    def _unsnapshotted(self) -> dict[tuple[uuid.UUID, int], int]:
-        """Per partition, the lowest checkpoint that no snapshot file names yet (the duty lags,
-        or its write failed): after a restart a scan from the log start finds it, so it
-        bounds the ESO as a snapshot file would."""
-        lowest: dict[tuple[uuid.UUID, int], int] = {}
-        for (_, topic_id, p), chain in self._chains.items():
-            if chain.snapshot_offset is None:
-                at = (topic_id, p)
-                lowest[at] = min(lowest.get(at, chain.checkpoint_offset), chain.checkpoint_offset)
-        return lowest
-
-    def _earliest(
-        self, topic_id: uuid.UUID, partition: int, pending: dict[tuple[uuid.UUID, int], int]
-    ) -> int | None:
-        store = self._partition_store(topic_id, partition)
-        offsets = store.snapshot_offsets() if store else []
-        if (topic_id, partition) in pending:
-            offsets.append(pending[(topic_id, partition)])
-        return min(offsets) if offsets else None
-
-
-def _log_recovered(key: SharePartitionKey, recorded: PersistedState, state: RecoveredState) -> None:
-    group_id, topic_id, partition = key
-    log.info(
-        "share-partition recovered",
-        group=group_id, topic_id=str(topic_id), partition=partition,
-        spso=recorded.start_offset, speo=recorded.end_offset,
-        epoch=state.checkpoint_epoch, deltas=state.chain_length,
-    )  # fmt: skip
+        self.write_window(key, start_offset, end_offset, batches_of(ranges), now_ms)

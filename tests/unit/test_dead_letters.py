@@ -8,18 +8,16 @@ copied again. Duplicates in the dead-letter topic are allowed; losses are not.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 
 from broker.metrics import BrokerMetrics
+from broker.share.dead_letter_duty import DeadLetterCopier
 from broker.share.persister import PersistedState
+from broker.share.persister import ShareChange
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
 from broker.share.share_group_offsets import ShareGroupOffsets
-from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
-from broker.share.share_partition import StateRange
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_state_persister import ShareStatePersister
 from coordinator.group_configs import BROKER_DEFAULTS
@@ -60,12 +58,12 @@ class CrashBeforeArchive:
         self.armed = False
         self.disk_full = False
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
-        if self.armed and any(c.state is ARCHIVED for c in changes):
+    def write(self, key: SharePartitionKey, change: ShareChange, now_ms: int) -> int | None:
+        if self.armed and any(c.state is ARCHIVED for c in change.ranges):
             raise Crash
-        if self.disk_full and any(c.state is ARCHIVED for c in changes):
+        if self.disk_full and any(c.state is ARCHIVED for c in change.ranges):
             raise KafkaStorageError("No space left on device")
-        return self.inner.write(sp, changes, now_ms)
+        return self.inner.write(key, change, now_ms)
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
@@ -280,7 +278,9 @@ def test_an_unusable_dead_letter_topic_archives_as_today_and_says_why(
         assert b.dead_letters() == []
     # Logged once, however often it is met.
     b.fetch()  # nothing left to fetch; reject nothing new: meet the problem again by hand
-    b.manager._dead_letter_problem("G", found)
+    duty = b.manager._dead_letters
+    assert isinstance(duty, DeadLetterCopier)
+    duty._log_problem("G", found)
     assert capsys.readouterr().out.count("records archived without a dead-letter copy") == 1
 
 

@@ -26,11 +26,11 @@ from broker.share.acknowledgements import begin
 from broker.share.acknowledgements import outcome
 from broker.share.acknowledgements import past_window
 from broker.share.persister import PersistedState
+from broker.share.persister import ShareChange
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
-from broker.share.share_partition import StateRange
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_state_persister import ShareStatePersister
 from coordinator.group_configs import BROKER_DEFAULTS
@@ -70,11 +70,11 @@ class Writes:
     ) -> PersistedState | None:
         return self.inner.read(key, log_start_offset, now_ms)
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
+    def write(self, key: SharePartitionKey, change: ShareChange, now_ms: int) -> int | None:
         if self.fail:
             raise KafkaStorageError("disk full")
-        self.count += bool(changes)
-        return self.inner.write(sp, changes, now_ms)
+        self.count += bool(change.ranges)
+        return self.inner.write(key, change, now_ms)
 
     def delete(self, key: SharePartitionKey, start_offset: int, now_ms: int) -> None:
         self.inner.delete(key, start_offset, now_ms)

@@ -18,14 +18,15 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.share.persister import PersistedState
+from broker.share.persister import ShareChange
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
-from broker.share.share_partition import AcquiredRecords
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
-from broker.share.share_partition import StateRange
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_state_persister import ShareStatePersister
+from broker.share.window import AcquiredRecords
+from broker.share.window import StateRange
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import GroupConfigs
 from protocol.record_batch import build_batch
@@ -173,8 +174,8 @@ class Ordered:
     ) -> PersistedState | None:
         return self.inner.read(key, log_start_offset, now_ms)
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
-        return self.inner.write(sp, changes, now_ms)
+    def write(self, key: SharePartitionKey, change: ShareChange, now_ms: int) -> int | None:
+        return self.inner.write(key, change, now_ms)
 
     def checkpoint(
         self,

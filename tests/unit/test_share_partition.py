@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
+from broker.share.plans import Moved
+from broker.share.plans import Plan
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import InvalidStateTransition
 from broker.share.record_state import RecordState
-from broker.share.share_partition import AcquiredRecords
-from broker.share.share_partition import BatchSpan
-from broker.share.share_partition import Moved
-from broker.share.share_partition import Plan
 from broker.share.share_partition import SharePartition
-from broker.share.share_partition import StateRange
+from broker.share.window import AcquiredRecords
+from broker.share.window import BatchSpan
+from broker.share.window import StateRange
 from tests.unit.test_share_partition_support import FakeLog
 from tests.unit.test_share_partition_support import Limits
 from tests.unit.test_share_partition_support import fetch

@@ -23,12 +23,12 @@ from hypothesis.stateful import precondition
 from hypothesis.stateful import rule
 from kio.schema.errors import ErrorCode
 
+from broker.share.acquire.key_ordered import AFFINITY_IDLE_MS
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
-from broker.share.share_partition import AFFINITY_IDLE_MS
-from broker.share.share_partition import AcquiredRecords
-from broker.share.share_partition import BatchSpan
 from broker.share.share_partition import SharePartition
+from broker.share.window import AcquiredRecords
+from broker.share.window import BatchSpan
 from tests.hypothesis_profiles import examples
 from tests.unit.test_share_partition_support import FakeLog
 from tests.unit.test_share_partition_support import Limits

@@ -12,15 +12,15 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.metrics import BrokerMetrics
+from broker.share.bookkeeping import offset_ranges
 from broker.share.persister import PersistedState
+from broker.share.persister import ShareChange
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
-from broker.share.share_partition import StateRange
 from broker.share.share_partition_manager import SharePartitionManager
-from broker.share.share_partition_manager import offset_ranges
 from broker.share.share_state_persister import ShareStatePersister
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import GroupConfigs
@@ -98,10 +98,10 @@ class Recording:
     ) -> PersistedState | None:
         return self.inner.read(key, log_start_offset, now_ms)
 
-    def write(self, sp: SharePartition, changes: Sequence[StateRange], now_ms: int) -> int | None:
-        if changes:
+    def write(self, key: SharePartitionKey, change: ShareChange, now_ms: int) -> int | None:
+        if change.ranges:
             self.calls.append("write")
-        return self.inner.write(sp, changes, now_ms)
+        return self.inner.write(key, change, now_ms)
 
     def delete(self, key: SharePartitionKey, start_offset: int, now_ms: int) -> None:
         self.calls.append("delete")

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
-from broker.share.share_partition import AcquiredRecords
 from broker.share.share_partition import SharePartition
-from broker.share.share_partition import StateRange
+from broker.share.window import AcquiredRecords
+from broker.share.window import StateRange
 from tests.unit.test_share_partition_support import FakeLog
 from tests.unit.test_share_partition_support import Limits
 from tests.unit.test_share_partition_support import fetch

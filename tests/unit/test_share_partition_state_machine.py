@@ -28,17 +28,16 @@ from hypothesis.stateful import precondition
 from hypothesis.stateful import rule
 from kio.schema.errors import ErrorCode
 
+from broker.share.ack_runs import AckBatch
+from broker.share.ack_runs import ack_runs
+from broker.share.persister import empties as empties_window
+from broker.share.persister import window_after
+from broker.share.plans import Plan
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
-from broker.share.share_partition import AckBatch
-from broker.share.share_partition import AcquiredRecords
-from broker.share.share_partition import BatchSpan
-from broker.share.share_partition import Plan
-from broker.share.share_partition import StateRange
-from broker.share.share_partition import ack_runs
-from broker.share.share_state_persister import _batches as as_batches
-from broker.share.share_state_persister import _empties as empties_window
-from broker.share.share_state_persister import _window_after as window_after
+from broker.share.window import AcquiredRecords
+from broker.share.window import BatchSpan
+from broker.share.window import StateRange
 from tests.hypothesis_profiles import examples
 from tests.unit.test_share_partition_support import FakeLog
 from tests.unit.test_share_partition_support import Limits
@@ -450,7 +449,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
         predicted = window_after(self.sp, plan.changes)
         empties = empties_window(self.sp, plan.changes)
         self.sp.apply(plan, now_ms=self.now)
-        assert predicted == (self.sp.spso, tuple(as_batches(self.sp.state_ranges())))
+        assert predicted == (self.sp.spso, tuple(self.sp.state_ranges()))
         assert empties == (self.sp.spso == self.sp.speo) or not plan.changes
         taken = self.sp.take_changes()
         assert tuple(taken) == plan.changes  # what was written is what happened
@@ -515,7 +514,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
             return
         predicted = window_after(self.sp, changes)
         archived = self.sp.apply_archive(changes)
-        assert predicted == (self.sp.spso, tuple(as_batches(self.sp.state_ranges())))
+        assert predicted == (self.sp.spso, tuple(self.sp.state_ranges()))
         assert archived == len(self.model.copy_dead_letters(budget))
         taken = self.sp.take_changes()
         assert taken == changes  # what was written is what happened

@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import uuid
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
+from kio.schema.errors import ErrorCode
+
+from broker.share.ack_runs import AckBatch
+from broker.share.limits import ShareLimits
 from broker.share.record_state import RecordState
-from broker.share.share_partition import AcquiredRecords
-from broker.share.share_partition import BatchSpan
-from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
 from broker.share.share_state_persister import ShareStatePersister
+from broker.share.window import AcquiredRecords
+from broker.share.window import BatchSpan
 from storage.log import PartitionLog
 from storage.memory_log import MemoryLogs
 
@@ -98,8 +102,33 @@ class FakeLog:
         return self.spans[i:]
 
 
-def make_partition(limits: Limits, start_offset: int = 0) -> SharePartition:
-    return SharePartition("G1", TOPIC_ID, 0, start_offset=start_offset, limits=limits.get)
+class OnePhase(SharePartition):
+    """A SharePartition whose changes are planned and applied at once, with no durable write
+    in between: the one-phase calls the tests and tools use (the broker writes first)."""
+
+    def acknowledge(self, member_id: str, batches: Sequence[AckBatch], *, now_ms: int) -> ErrorCode:
+        """Plan and apply an acknowledgement; its error if refused."""
+        plan = self.plan_acknowledge(member_id, batches)
+        if isinstance(plan, ErrorCode):
+            return plan
+        self.apply(plan, now_ms=now_ms)
+        return ErrorCode.none
+
+    def expire_locks(self, now_ms: int) -> int:
+        """Release every record whose lock deadline is <= now; return how many."""
+        plan = self.plan_expiry(now_ms)
+        self.apply(plan, now_ms=now_ms)
+        return plan.records
+
+    def release_member(self, member_id: str, now_ms: int) -> int:
+        """Release every record `member_id` holds (it left or timed out); return how many."""
+        plan = self.plan_member_release(member_id)
+        self.apply(plan, now_ms=now_ms)
+        return plan.records
+
+
+def make_partition(limits: Limits, start_offset: int = 0) -> OnePhase:
+    return OnePhase("G1", TOPIC_ID, 0, start_offset=start_offset, limits=limits.get)
 
 
 def fetch(

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from broker.share.limits import ShareLimits
+from broker.share.persister import change_of
 from broker.share.persister import load
+from broker.share.plans import Plan
 from broker.share.record_state import RecordState
-from broker.share.share_partition import BatchSpan
-from broker.share.share_partition import Plan
-from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
+from broker.share.window import BatchSpan
 from protocol.record_batch import build_batch
 from protocol.share_state import ShareCheckpoint
 from storage.config import LogConfig
@@ -52,7 +53,7 @@ def write_chain(directory: Path, snapshots: Path | None) -> tuple[int, SharePart
     for first in range(0, 50, 10):  # deltas at 101, 102; E2 at 103; deltas at 104, 105
         plan = sp.plan_acknowledge("A", [(first, first + 9, [ACCEPT])])
         assert isinstance(plan, Plan)
-        persister.write(sp, plan.changes, 1)
+        persister.write(sp.key, change_of(sp, plan.changes), 1)
         sp.apply(plan, now_ms=1)
     persister.flush_snapshots()
     records = dict(ShareStateStore(plog, None)._records(100))

@@ -10,18 +10,19 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from broker.share import share_state_persister
 from broker.share.persister import NoPersister
 from broker.share.persister import PersistedState
 from broker.share.persister import Persister
+from broker.share.persister import change_of
 from broker.share.persister import load
+from broker.share.plans import Plan
 from broker.share.record_state import RecordState
-from broker.share.share_partition import BatchSpan
-from broker.share.share_partition import Plan
 from broker.share.share_partition import SharePartition
-from broker.share.share_partition import StateRange
 from broker.share.share_state_persister import ShareStatePersister
+from broker.share.window import BatchSpan
+from broker.share.window import StateRange
 from protocol.record_batch import build_batch
+from storage import share_state_log
 from storage.memory_log import MemoryLogs
 from storage.share_state_store import read_snapshot_file
 from storage.share_state_store import snapshot_groups
@@ -70,7 +71,7 @@ def test_written_changes_are_read_back_after_a_restart() -> None:
     sp.acquire("m", [BatchSpan(0, 9, False)], max_records=500, now_ms=0)
     plan = sp.plan_acknowledge("m", [(0, 3, [ACCEPT]), (4, 5, [RELEASE])])
     assert isinstance(plan, Plan)
-    persister.write(sp, plan.changes, 1)
+    persister.write(sp.key, change_of(sp, plan.changes), 1)
     sp.apply(plan, now_ms=1)
 
     read = ShareStatePersister(t.logs).read(t.key(), 0, 2)
@@ -119,13 +120,13 @@ def test_the_groups_are_kept_not_read_from_the_files_each_time(
     load(persister, t.partition("G"), 0, 0)
     persister.flush_snapshots()
     reads: list[Path] = []
-    real = share_state_persister.snapshot_groups
+    real = share_state_log.snapshot_groups
 
     def counted(state_dir: Path) -> set[str]:
         reads.append(state_dir)
         return real(state_dir)
 
-    monkeypatch.setattr(share_state_persister, "snapshot_groups", counted)
+    monkeypatch.setattr(share_state_log, "snapshot_groups", counted)
     assert [persister.groups() for _ in range(1000)][-1] == {"G"}
     assert len(reads) == 1
     load(persister, t.partition("H"), 0, 0)
@@ -170,7 +171,7 @@ def test_no_persister_keeps_nothing() -> None:
     sp.acquire("m", [BatchSpan(0, 9, False)], max_records=500, now_ms=0)
     plan = sp.plan_acknowledge("m", [(0, 9, [ACCEPT])])
     assert isinstance(plan, Plan)
-    persister.write(sp, plan.changes, 1)
+    persister.write(sp.key, change_of(sp, plan.changes), 1)
     persister.delete(t.key(), 0, 2)
     assert persister.read(t.key(), 0, 3) is None
     assert not persister.has_state(t.key()) and persister.groups() == set()
@@ -187,7 +188,9 @@ def test_an_emptied_window_is_checkpointed_at_its_end_and_the_offset_returned() 
     sp.acquire("m", [BatchSpan(0, 9, False)], max_records=500, now_ms=0)
     plan = sp.plan_acknowledge("m", [(0, 6, [ACCEPT]), (7, 9, [REJECT])])
     assert isinstance(plan, Plan)
-    assert persister.write(sp, plan.changes, 1) == 11
+    assert persister.write(sp.key, change_of(sp, plan.changes), 1) == 11
     sp.apply(plan, now_ms=1)
     assert ShareStatePersister(t.logs).read(t.key(), 0, 2) == PersistedState(10, 10, ())
-    assert persister.write(sp, [], 2) is None  # nothing to write, nothing written
+    assert (
+        persister.write(sp.key, change_of(sp, []), 2) is None
+    )  # nothing to write, nothing written

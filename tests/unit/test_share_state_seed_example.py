@@ -23,14 +23,15 @@ import uuid
 
 import pytest
 
+from broker.share.limits import ShareLimits
+from broker.share.persister import change_of
 from broker.share.persister import load
+from broker.share.plans import Plan
 from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
-from broker.share.share_partition import BatchSpan
-from broker.share.share_partition import Plan
-from broker.share.share_partition import ShareLimits
 from broker.share.share_partition import SharePartition
-from broker.share.share_partition import StateRange
+from broker.share.window import BatchSpan
+from broker.share.window import StateRange
 from protocol.record_batch import build_batch
 from protocol.share_state import ShareCheckpoint
 from protocol.share_state import ShareDelta
@@ -88,7 +89,7 @@ class Harness:
         """The manager's two phases: plan, write what it will change, then apply."""
         plan = self.sp.plan_acknowledge(member, [(first, last, [kind])])
         assert isinstance(plan, Plan)
-        self.persister.write(self.sp, plan.changes, now)
+        self.persister.write(self.sp.key, change_of(self.sp, plan.changes), now)
         self.sp.apply(plan, now_ms=now)
         assert tuple(self.sp.take_changes()) == plan.changes
 
@@ -169,7 +170,7 @@ def test_seed_000_sequence_of_control_records_and_recovery_after_every_step() ->
     assert h.written_since(134) == []
     expiry = h.sp.plan_expiry(32_000)
     assert expiry.records == 2
-    h.persister.write(h.sp, expiry.changes, 32_000)
+    h.persister.write(h.sp.key, change_of(h.sp, expiry.changes), 32_000)
     h.sp.apply(expiry, now_ms=32_000)
     assert tuple(h.sp.take_changes()) == expiry.changes
     assert h.written_since(134) == [(134, ShareDelta("G1", 2, 133, (StateBatch(111, 112, 0, 1),)))]
@@ -232,7 +233,7 @@ def test_a_torn_control_batch_at_the_tail_is_dropped_like_any_torn_batch(
     for offset in (0, 1):  # deltas at 11 and 12; the one at 12 is torn below
         plan = sp.plan_acknowledge("A", [(offset, offset, [ACCEPT])])
         assert isinstance(plan, Plan)
-        persister.write(sp, plan.changes, offset + 1)
+        persister.write(sp.key, change_of(sp, plan.changes), offset + 1)
         sp.apply(plan, now_ms=offset + 1)
     plog.close()
     segment = directory / "00000000000000000000.log"

@@ -1,0 +1,52 @@
+"""What an acquisition policy is: the rule that picks the records a ShareFetch takes.
+
+`SharePartition.acquire` chooses one policy per fetch (from the group's limits and the
+request) and hands it the window and the fetch; the policy walks the log's batches
+(`ShareWindow.walk`) and acquires through the window's calls, never by touching ranges
+itself. Policies import the window and nothing of the share-partition or its manager (an
+import-linter contract says so), so a new rule is one module here, its test, and one line in
+`SharePartition.acquire`'s choice.
+
+- `batch_optimized.py`: whole stored batches (the default);
+- `record_limit.py`: at most MaxRecords, the last range may end inside a batch (KIP-1206);
+- `key_ordered.py`: one record per key in flight, each key with one member (seed 001).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from broker.share.window import AcquiredRecords
+from broker.share.window import BatchSpan
+from broker.share.window import ShareWindow
+
+KeyHashes = Mapping[int, int | None]
+"""offset -> 32-bit hash of the record's key (None: a null key), for key-ordered groups. An
+offset the mapping lacks holds no record (a compacted gap): it is handed out unordered."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    """One member's fetch of one share-partition, as a policy sees it.
+
+    `spans` start at the batch holding `cursor` (the window's first AVAILABLE offset, or its
+    end) and run in log order. `keys` is given to key-ordered groups only.
+    """
+
+    member_id: str
+    spans: Sequence[BatchSpan]
+    cursor: int
+    max_records: int
+    now_ms: int
+    deadline: int  # the lock deadline of what is acquired
+    max_record_locks: int
+    keys: KeyHashes | None = None
+
+
+class AcquisitionPolicy(Protocol):
+    def acquire(self, window: ShareWindow, fetch: Fetch) -> list[AcquiredRecords]:
+        """Acquire records for `fetch.member_id`; the ranges taken, in offset order."""
+        ...

@@ -1,0 +1,49 @@
+"""A share group's effective limits, as the share core reads them at every operation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from coordinator.group_configs import DLQ_TOPIC
+from coordinator.group_configs import GroupConfigs
+
+
+@dataclass(frozen=True, slots=True)
+class ShareLimits:
+    """The effective group limits, read afresh at every operation (group configs change)."""
+
+    delivery_count_limit: int
+    max_record_locks: int
+    lock_duration_ms: int
+    renew_enabled: bool
+    # share.acquire.mode=record_limit (KIP-1206): a fetch acquires at most MaxRecords records,
+    # and the acquired range may end inside a stored batch.
+    record_limit: bool = False
+    # share.key.ordering.enable: records of one key are never in flight at two members.
+    key_ordering: bool = False
+    # KIP-1191: the group names a dead-letter topic, so REJECT and the delivery-count limit
+    # lead to ARCHIVING (copied, then ARCHIVED) rather than straight to ARCHIVED.
+    dead_letter: bool = False
+
+
+def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]:
+    """The group's effective limits, recomputed only after a group config changed."""
+    cached: list[tuple[int, ShareLimits]] = []
+
+    def limits() -> ShareLimits:
+        if cached and cached[0][0] == configs.version:
+            return cached[0][1]
+        value = ShareLimits(
+            delivery_count_limit=configs.effective(group_id, "share.delivery.count.limit"),
+            max_record_locks=configs.effective(group_id, "share.partition.max.record.locks"),
+            lock_duration_ms=configs.effective(group_id, "share.record.lock.duration.ms"),
+            renew_enabled=configs.effective(group_id, "share.renew.acknowledge.enable"),
+            record_limit=configs.effective(group_id, "share.acquire.mode") == "record_limit",
+            key_ordering=configs.effective(group_id, "share.key.ordering.enable"),
+            dead_letter=bool(configs.effective(group_id, DLQ_TOPIC)),
+        )
+        cached[:] = [(configs.version, value)]
+        return value
+
+    return limits

@@ -1,0 +1,119 @@
+"""One partition's part of a ShareFetch: read stored batches once (with their header spans),
+acquire ranges over those spans, and return the bytes of the batches that hold acquired
+records, unchanged. Records are never decoded, except a key-ordered group's keys
+(`key_hashes.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kio.schema.errors import ErrorCode
+
+from broker.share.key_hashes import key_hashes
+from broker.share.share_metrics import ShareMetrics
+from broker.share.share_partition import SharePartition
+from broker.share.window import AcquiredRecords
+from broker.share.window import BatchSpan
+from storage.errors import OffsetOutOfRange
+from storage.log import PartitionLog
+
+# One ShareFetch reads at most this much of a partition's log: MaxBytes is 50 MiB from
+# librdkafka while MaxRecords is 500, and reading 50 MiB to hand out 500 records is waste.
+# A first batch above it is still read whole when the partition's budget allows it (or it is
+# the one batch KIP-74 lets through whatever its size).
+READ_CHUNK_BYTES = 1024 * 1024
+MAX_READS_PER_FETCH = 8
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedPartition:
+    error_code: ErrorCode
+    records: bytes
+    acquired: list[AcquiredRecords]
+
+
+NOTHING = FetchedPartition(ErrorCode.none, b"", [])
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRead:
+    """A fetch of one share-partition, as `read_and_acquire` does it."""
+
+    member_id: str
+    max_bytes: int
+    max_records: int
+    now_ms: int
+    record_limit: bool = False
+    first_batch_max: int | None = None
+
+
+def read_and_acquire(
+    sp: SharePartition,
+    plog: PartitionLog,
+    read: PartitionRead,
+    metrics: ShareMetrics,
+    after: Callable[[SharePartition, int], None],
+) -> FetchedPartition:
+    """Acquire from `sp`: records from batches read within `max_bytes`, the first batch
+    whole even above it up to `first_batch_max` (None: whatever its size, KIP-74's one batch
+    that lets a consumer progress). `after` is the manager's bookkeeping of the change."""
+    if read.max_records <= 0:
+        return NOTHING
+    # A read may find only control batches (share state written between data): they are
+    # skipped, and the next stretch of log is read, a bounded number of times.
+    for _ in range(MAX_READS_PER_FETCH):
+        offset = sp.next_fetch_offset()
+        if offset is None or offset >= plog.log_end_offset:
+            break
+        fetched = _acquire(sp, plog, read, offset, metrics, after)
+        if fetched is not None:
+            return fetched
+        if sp.next_fetch_offset() == offset:
+            break
+    return NOTHING
+
+
+def _acquire(
+    sp: SharePartition,
+    plog: PartitionLog,
+    read: PartitionRead,
+    offset: int,
+    metrics: ShareMetrics,
+    after: Callable[[SharePartition, int], None],
+) -> FetchedPartition | None:
+    """Read once from `offset` and acquire what the read holds; None if nothing."""
+    # Enough batches for max_records new records past whatever is in flight after `offset`.
+    wanted = read.max_records + max(0, sp.speo - offset)
+    start = max(offset, plog.log_start_offset)
+    try:
+        data, spans = plog.read_with_spans(
+            start, min(read.max_bytes, READ_CHUNK_BYTES), wanted, read.first_batch_max
+        )
+    except OffsetOutOfRange:
+        return None
+    keys = None
+    if sp.key_ordering:  # records are decoded for key-ordered groups only
+        lo, hi = sp.keys_wanted()
+        spans = [s for s in spans if s.base_offset < hi]  # beyond, the window cannot grow
+        keys = key_hashes(data, [s for s in spans if s.last_offset >= lo])
+    acquired = sp.acquire(
+        read.member_id,
+        # An empty batch (offsets the cleaner removed, or storage's stand-in for damaged
+        # ones, already logged and counted) is archived like a control batch.
+        [BatchSpan(s.base_offset, s.last_offset, s.is_control or not s.has_records) for s in spans],
+        max_records=read.max_records,
+        now_ms=read.now_ms,
+        keys=keys,
+        record_limit=read.record_limit,
+    )
+    after(sp, read.now_ms)
+    if not acquired:
+        return None
+    metrics.on_records_acquired(sum(a.last_offset - a.first_offset + 1 for a in acquired))
+    # Trim to the batches that hold acquired records; the client drops the rest anyway.
+    first, last = acquired[0].first_offset, acquired[-1].last_offset
+    kept = [s for s in spans if s.last_offset >= first and s.base_offset <= last]
+    start, end = kept[0].position_in_result, kept[-1].position_in_result + kept[-1].size
+    return FetchedPartition(ErrorCode.none, data[start:end], acquired)

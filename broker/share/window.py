@@ -1,0 +1,468 @@
+"""ShareWindow: the in-flight records of one share-partition, and the one place they change.
+
+The window runs from SPSO (`start`) to SPEO (`end`): below it everything is done, from `end` on
+everything is AVAILABLE and never delivered. Inside, state is kept per range (`in_flight.py`),
+so every operation costs O(ranges touched), never O(records). The window knows nothing of
+members' requests, group configs, plans or durable writes: `SharePartition` decides what
+should change, and an acquisition policy (`broker/share/acquire/`) decides which records a
+fetch takes; both change records only through the calls below.
+
+API (offsets are inclusive `first, last`; a call that would leave the table of
+`RecordState.validate_transition` raises `InvalidStateTransition`):
+
+Reading
+  `start`, `end`, `available`, `acquired`, `archiving`, `open_records`, `len()`, iteration
+  (the ranges themselves: read, never change them), `ranges_in(first, last)`,
+  `first_available()`, `state_of(offset)`, `state_ranges()` (durable form),
+  `next_deadline()`, `due_hulls(now)`.
+Acquiring (for the policies)
+  `walk(spans, cursor)`: the log's batches from `cursor` as data spans `(lo, last)`, gaps
+      and control batches archived on the way (the one span walk of every policy); the
+      caller brings each span into the window (`acquire`, `extend`) before the next, or stops;
+  `may_extend(last, added_new, max_locks)`: the record-lock cap;
+  `acquire(lo, hi, member, deadline, out, limit)`: AVAILABLE records of [lo, hi] in the
+      window and new ones past its end become ACQUIRED, at most `limit`;
+  `extend(first, last)`: new records join the window AVAILABLE (a policy that looks first);
+  `archive_absent(first, last)`: the log holds nothing deliverable there.
+Ending attempts (for `SharePartition`'s applied plans)
+  `finish(first, last, target_of)`: each range of [first, last] moves where `target_of`
+      says (None: it stays), and the move is recorded as a durable change;
+  `renew(first, last, deadline)`: ACQUIRED records keep state and count, new deadline;
+  `archive_below(offset)`: everything open below `offset` is ARCHIVED (a checkpoint records it);
+  `advance_start()`: SPSO over the leading ACKNOWLEDGED/ARCHIVED records.
+Durable changes and restore
+  `take_changes()`: the durable ranges `finish` moved since the last call;
+  `clear(start)`, `restore(spso, speo, ranges)`.
+Watching
+  `watch(fn)`: `fn(first, last)` is called whenever ACQUIRED records leave ACQUIRED (the
+      key-ordered policy frees their keys then).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from broker.share.in_flight import InFlightBatch
+from broker.share.in_flight import InFlightRanges
+from broker.share.in_flight import LockIndex
+from broker.share.record_state import RecordState
+
+AVAILABLE = RecordState.AVAILABLE
+ACQUIRED = RecordState.ACQUIRED
+ARCHIVING = RecordState.ARCHIVING
+ARCHIVED = RecordState.ARCHIVED
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSpan:
+    """A record batch of the log as its header describes it; records are never decoded."""
+
+    base_offset: int
+    last_offset: int
+    is_control: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRecords:
+    """One AcquiredRecords entry of a ShareFetch response."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class StateRange:
+    """Durable form of a range: ACQUIRED is never stored (it is AVAILABLE with count - 1)."""
+
+    first_offset: int
+    last_offset: int
+    state: RecordState
+    delivery_count: int
+
+
+TargetOf = Callable[[InFlightBatch], RecordState | None]
+"""Where an ending attempt moves one range (isolated to the offsets asked); None: it stays."""
+
+
+class ShareWindow:
+    """The ranges of [SPSO, SPEO), their lock deadlines and counters; see the module docstring."""
+
+    __slots__ = ("_archiving", "_available", "_changes", "_locks", "_ranges", "_watchers")
+
+    def __init__(self, start_offset: int) -> None:
+        self._ranges = InFlightRanges(start_offset)
+        self._locks = LockIndex()
+        # Records AVAILABLE inside the window: when zero, the next fetch starts at SPEO
+        # without scanning the ranges.
+        self._available = 0
+        self._archiving = 0  # records ARCHIVING: open until their dead-letter copy is made
+        self._changes: list[StateRange] = []
+        self._watchers: tuple[Callable[[int, int], None], ...] = ()
+
+    # ------------------------------------------------------------------------------ reading
+
+    @property
+    def start(self) -> int:
+        return self._ranges.start
+
+    @property
+    def end(self) -> int:
+        return self._ranges.end
+
+    @property
+    def available(self) -> int:
+        return self._available
+
+    @property
+    def acquired(self) -> int:
+        return self._locks.records
+
+    @property
+    def archiving(self) -> int:
+        return self._archiving
+
+    @property
+    def open_records(self) -> int:
+        """Records not yet ACKNOWLEDGED or ARCHIVED."""
+        return self._available + self._locks.records + self._archiving
+
+    def __len__(self) -> int:
+        return len(self._ranges)
+
+    def __iter__(self) -> Iterator[InFlightBatch]:
+        return iter(self._ranges)
+
+    def ranges_in(self, first: int, last: int) -> list[InFlightBatch]:
+        """The ranges meeting [first, last], which must lie in the window (read only)."""
+        i, j = self._ranges.overlapping(first, last)
+        return self._ranges.view(i, j)
+
+    def first_available(self) -> int | None:
+        if self._available:
+            for batch in self._ranges:
+                if batch.state is AVAILABLE:
+                    return batch.first
+        return None
+
+    def state_of(self, offset: int) -> tuple[RecordState, int]:
+        """(state, delivery count) of one offset; below the window ARCHIVED (count forgotten),
+        from its end on AVAILABLE, never delivered."""
+        if offset < self.start:
+            return ARCHIVED, 0
+        if offset >= self.end:
+            return AVAILABLE, 0
+        batch = self.ranges_in(offset, offset)[0]
+        return batch.state, batch.delivery_count
+
+    def state_ranges(self) -> list[StateRange]:
+        """The whole window in durable form, adjacent equal ranges merged (a checkpoint)."""
+        out: list[StateRange] = []
+        for b in self._ranges:
+            append_merged(out, durable(b))
+        return out
+
+    def next_deadline(self) -> int | None:
+        """The earliest lock deadline of an ACQUIRED record."""
+        return self._locks.next_deadline()
+
+    def due_hulls(self, now_ms: int) -> list[tuple[int, int]]:
+        """Sorted, disjoint offset hulls holding every record whose lock is due by `now_ms`."""
+        return self._locks.due_hulls(now_ms)
+
+    def take_changes(self) -> list[StateRange]:
+        """Durable ranges `finish` changed since the last call (later changes win), then clear."""
+        changes, self._changes = self._changes, []
+        return normalise(changes)
+
+    # ---------------------------------------------------------------------------- acquiring
+
+    def walk(self, spans: Sequence[BatchSpan], cursor: int) -> Iterator[tuple[int, int]]:
+        """The data batches of `spans` from `cursor` on, as `(lo, last)`; offsets the log
+        does not hold (gaps before or between spans) and control batches are archived on the
+        way, never handed out. The caller brings each span past the window's end into it
+        (`acquire`, `extend`) before asking for the next, or stops: nothing past is touched."""
+        for span in spans:
+            cursor = max(cursor, self.start)  # archiving may have moved SPSO past the cursor
+            if span.last_offset < cursor:
+                continue
+            lo = max(span.base_offset, cursor)
+            self.archive_absent(cursor, lo - 1)
+            cursor = span.last_offset + 1
+            if span.is_control:
+                self.archive_absent(lo, span.last_offset)
+                continue
+            yield lo, span.last_offset
+
+    def may_extend(self, last: int, added_new: bool, max_locks: int) -> bool:
+        """Whether the window may grow to hold `last` within `max_locks` records: the first
+        new batch of a fetch (`added_new` false) goes whole if the window has room for one."""
+        if last + 1 - self.start <= max_locks:
+            return True
+        return not added_new and self.end - self.start < max_locks
+
+    def acquire(
+        self,
+        lo: int,
+        hi: int,
+        member_id: str,
+        deadline: int,
+        out: list[AcquiredRecords],
+        limit: int | None = None,
+    ) -> int:
+        """AVAILABLE records of [lo, hi] become `member_id`'s until `deadline`: those in the
+        window, then new ones from its end on; at most `limit` (None: all), in offset order.
+        The ranges taken are added to `out`; how many records."""
+        taken = 0
+        lo = max(lo, self.start)  # archiving a gap just before may have moved SPSO past lo
+        in_flight_hi = min(hi, self.end - 1)
+        if lo <= in_flight_hi and self._available:
+            i, j = self._ranges.overlapping(lo, in_flight_hi)
+            if any(b.state is AVAILABLE for b in self._ranges.view(i, j)):
+                if limit is not None:
+                    in_flight_hi = self._limit_end(i, j, lo, in_flight_hi, limit)
+                i, j = self._ranges.isolate(lo, in_flight_hi)
+                for b in self._ranges.view(i, j):
+                    if b.state is AVAILABLE:
+                        self._move(b, ACQUIRED, member_id, deadline)
+                        emit(out, b.first, b.last, b.delivery_count)
+                        taken += b.size
+                self._ranges.merge(i, j)
+        if limit is not None:
+            if taken >= limit:
+                return taken
+            hi = min(hi, max(lo, self.end) + limit - taken - 1)
+        new_lo = max(lo, self.end)
+        if new_lo <= hi:
+            batch = self._append_available(new_lo, hi)
+            self._move(batch, ACQUIRED, member_id, deadline)
+            self._ranges.merge_tail()
+            emit(out, new_lo, hi, 1)
+            taken += hi - new_lo + 1
+        return taken
+
+    def _limit_end(self, i: int, j: int, lo: int, hi: int, limit: int) -> int:
+        """The offset in [lo, hi] where the AVAILABLE records of ranges [i, j) reach `limit`,
+        or `hi` if they never do: one step per range, not per record."""
+        for b in self._ranges.view(i, j):
+            if b.state is not AVAILABLE:
+                continue
+            first, last = max(b.first, lo), min(b.last, hi)
+            if last - first + 1 >= limit:
+                return first + limit - 1
+            limit -= last - first + 1
+        return hi
+
+    def extend(self, first: int, last: int) -> None:
+        """Records [first, last], from the window's end on, join it AVAILABLE."""
+        self._append_available(first, last)
+        self._ranges.merge_tail()
+
+    def archive_absent(self, first: int, last: int) -> None:
+        """Archive [first, last]: the log holds nothing deliverable there. Not recorded as a
+        durable change: the next fetch after a restart archives it again from the log."""
+        first = max(first, self.start)
+        if first > last:
+            return
+        in_flight_hi = min(last, self.end - 1)
+        if first <= in_flight_hi and self._available:
+            i, j = self._ranges.isolate(first, in_flight_hi)
+            for b in self._ranges.view(i, j):
+                if b.state is AVAILABLE:
+                    self._move(b, ARCHIVED)
+            self._ranges.merge(i, j)
+        new_lo = max(first, self.end)
+        if new_lo <= last:
+            self._move(self._append_available(new_lo, last), ARCHIVED)
+            self._ranges.merge_tail()
+        self.advance_start()
+
+    def _append_available(self, first: int, last: int) -> InFlightBatch:
+        # Offsets from SPEO on are AVAILABLE with count 0; they enter the window as such and
+        # then move through the transition table like any other record.
+        batch = InFlightBatch(first, last, AVAILABLE, 0)
+        self._ranges.append(batch)
+        self._available += batch.size
+        return batch
+
+    # ----------------------------------------------------------------------- ending attempts
+
+    def finish(self, first: int, last: int, target_of: TargetOf) -> int:
+        """Move each range of [first, last] (clipped to the window) where `target_of` says,
+        recording each move as a durable change; how many records moved."""
+        ranges = self._ranges
+        first, last = max(first, ranges.start), min(last, ranges.end - 1)
+        if first > last:
+            return 0
+        moved = 0
+        changes = self._changes
+        i, j = ranges.isolate(first, last)
+        for b in ranges.view(i, j):
+            target = target_of(b)
+            if target is not None:
+                self._move(b, target)
+                changes.append(StateRange(b.first, b.last, target, b.delivery_count))
+                moved += b.size
+        ranges.merge(i, j)
+        return moved
+
+    def renew(self, first: int, last: int, deadline: int) -> None:
+        """ACQUIRED records of [first, last] (clipped to the window) keep their owner, state
+        and count, with a new lock deadline (RENEW is not a transition)."""
+        first, last = max(first, self.start), min(last, self.end - 1)
+        if first > last:
+            return
+        i, j = self._ranges.isolate(first, last)
+        for b in self._ranges.view(i, j):
+            self._move(b, ACQUIRED, b.member_id, deadline)
+        self._ranges.merge(i, j)
+
+    def archive_below(self, offset: int) -> None:
+        """Every record below `offset` not yet ACKNOWLEDGED or ARCHIVED is ARCHIVED (not
+        recorded as a change: the caller writes the window whole), and SPSO moves over them;
+        a window that ends below `offset` starts afresh there."""
+        cut = min(offset, self.end)
+        if cut > self.start:
+            i, j = self._ranges.isolate(self.start, cut - 1)
+            for b in self._ranges.view(i, j):
+                if not b.state.is_terminal:
+                    self._move(b, ARCHIVED)
+            self._ranges.merge(i, j)
+        self.advance_start()
+        if self.end < offset:  # nothing left in flight: the window starts afresh
+            self._ranges.clear(offset)
+
+    def advance_start(self) -> None:
+        self._ranges.drop_leading_terminal()
+
+    def _move(
+        self,
+        b: InFlightBatch,
+        new: RecordState,
+        member_id: str | None = None,
+        deadline: int | None = None,
+    ) -> None:
+        """The one place a range changes state, owner or deadline; keeps the counters right.
+
+        ACQUIRED -> ACQUIRED is a RENEW (new deadline, same count), not a state transition.
+        """
+        if b.state is ACQUIRED and b.deadline is not None:
+            self._locks.remove(b.deadline, b.size)
+        renew = new is ACQUIRED and b.state is ACQUIRED
+        if b.state is ACQUIRED and not renew and self._watchers:
+            for watcher in self._watchers:
+                watcher(b.first, b.last)
+        if not renew:
+            b.state.validate_transition(new)
+            if new is ACQUIRED:
+                b.delivery_count += 1
+            self._available += b.size * ((new is AVAILABLE) - (b.state is AVAILABLE))
+            self._archiving += b.size * ((new is ARCHIVING) - (b.state is ARCHIVING))
+        if new is ACQUIRED and deadline is not None:
+            self._locks.add(deadline, b.first, b.last)
+        b.state, b.member_id, b.deadline = new, member_id, deadline
+
+    # ------------------------------------------------------------ restore, reset, watching
+
+    def clear(self, start_offset: int) -> None:
+        """No record in flight; the window starts at `start_offset`; pending changes dropped."""
+        self._ranges.clear(start_offset)
+        self._locks.clear()
+        self._available = 0
+        self._archiving = 0
+        self._changes.clear()
+
+    def restore(self, spso: int, speo: int, ranges: Sequence[StateRange]) -> None:
+        """The window as durable state records it (see `SharePartition.restore`).
+
+        :raises ValueError: SPEO below SPSO, overlapping ranges, or ACQUIRED (never durable).
+        """
+        if speo < spso:
+            raise ValueError(f"SPEO {speo} is below SPSO {spso}")
+        self.clear(spso)
+        cursor = spso
+        for r in sorted(ranges, key=lambda r: r.first_offset):
+            if r.state is ACQUIRED:
+                raise ValueError(f"ACQUIRED is never durable: {r}")
+            first = max(r.first_offset, spso)
+            if r.last_offset < first:
+                continue
+            if first < cursor:
+                raise ValueError(f"range {r} overlaps the one before it")
+            if first > cursor:
+                self._append_available(cursor, first - 1)
+            self._ranges.append(InFlightBatch(first, r.last_offset, r.state, r.delivery_count))
+            if r.state is AVAILABLE:
+                self._available += r.last_offset - first + 1
+            if r.state is ARCHIVING:
+                self._archiving += r.last_offset - first + 1
+            self._ranges.merge_tail()
+            cursor = r.last_offset + 1
+        if cursor < speo:
+            self._append_available(cursor, speo - 1)
+            self._ranges.merge_tail()
+        self.advance_start()
+
+    def watch(self, watcher: Callable[[int, int], None]) -> None:
+        """Call `watcher(first, last)` whenever ACQUIRED records leave ACQUIRED."""
+        self._watchers = (*self._watchers, watcher)
+
+
+# ------------------------------------------------------------------------------- helpers
+
+
+def durable(b: InFlightBatch) -> StateRange:
+    if b.state is ACQUIRED:
+        return StateRange(b.first, b.last, AVAILABLE, b.delivery_count - 1)
+    return StateRange(b.first, b.last, b.state, b.delivery_count)
+
+
+def append_merged(out: list[StateRange], r: StateRange) -> None:
+    """Append `r` to the sorted ranges `out`, joined to the last one if they touch alike."""
+    if out:
+        p = out[-1]
+        if (
+            p.last_offset + 1 == r.first_offset
+            and p.state is r.state
+            and p.delivery_count == r.delivery_count
+        ):
+            out[-1] = StateRange(p.first_offset, r.last_offset, p.state, p.delivery_count)
+            return
+    out.append(r)
+
+
+def normalise(changes: list[StateRange]) -> list[StateRange]:
+    """Sorted, disjoint, merged; where changes overlap the later one wins."""
+    painted: list[StateRange] = []
+    for c in changes:
+        if not painted or c.first_offset > painted[-1].last_offset:
+            painted.append(c)
+            continue
+        kept: list[StateRange] = []
+        for p in painted:
+            if p.last_offset < c.first_offset or p.first_offset > c.last_offset:
+                kept.append(p)
+                continue
+            if p.first_offset < c.first_offset:
+                kept.append(
+                    StateRange(p.first_offset, c.first_offset - 1, p.state, p.delivery_count)
+                )
+            if p.last_offset > c.last_offset:
+                kept.append(StateRange(c.last_offset + 1, p.last_offset, p.state, p.delivery_count))
+        kept.append(c)
+        painted = sorted(kept, key=lambda r: r.first_offset)
+    out: list[StateRange] = []
+    for r in painted:
+        append_merged(out, r)
+    return out
+
+
+def emit(out: list[AcquiredRecords], first: int, last: int, count: int) -> None:
+    """Add [first, last] to `out`, joined to the last entry if it continues it alike."""
+    if out and out[-1].last_offset + 1 == first and out[-1].delivery_count == count:
+        out[-1] = AcquiredRecords(out[-1].first_offset, last, count)
+    else:
+        out.append(AcquiredRecords(first, last, count))
