@@ -23,6 +23,7 @@ newer records then go where the key hashes now; a redriven record belongs with t
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from dataclasses import dataclass
@@ -61,6 +62,13 @@ run (nothing is created). Exit 0 when every letter read was handled, 1 on a fail
 
 Needs confluent-kafka (pip install 'shoal[dlq]'; `make install` has it).
 """
+
+
+# librdkafka's own log lines (a refused connection, each retry) would bury the one line the tool
+# prints about what failed; what matters reaches it as an error or a delivery report anyway.
+_LIBRDKAFKA_LOG = logging.getLogger("shoal.dlq.librdkafka")
+_LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
+_LIBRDKAFKA_LOG.propagate = False
 
 
 class Unreachable(Exception):
@@ -135,7 +143,11 @@ def _client_libs() -> Any:
 
 def librdkafka_config(sec: Security | None, bootstrap: str) -> dict[str, Any]:
     """`--command-config` (Kafka's names, as every `shoal` tool reads them) in librdkafka's."""
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": "shoal-dlq-redrive"}
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "client.id": "shoal-dlq-redrive",
+        "logger": _LIBRDKAFKA_LOG,
+    }
     if sec is None:
         return conf
     conf["security.protocol"] = sec.protocol
@@ -190,9 +202,11 @@ class Redrive:
         self.read = 0
         self.topics: set[str] = set()
         self.next_send = 0.0  # when the next record may go (--rate): evenly spaced, no burst
+        self.refused: list[Any] = []  # authentication errors librdkafka reported
         self.consumer = ck.Consumer(
             {
                 **base,
+                "error_cb": self._on_error,
                 "group.id": self.group,
                 "group.protocol": "consumer",  # KIP-848: joins at once, no rebalance delay
                 "enable.auto.commit": False,
@@ -231,11 +245,21 @@ class Redrive:
         else:
             self.consumer.subscribe([self.dlq])
 
+    def _on_error(self, err: Any) -> None:
+        if err.code() in (self.ck.KafkaError._AUTHENTICATION, self.ck.KafkaError._SSL):
+            self.refused.append(err)
+
     def _metadata(self) -> dict[str, list[int]]:
         try:
             md = self.consumer.list_topics(timeout=self.timeout_s)
         except self.ck.KafkaException as e:
             err = e.args[0]
+            self.consumer.poll(0)  # serves error_cb: a refused login looks like no broker
+            if self.refused:
+                name = "SASL_AUTHENTICATION_FAILED"
+                if self.refused[0].code() == self.ck.KafkaError._SSL:
+                    name = "SSL_HANDSHAKE_FAILED"
+                raise Failed(f"{name}: {self.refused[0].str()}") from None
             unreachable = (
                 self.ck.KafkaError._TRANSPORT,
                 self.ck.KafkaError._TIMED_OUT,

@@ -17,6 +17,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import AcknowledgeType
@@ -274,3 +275,22 @@ def test_a_missing_dead_letter_topic_is_an_error(broker: BrokerProcess) -> None:
     done = _cli(broker, "dlq.nowhere")
     assert done.returncode == 1
     assert "UNKNOWN_TOPIC_OR_PARTITION" in done.stderr
+
+
+def test_exit_codes_without_a_broker(tmp_path: Path) -> None:
+    """As every `shoal` tool (`cli/common.py`): 3 unreachable, 2 usage, in one line."""
+    unreachable = _cli_at("127.0.0.1:1", "--command-timeout", "2")
+    assert unreachable.returncode == 3
+    assert unreachable.stderr.splitlines() == [
+        "shoal: cannot reach the broker at 127.0.0.1:1: Failed to get metadata: "
+        "Local: Broker transport failure"
+    ]  # librdkafka's own log lines kept out of it
+    missing = _cli_at("127.0.0.1:1", "--command-config", str(tmp_path / "none.properties"))
+    assert missing.returncode == 2 and "--command-config" in missing.stderr
+    assert _cli_at("127.0.0.1:1", "--rate", "0").returncode == 2
+
+
+def _cli_at(bootstrap: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "cli", "dlq", "redrive", "--bootstrap-server", bootstrap,
+           "--dlq-topic", "dlq.x", *extra]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
