@@ -28,6 +28,7 @@ import sys
 import time
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from typing import Any
 
 from cli.common import KAFKA_ERROR
@@ -41,6 +42,7 @@ from cli.common import fail
 from cli.common import print_json
 from cli.common import print_table
 from cli.common import security
+from cli.dlq_letters import NO_TOPIC
 from cli.dlq_letters import Letter
 from cli.dlq_letters import Tally
 from cli.dlq_letters import read_letter
@@ -58,7 +60,8 @@ acknowledge: a second run redrives nothing twice; a run that crashes or fails mi
 again at most the letters after its last commit (at-least-once). Letters copied without key
 and value (errors.deadletterqueue.copy.record.enable=false) cannot be redriven: they are
 counted, listed on stderr, and committed past. A source topic that does not exist stops the
-run (nothing is created). Exit 0 when every letter read was handled, 1 on a failure.
+run at it (nothing is created; --dry-run lists it and goes on). Exit 0 when every letter
+read was handled, 1 on a failure, 3 when the brokers cannot be reached.
 
 Needs confluent-kafka (pip install 'shoal[dlq]'; `make install` has it).
 """
@@ -315,13 +318,16 @@ class Redrive:
         for m in messages:
             letter = read_letter(m.key(), m.value(), m.headers() or [])
             if letter.problem is None and not self._exists(letter.source_topic):
-                batch.fail(
-                    m.partition(),
-                    m.offset(),
-                    f"source topic {letter.source_topic!r} "
-                    f"of {letter.source} does not exist (nothing was created)",
-                )
-                break  # letters after it would be sent, then sent again by the next run
+                if self.producer is None:  # a dry run says so, and goes on
+                    letter = replace(letter, problem=f"{NO_TOPIC} (a run stops at it)")
+                else:
+                    batch.fail(
+                        m.partition(),
+                        m.offset(),
+                        f"source topic {letter.source_topic!r} "
+                        f"of {letter.source} does not exist (nothing was created)",
+                    )
+                    break  # letters after it would be sent, then sent again by the next run
             batch.end[m.partition()] = m.offset() + 1
             if letter.problem is not None:
                 self.tally.skipped(letter)
@@ -397,19 +403,24 @@ class Redrive:
 
 def _redrive(ck: Any, base: dict[str, Any], args: argparse.Namespace) -> int:
     redrive = Redrive(ck, base, args)
-    failure: Failed | None = None
+    failure: Failed | Unreachable | None = None
     try:
         redrive.start()
-        redrive.run()
-    except Failed as e:
-        failure = e
+        try:
+            redrive.run()
+        except (Failed, Unreachable) as e:  # the report says what was done before it
+            failure = e
     finally:
         redrive.close()
     _report(args, redrive, failure)
-    return OK if failure is None else fail(str(failure), KAFKA_ERROR, args)
+    if failure is None:
+        return OK
+    return fail(
+        str(failure), UNREACHABLE if isinstance(failure, Unreachable) else KAFKA_ERROR, args
+    )
 
 
-def _report(args: argparse.Namespace, redrive: Redrive, failure: Failed | None) -> None:
+def _report(args: argparse.Namespace, redrive: Redrive, failure: Exception | None) -> None:
     """A line per source topic (stdout), what was not redriven and why (stderr)."""
     tally = redrive.tally
     rows = sorted(tally.topics.items())

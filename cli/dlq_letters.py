@@ -27,6 +27,7 @@ Header = tuple[str, bytes | None]
 # Why a letter is not sent back.
 NO_RECORD = "no key and value (copied with errors.deadletterqueue.copy.record.enable=false)"
 NO_SOURCE = f"no {HEADER_TOPIC} header (not a share group's dead letter)"
+NO_TOPIC = "the source topic does not exist"
 
 
 @dataclass(frozen=True, slots=True)

@@ -230,6 +230,9 @@ def test_a_missing_source_topic_stops_the_run_where_it_is(broker: BrokerProcess)
         p.produce(dlq, partition=0, **letter)  # type: ignore[arg-type]
     assert p.flush(10) == 0
 
+    report, _ = redrive(broker, dlq, "--dry-run")  # says it all, stops at nothing
+    assert counts(report) == {topic: (2, 0), "-": (0, 1), gone: (0, 1)}
+
     done = _cli(broker, dlq)
     assert done.returncode == 1, done.stderr
     assert f"source topic '{gone}'" in done.stderr and "does not exist" in done.stderr
