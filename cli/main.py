@@ -4,7 +4,7 @@
 outside tooling: keep that command line stable (its options live in `broker.main`).
 
 The tools (`topics`, `share-groups`, `consumer-groups`, `configs`, `acls`, `users`,
-`produce`, `consume`, `console-consumer`, `get-offsets`, `share-state`) live in `cli/`, one
+`produce`, `consume`, `console-consumer`, `get-offsets`, `share-state`, `dlq`) live in `cli/`, one
 module per command group; `share-groups`, `topics` and `configs` also take Kafka's own command
 lines (`cli/kafka_style.py`). Exit codes: 0 ok, 1 a
 Kafka error reported by the broker (or an unknown name), 2 usage, 3 the broker unreachable.
@@ -21,6 +21,7 @@ from cli import configs
 from cli import console_consumer
 from cli import consume
 from cli import consumer_groups
+from cli import dlq
 from cli import get_offsets
 from cli import kafka_style
 from cli import log_dirs
@@ -49,6 +50,7 @@ COMMANDS = (
     share_state,
     transactions,
     migrate,
+    dlq,
 )
 
 

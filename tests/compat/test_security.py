@@ -287,3 +287,35 @@ def test_shoal_users_online_with_a_command_config(secured: Secured, tmp_path: Pa
     refused = _shoal("users", "describe", *target)
     assert refused.returncode == 1
     assert "SASL_AUTHENTICATION_FAILED" in refused.stderr
+
+
+def test_dlq_redrive_with_a_command_config(secured: Secured, tmp_path: Path) -> None:
+    """`shoal dlq redrive` reads the same --command-config (Kafka's names) and hands it to
+    librdkafka in librdkafka's names: a letter goes back over SASL_SSL."""
+    props = tmp_path / "client.properties"
+    props.write_text(
+        "security.protocol=SASL_SSL\n"
+        "sasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="alice" password="{PASSWORD}";\n'
+        f"ssl.truststore.location={secured.tls.ca}\n"
+    )
+    config = secured.client("SASL_SSL", **{"sasl.mechanism": "SCRAM-SHA-512"})
+    client = AdminClient(config)
+    for f in client.create_topics(
+        [NewTopic("redrive-sec", 1, 1), NewTopic("dlq.sec", 1, 1)]
+    ).values():
+        f.result(30)
+    p = Producer(config)
+    p.produce("dlq.sec", key=b"k", value=b"v", headers=[("__dlq.errors.topic", b"redrive-sec")])
+    assert p.flush(30) == 0
+    target = ["--bootstrap-server", f"127.0.0.1:{secured.ports['SASL_SSL']}",
+              "--command-config", str(props)]  # fmt: skip
+    done = _shoal("dlq", "redrive", "--dlq-topic", "dlq.sec", "--json", *target)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["topics"][0]["redriven"] == 1
+
+    props.write_text(props.read_text().replace(PASSWORD, "wrong"))
+    refused = _shoal("dlq", "redrive", "--dlq-topic", "dlq.sec", "--command-timeout", "10", *target)
+    assert refused.returncode == 1  # as every shoal tool: refused, not unreachable (3)
+    assert "SASL_AUTHENTICATION_FAILED" in refused.stderr

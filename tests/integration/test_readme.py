@@ -95,7 +95,7 @@ def test_the_tour_runs_as_written(broker_process: BrokerProcess, tmp_path: Path)
         )
         assert done.returncode == 0, f"README.md line {b.line}:\n{done.stdout}\n{done.stderr}"
         outputs.append(done.stdout)
-    _created, produced, shared, grouped, operated, _paced, keyed, dead = outputs
+    _created, produced, shared, grouped, operated, _paced, keyed, dead, redrive = outputs
     assert len(produced.splitlines()) == 10  # every record, from the three partitions
     assert {line.split()[0] for line in produced.splitlines()} == {"0", "1", "2"}
     assert len(shared.splitlines()) == 10
@@ -109,3 +109,7 @@ def test_the_tour_runs_as_written(broker_process: BrokerProcess, tmp_path: Path)
     assert "b'not a number'" in letter
     assert "'__dlq.errors.message': b'Offset rejected by client.'" in letter
     assert "'__dlq.errors.offset': b'1'" in letter
+    # The redrive block: one letter would go back, goes back once, and reaches the group again.
+    dry, first, second = (line for line in redrive.splitlines() if line.startswith("dlq.payments"))
+    assert "would redrive 1," in dry and "redrove 1," in first and "redrove 0," in second
+    assert redrive.splitlines()[-1] == "not a number", redrive
