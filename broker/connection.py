@@ -202,23 +202,12 @@ class KafkaConnection(asyncio.Protocol):
         waiting = self._waiting
         try:
             while waiting and not self._closing:
-                # `_busy`, inline: this runs once per request
-                if (
-                    self._holder >= 0
-                    or self._draining
-                    or self._writing_paused
-                    or self._next_seq - self._next_to_write >= MAX_IN_FLIGHT
-                ):
+                if self._holder >= 0 or self._busy():  # a request still taking effect waits
                     break
                 self._dispatch(waiting.popleft())
         finally:
             self._pumping = False
-        busy = (
-            bool(waiting)
-            or self._draining
-            or self._writing_paused
-            or self._next_seq - self._next_to_write >= MAX_IN_FLIGHT
-        )
+        busy = bool(waiting) or self._busy()
         if busy is not self._reading_paused:  # `_update_reading` has something to do
             self._update_reading()
 
