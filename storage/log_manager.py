@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
 from concurrent.futures import Future
@@ -118,6 +120,9 @@ class LogManager:
         self._clean = True
         self._saved_points: dict[TopicPartition, int] = {}
         self._log_clean: set[Path] = set()  # directories with a marker of their own
+        self._points_lock = threading.Lock()  # one writer of the checkpoint file at a time
+        self._points_taken = 0  # recovery-point snapshots taken (`checkpoint`)
+        self._points_written = 0  # the newest of them on disk
         if memory:
             self.data_dir = None
             return
@@ -572,8 +577,29 @@ class LogManager:
 
         :raises OSError: not written; the file keeps older, lower points.
         """
-        if self.data_dir is not None:
-            save_recovery_points(self.data_dir, points)
+        self.checkpoint(points)()
+
+    def checkpoint(self, points: Mapping[TopicPartition, int] | None = None) -> Callable[[], None]:
+        """The recovery points as they are now (or `points`, taken now), and the job that
+        writes them (any thread). Jobs write in the order their points were taken: one whose
+        points are older than some already written does nothing, and two never write the file
+        at once (the checkpoint duty's save in its thread, and the stop's).
+
+        The job :raises OSError: not written; the file keeps older, lower points.
+        """
+        self._points_taken += 1
+        taken, points = self._points_taken, self.recovery_points() if points is None else points
+
+        def save() -> None:
+            if self.data_dir is None:
+                return
+            with self._points_lock:
+                if taken < self._points_written:
+                    return  # newer points are on disk already
+                save_recovery_points(self.data_dir, points)
+                self._points_written = taken
+
+        return save
 
     def close(self, timeout_s: float | None = None, threads: int | None = None) -> bool:
         """Close every open log, their syncs and file writes in `threads` threads at once, for
@@ -627,7 +653,7 @@ class LogManager:
         if self.data_dir is None:
             return False
         try:
-            self.save_recovery_points(self.recovery_points())
+            self.checkpoint()()
         except OSError as e:
             _log.error("recovery points not saved; the older ones are used at the next start",
                        error=e.strerror)  # fmt: skip

@@ -11,6 +11,7 @@ import contextlib
 import errno
 import os
 import struct
+import threading
 import time
 from abc import ABC
 from abc import abstractmethod
@@ -90,10 +91,18 @@ class PendingSync:
         return None
 
 
-def sync_all(pending: list[PendingSync]) -> list[tuple[PendingSync, OSError]]:
-    """Run the syncs one after another (in a thread); the ones that failed, with their error."""
+def sync_all(
+    pending: list[PendingSync], stopping: threading.Event | None = None
+) -> list[tuple[PendingSync, OSError]]:
+    """Run the syncs one after another (in a thread); the ones that failed, with their error.
+
+    Once `stopping` is set no new sync starts: the rest are neither done nor failed, and their
+    segments' recovery points say so, which a close reads (`Segment.close_sync`) to sync them
+    itself, in parallel. Only for a caller that acknowledges nothing (the flush duty)."""
     failed = []
     for p in pending:
+        if stopping is not None and stopping.is_set():
+            break
         error = p.run()
         if error is not None:
             failed.append((p, error))
@@ -169,6 +178,14 @@ class Segment(ABC):
         so the next flush syncs it again. None when there is nothing to sync.
         """
         if not self.dirty:
+            return None
+        self.dirty = False
+        return self._pending_sync()
+
+    def close_sync(self) -> PendingSync | None:
+        """The fsync a close needs: whatever the recovery point does not cover, whoever
+        cleared the dirty flag (a flush duty whose round a stop cut short, a group commit)."""
+        if not self.dirty and self.durable_offset >= self.next_offset:
             return None
         self.dirty = False
         return self._pending_sync()

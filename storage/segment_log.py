@@ -263,7 +263,13 @@ class SegmentLog(SegmentedLog):
         end = self.log_end_offset
         if end != self._snapshot_offset or self._producers.expired:
             files.append((self.directory / PRODUCER_SNAPSHOT, self._producers.to_json(end)))
-        return LogClose(self.start_flush(), files, end)
+        # Sealed segments were synced at their seal (else they are dirty); the active one is
+        # synced up to the log end whoever cleared its dirty flag: a flush under way may be
+        # stopped before it reaches it (`sync_all`).
+        syncs = [p for s in self._segments[:-1] if (p := s.start_flush()) is not None]
+        if (last := active.close_sync()) is not None:
+            syncs.append(last)
+        return LogClose(syncs, files, end)
 
     def finish_close(self, done: LogClose | None) -> None:
         """Release the log's files; `done`: its `LogClose` ran to the end (all synced)."""
