@@ -120,6 +120,7 @@ class LogManager:
         self._clean = True
         self._saved_points: dict[TopicPartition, int] = {}
         self._log_clean: set[Path] = set()  # directories with a marker of their own
+        self._config_memo: tuple[LogConfig, TopicInfo, LogConfig] | None = None
         self._points_lock = threading.Lock()  # one writer of the checkpoint file at a time
         self._points_taken = 0  # recovery-point snapshots taken (`checkpoint`)
         self._points_written = 0  # the newest of them on disk
@@ -280,7 +281,12 @@ class LogManager:
         """A partition's log, opened (and recovered) from its directory; a `new` one's
         `partition.metadata` is written later (`NewPartitions.record`). `starting`: at the
         broker's start, where a full disk must not stop it, and what opening cost is counted."""
-        config = self.config.with_overrides(info.configs)
+        memo = self._config_memo  # a topic's partitions open one after another at a start
+        if memo is not None and memo[0] is self.config and memo[1] is info:
+            config = memo[2]
+        else:
+            config = self.config.with_overrides(info.configs)
+            self._config_memo = (self.config, info, config)
         log: PartitionLog
         key = (info.name, partition)
         if self.data_dir is None:

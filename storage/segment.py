@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import struct
 import threading
@@ -17,8 +18,10 @@ from abc import ABC
 from abc import abstractmethod
 from bisect import bisect_left
 from bisect import bisect_right
+from collections.abc import Callable
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import crc32c
 
@@ -109,8 +112,20 @@ def sync_all(
     return failed
 
 
+# What a segment learns from its batches (`Segment.reset_tracking`), but `next_offset`: a
+# sealed segment opened lazily (`FileSegment`'s `loader`) has none of them until one is asked.
+LAZY_ATTRIBUTES = frozenset({
+    "max_timestamp", "max_timestamp_offset", "bytes_since_index", "offset_index", "time_index",
+    "_tail_offsets", "_tail_positions", "damage", "max_data_timestamp", "max_data_offset",
+    "data_max_known", "non_data", "non_data_known",
+})  # fmt: skip
+
+
 class Segment(ABC):
-    def __init__(self, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(
+        self, base_offset: int, index_interval_bytes: int, *, tracked: bool = True
+    ) -> None:
+        """`tracked`: False for a segment whose batches are learnt later (a lazy one)."""
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.size = 0
@@ -122,7 +137,10 @@ class Segment(ABC):
         # The size the index files on disk describe (-1: none, or stale): a clean close
         # rewrites them only when the segment changed since they were saved or loaded.
         self.saved_size = -1
-        self.reset_tracking()
+        if tracked:
+            self.reset_tracking()
+        else:
+            self.next_offset = base_offset
 
     def reset_tracking(self) -> None:
         """Forget what was learnt from batches (before re-learning it by a scan)."""
@@ -150,6 +168,11 @@ class Segment(ABC):
     @property
     def last_offset(self) -> int:
         return self.next_offset - 1
+
+    @property
+    def loaded(self) -> bool:
+        """What its batches say is known (false only for a sealed segment not used yet)."""
+        return True
 
     def describe(self) -> str:
         """Where the segment lives, for log lines."""
@@ -519,17 +542,24 @@ def write_files(files: list[tuple[Path, bytes | None]]) -> None:
 
 
 class FileSegment(Segment):
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
-        super().__init__(base_offset, index_interval_bytes)
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        index_interval_bytes: int,
+        *,
+        loader: Callable[[FileSegment], None] | None = None,
+    ) -> None:
+        """`loader`: a sealed segment opened lazily, as Kafka's `LazyIndex` defers its index
+        files: nothing is read (its indexes, a walk of its tail) until something its batches
+        say is first asked for (`LAZY_ATTRIBUTES`); then `loader` learns it all. Its
+        `next_offset` is the caller's to set (thousands of logs open at a start: a clean one
+        costs a file listing per partition, not reads per segment)."""
+        super().__init__(base_offset, index_interval_bytes, tracked=loader is None)
+        self._loader = loader
         self.directory = directory
-        stem = segment_stem(base_offset)
-        self.log_path = directory / f"{stem}.log"
+        self.log_path = directory / f"{segment_stem(base_offset)}.log"
         self._handle_key = str(self.log_path)  # HANDLES's key, made once
-        # with_suffix reuses the parsed path: thousands of segments are made at each start
-        self.index_path = self.log_path.with_suffix(".index")
-        self.time_index_path = self.log_path.with_suffix(".timeindex")
-        self.data_max_path = self.log_path.with_suffix(DATA_MAX_SUFFIX)
-        self.non_data_path = self.log_path.with_suffix(NON_DATA_SUFFIX)
         self._closed = False
         try:  # no descriptor for an existing file: opening thousands at start churns HANDLES
             stat = os.stat(self._handle_key)
@@ -539,10 +569,63 @@ class FileSegment(Segment):
         # After a restart we only know when the file was last written: rolling by age
         # from then errs on the side of rolling later.
         self.roll_base_ms = stat.st_mtime_ns // 1_000_000 if self.size else None
-        # Bytes nobody has tracked yet (recovery, or a segment swapped in whole, tracks them):
-        # the data maximum is learnt when first asked.
-        self.data_max_known = self.size == 0
-        self.non_data_known = self.size == 0
+        if loader is None:
+            # Bytes nobody has tracked yet (recovery, or a segment swapped in whole, tracks
+            # them): the data maximum is learnt when first asked.
+            self.data_max_known = self.size == 0
+            self.non_data_known = self.size == 0
+
+    # Paths of the files beside the log, made when first used (a lazy segment may never).
+    @functools.cached_property
+    def index_path(self) -> Path:
+        return self.log_path.with_suffix(".index")
+
+    @functools.cached_property
+    def time_index_path(self) -> Path:
+        return self.log_path.with_suffix(".timeindex")
+
+    @functools.cached_property
+    def data_max_path(self) -> Path:
+        return self.log_path.with_suffix(DATA_MAX_SUFFIX)
+
+    @functools.cached_property
+    def non_data_path(self) -> Path:
+        return self.log_path.with_suffix(NON_DATA_SUFFIX)
+
+    @property
+    def loaded(self) -> bool:
+        return self._loader is None
+
+    def load(self, using: Callable[[FileSegment], None] | None = None) -> None:
+        """Learn what a lazily opened segment's batches say, now (no-op once loaded), by its
+        own loader or `using`.
+
+        :raises OSError: a read failed; tried again at the next use.
+        """
+        own = self._loader
+        if own is None:
+            return
+        self._loader = None  # the loader itself reads the attributes it sets
+        next_offset, max_timestamp = self.next_offset, self.__dict__.get("max_timestamp")
+        try:
+            (using or own)(self)
+        except BaseException:  # as it was before: what a failed walk learnt is partial
+            for name in LAZY_ATTRIBUTES:
+                self.__dict__.pop(name, None)
+            self.next_offset = next_offset
+            if max_timestamp is not None:
+                self.max_timestamp = max_timestamp
+            self._loader = own
+            raise
+
+    if not TYPE_CHECKING:  # hidden from mypy: every other attribute stays checked
+
+        def __getattr__(self, name: str) -> object:
+            """Only for an attribute not set: one of a lazy segment's, first asked for."""
+            if name not in LAZY_ATTRIBUTES or self.__dict__.get("_loader") is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            self.load()
+            return object.__getattribute__(self, name)
 
     def describe(self) -> str:
         return str(self.log_path)

@@ -15,6 +15,8 @@ honoured once, then removed.
 from __future__ import annotations
 
 import errno
+import functools
+import itertools
 import os
 import shutil
 from dataclasses import dataclass
@@ -43,6 +45,9 @@ from storage.recovery import RecoveryEvent
 from storage.recovery import RecoveryStats
 from storage.recovery import load_indexes
 from storage.recovery import recover_segment
+from storage.sealed_segments import encode as encode_sealed
+from storage.sealed_segments import read_sealed
+from storage.sealed_segments import write_sealed
 from storage.segment import FileSegment
 from storage.segment import PendingSync
 from storage.segment import Segment
@@ -91,27 +96,68 @@ class _Opening:
     recovery_point: int | None
     events: list[RecoveryEvent] = field(default_factory=list)
     stats: RecoveryStats = field(default_factory=RecoveryStats)
+    sealed: bytes = b""  # what its `sealed-segments` file held
+    has_log_start: bool = True  # a `log-start-offset-checkpoint` is in the listing
 
 
 def _open_segments(
     directory: Path, names: list[str], config: LogConfig, opening: _Opening
 ) -> list[FileSegment]:
+    """The log's segments. A sealed one that its `sealed-segments` entry still describes is
+    opened lazily (nothing read until it is used); the others are loaded now."""
     interval = config.index_interval_bytes
-    segments = [FileSegment(directory, b, interval) for b in _segment_bases(names)]
-    if not segments:
+    bases = _segment_bases(names)
+    if not bases:
         return [FileSegment(directory, 0, interval)]
-    for i, segment in enumerate(segments):
-        last = i == len(segments) - 1
-        # Sealed segments were fsynced with their indexes at roll; the active one is
-        # only trusted after a clean close.
-        if (opening.clean or not last) and load_indexes(segment):
-            if last:
-                segment.saved_size = segment.size  # the clean close saved them
-            continue
-        # Only the active segment's tail can be torn; damage in a sealed one is stepped
-        # over, and never costs the intact batches after it or the segments that follow.
-        _recover(segment, opening, None if last else segments[i + 1].base_offset)
+    known, opening.sealed = read_sealed(directory, names)
+    segments = []
+    for base, sealed_end in itertools.pairwise(bases):
+        segment = FileSegment(
+            directory, base, interval, loader=functools.partial(_load_sealed, sealed_end, None)
+        )
+        entry = known.get(base)
+        if entry is not None and entry.size == segment.size:
+            segment.next_offset, segment.max_timestamp = entry.next_offset, entry.max_timestamp
+        else:
+            segment.load(functools.partial(_load_sealed, sealed_end, opening))
+        segments.append(segment)
+    active = FileSegment(directory, bases[-1], interval)
+    # The active segment's saved indexes are only trusted after a clean close.
+    if opening.clean and load_indexes(active):
+        active.saved_size = active.size  # the clean close saved them
+    else:
+        _recover(active, opening, None)
+    segments.append(active)
     return segments
+
+
+def _load_sealed(sealed_end: int, opening: _Opening | None, segment: FileSegment) -> None:
+    """A sealed segment's saved indexes (fsynced at its seal), checked against its tail; else
+    a scan that steps over damage, which never costs the intact batches after it or the
+    segments that follow. `opening`: the log's, at open; None: a lazy segment's first use,
+    whose lines are said here."""
+    if load_indexes(segment):
+        return
+    if opening is not None:
+        _recover(segment, opening, sealed_end)
+        return
+    later = _Opening(clean=False, recovery_point=None)
+    _recover(segment, later, sealed_end)
+    _say(later.events, rebuilt=True)
+
+
+def _say(events: list[RecoveryEvent], *, rebuilt: bool) -> None:
+    """One line per recovery event (`rebuilt`: index rebuilds too, else only counted)."""
+    for event in events:
+        if event.kind == "index_rebuilt" and not rebuilt:
+            continue
+        _log.warning(
+            "log_recovery",
+            kind=event.kind,
+            path=event.path,
+            position=event.position,
+            detail=event.detail,
+        )
 
 
 def _recover(segment: FileSegment, opening: _Opening, sealed_end: int | None) -> None:
@@ -168,10 +214,12 @@ class SegmentLog(SegmentedLog):
         self.recovery_stats = opening.stats
         self.clean = opening.clean  # opened after a clean close: nothing was recovered
         self._snapshot_offset = producers[1]  # the log end the producer snapshot file covers
+        self._sealed_saved = opening.sealed  # what `sealed-segments` holds
         self._closed = False
-        self._log_start = _load_log_start(
-            directory, self._log_start, self.log_end_offset, opening.events
-        )
+        if opening.has_log_start:  # (a failed open per partition, else: most have none)
+            self._log_start = _load_log_start(
+                directory, self._log_start, self.log_end_offset, opening.events
+            )
 
     @classmethod
     def open(
@@ -195,6 +243,7 @@ class SegmentLog(SegmentedLog):
         marker = path / CLEAN_SHUTDOWN  # this log alone closed cleanly (see the module doc)
         legacy = CLEAN_SHUTDOWN in names
         opening = _Opening(clean or legacy, None if clean or legacy else recovery_point)
+        opening.has_log_start = LOG_START_CHECKPOINT in names
         segments = _open_segments(path, names, config, opening)
         missing = check_ranges(segments)  # before anything trusts the segments' offsets
         producers = _load_producers(path, segments, opening.events)
@@ -204,16 +253,7 @@ class SegmentLog(SegmentedLog):
         log = cls(path, config, segments, producers, opening)
         log.missing = missing
         log._set_durable(opening)
-        for event in opening.events:
-            if event.kind == "index_rebuilt":
-                continue  # counted: LogManager says how many in one line
-            _log.warning(
-                "log_recovery",
-                kind=event.kind,
-                path=event.path,
-                position=event.position,
-                detail=event.detail,
-            )
+        _say(opening.events, rebuilt=False)  # rebuilds counted: LogManager says how many
         return log
 
     def _set_durable(self, opening: _Opening) -> None:
@@ -269,7 +309,8 @@ class SegmentLog(SegmentedLog):
         syncs = [p for s in self._segments[:-1] if (p := s.start_flush()) is not None]
         if (last := active.close_sync()) is not None:
             syncs.append(last)
-        return LogClose(syncs, files, end)
+        sealed = encode_sealed(self._segments[:-1])
+        return LogClose(syncs, files, end, self.directory, sealed, sealed != self._sealed_saved)
 
     def finish_close(self, done: LogClose | None) -> None:
         """Release the log's files; `done`: its `LogClose` ran to the end (all synced)."""
@@ -278,6 +319,7 @@ class SegmentLog(SegmentedLog):
             active.durable_offset = max(active.durable_offset, done.end)
             active.saved_size = active.size
             self._snapshot_offset = done.end
+            self._sealed_saved = done.sealed
         for segment in self._segments:
             segment.close()
         self._closed = True
@@ -316,6 +358,9 @@ class LogClose:
     syncs: list[PendingSync]
     files: list[tuple[Path, bytes | None]]
     end: int  # the log end: its recovery point once this has run
+    directory: Path
+    sealed: bytes  # its `sealed-segments` file
+    write_sealed: bool  # that file says something else now
 
     def run(self) -> None:
         """Sync the data first, then the files that describe it.
@@ -328,6 +373,8 @@ class LogClose:
                 sync.segment.dirty = True
                 raise error
         write_files(self.files)
+        if self.write_sealed:
+            write_sealed(self.directory, self.sealed)  # a cache: never fails the close
 
 
 def _load_producers(
