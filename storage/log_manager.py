@@ -9,6 +9,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from collections.abc import Generator
 from collections.abc import Iterator
 from collections.abc import Mapping
 from concurrent.futures import Future
@@ -32,12 +33,14 @@ from storage.dir_checkpoints import take_log_markers
 from storage.errors import InvalidPartitions
 from storage.errors import InvalidTopic
 from storage.errors import KafkaStorageError
+from storage.errors import LogLoading
 from storage.errors import TopicAlreadyExists
 from storage.errors import UnknownTopicOrPartition
 from storage.log import PartitionLog
 from storage.memory_log import MemoryLog
 from storage.rebuild import rebuild_topics
 from storage.recovery import RecoveryStats
+from storage.recovery import run_through
 from storage.segment import PendingSync
 from storage.segment_log import LogClose
 from storage.segment_log import SegmentLog
@@ -53,6 +56,9 @@ from storage.topics import validate_topic_name
 from storage.topics import write_partition_metadata
 
 TOPICS_DIR = "__topics"
+# How long a request naming a log not open yet may open it on the spot: a longer recovery goes
+# on in the background (`open_pending`) and the request is answered retriably meanwhile.
+ON_DEMAND_OPEN_S = 0.02
 
 _log = structlog.get_logger("shoal.storage")
 
@@ -112,6 +118,8 @@ class LogManager:
         self._internal: dict[str, tuple[PartitionLog, dict[str, str]]] = {}
         # Partitions on disk whose logs are not open yet, and what opening them cost.
         self._pending: dict[TopicPartition, TopicInfo] = {}
+        # Of them, those whose opening (a recovery, in slices) is under way.
+        self._opening: dict[TopicPartition, Generator[None, None, PartitionLog]] = {}
         self._unopenable: dict[TopicPartition, str] = {}
         self.load_stats = RecoveryStats()
         self.opened_at_start = 0
@@ -214,28 +222,48 @@ class LogManager:
 
     def open_pending(self, slice_s: float = 0.02) -> Iterator[None]:
         """Open the logs not opened yet, yielding about every `slice_s` seconds (drive it from
-        the event loop between awaits); says in one line what it took once none is left. A log
-        that cannot be opened (a read fails) is said once and left out: asking for it again
-        (`log`) tries again."""
+        the event loop between awaits), within a log's recovery too; says in one line what it
+        took once none is left. A log that cannot be opened (a read fails) is said once and
+        left out: asking for it again (`log`) tries again."""
         started = time.monotonic()
-        for key in list(self._pending):
-            if key not in self._pending:
-                continue  # opened on demand, or its topic deleted, meanwhile
+        while self._pending:
+            # One a request asked for first (its recovery under way), then in order.
+            key = next(iter(self._opening), None) or next(iter(self._pending))
             try:
-                self._open_pending(key)
+                log = self._open_pending(key, started + slice_s)
             except OSError as e:
                 self._pending.pop(key, None)
                 self._unopenable[key] = e.strerror or str(e)
                 _log.error("partition log not opened; tried again when asked for",
                            topic=key[0], partition=key[1], error=self._unopenable[key])  # fmt: skip
-            if time.monotonic() - started >= slice_s:
+                log = None
+            if log is None or time.monotonic() - started >= slice_s:
                 yield
                 started = time.monotonic()
         self._say_loaded()
 
-    def _open_pending(self, key: TopicPartition) -> PartitionLog:
-        info = self._pending.get(key) or self._topics[key[0]]
-        log = self._open_log(info, key[1], starting=True)
+    def _open_pending(self, key: TopicPartition, until: float) -> PartitionLog | None:
+        """Open `key`'s log, or go on opening it, until the monotonic time `until` at most
+        (about: a slice of its recovery runs to its end); the log once open, else None.
+
+        :raises OSError: it cannot be opened (tried from the start next time).
+        """
+        steps = self._opening.get(key)
+        if steps is None:
+            info = self._pending.get(key) or self._topics[key[0]]
+            steps = self._opening[key] = self._opening_log(info, key[1], starting=True)
+        try:
+            while True:
+                next(steps)
+                if time.monotonic() >= until:
+                    return None
+        except StopIteration as done:
+            self._opening.pop(key, None)
+            log: PartitionLog = done.value
+        except BaseException:
+            self._opening.pop(key, None)
+            raise
+        self._logs[key] = log
         self._pending.pop(key, None)
         self._unopenable.pop(key, None)
         return log
@@ -270,17 +298,18 @@ class LogManager:
         if saved is not None and log.recovery_point < saved:
             self._saved_points[key] = log.recovery_point  # recovery cut below it
 
-    def _open_log(self, info: TopicInfo, partition: int, *, starting: bool = False) -> PartitionLog:
-        log = self.open_log(info, partition, starting=starting)
-        self._logs[(info.name, partition)] = log
-        return log
-
     def open_log(
         self, info: TopicInfo, partition: int, new: bool = False, *, starting: bool = False
     ) -> PartitionLog:
         """A partition's log, opened (and recovered) from its directory; a `new` one's
         `partition.metadata` is written later (`NewPartitions.record`). `starting`: at the
         broker's start, where a full disk must not stop it, and what opening cost is counted."""
+        return run_through(self._opening_log(info, partition, new, starting=starting))
+
+    def _opening_log(
+        self, info: TopicInfo, partition: int, new: bool = False, *, starting: bool = False
+    ) -> Generator[None, None, PartitionLog]:
+        """`open_log`, yielding between slices of a recovery."""
         memo = self._config_memo  # a topic's partitions open one after another at a start
         if memo is not None and memo[0] is self.config and memo[1] is info:
             config = memo[2]
@@ -296,7 +325,7 @@ class LogManager:
             directory = self.partition_dir(info.name, partition)
             # A new partition's directory is new (`set_aside`): nothing in it to check.
             clean = self._clean or not starting or directory in self._log_clean
-            log = SegmentLog.open(
+            log = yield from SegmentLog.opening(
                 directory, config, clean=clean, recovery_point=self._saved_points.get(key)
             )
             _name(log, info, partition)
@@ -409,6 +438,8 @@ class LogManager:
         for partition in range(info.partitions):
             key = (name, partition)
             self._pending.pop(key, None)  # never opened: its directory goes all the same
+            if (steps := self._opening.pop(key, None)) is not None:
+                steps.close()  # a recovery under way: abandoned
             self._unopenable.pop(key, None)
             self._saved_points.pop(key, None)
             if (log := self._logs.pop(key, None)) is not None:
@@ -478,10 +509,12 @@ class LogManager:
             key = (topic, partition)
             if key in self._pending or key in self._unopenable:
                 try:
-                    log = self._open_pending(key)
+                    log = self._open_pending(key, time.monotonic() + ON_DEMAND_OPEN_S)
                 except OSError as e:
                     self._unopenable[key] = e.strerror or str(e)
                     raise KafkaStorageError(f"{topic}-{partition} not opened: {e}") from e
+                if log is None:  # a long recovery: `open_pending` goes on with it first
+                    raise LogLoading(f"{topic}-{partition} is being recovered; retry")
                 self._say_loaded()
         return log
 
@@ -618,6 +651,9 @@ class LogManager:
         points at the next start. Said in one line.
         """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        for steps in self._opening.values():
+            steps.close()  # recoveries under way: checked again at the next start
+        self._opening.clear()
         failed: list[tuple[str, OSError]] = []
         workers = max(1, threads or self.threads)
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shoal-close")

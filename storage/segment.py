@@ -596,26 +596,25 @@ class FileSegment(Segment):
     def loaded(self) -> bool:
         return self._loader is None
 
-    def load(self, using: Callable[[FileSegment], None] | None = None) -> None:
-        """Learn what a lazily opened segment's batches say, now (no-op once loaded), by its
-        own loader or `using`.
+    def load(self) -> None:
+        """Learn what a lazily opened segment's batches say, now (no-op once loaded).
 
         :raises OSError: a read failed; tried again at the next use.
         """
-        own = self._loader
-        if own is None:
+        loader = self._loader
+        if loader is None:
             return
         self._loader = None  # the loader itself reads the attributes it sets
         next_offset, max_timestamp = self.next_offset, self.__dict__.get("max_timestamp")
         try:
-            (using or own)(self)
+            loader(self)
         except BaseException:  # as it was before: what a failed walk learnt is partial
             for name in LAZY_ATTRIBUTES:
                 self.__dict__.pop(name, None)
             self.next_offset = next_offset
             if max_timestamp is not None:
                 self.max_timestamp = max_timestamp
-            self._loader = own
+            self._loader = loader
             raise
 
     if not TYPE_CHECKING:  # hidden from mypy: every other attribute stays checked

@@ -19,6 +19,7 @@ import functools
 import itertools
 import os
 import shutil
+from collections.abc import Generator
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -41,10 +42,12 @@ from storage.errors import CorruptRecords
 from storage.fsutil import atomic_write
 from storage.fsutil import fsync_dir
 from storage.producer_state import ProducerStateManager
+from storage.recovery import WALK_SLICE_BATCHES
 from storage.recovery import RecoveryEvent
 from storage.recovery import RecoveryStats
 from storage.recovery import load_indexes
-from storage.recovery import recover_segment
+from storage.recovery import recover_segment_slices
+from storage.recovery import run_through
 from storage.sealed_segments import encode as encode_sealed
 from storage.sealed_segments import read_sealed
 from storage.sealed_segments import write_sealed
@@ -102,9 +105,10 @@ class _Opening:
 
 def _open_segments(
     directory: Path, names: list[str], config: LogConfig, opening: _Opening
-) -> list[FileSegment]:
-    """The log's segments. A sealed one that its `sealed-segments` entry still describes is
-    opened lazily (nothing read until it is used); the others are loaded now."""
+) -> Generator[None, None, list[FileSegment]]:
+    """The log's segments, yielding between slices of a recovery. A sealed one that its
+    `sealed-segments` entry still describes is opened lazily (nothing read until it is used);
+    the others are loaded now."""
     interval = config.index_interval_bytes
     bases = _segment_bases(names)
     if not bases:
@@ -113,36 +117,36 @@ def _open_segments(
     segments = []
     for base, sealed_end in itertools.pairwise(bases):
         segment = FileSegment(
-            directory, base, interval, loader=functools.partial(_load_sealed, sealed_end, None)
+            directory, base, interval, loader=functools.partial(_load_sealed, sealed_end)
         )
         entry = known.get(base)
         if entry is not None and entry.size == segment.size:
             segment.next_offset, segment.max_timestamp = entry.next_offset, entry.max_timestamp
         else:
-            segment.load(functools.partial(_load_sealed, sealed_end, opening))
+            segment = FileSegment(directory, base, interval)
+            # Sealed segments were fsynced with their indexes at roll; damage in one is
+            # stepped over, and never costs the intact batches after it or the segments after.
+            if not load_indexes(segment):
+                yield from _recover(segment, opening, sealed_end)
         segments.append(segment)
     active = FileSegment(directory, bases[-1], interval)
-    # The active segment's saved indexes are only trusted after a clean close.
+    # The active segment's saved indexes are only trusted after a clean close; else only its
+    # tail can be torn.
     if opening.clean and load_indexes(active):
         active.saved_size = active.size  # the clean close saved them
     else:
-        _recover(active, opening, None)
+        yield from _recover(active, opening, None)
     segments.append(active)
     return segments
 
 
-def _load_sealed(sealed_end: int, opening: _Opening | None, segment: FileSegment) -> None:
-    """A sealed segment's saved indexes (fsynced at its seal), checked against its tail; else
-    a scan that steps over damage, which never costs the intact batches after it or the
-    segments that follow. `opening`: the log's, at open; None: a lazy segment's first use,
-    whose lines are said here."""
+def _load_sealed(sealed_end: int, segment: FileSegment) -> None:
+    """A lazily opened sealed segment, at its first use: its saved indexes, checked against its
+    tail; else a scan that steps over damage (its lines said here)."""
     if load_indexes(segment):
         return
-    if opening is not None:
-        _recover(segment, opening, sealed_end)
-        return
     later = _Opening(clean=False, recovery_point=None)
-    _recover(segment, later, sealed_end)
+    run_through(_recover(segment, later, sealed_end))
     _say(later.events, rebuilt=True)
 
 
@@ -160,14 +164,16 @@ def _say(events: list[RecoveryEvent], *, rebuilt: bool) -> None:
         )
 
 
-def _recover(segment: FileSegment, opening: _Opening, sealed_end: int | None) -> None:
+def _recover(
+    segment: FileSegment, opening: _Opening, sealed_end: int | None
+) -> Generator[None, None, None]:
     """`recover_segment`, on a disk with no room for what it writes (the broker must start on
     a full disk, serve reads and refuse writes). The scan had finished: the segment is served
     as scanned, its indexes are rebuilt again at the next start, and a torn tail that could
     not be copied aside is cut without the copy, as Kafka's recovery cuts it."""
     events = opening.events
     try:
-        recover_segment(
+        yield from recover_segment_slices(
             segment, events, sealed_end,
             recovery_point=opening.recovery_point, stats=opening.stats,
         )  # fmt: skip
@@ -236,6 +242,22 @@ class SegmentLog(SegmentedLog):
         saved indexes). Otherwise its active segment is checked from ``recovery_point`` (the
         offset below which the log was synced; None: from its start) to its end.
         """
+        return run_through(
+            cls.opening(directory, config, clean=clean, recovery_point=recovery_point)
+        )
+
+    @classmethod
+    def opening(
+        cls,
+        directory: str | os.PathLike[str],
+        config: LogConfig | None = None,
+        *,
+        clean: bool = False,
+        recovery_point: int | None = None,
+    ) -> Generator[None, None, SegmentLog]:
+        """`open`, yielding between slices of its checks (the log it returns): after kill -9
+        the active segment is checked past its recovery point, up to a whole segment, which a
+        caller on the event loop must not do in one go."""
         config = config or LogConfig()
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
@@ -244,9 +266,9 @@ class SegmentLog(SegmentedLog):
         legacy = CLEAN_SHUTDOWN in names
         opening = _Opening(clean or legacy, None if clean or legacy else recovery_point)
         opening.has_log_start = LOG_START_CHECKPOINT in names
-        segments = _open_segments(path, names, config, opening)
+        segments = yield from _open_segments(path, names, config, opening)
         missing = check_ranges(segments)  # before anything trusts the segments' offsets
-        producers = _load_producers(path, segments, opening.events)
+        producers = yield from _load_producers(path, segments, opening.events)
         if legacy:
             marker.unlink()
             fsync_dir(path)
@@ -379,7 +401,7 @@ class LogClose:
 
 def _load_producers(
     directory: Path, segments: list[FileSegment], events: list[RecoveryEvent]
-) -> tuple[ProducerStateManager, int]:
+) -> Generator[None, None, tuple[ProducerStateManager, int]]:
     """Snapshot + a header walk of what was appended after it (or of the whole log); and the
     log end the snapshot file covered (-1: none was read)."""
     start, end = segments[0].base_offset, segments[-1].next_offset
@@ -397,20 +419,31 @@ def _load_producers(
         events.append(RecoveryEvent("snapshot_discarded", str(path), None, f"offset {covered}"))
         state, covered, saved = ProducerStateManager(), start, -1
     for segment in segments:
-        if segment.next_offset <= covered:
-            continue
-        try:
-            found = segment.locate(covered) if covered >= segment.base_offset else None
-        except CorruptRecords:  # `covered` lies in damage: walk the segment, stepping over it
-            found = None
-        for position, header in segment.iter_headers(found[0] if found else 0):
-            if header.base_offset < covered:
-                continue
-            if header.is_control and header.producer_id >= 0:
-                _replay_marker(state, segment, position, header, events)
-            else:
-                state.update(header, header.base_offset)
+        if segment.next_offset > covered:
+            yield from _replay(state, segment, covered, events)
     return state, saved
+
+
+def _replay(
+    state: ProducerStateManager,
+    segment: FileSegment,
+    covered: int,
+    events: list[RecoveryEvent],
+) -> Generator[None, None, None]:
+    """The segment's batches from `covered` on, into the producer state (by their headers)."""
+    try:
+        found = segment.locate(covered) if covered >= segment.base_offset else None
+    except CorruptRecords:  # `covered` lies in damage: walk the segment, stepping over it
+        found = None
+    for n, (position, header) in enumerate(segment.iter_headers(found[0] if found else 0), 1):
+        if n % WALK_SLICE_BATCHES == 0:
+            yield
+        if header.base_offset < covered:
+            continue
+        if header.is_control and header.producer_id >= 0:
+            _replay_marker(state, segment, position, header, events)
+        else:
+            state.update(header, header.base_offset)
 
 
 def _replay_marker(
