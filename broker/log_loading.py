@@ -6,8 +6,8 @@ so it is never answered wrongly. A request that names thousands of such partitio
 ListOffsets or Fetch of every partition, a producer's first Produce) would then hold the event
 loop for as long as they all take: `open_first` opens them in slices, yielding between, before
 the handler's own work. Its connection's later requests wait meanwhile (`broker.request_order`).
-A log whose recovery after an unclean stop takes longer than a slice (`LogLoading`) is awaited
-a slice at a time, others served between.
+A log whose recovery after an unclean stop takes longer than a slice is awaited a slice at a
+time, others served between (`LogManager.open_slice`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from collections.abc import Iterable
 
 from storage import LogManager
 from storage.errors import KafkaStorageError
-from storage.errors import LogLoading
 
 SLICE_S = 0.02
 
@@ -31,14 +30,12 @@ async def open_first(logs: LogManager, partitions: Iterable[tuple[str | None, in
             continue
         while True:
             try:
-                logs.log(topic, partition)  # a slice of its recovery, at most
-            except LogLoading:
-                await asyncio.sleep(0)
-                started = time.monotonic()
-                continue
+                if logs.open_slice(topic, partition, SLICE_S):
+                    break
             except KafkaStorageError:  # said; the handler answers for it
-                pass
-            break
+                break
+            await asyncio.sleep(0)  # a long recovery: others run between its slices
+            started = time.monotonic()
         if time.monotonic() - started >= SLICE_S:
             await asyncio.sleep(0)
             started = time.monotonic()

@@ -556,10 +556,14 @@ class Server:
         self._sweep.run()
 
     def _retention(self) -> None:
+        if self.services.logs.loading:  # after the start's opening (as Kafka's LogManager):
+            return  # its share-state offsets would open every share-partition's log at once
         eso = self._share_state.earliest_share_offsets() if self._share_state else {}
         self.services.logs.apply_retention(self.services.now_ms(), eso)
 
     async def _clean(self) -> None:
+        if self.services.logs.loading:  # as retention
+            return
         eso = self._share_state.earliest_share_offsets() if self._share_state else {}
         await self._cleaner.run(eso)
 

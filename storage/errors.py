@@ -70,11 +70,6 @@ class KafkaStorageError(StorageError):
     error_code = ErrorCode.kafka_storage_error
 
 
-class LogLoading(KafkaStorageError):
-    """The partition's log is being recovered (after an unclean stop) in the background: a
-    retriable answer, as for a log that could not be opened; asked again, it is served."""
-
-
 class CorruptRecords(StorageError):
     """The offsets [first_offset, last_offset] lie in a damaged stretch of the log."""
 

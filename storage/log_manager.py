@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import threading
@@ -33,7 +34,6 @@ from storage.dir_checkpoints import take_log_markers
 from storage.errors import InvalidPartitions
 from storage.errors import InvalidTopic
 from storage.errors import KafkaStorageError
-from storage.errors import LogLoading
 from storage.errors import TopicAlreadyExists
 from storage.errors import UnknownTopicOrPartition
 from storage.log import PartitionLog
@@ -56,9 +56,6 @@ from storage.topics import validate_topic_name
 from storage.topics import write_partition_metadata
 
 TOPICS_DIR = "__topics"
-# How long a request naming a log not open yet may open it on the spot: a longer recovery goes
-# on in the background (`open_pending`) and the request is answered retriably meanwhile.
-ON_DEMAND_OPEN_S = 0.02
 
 _log = structlog.get_logger("shoal.storage")
 
@@ -508,14 +505,29 @@ class LogManager:
         if log is None and (self._pending or self._unopenable):
             key = (topic, partition)
             if key in self._pending or key in self._unopenable:
-                try:
-                    log = self._open_pending(key, time.monotonic() + ON_DEMAND_OPEN_S)
-                except OSError as e:
-                    self._unopenable[key] = e.strerror or str(e)
-                    raise KafkaStorageError(f"{topic}-{partition} not opened: {e}") from e
-                if log is None:  # a long recovery: `open_pending` goes on with it first
-                    raise LogLoading(f"{topic}-{partition} is being recovered; retry")
-                self._say_loaded()
+                log = self._open_now(key, math.inf)
+        return log
+
+    def open_slice(self, topic: str, partition: int, slice_s: float = 0.02) -> bool:
+        """Go on opening a partition's log not open yet for about `slice_s` seconds (a request
+        awaits a long recovery a slice at a time: `broker.log_loading.open_first`); True once
+        it is open, or was not pending.
+
+        :raises storage.errors.KafkaStorageError: it is on disk but cannot be opened.
+        """
+        key = (topic, partition)
+        if key not in self._pending and key not in self._unopenable:
+            return True
+        return self._open_now(key, time.monotonic() + slice_s) is not None
+
+    def _open_now(self, key: TopicPartition, until: float) -> PartitionLog | None:
+        try:
+            log = self._open_pending(key, until)
+        except OSError as e:
+            self._unopenable[key] = e.strerror or str(e)
+            raise KafkaStorageError(f"{key[0]}-{key[1]} not opened: {e}") from e
+        if log is not None:
+            self._say_loaded()
         return log
 
     # --- internal logs ----------------------------------------------------------------
