@@ -12,6 +12,7 @@ durable share state (`Persister`, written before every change is applied) and th
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable
@@ -52,6 +53,7 @@ from coordinator.group_configs import GroupConfigs
 from protocol.dead_letter import build_dead_letter_batch
 from protocol.record_batch import InvalidRecordBatch
 from storage.errors import InvalidRecord
+from storage.errors import KafkaStorageError
 from storage.errors import OffsetOutOfRange
 from storage.errors import StorageError
 from storage.log import PartitionLog
@@ -196,19 +198,34 @@ class SharePartitionManager:
     def load_recorded(self, now_ms: Callable[[], int]) -> Iterator[None]:
         """Load every share-partition with recorded state, yielding between them (and between
         slices of a header walk its log may need): their lag is known from the start, before
-        any member comes back. One that cannot be read is logged and left for its first fetch."""
+        any member comes back. One that cannot be read is logged and left for its first fetch.
+        Said in one line."""
+        started, loaded = time.monotonic(), 0
         for group_id, topic_id, partition in self._persister.recorded():
             topic = self._logs.topic_by_id(topic_id)
+            if topic is not None:
+                yield from self._opened(topic.name, partition)
             plog = self._logs.log(topic.name, partition) if topic else None
             if (group_id, topic_id, partition) in self._partitions or plog is None:
                 continue
             yield from plog.learn_non_data()
             try:
                 self.get(group_id, topic_id, partition, now_ms())
+                loaded += 1
             except StorageError as e:
                 log.warning("share-partition not loaded at start", group=group_id,
                             topic_id=str(topic_id), partition=partition, error=str(e))  # fmt: skip
             yield
+        if loaded:
+            log.info("share-partitions loaded", partitions=loaded,
+                     seconds=round(time.monotonic() - started, 3))  # fmt: skip
+
+    def _opened(self, topic: str, partition: int) -> Iterator[None]:
+        """The partition's log opened, a slice at a time if it is being recovered at the start
+        (else `log` would check it in one go); one that cannot be opened is left to `log`."""
+        with contextlib.suppress(KafkaStorageError):
+            while not self._logs.open_slice(topic, partition):
+                yield
 
     def all_partitions(self) -> list[SharePartition]:
         return list(self._partitions.values())
