@@ -13,8 +13,6 @@ begins, and defers reading its indexes (`LazyIndex`) until they are used.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -67,17 +65,3 @@ def read_sealed(directory: Path, names: list[str]) -> tuple[dict[int, SealedEntr
         return decode(data), data
     except (OSError, ValueError, UnicodeDecodeError):
         return {}, b""
-
-
-def write_sealed(directory: Path, data: bytes) -> None:
-    """Replace the file, unsynced (any thread); on a full disk remove it instead: the next
-    start reads the segments' indexes."""
-    path = directory / SEALED_SEGMENTS
-    tmp = directory / (SEALED_SEGMENTS + ".tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-            path.unlink(missing_ok=True)

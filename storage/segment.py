@@ -537,13 +537,32 @@ def _write_or_remove(path: Path, data: bytes | None) -> None:
         atomic_write(path, data)
 
 
-def write_files(files: list[tuple[Path, bytes | None]]) -> None:
+def _write_cache(path: Path, data: bytes | None) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        if data is not None:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+            return
+    except OSError:  # a full disk: learnt again when next needed
+        pass
+    with contextlib.suppress(OSError):
+        tmp.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+
+
+def write_files(files: list[tuple[Path, bytes | None]], *, synced: bool = True) -> None:
     """Write (atomically: each synced, then renamed into place) or remove each file, by path,
     then sync their directories once each (not once a file: a stop writes a few files in each
-    of thousands of directories); safe in any thread.
+    of thousands of directories); safe in any thread. Not `synced`: caches (`cache_files`),
+    renamed into place unsynced, and removed where that fails.
 
-    :raises OSError: a write or a sync failed.
+    :raises OSError: a write or a sync failed (never for caches).
     """
+    if not synced:
+        for path, data in files:
+            _write_cache(path, data)
+        return
     directories: dict[Path, None] = {}
     for path, data in files:
         if data is None:
@@ -694,16 +713,22 @@ class FileSegment(Segment):
             _write_or_remove(path, data)
         self.saved_size = self.size
 
-    def index_files(self) -> list[tuple[Path, bytes | None]]:
-        """The index files as they should be now (None: the file should not exist). Reads
-        the segment (the data maximum may need a header walk): call it on the event loop,
-        and write them anywhere (`write_files`)."""
-        return [
+    def index_files(self, *, caches: bool = True) -> list[tuple[Path, bytes | None]]:
+        """The index files as they should be now (None: the file should not exist), and with
+        `caches` the `cache_files`. Reads the segment (the data maximum may need a header
+        walk): call it on the event loop, and write them anywhere (`write_files`)."""
+        files: list[tuple[Path, bytes | None]] = [
             (self.index_path, self.offset_index.to_bytes()),
             (self.time_index_path, self.time_index.to_bytes()),
+        ]
+        return [*files, *self.cache_files()] if caches else files
+
+    def cache_files(self) -> list[tuple[Path, bytes | None]]:
+        """The files beside it that need no sync (`write_files(synced=False)`): each says
+        which segment size it describes, so a lost, torn or stale one only costs a header
+        walk when it is next needed."""
+        return [
             (self.data_max_path, self._data_max_file()),
-            # Non-data ranges: a lost or torn file only costs a header walk at the next start
-            # (its CRC and size are checked).
             (
                 self.non_data_path,
                 self.non_data.to_bytes(self.size) if self.non_data_known else None,
@@ -737,16 +762,8 @@ class FileSegment(Segment):
     def save_non_data(self) -> None:
         """Keep the non-data ranges across a restart. Written unsynced: a lost or torn file
         only costs a header walk at the next start (its CRC and size are checked)."""
-        if not self.non_data_known:
-            self.non_data_path.unlink(missing_ok=True)
-            return
-        tmp = self.non_data_path.with_name(self.non_data_path.name + ".tmp")
-        try:
-            tmp.write_bytes(self.non_data.to_bytes(self.size))
-            os.replace(tmp, self.non_data_path)
-        except OSError:  # a full disk: walked again at the next start
-            tmp.unlink(missing_ok=True)
-            self.non_data_path.unlink(missing_ok=True)
+        data = self.non_data.to_bytes(self.size) if self.non_data_known else None
+        _write_cache(self.non_data_path, data)
 
     def load_non_data(self) -> None:
         """Adopt the saved ranges if they describe this segment as it is now."""

@@ -48,9 +48,9 @@ from storage.recovery import RecoveryStats
 from storage.recovery import load_indexes
 from storage.recovery import recover_segment_slices
 from storage.recovery import run_through
+from storage.sealed_segments import SEALED_SEGMENTS
 from storage.sealed_segments import encode as encode_sealed
 from storage.sealed_segments import read_sealed
-from storage.sealed_segments import write_sealed
 from storage.segment import FileSegment
 from storage.segment import PendingSync
 from storage.segment import Segment
@@ -319,9 +319,10 @@ class SegmentLog(SegmentedLog):
         nobody wrote to costs no write and no sync."""
         active = self._segments[-1]
         files: list[tuple[Path, bytes | None]] = []
+        caches: list[tuple[Path, bytes | None]] = []
         if active.saved_size != active.size and isinstance(active, FileSegment):
             active.time_index.maybe_append(active.max_timestamp, active.max_timestamp_offset)
-            files = active.index_files()
+            files, caches = active.index_files(caches=False), active.cache_files()
         end = self.log_end_offset
         if end != self._snapshot_offset or self._producers.expired:
             files.append((self.directory / PRODUCER_SNAPSHOT, self._producers.to_json(end)))
@@ -332,7 +333,9 @@ class SegmentLog(SegmentedLog):
         if (last := active.close_sync()) is not None:
             syncs.append(last)
         sealed = encode_sealed(self._segments[:-1])
-        return LogClose(syncs, files, end, self.directory, sealed, sealed != self._sealed_saved)
+        if sealed != self._sealed_saved:
+            caches.append((self.directory / SEALED_SEGMENTS, sealed))
+        return LogClose(syncs, files, caches, end, sealed)
 
     def finish_close(self, done: LogClose | None) -> None:
         """Release the log's files; `done`: its `LogClose` ran to the end (all synced)."""
@@ -379,10 +382,9 @@ class LogClose:
 
     syncs: list[PendingSync]
     files: list[tuple[Path, bytes | None]]
+    caches: list[tuple[Path, bytes | None]]  # written unsynced (`FileSegment.cache_files`)
     end: int  # the log end: its recovery point once this has run
-    directory: Path
-    sealed: bytes  # its `sealed-segments` file
-    write_sealed: bool  # that file says something else now
+    sealed: bytes  # its `sealed-segments` file, as it is now
 
     def run(self) -> None:
         """Sync the data first, then the files that describe it.
@@ -395,8 +397,7 @@ class LogClose:
                 sync.segment.dirty = True
                 raise error
         write_files(self.files)
-        if self.write_sealed:
-            write_sealed(self.directory, self.sealed)  # a cache: never fails the close
+        write_files(self.caches, synced=False)  # caches: never fail the close
 
 
 def _load_producers(
