@@ -6,12 +6,13 @@ so it is never answered wrongly. A request that names thousands of such partitio
 ListOffsets or Fetch of every partition, a producer's first Produce) would then hold the event
 loop for as long as they all take: `open_first` opens them in slices, yielding between, before
 the handler's own work. Its connection's later requests wait meanwhile (`broker.request_order`).
+A log whose recovery after an unclean stop takes longer than a slice is awaited a slice at a
+time, others served between (`LogManager.open_slice`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Iterable
 
@@ -27,8 +28,14 @@ async def open_first(logs: LogManager, partitions: Iterable[tuple[str | None, in
     for topic, partition in partitions:
         if topic is None or not logs.is_pending(topic, partition):
             continue
-        with contextlib.suppress(KafkaStorageError):  # said; the handler answers for it
-            logs.log(topic, partition)
+        while True:
+            try:
+                if logs.open_slice(topic, partition, SLICE_S):
+                    break
+            except KafkaStorageError:  # said; the handler answers for it
+                break
+            await asyncio.sleep(0)  # a long recovery: others run between its slices
+            started = time.monotonic()
         if time.monotonic() - started >= SLICE_S:
             await asyncio.sleep(0)
             started = time.monotonic()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import threading
 from collections.abc import Awaitable
 from collections.abc import Callable
 from collections.abc import Coroutine
@@ -155,6 +156,9 @@ class Server:
             "recovery points saved again",
         )  # fmt: skip
         self._flushing: asyncio.Future[list[tuple[PendingSync, OSError]]] | None = None
+        # Set when a stop begins: the flush duty's round starts no new sync (the logs' close
+        # syncs what it left, in parallel).
+        self._stopping = threading.Event()
         self.port = 0  # the first listener's
         self.ports: dict[str, int] = {}  # listener name -> bound port
         self.metrics_port = -1
@@ -300,11 +304,10 @@ class Server:
         """Save every partition's recovery point (Kafka's recovery-point checkpoint), in the
         flush thread."""
         self._start_producer_ids()  # once every log is open (one that failed may since have)
-        logs = self.services.logs
-        points = logs.recovery_points()
+        save = self.services.logs.checkpoint()  # the points taken now, written in order
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(self._flusher, logs.save_recovery_points, points)
+            await loop.run_in_executor(self._flusher, save)
         except OSError as e:  # a full disk: the older points stay, which is safe
             self._checkpoint_episode.failed(e)
             return
@@ -317,7 +320,7 @@ class Server:
         if not pending:
             return
         self._flushing = asyncio.get_running_loop().run_in_executor(
-            self._flusher, sync_all, pending
+            self._flusher, sync_all, pending, self._stopping
         )
         failed = await asyncio.shield(self._flushing)
         for sync, error in failed:
@@ -331,10 +334,14 @@ class Server:
         self._sweep.run()
 
     def _retention(self) -> None:
+        if self.services.logs.loading:  # after the start's opening (as Kafka's LogManager):
+            return  # its share-state offsets would open every share-partition's log at once
         eso = self._share_state.earliest_share_offsets() if self._share_state else {}
         self.services.logs.apply_retention(self.services.now_ms(), eso)
 
     async def _clean(self) -> None:
+        if self.services.logs.loading:  # as retention
+            return
         eso = self._share_state.earliest_share_offsets() if self._share_state else {}
         await self._cleaner.run(eso)
 
@@ -355,6 +362,7 @@ class Server:
 
     async def stop(self) -> None:
         log.info("shutting down", connections=len(self._connections))
+        self._stopping.set()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.shutdown_timeout_ms / 1000
         for acceptor in self._acceptors:
@@ -371,7 +379,7 @@ class Server:
         for task in list(self._duties):
             task.cancel()
         await asyncio.gather(*self._duties, return_exceptions=True)
-        if self._flushing is not None:  # a flush under way finishes before the logs close
+        if self._flushing is not None:  # a flush round under way ends after its current sync
             await asyncio.gather(self._flushing, return_exceptions=True)
         self._flusher.shutdown(wait=True)
         self._cleaner.shutdown()

@@ -131,8 +131,9 @@ class SegmentedLog(ABC):
         return self._producers.max_producer_id
 
     def damaged_ranges(self) -> list[DamagedRange]:
-        """Damaged stretches found so far (at open or on reads), oldest segment first."""
-        return [d for s in self._segments for d in s.damage.ranges]
+        """Damaged stretches found so far (at open or on reads), oldest segment first; a
+        segment not used since the start (opened lazily) has none known."""
+        return [d for s in self._segments if s.loaded for d in s.damage.ranges]
 
     def missing_records(self) -> int:
         """Offsets found missing between segments at open, and not deleted since."""

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
+import threading
 import time
 import uuid
+from collections.abc import Callable
+from collections.abc import Generator
 from collections.abc import Iterator
 from collections.abc import Mapping
 from concurrent.futures import Future
@@ -36,6 +40,7 @@ from storage.log import PartitionLog
 from storage.memory_log import MemoryLog
 from storage.rebuild import rebuild_topics
 from storage.recovery import RecoveryStats
+from storage.recovery import run_through
 from storage.segment import PendingSync
 from storage.segment_log import LogClose
 from storage.segment_log import SegmentLog
@@ -110,6 +115,8 @@ class LogManager:
         self._internal: dict[str, tuple[PartitionLog, dict[str, str]]] = {}
         # Partitions on disk whose logs are not open yet, and what opening them cost.
         self._pending: dict[TopicPartition, TopicInfo] = {}
+        # Of them, those whose opening (a recovery, in slices) is under way.
+        self._opening: dict[TopicPartition, Generator[None, None, PartitionLog]] = {}
         self._unopenable: dict[TopicPartition, str] = {}
         self.load_stats = RecoveryStats()
         self.opened_at_start = 0
@@ -118,6 +125,10 @@ class LogManager:
         self._clean = True
         self._saved_points: dict[TopicPartition, int] = {}
         self._log_clean: set[Path] = set()  # directories with a marker of their own
+        self._config_memo: tuple[LogConfig, TopicInfo, LogConfig] | None = None
+        self._points_lock = threading.Lock()  # one writer of the checkpoint file at a time
+        self._points_taken = 0  # recovery-point snapshots taken (`checkpoint`)
+        self._points_written = 0  # the newest of them on disk
         if memory:
             self.data_dir = None
             return
@@ -208,28 +219,48 @@ class LogManager:
 
     def open_pending(self, slice_s: float = 0.02) -> Iterator[None]:
         """Open the logs not opened yet, yielding about every `slice_s` seconds (drive it from
-        the event loop between awaits); says in one line what it took once none is left. A log
-        that cannot be opened (a read fails) is said once and left out: asking for it again
-        (`log`) tries again."""
+        the event loop between awaits), within a log's recovery too; says in one line what it
+        took once none is left. A log that cannot be opened (a read fails) is said once and
+        left out: asking for it again (`log`) tries again."""
         started = time.monotonic()
-        for key in list(self._pending):
-            if key not in self._pending:
-                continue  # opened on demand, or its topic deleted, meanwhile
+        while self._pending:
+            # One a request asked for first (its recovery under way), then in order.
+            key = next(iter(self._opening), None) or next(iter(self._pending))
             try:
-                self._open_pending(key)
+                log = self._open_pending(key, started + slice_s)
             except OSError as e:
                 self._pending.pop(key, None)
                 self._unopenable[key] = e.strerror or str(e)
                 _log.error("partition log not opened; tried again when asked for",
                            topic=key[0], partition=key[1], error=self._unopenable[key])  # fmt: skip
-            if time.monotonic() - started >= slice_s:
+                log = None
+            if log is None or time.monotonic() - started >= slice_s:
                 yield
                 started = time.monotonic()
         self._say_loaded()
 
-    def _open_pending(self, key: TopicPartition) -> PartitionLog:
-        info = self._pending.get(key) or self._topics[key[0]]
-        log = self._open_log(info, key[1], starting=True)
+    def _open_pending(self, key: TopicPartition, until: float) -> PartitionLog | None:
+        """Open `key`'s log, or go on opening it, until the monotonic time `until` at most
+        (about: a slice of its recovery runs to its end); the log once open, else None.
+
+        :raises OSError: it cannot be opened (tried from the start next time).
+        """
+        steps = self._opening.get(key)
+        if steps is None:
+            info = self._pending.get(key) or self._topics[key[0]]
+            steps = self._opening[key] = self._opening_log(info, key[1], starting=True)
+        try:
+            while True:
+                next(steps)
+                if time.monotonic() >= until:
+                    return None
+        except StopIteration as done:
+            self._opening.pop(key, None)
+            log: PartitionLog = done.value
+        except BaseException:
+            self._opening.pop(key, None)
+            raise
+        self._logs[key] = log
         self._pending.pop(key, None)
         self._unopenable.pop(key, None)
         return log
@@ -264,18 +295,24 @@ class LogManager:
         if saved is not None and log.recovery_point < saved:
             self._saved_points[key] = log.recovery_point  # recovery cut below it
 
-    def _open_log(self, info: TopicInfo, partition: int, *, starting: bool = False) -> PartitionLog:
-        log = self.open_log(info, partition, starting=starting)
-        self._logs[(info.name, partition)] = log
-        return log
-
     def open_log(
         self, info: TopicInfo, partition: int, new: bool = False, *, starting: bool = False
     ) -> PartitionLog:
         """A partition's log, opened (and recovered) from its directory; a `new` one's
         `partition.metadata` is written later (`NewPartitions.record`). `starting`: at the
         broker's start, where a full disk must not stop it, and what opening cost is counted."""
-        config = self.config.with_overrides(info.configs)
+        return run_through(self._opening_log(info, partition, new, starting=starting))
+
+    def _opening_log(
+        self, info: TopicInfo, partition: int, new: bool = False, *, starting: bool = False
+    ) -> Generator[None, None, PartitionLog]:
+        """`open_log`, yielding between slices of a recovery."""
+        memo = self._config_memo  # a topic's partitions open one after another at a start
+        if memo is not None and memo[0] is self.config and memo[1] is info:
+            config = memo[2]
+        else:
+            config = self.config.with_overrides(info.configs)
+            self._config_memo = (self.config, info, config)
         log: PartitionLog
         key = (info.name, partition)
         if self.data_dir is None:
@@ -285,7 +322,7 @@ class LogManager:
             directory = self.partition_dir(info.name, partition)
             # A new partition's directory is new (`set_aside`): nothing in it to check.
             clean = self._clean or not starting or directory in self._log_clean
-            log = SegmentLog.open(
+            log = yield from SegmentLog.opening(
                 directory, config, clean=clean, recovery_point=self._saved_points.get(key)
             )
             _name(log, info, partition)
@@ -398,6 +435,8 @@ class LogManager:
         for partition in range(info.partitions):
             key = (name, partition)
             self._pending.pop(key, None)  # never opened: its directory goes all the same
+            if (steps := self._opening.pop(key, None)) is not None:
+                steps.close()  # a recovery under way: abandoned
             self._unopenable.pop(key, None)
             self._saved_points.pop(key, None)
             if (log := self._logs.pop(key, None)) is not None:
@@ -466,12 +505,29 @@ class LogManager:
         if log is None and (self._pending or self._unopenable):
             key = (topic, partition)
             if key in self._pending or key in self._unopenable:
-                try:
-                    log = self._open_pending(key)
-                except OSError as e:
-                    self._unopenable[key] = e.strerror or str(e)
-                    raise KafkaStorageError(f"{topic}-{partition} not opened: {e}") from e
-                self._say_loaded()
+                log = self._open_now(key, math.inf)
+        return log
+
+    def open_slice(self, topic: str, partition: int, slice_s: float = 0.02) -> bool:
+        """Go on opening a partition's log not open yet for about `slice_s` seconds (a request
+        awaits a long recovery a slice at a time: `broker.log_loading.open_first`); True once
+        it is open, or was not pending.
+
+        :raises storage.errors.KafkaStorageError: it is on disk but cannot be opened.
+        """
+        key = (topic, partition)
+        if key not in self._pending and key not in self._unopenable:
+            return True
+        return self._open_now(key, time.monotonic() + slice_s) is not None
+
+    def _open_now(self, key: TopicPartition, until: float) -> PartitionLog | None:
+        try:
+            log = self._open_pending(key, until)
+        except OSError as e:
+            self._unopenable[key] = e.strerror or str(e)
+            raise KafkaStorageError(f"{key[0]}-{key[1]} not opened: {e}") from e
+        if log is not None:
+            self._say_loaded()
         return log
 
     # --- internal logs ----------------------------------------------------------------
@@ -572,8 +628,29 @@ class LogManager:
 
         :raises OSError: not written; the file keeps older, lower points.
         """
-        if self.data_dir is not None:
-            save_recovery_points(self.data_dir, points)
+        self.checkpoint(points)()
+
+    def checkpoint(self, points: Mapping[TopicPartition, int] | None = None) -> Callable[[], None]:
+        """The recovery points as they are now (or `points`, taken now), and the job that
+        writes them (any thread). Jobs write in the order their points were taken: one whose
+        points are older than some already written does nothing, and two never write the file
+        at once (the checkpoint duty's save in its thread, and the stop's).
+
+        The job :raises OSError: not written; the file keeps older, lower points.
+        """
+        self._points_taken += 1
+        taken, points = self._points_taken, self.recovery_points() if points is None else points
+
+        def save() -> None:
+            if self.data_dir is None:
+                return
+            with self._points_lock:
+                if taken < self._points_written:
+                    return  # newer points are on disk already
+                save_recovery_points(self.data_dir, points)
+                self._points_written = taken
+
+        return save
 
     def close(self, timeout_s: float | None = None, threads: int | None = None) -> bool:
         """Close every open log, their syncs and file writes in `threads` threads at once, for
@@ -586,6 +663,9 @@ class LogManager:
         points at the next start. Said in one line.
         """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        for steps in self._opening.values():
+            steps.close()  # recoveries under way: checked again at the next start
+        self._opening.clear()
         failed: list[tuple[str, OSError]] = []
         workers = max(1, threads or self.threads)
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shoal-close")
@@ -627,7 +707,7 @@ class LogManager:
         if self.data_dir is None:
             return False
         try:
-            self.save_recovery_points(self.recovery_points())
+            self.checkpoint()()
         except OSError as e:
             _log.error("recovery points not saved; the older ones are used at the next start",
                        error=e.strerror)  # fmt: skip

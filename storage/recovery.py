@@ -13,7 +13,9 @@ their headers are walked to rebuild the in-memory index and nothing more.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from protocol.record_batch import BATCH_HEADER_SIZE
 from protocol.record_batch import LENGTH_POS
@@ -26,7 +28,22 @@ from storage.index import OffsetIndex
 from storage.index import TimeIndex
 from storage.segment import FileSegment
 
-SCAN_CHUNK_BYTES = 8 * 1024 * 1024
+# Read and checked at a time; a recovery yields between chunks (`recover_segment_slices`):
+# ~10-20 ms of header parsing and CRCs for small batches.
+SCAN_CHUNK_BYTES = 256 * 1024
+# Headers walked (below the recovery point, or after the producer snapshot) between two yields.
+WALK_SLICE_BATCHES = 2048
+
+T = TypeVar("T")
+
+
+def run_through(steps: Generator[None, None, T]) -> T:
+    """Run a sliced job to its end in one go; its result."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
 
 @dataclass(slots=True)
@@ -95,19 +112,21 @@ def load_indexes(segment: FileSegment) -> bool:
     return True
 
 
-def _walk_synced(segment: FileSegment, recovery_point: int) -> int:
+def _walk_synced(segment: FileSegment, recovery_point: int) -> Generator[None, None, int]:
     """Track the batches below `recovery_point` from their headers alone; the position of the
     first batch at or after it (0, with nothing tracked, if the headers do not follow on)."""
     segment.reset_tracking()
     end = 0
     try:
-        for position, header in segment.iter_headers(0, strict=True):
+        for n, (position, header) in enumerate(segment.iter_headers(0, strict=True), 1):
             if position != end or header.last_offset >= recovery_point:
                 break  # (a batch across the recovery point: not one it names, so scanned)
             segment.track(position, header.base_offset, header)
             end = position + header.size
             if header.last_offset + 1 >= recovery_point:
                 break  # what follows is not known synced: not even its header is asked for
+            if n % WALK_SLICE_BATCHES == 0:
+                yield
     except InvalidRecordBatch:
         pass  # damage below the recovery point: the scan from the start steps over it
     else:
@@ -116,7 +135,9 @@ def _walk_synced(segment: FileSegment, recovery_point: int) -> int:
     return 0
 
 
-def _scan(segment: FileSegment, sealed_end: int | None, start: int = 0) -> tuple[int, str | None]:
+def _scan(
+    segment: FileSegment, sealed_end: int | None, start: int = 0
+) -> Generator[None, None, tuple[int, str | None]]:
     """Re-learn the segment from its bytes from `start` (what lies before it is tracked
     already); returns (valid end, stop reason or None).
 
@@ -136,6 +157,7 @@ def _scan(segment: FileSegment, sealed_end: int | None, start: int = 0) -> tuple
         segment.damage.mark_verified(position, position + result.end)
         position += result.end
         want = 0
+        yield  # a chunk checked: others may run
         if result.stop_reason is None:
             continue
         straddles = result.stop_reason == "truncated" and len(buf) < remaining
@@ -176,12 +198,29 @@ def recover_segment(
     walked). Its rebuilt indexes are saved only when its tail was cut (else when it is sealed
     or closed, as after any append); a sealed segment's are saved at once.
     """
+    return run_through(
+        recover_segment_slices(
+            segment, events, sealed_end, recovery_point=recovery_point, stats=stats
+        )
+    )
+
+
+def recover_segment_slices(
+    segment: FileSegment,
+    events: list[RecoveryEvent],
+    sealed_end: int | None = None,
+    *,
+    recovery_point: int | None = None,
+    stats: RecoveryStats | None = None,
+) -> Generator[None, None, bool]:
+    """`recover_segment`, yielding between chunks of its walk and its scan (a caller on the
+    event loop lets others run: a 1 GiB segment takes seconds)."""
     stats = stats if stats is not None else RecoveryStats()
     start = 0
     if sealed_end is None and recovery_point is not None and recovery_point > segment.base_offset:
-        start = _walk_synced(segment, recovery_point)
+        start = yield from _walk_synced(segment, recovery_point)
     size = segment.size
-    end, reason = _scan(segment, sealed_end, start)
+    end, reason = yield from _scan(segment, sealed_end, start)
     if start < size:
         stats.segments_scanned += 1
         stats.bytes_scanned += size - start

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import struct
+import threading
 import time
 from abc import ABC
 from abc import abstractmethod
 from bisect import bisect_left
 from bisect import bisect_right
+from collections.abc import Callable
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import crc32c
 
@@ -33,6 +37,8 @@ from storage.damage import find_damage
 from storage.errors import CorruptRecords
 from storage.file_handles import HANDLES
 from storage.fsutil import atomic_write
+from storage.fsutil import fsync_dir
+from storage.fsutil import write_synced
 from storage.index import OffsetIndex
 from storage.index import TimeIndex
 from storage.non_data import NonDataRanges
@@ -90,18 +96,38 @@ class PendingSync:
         return None
 
 
-def sync_all(pending: list[PendingSync]) -> list[tuple[PendingSync, OSError]]:
-    """Run the syncs one after another (in a thread); the ones that failed, with their error."""
+def sync_all(
+    pending: list[PendingSync], stopping: threading.Event | None = None
+) -> list[tuple[PendingSync, OSError]]:
+    """Run the syncs one after another (in a thread); the ones that failed, with their error.
+
+    Once `stopping` is set no new sync starts: the rest are neither done nor failed, and their
+    segments' recovery points say so, which a close reads (`Segment.close_sync`) to sync them
+    itself, in parallel. Only for a caller that acknowledges nothing (the flush duty)."""
     failed = []
     for p in pending:
+        if stopping is not None and stopping.is_set():
+            break
         error = p.run()
         if error is not None:
             failed.append((p, error))
     return failed
 
 
+# What a segment learns from its batches (`Segment.reset_tracking`), but `next_offset`: a
+# sealed segment opened lazily (`FileSegment`'s `loader`) has none of them until one is asked.
+LAZY_ATTRIBUTES = frozenset({
+    "max_timestamp", "max_timestamp_offset", "bytes_since_index", "offset_index", "time_index",
+    "_tail_offsets", "_tail_positions", "damage", "max_data_timestamp", "max_data_offset",
+    "data_max_known", "non_data", "non_data_known",
+})  # fmt: skip
+
+
 class Segment(ABC):
-    def __init__(self, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(
+        self, base_offset: int, index_interval_bytes: int, *, tracked: bool = True
+    ) -> None:
+        """`tracked`: False for a segment whose batches are learnt later (a lazy one)."""
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.size = 0
@@ -113,7 +139,10 @@ class Segment(ABC):
         # The size the index files on disk describe (-1: none, or stale): a clean close
         # rewrites them only when the segment changed since they were saved or loaded.
         self.saved_size = -1
-        self.reset_tracking()
+        if tracked:
+            self.reset_tracking()
+        else:
+            self.next_offset = base_offset
 
     def reset_tracking(self) -> None:
         """Forget what was learnt from batches (before re-learning it by a scan)."""
@@ -142,6 +171,11 @@ class Segment(ABC):
     def last_offset(self) -> int:
         return self.next_offset - 1
 
+    @property
+    def loaded(self) -> bool:
+        """What its batches say is known (false only for a sealed segment not used yet)."""
+        return True
+
     def describe(self) -> str:
         """Where the segment lives, for log lines."""
         return f"memory segment {self.base_offset}"
@@ -169,6 +203,14 @@ class Segment(ABC):
         so the next flush syncs it again. None when there is nothing to sync.
         """
         if not self.dirty:
+            return None
+        self.dirty = False
+        return self._pending_sync()
+
+    def close_sync(self) -> PendingSync | None:
+        """The fsync a close needs: whatever the recovery point does not cover, whoever
+        cleared the dirty flag (a flush duty whose round a stop cut short, a group commit)."""
+        if not self.dirty and self.durable_offset >= self.next_offset:
             return None
         self.dirty = False
         return self._pending_sync()
@@ -495,24 +537,68 @@ def _write_or_remove(path: Path, data: bytes | None) -> None:
         atomic_write(path, data)
 
 
-def write_files(files: list[tuple[Path, bytes | None]]) -> None:
-    """Write (atomically) or remove each file, by path: safe in any thread."""
+def _write_cache(path: Path, data: bytes | None) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        if data is not None:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+            return
+    except OSError:  # a full disk: learnt again when next needed
+        pass
+    with contextlib.suppress(OSError):
+        tmp.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+
+
+def write_files(files: list[tuple[Path, bytes | None]], *, synced: bool = True) -> None:
+    """Write (atomically: each synced, then renamed into place) or remove each file, by path,
+    then sync their directories once each (not once a file: a stop writes a few files in each
+    of thousands of directories); safe in any thread. Not `synced`: caches (`cache_files`),
+    renamed into place unsynced, and removed where that fails.
+
+    :raises OSError: a write or a sync failed (never for caches).
+    """
+    if not synced:
+        for path, data in files:
+            _write_cache(path, data)
+        return
+    directories: dict[Path, None] = {}
     for path, data in files:
-        _write_or_remove(path, data)
+        if data is None:
+            path.unlink(missing_ok=True)
+            continue
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            write_synced(tmp, data)
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk must not keep the half-written copy
+            raise
+        os.replace(tmp, path)
+        directories[path.parent] = None
+    for directory in directories:
+        fsync_dir(directory)
 
 
 class FileSegment(Segment):
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
-        super().__init__(base_offset, index_interval_bytes)
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        index_interval_bytes: int,
+        *,
+        loader: Callable[[FileSegment], None] | None = None,
+    ) -> None:
+        """`loader`: a sealed segment opened lazily, as Kafka's `LazyIndex` defers its index
+        files: nothing is read (its indexes, a walk of its tail) until something its batches
+        say is first asked for (`LAZY_ATTRIBUTES`); then `loader` learns it all. Its
+        `next_offset` is the caller's to set (thousands of logs open at a start: a clean one
+        costs a file listing per partition, not reads per segment)."""
+        super().__init__(base_offset, index_interval_bytes, tracked=loader is None)
+        self._loader = loader
         self.directory = directory
-        stem = segment_stem(base_offset)
-        self.log_path = directory / f"{stem}.log"
+        self.log_path = directory / f"{segment_stem(base_offset)}.log"
         self._handle_key = str(self.log_path)  # HANDLES's key, made once
-        # with_suffix reuses the parsed path: thousands of segments are made at each start
-        self.index_path = self.log_path.with_suffix(".index")
-        self.time_index_path = self.log_path.with_suffix(".timeindex")
-        self.data_max_path = self.log_path.with_suffix(DATA_MAX_SUFFIX)
-        self.non_data_path = self.log_path.with_suffix(NON_DATA_SUFFIX)
         self._closed = False
         try:  # no descriptor for an existing file: opening thousands at start churns HANDLES
             stat = os.stat(self._handle_key)
@@ -522,10 +608,62 @@ class FileSegment(Segment):
         # After a restart we only know when the file was last written: rolling by age
         # from then errs on the side of rolling later.
         self.roll_base_ms = stat.st_mtime_ns // 1_000_000 if self.size else None
-        # Bytes nobody has tracked yet (recovery, or a segment swapped in whole, tracks them):
-        # the data maximum is learnt when first asked.
-        self.data_max_known = self.size == 0
-        self.non_data_known = self.size == 0
+        if loader is None:
+            # Bytes nobody has tracked yet (recovery, or a segment swapped in whole, tracks
+            # them): the data maximum is learnt when first asked.
+            self.data_max_known = self.size == 0
+            self.non_data_known = self.size == 0
+
+    # Paths of the files beside the log, made when first used (a lazy segment may never).
+    @functools.cached_property
+    def index_path(self) -> Path:
+        return self.log_path.with_suffix(".index")
+
+    @functools.cached_property
+    def time_index_path(self) -> Path:
+        return self.log_path.with_suffix(".timeindex")
+
+    @functools.cached_property
+    def data_max_path(self) -> Path:
+        return self.log_path.with_suffix(DATA_MAX_SUFFIX)
+
+    @functools.cached_property
+    def non_data_path(self) -> Path:
+        return self.log_path.with_suffix(NON_DATA_SUFFIX)
+
+    @property
+    def loaded(self) -> bool:
+        return self._loader is None
+
+    def load(self) -> None:
+        """Learn what a lazily opened segment's batches say, now (no-op once loaded).
+
+        :raises OSError: a read failed; tried again at the next use.
+        """
+        loader = self._loader
+        if loader is None:
+            return
+        self._loader = None  # the loader itself reads the attributes it sets
+        next_offset, max_timestamp = self.next_offset, self.__dict__.get("max_timestamp")
+        try:
+            loader(self)
+        except BaseException:  # as it was before: what a failed walk learnt is partial
+            for name in LAZY_ATTRIBUTES:
+                self.__dict__.pop(name, None)
+            self.next_offset = next_offset
+            if max_timestamp is not None:
+                self.max_timestamp = max_timestamp
+            self._loader = loader
+            raise
+
+    if not TYPE_CHECKING:  # hidden from mypy: every other attribute stays checked
+
+        def __getattr__(self, name: str) -> object:
+            """Only for an attribute not set: one of a lazy segment's, first asked for."""
+            if name not in LAZY_ATTRIBUTES or self.__dict__.get("_loader") is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            self.load()
+            return object.__getattribute__(self, name)
 
     def describe(self) -> str:
         return str(self.log_path)
@@ -575,16 +713,22 @@ class FileSegment(Segment):
             _write_or_remove(path, data)
         self.saved_size = self.size
 
-    def index_files(self) -> list[tuple[Path, bytes | None]]:
-        """The index files as they should be now (None: the file should not exist). Reads
-        the segment (the data maximum may need a header walk): call it on the event loop,
-        and write them anywhere (`write_files`)."""
-        return [
+    def index_files(self, *, caches: bool = True) -> list[tuple[Path, bytes | None]]:
+        """The index files as they should be now (None: the file should not exist), and with
+        `caches` the `cache_files`. Reads the segment (the data maximum may need a header
+        walk): call it on the event loop, and write them anywhere (`write_files`)."""
+        files: list[tuple[Path, bytes | None]] = [
             (self.index_path, self.offset_index.to_bytes()),
             (self.time_index_path, self.time_index.to_bytes()),
+        ]
+        return [*files, *self.cache_files()] if caches else files
+
+    def cache_files(self) -> list[tuple[Path, bytes | None]]:
+        """The files beside it that need no sync (`write_files(synced=False)`): each says
+        which segment size it describes, so a lost, torn or stale one only costs a header
+        walk when it is next needed."""
+        return [
             (self.data_max_path, self._data_max_file()),
-            # Non-data ranges: a lost or torn file only costs a header walk at the next start
-            # (its CRC and size are checked).
             (
                 self.non_data_path,
                 self.non_data.to_bytes(self.size) if self.non_data_known else None,
@@ -618,16 +762,8 @@ class FileSegment(Segment):
     def save_non_data(self) -> None:
         """Keep the non-data ranges across a restart. Written unsynced: a lost or torn file
         only costs a header walk at the next start (its CRC and size are checked)."""
-        if not self.non_data_known:
-            self.non_data_path.unlink(missing_ok=True)
-            return
-        tmp = self.non_data_path.with_name(self.non_data_path.name + ".tmp")
-        try:
-            tmp.write_bytes(self.non_data.to_bytes(self.size))
-            os.replace(tmp, self.non_data_path)
-        except OSError:  # a full disk: walked again at the next start
-            tmp.unlink(missing_ok=True)
-            self.non_data_path.unlink(missing_ok=True)
+        data = self.non_data.to_bytes(self.size) if self.non_data_known else None
+        _write_cache(self.non_data_path, data)
 
     def load_non_data(self) -> None:
         """Adopt the saved ranges if they describe this segment as it is now."""

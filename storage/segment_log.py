@@ -15,8 +15,11 @@ honoured once, then removed.
 from __future__ import annotations
 
 import errno
+import functools
+import itertools
 import os
 import shutil
+from collections.abc import Generator
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -39,10 +42,15 @@ from storage.errors import CorruptRecords
 from storage.fsutil import atomic_write
 from storage.fsutil import fsync_dir
 from storage.producer_state import ProducerStateManager
+from storage.recovery import WALK_SLICE_BATCHES
 from storage.recovery import RecoveryEvent
 from storage.recovery import RecoveryStats
 from storage.recovery import load_indexes
-from storage.recovery import recover_segment
+from storage.recovery import recover_segment_slices
+from storage.recovery import run_through
+from storage.sealed_segments import SEALED_SEGMENTS
+from storage.sealed_segments import encode as encode_sealed
+from storage.sealed_segments import read_sealed
 from storage.segment import FileSegment
 from storage.segment import PendingSync
 from storage.segment import Segment
@@ -91,37 +99,81 @@ class _Opening:
     recovery_point: int | None
     events: list[RecoveryEvent] = field(default_factory=list)
     stats: RecoveryStats = field(default_factory=RecoveryStats)
+    sealed: bytes = b""  # what its `sealed-segments` file held
+    has_log_start: bool = True  # a `log-start-offset-checkpoint` is in the listing
 
 
 def _open_segments(
     directory: Path, names: list[str], config: LogConfig, opening: _Opening
-) -> list[FileSegment]:
+) -> Generator[None, None, list[FileSegment]]:
+    """The log's segments, yielding between slices of a recovery. A sealed one that its
+    `sealed-segments` entry still describes is opened lazily (nothing read until it is used);
+    the others are loaded now."""
     interval = config.index_interval_bytes
-    segments = [FileSegment(directory, b, interval) for b in _segment_bases(names)]
-    if not segments:
+    bases = _segment_bases(names)
+    if not bases:
         return [FileSegment(directory, 0, interval)]
-    for i, segment in enumerate(segments):
-        last = i == len(segments) - 1
-        # Sealed segments were fsynced with their indexes at roll; the active one is
-        # only trusted after a clean close.
-        if (opening.clean or not last) and load_indexes(segment):
-            if last:
-                segment.saved_size = segment.size  # the clean close saved them
-            continue
-        # Only the active segment's tail can be torn; damage in a sealed one is stepped
-        # over, and never costs the intact batches after it or the segments that follow.
-        _recover(segment, opening, None if last else segments[i + 1].base_offset)
+    known, opening.sealed = read_sealed(directory, names)
+    segments = []
+    for base, sealed_end in itertools.pairwise(bases):
+        segment = FileSegment(
+            directory, base, interval, loader=functools.partial(_load_sealed, sealed_end)
+        )
+        entry = known.get(base)
+        if entry is not None and entry.size == segment.size:
+            segment.next_offset, segment.max_timestamp = entry.next_offset, entry.max_timestamp
+        else:
+            segment = FileSegment(directory, base, interval)
+            # Sealed segments were fsynced with their indexes at roll; damage in one is
+            # stepped over, and never costs the intact batches after it or the segments after.
+            if not load_indexes(segment):
+                yield from _recover(segment, opening, sealed_end)
+        segments.append(segment)
+    active = FileSegment(directory, bases[-1], interval)
+    # The active segment's saved indexes are only trusted after a clean close; else only its
+    # tail can be torn.
+    if opening.clean and load_indexes(active):
+        active.saved_size = active.size  # the clean close saved them
+    else:
+        yield from _recover(active, opening, None)
+    segments.append(active)
     return segments
 
 
-def _recover(segment: FileSegment, opening: _Opening, sealed_end: int | None) -> None:
+def _load_sealed(sealed_end: int, segment: FileSegment) -> None:
+    """A lazily opened sealed segment, at its first use: its saved indexes, checked against its
+    tail; else a scan that steps over damage (its lines said here)."""
+    if load_indexes(segment):
+        return
+    later = _Opening(clean=False, recovery_point=None)
+    run_through(_recover(segment, later, sealed_end))
+    _say(later.events, rebuilt=True)
+
+
+def _say(events: list[RecoveryEvent], *, rebuilt: bool) -> None:
+    """One line per recovery event (`rebuilt`: index rebuilds too, else only counted)."""
+    for event in events:
+        if event.kind == "index_rebuilt" and not rebuilt:
+            continue
+        _log.warning(
+            "log_recovery",
+            kind=event.kind,
+            path=event.path,
+            position=event.position,
+            detail=event.detail,
+        )
+
+
+def _recover(
+    segment: FileSegment, opening: _Opening, sealed_end: int | None
+) -> Generator[None, None, None]:
     """`recover_segment`, on a disk with no room for what it writes (the broker must start on
     a full disk, serve reads and refuse writes). The scan had finished: the segment is served
     as scanned, its indexes are rebuilt again at the next start, and a torn tail that could
     not be copied aside is cut without the copy, as Kafka's recovery cuts it."""
     events = opening.events
     try:
-        recover_segment(
+        yield from recover_segment_slices(
             segment, events, sealed_end,
             recovery_point=opening.recovery_point, stats=opening.stats,
         )  # fmt: skip
@@ -168,10 +220,12 @@ class SegmentLog(SegmentedLog):
         self.recovery_stats = opening.stats
         self.clean = opening.clean  # opened after a clean close: nothing was recovered
         self._snapshot_offset = producers[1]  # the log end the producer snapshot file covers
+        self._sealed_saved = opening.sealed  # what `sealed-segments` holds
         self._closed = False
-        self._log_start = _load_log_start(
-            directory, self._log_start, self.log_end_offset, opening.events
-        )
+        if opening.has_log_start:  # (a failed open per partition, else: most have none)
+            self._log_start = _load_log_start(
+                directory, self._log_start, self.log_end_offset, opening.events
+            )
 
     @classmethod
     def open(
@@ -188,6 +242,22 @@ class SegmentLog(SegmentedLog):
         saved indexes). Otherwise its active segment is checked from ``recovery_point`` (the
         offset below which the log was synced; None: from its start) to its end.
         """
+        return run_through(
+            cls.opening(directory, config, clean=clean, recovery_point=recovery_point)
+        )
+
+    @classmethod
+    def opening(
+        cls,
+        directory: str | os.PathLike[str],
+        config: LogConfig | None = None,
+        *,
+        clean: bool = False,
+        recovery_point: int | None = None,
+    ) -> Generator[None, None, SegmentLog]:
+        """`open`, yielding between slices of its checks (the log it returns): after kill -9
+        the active segment is checked past its recovery point, up to a whole segment, which a
+        caller on the event loop must not do in one go."""
         config = config or LogConfig()
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
@@ -195,25 +265,17 @@ class SegmentLog(SegmentedLog):
         marker = path / CLEAN_SHUTDOWN  # this log alone closed cleanly (see the module doc)
         legacy = CLEAN_SHUTDOWN in names
         opening = _Opening(clean or legacy, None if clean or legacy else recovery_point)
-        segments = _open_segments(path, names, config, opening)
+        opening.has_log_start = LOG_START_CHECKPOINT in names
+        segments = yield from _open_segments(path, names, config, opening)
         missing = check_ranges(segments)  # before anything trusts the segments' offsets
-        producers = _load_producers(path, segments, opening.events)
+        producers = yield from _load_producers(path, segments, opening.events)
         if legacy:
             marker.unlink()
             fsync_dir(path)
         log = cls(path, config, segments, producers, opening)
         log.missing = missing
         log._set_durable(opening)
-        for event in opening.events:
-            if event.kind == "index_rebuilt":
-                continue  # counted: LogManager says how many in one line
-            _log.warning(
-                "log_recovery",
-                kind=event.kind,
-                path=event.path,
-                position=event.position,
-                detail=event.detail,
-            )
+        _say(opening.events, rebuilt=False)  # rebuilds counted: LogManager says how many
         return log
 
     def _set_durable(self, opening: _Opening) -> None:
@@ -260,13 +322,23 @@ class SegmentLog(SegmentedLog):
         nobody wrote to costs no write and no sync."""
         active = self._segments[-1]
         files: list[tuple[Path, bytes | None]] = []
+        caches: list[tuple[Path, bytes | None]] = []
         if active.saved_size != active.size and isinstance(active, FileSegment):
             active.time_index.maybe_append(active.max_timestamp, active.max_timestamp_offset)
-            files = active.index_files()
+            files, caches = active.index_files(caches=False), active.cache_files()
         end = self.log_end_offset
         if end != self._snapshot_offset or self._producers.expired:
             files.append((self.directory / PRODUCER_SNAPSHOT, self._producers.to_json(end)))
-        return LogClose(self.start_flush(), files, end)
+        # Sealed segments were synced at their seal (else they are dirty); the active one is
+        # synced up to the log end whoever cleared its dirty flag: a flush under way may be
+        # stopped before it reaches it (`sync_all`).
+        syncs = [p for s in self._segments[:-1] if (p := s.start_flush()) is not None]
+        if (last := active.close_sync()) is not None:
+            syncs.append(last)
+        sealed = encode_sealed(self._segments[:-1])
+        if sealed != self._sealed_saved:
+            caches.append((self.directory / SEALED_SEGMENTS, sealed))
+        return LogClose(syncs, files, caches, end, sealed)
 
     def finish_close(self, done: LogClose | None) -> None:
         """Release the log's files; `done`: its `LogClose` ran to the end (all synced)."""
@@ -275,6 +347,7 @@ class SegmentLog(SegmentedLog):
             active.durable_offset = max(active.durable_offset, done.end)
             active.saved_size = active.size
             self._snapshot_offset = done.end
+            self._sealed_saved = done.sealed
         for segment in self._segments:
             segment.close()
         self._closed = True
@@ -312,7 +385,9 @@ class LogClose:
 
     syncs: list[PendingSync]
     files: list[tuple[Path, bytes | None]]
+    caches: list[tuple[Path, bytes | None]]  # written unsynced (`FileSegment.cache_files`)
     end: int  # the log end: its recovery point once this has run
+    sealed: bytes  # its `sealed-segments` file, as it is now
 
     def run(self) -> None:
         """Sync the data first, then the files that describe it.
@@ -325,11 +400,12 @@ class LogClose:
                 sync.segment.dirty = True
                 raise error
         write_files(self.files)
+        write_files(self.caches, synced=False)  # caches: never fail the close
 
 
 def _load_producers(
     directory: Path, segments: list[FileSegment], events: list[RecoveryEvent]
-) -> tuple[ProducerStateManager, int]:
+) -> Generator[None, None, tuple[ProducerStateManager, int]]:
     """Snapshot + a header walk of what was appended after it (or of the whole log); and the
     log end the snapshot file covered (-1: none was read)."""
     start, end = segments[0].base_offset, segments[-1].next_offset
@@ -347,20 +423,31 @@ def _load_producers(
         events.append(RecoveryEvent("snapshot_discarded", str(path), None, f"offset {covered}"))
         state, covered, saved = ProducerStateManager(), start, -1
     for segment in segments:
-        if segment.next_offset <= covered:
-            continue
-        try:
-            found = segment.locate(covered) if covered >= segment.base_offset else None
-        except CorruptRecords:  # `covered` lies in damage: walk the segment, stepping over it
-            found = None
-        for position, header in segment.iter_headers(found[0] if found else 0):
-            if header.base_offset < covered:
-                continue
-            if header.is_control and header.producer_id >= 0:
-                _replay_marker(state, segment, position, header, events)
-            else:
-                state.update(header, header.base_offset)
+        if segment.next_offset > covered:
+            yield from _replay(state, segment, covered, events)
     return state, saved
+
+
+def _replay(
+    state: ProducerStateManager,
+    segment: FileSegment,
+    covered: int,
+    events: list[RecoveryEvent],
+) -> Generator[None, None, None]:
+    """The segment's batches from `covered` on, into the producer state (by their headers)."""
+    try:
+        found = segment.locate(covered) if covered >= segment.base_offset else None
+    except CorruptRecords:  # `covered` lies in damage: walk the segment, stepping over it
+        found = None
+    for n, (position, header) in enumerate(segment.iter_headers(found[0] if found else 0), 1):
+        if n % WALK_SLICE_BATCHES == 0:
+            yield
+        if header.base_offset < covered:
+            continue
+        if header.is_control and header.producer_id >= 0:
+            _replay_marker(state, segment, position, header, events)
+        else:
+            state.update(header, header.base_offset)
 
 
 def _replay_marker(

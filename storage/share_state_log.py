@@ -372,7 +372,8 @@ class ShareStateLog:
 
 def _log_recovered(key: ShareKey, recorded: RecordedWindow, state: RecoveredState) -> None:
     group_id, topic_id, partition = key
-    log.info(
+    # Debug: a start loads thousands at once, and says so in one line (`load_recorded`).
+    log.debug(
         "share-partition recovered",
         group=group_id, topic_id=str(topic_id), partition=partition,
         spso=recorded.start_offset, speo=recorded.end_offset,

@@ -3,6 +3,7 @@ started at `share.auto.offset.reset` (its starting point recorded first)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from broker.share.share_metrics import ShareMetrics
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
 from coordinator.group_configs import GroupConfigs
+from storage.errors import KafkaStorageError
 from storage.errors import StorageError
 
 log = structlog.get_logger("shoal.share")
@@ -68,16 +70,32 @@ def load_recorded(
 ) -> Iterator[None]:
     """Load every share-partition with recorded state, yielding between them (and between
     slices of a header walk its log may need): their lag is known from the start, before
-    any member comes back. One that cannot be read is logged and left for its first fetch."""
+    any member comes back. One that cannot be read is logged and left for its first fetch.
+    Said in one line."""
+    started, loaded = time.monotonic(), 0
     for group_id, topic_id, partition in persister.recorded():
         topic = logs.topic_by_id(topic_id)
+        if topic is not None:
+            yield from _opened(logs, topic.name, partition)
         plog = logs.log(topic.name, partition) if topic else None
         if (group_id, topic_id, partition) in registry.partitions() or plog is None:
             continue
         yield from plog.learn_non_data()
         try:
             registry.get(group_id, topic_id, partition, now_ms())
+            loaded += 1
         except StorageError as e:
             log.warning("share-partition not loaded at start", group=group_id,
                         topic_id=str(topic_id), partition=partition, error=str(e))  # fmt: skip
         yield
+    if loaded:
+        log.info("share-partitions loaded", partitions=loaded,
+                 seconds=round(time.monotonic() - started, 3))  # fmt: skip
+
+
+def _opened(logs: ShareLogs, topic: str, partition: int) -> Iterator[None]:
+    """The partition's log opened, a slice at a time if it is being recovered at the start
+    (else `log` would check it in one go); one that cannot be opened is left to `log`."""
+    with contextlib.suppress(KafkaStorageError):
+        while not logs.open_slice(topic, partition):
+            yield

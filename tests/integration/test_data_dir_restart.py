@@ -195,3 +195,58 @@ async def test_a_request_for_thousands_of_logs_not_open_yet_does_not_hold_the_lo
     finally:
         counting.cancel()
         await server.stop()
+
+
+@pytest.mark.latency
+async def test_a_big_unsynced_tail_is_recovered_in_slices_while_others_are_answered(
+    tmp_path: Path,
+) -> None:
+    """After kill -9 a log's active segment is checked from its recovery point to its end, up
+    to a whole segment (1 GiB by default): that was done in one go, on the event loop, by the
+    background opening or by the first request naming the partition. Now in slices: the probe
+    is answered all along, and the request naming it is answered once it is recovered."""
+    data = tmp_path / "data"
+    logs = LogManager(data)
+    logs.create_topic("big", 1)
+    plog = logs.log("big", 0)
+    assert plog is not None
+    chunk = b"".join(build_batch([(None, b"v" * 100)], timestamp_ms=TS) for _ in range(2000))
+    for _ in range(40):  # 80,000 batches, ~14 MB, never synced nor checkpointed
+        plog.append(chunk, now_ms=TS)
+    end = plog.log_end_offset
+    del logs, plog  # kill -9: no clean mark, no recovery point
+
+    server = make_server(data)
+    await server.start()
+    loading = server.services.logs
+    turns = 0  # turns of the loop while the log was being recovered
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while loading.loading:
+            await asyncio.sleep(0)
+            turns += 1
+
+    counting = asyncio.create_task(count_turns())
+    try:
+        assert loading.loading
+        with Probe(server.port) as probe:
+            bootstrap = f"127.0.0.1:{server.port}"
+            ends = await asyncio.to_thread(big_end, bootstrap)
+        await counting
+        assert ends == end
+        assert loading.load_stats.bytes_scanned > 10_000_000
+        assert turns > 5  # the scan let the loop run between its slices
+        assert probe.slowest < 5 * Probe.LIMIT_S, sorted(probe.round_trips)[-5:]
+    finally:
+        counting.cancel()
+        await server.stop()
+
+
+def big_end(bootstrap: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "ends", **QUIET})
+    try:
+        (found,) = consumer.offsets_for_times([TopicPartition("big", 0, -1)], timeout=60)
+        return int(found.offset)
+    finally:
+        consumer.close()

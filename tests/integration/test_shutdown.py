@@ -1,4 +1,5 @@
-"""Stopping the broker while a share snapshot file is being written in its thread."""
+"""Stopping the broker while a share snapshot file is being written, or a flush round runs,
+in its thread."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from client import Admin
 from client import ConfigResourceType
 from client import Producer
 from client import ShareConsumer
+from storage.dir_checkpoints import CLEAN_SHUTDOWN_FILE
+from storage.dir_checkpoints import read_recovery_points
 from storage.share_state_store import snapshot_groups
 from tests.brokers import make_server
 
@@ -68,3 +71,48 @@ async def test_stop_waits_for_the_snapshot_write_under_way(
     finally:
         monkeypatch.undo()
     assert snapshot_groups(tmp_path / "data" / "__share_state") == {"g"}
+
+
+async def test_stop_does_not_wait_for_the_flush_round_under_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop right after writes to every partition came while the flush duty was syncing
+    them one after another (7 s over 5,000 partitions, issue 28) and waited for that whole
+    round before the logs' own closes began, in parallel. Now the round starts no new sync
+    once the stop begins; the closes sync what it left, and the data dir is marked clean."""
+    partitions = 30
+    server = make_server(tmp_path / "data", **{"log.flush.interval.ms": 500})
+    await server.start()
+    bootstrap = f"127.0.0.1:{server.port}"
+    async with Admin(bootstrap) as admin:
+        await admin.create_topic("wide", partitions)
+    lock = threading.Lock()
+    by_round = [0, 0]  # syncs the flush thread ran: in all, and after the stop began
+    stopping = threading.Event()
+    in_round = threading.Event()
+    real: Callable[[int], None] = os.fsync
+
+    def slow_fsync(fd: int) -> None:  # a slow disk for the flush thread: 0.1 s a sync
+        if threading.current_thread().name.startswith("shoal-flush"):
+            in_round.set()
+            time.sleep(0.1)
+            with lock:
+                by_round[0] += 1
+                by_round[1] += stopping.is_set()
+        real(fd)
+
+    async with Producer(bootstrap) as producer:
+        monkeypatch.setattr(os, "fsync", slow_fsync)
+        # At once: one round of the flush duty finds every partition dirty.
+        await asyncio.gather(*(producer.send("wide", b"v", partition=p) for p in range(partitions)))
+    try:
+        assert await asyncio.to_thread(in_round.wait, 10.0)
+        stopping.set()
+        await asyncio.wait_for(server.stop(), 30)
+    finally:
+        monkeypatch.undo()
+    assert by_round[1] <= 1, by_round  # the one under way; the round had up to 30 to go
+    data = tmp_path / "data"
+    assert (data / CLEAN_SHUTDOWN_FILE).exists()
+    points = read_recovery_points(data)
+    assert all(points[("wide", p)] == 1 for p in range(partitions)), points
