@@ -118,6 +118,8 @@ def _acquire(
     keys = None
     if sp.key_ordering:  # records are decoded for key-ordered groups only
         lo, hi = sp.keys_wanted()
+        if sp.read_committed:  # nor past the LSO: what waits there is not decoded yet
+            hi = min(hi, plog.last_stable_offset)
         spans = [s for s in spans if s.base_offset < hi]  # beyond, the window cannot grow
         keys = key_hashes(data, [s for s in spans if s.last_offset >= lo])
     acquired = sp.acquire(

@@ -11,17 +11,21 @@ every policy makes (`ShareWindow.walk`); each batch is judged by its header, nev
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 import pytest
 
+from broker.share import partition_reads
 from broker.share.acquire.batch_optimized import BATCH_OPTIMIZED
 from broker.share.acquire.key_ordered import KeyOrdered
 from broker.share.acquire.policy import AcquisitionPolicy
 from broker.share.acquire.policy import Fetch
+from broker.share.acquire.policy import KeyHashes
 from broker.share.acquire.record_limit import RECORD_LIMIT
 from broker.share.limits import ShareLimits
 from broker.share.record_state import RecordState
 from broker.share.share_partition import SharePartition
+from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.window import AcquiredRecords
 from broker.share.window import BatchSpan
 from broker.share.window import ReadCommitted
@@ -29,6 +33,10 @@ from broker.share.window import ShareWindow
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import GroupConfigs
 from coordinator.group_configs import InvalidGroupConfig
+from protocol.record_batch import TRANSACTIONAL_MASK
+from protocol.record_batch import build_batch
+from storage.log import BatchSpan as StoredSpan
+from storage.memory_log import MemoryLogs
 
 AVAILABLE = RecordState.AVAILABLE
 ARCHIVED = RecordState.ARCHIVED
@@ -159,3 +167,88 @@ def test_share_isolation_level_is_a_bounded_group_config() -> None:
     with pytest.raises(InvalidGroupConfig, match="read_uncommitted, read_committed"):
         configs.alter("g", {"share.isolation.level": "hello"})
     assert ("share.isolation.level", "read_committed", True) in configs.describe("g")
+
+
+# ----------------------------------------------- through the manager, over an in-memory log
+
+
+class Txns:
+    """Topic "t", one partition, written as a transactional producer would (producer state,
+    LSO and aborted index kept by the log itself), read by group "G" through the manager."""
+
+    def __init__(self, *, isolation: str, ordered: bool = False) -> None:
+        self.logs = MemoryLogs()
+        self.topic = self.logs.create_topic("t", 1)
+        plog = self.logs.log("t", 0)
+        assert plog is not None
+        self.plog = plog
+        self.seq: dict[int, int] = {}
+        configs = GroupConfigs(None, lambda name: BROKER_DEFAULTS[name][0])
+        configs.alter("G", {
+            "share.auto.offset.reset": "earliest", "share.isolation.level": isolation,
+            "share.key.ordering.enable": str(ordered).lower(),
+        })  # fmt: skip
+        self.manager = SharePartitionManager(self.logs, configs)
+
+    def send(self, producer: int, *keys: bytes) -> None:
+        """One batch of `keys` (-1: not transactional)."""
+        if producer < 0:
+            self.plog.append(build_batch([(k, b"v") for k in keys], timestamp_ms=1), now_ms=1)
+            return
+        seq = self.seq.get(producer, 0)
+        self.seq[producer] = seq + len(keys)
+        batch = build_batch(
+            [(k, b"v") for k in keys], timestamp_ms=1, producer_id=producer, producer_epoch=0,
+            base_sequence=seq, attributes=TRANSACTIONAL_MASK,
+        )  # fmt: skip
+        self.plog.append(batch, now_ms=1)
+
+    def end(self, producer: int, commit: bool) -> None:
+        self.plog.append_marker(producer, 0, commit, now_ms=1)
+
+    def fetch(self, now: int = 0) -> list[int]:
+        got = self.manager.fetch(
+            "G", "M", self.topic.topic_id, 0, max_bytes=1 << 20, max_records=500, now_ms=now
+        )
+        return offsets(got.acquired)
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_the_manager_reads_up_to_the_lso_and_skips_aborted_batches(ordered: bool) -> None:
+    t = Txns(isolation="read_committed", ordered=ordered)
+    t.send(P, b"a", b"b")  # 0-1, aborted below
+    t.send(Q, b"c")  # 2, committed below
+    t.send(-1, b"d")  # 3
+    t.end(P, commit=False)  # 4
+    t.send(P, b"e")  # 5: P's next transaction, left open: the LSO
+    t.send(-1, b"f")  # 6
+    assert t.fetch() == []  # Q's transaction, open, holds the LSO at 2
+    t.end(Q, commit=True)  # 7
+    assert t.fetch() == [2, 3]  # 0-1 archived, 4 a marker; P's open one holds the LSO at 5
+    t.end(P, commit=True)  # 8
+    assert t.fetch() == [5, 6]
+
+
+def test_a_key_ordered_group_decodes_nothing_past_the_lso(monkeypatch: pytest.MonkeyPatch) -> None:
+    decoded: list[list[int]] = []
+    real = partition_reads.key_hashes
+
+    def recording(data: bytes, spans: Sequence[StoredSpan]) -> KeyHashes:
+        decoded.append([s.base_offset for s in spans])
+        return real(data, spans)
+
+    monkeypatch.setattr(partition_reads, "key_hashes", recording)
+    t = Txns(isolation="read_committed", ordered=True)
+    t.send(-1, b"a")  # 0
+    t.send(P, b"b")  # 1: open
+    t.send(-1, b"c")  # 2
+    assert t.fetch() == [0]
+    assert decoded == [[0]]
+
+
+def test_read_uncommitted_through_the_manager_gets_aborted_and_open_records() -> None:
+    t = Txns(isolation="read_uncommitted")
+    t.send(P, b"a", b"b")  # 0-1
+    t.end(P, commit=False)  # 2
+    t.send(Q, b"c")  # 3: open
+    assert t.fetch() == [0, 1, 3]
