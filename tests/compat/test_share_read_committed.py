@@ -11,6 +11,7 @@ read_committed acquires below the LSO only and archives aborted transactions' re
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections.abc import Callable
 
@@ -28,11 +29,17 @@ from tests.compat.support import describe_group_configs
 from tests.compat.support import poll_records
 from tests.compat.support import set_group_configs
 from tests.compat.support import share_consumer
+from tests.compat.support import wait_for_share_acknowledged
 from tests.compat.support import write_transactions
 
 pytestmark = pytest.mark.compat
 
-BROKER_CONFIG = SHORT_SESSION_CONFIG  # the `broker` of tests/compat/conftest.py
+# The `broker` of tests/compat/conftest.py; timed-out transactions are looked for twice a
+# second (Kafka's default is every 10 s).
+BROKER_CONFIG = {
+    **SHORT_SESSION_CONFIG,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
+}
 QUIET_S = 2.0  # how long "nothing more arrives" is watched for
 
 _names = itertools.count()
@@ -156,5 +163,54 @@ def test_nothing_before_the_commit_nothing_of_an_abort(broker: BrokerProcess) ->
         reader.poll_until(reader.has(["t0", "t1", "t2", "t3", "t4", "t5"]))
         reader.quiet_for(QUIET_S)
         assert reader.values() == ["t0", "t1", "t2", "t3", "t4", "t5"]
+    finally:
+        reader.close()
+
+
+def test_a_transaction_open_at_a_kill_aborts_on_its_timeout_and_the_group_goes_on(
+    broker_process: BrokerProcess,
+) -> None:
+    """kill -9 with a transaction open: after the restart it aborts on its timeout, the LSO
+    moves, and the read_committed group gets what waited behind it (a plain record), never the
+    aborted records, and none of what it acknowledged before the kill again."""
+    broker = broker_process
+    topic, group = fresh(broker, "read_committed")
+    producer = Producer({
+        "bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic}-p",
+        "transaction.timeout.ms": 3000, **QUIET,
+    })  # fmt: skip
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(4):
+        producer.produce(topic, value=b"k%d" % i, partition=0)  # 0-3
+    producer.commit_transaction(30)  # marker at 4
+    producer.begin_transaction()
+    for i in range(4):
+        producer.produce(topic, value=b"lost%d" % i, partition=0)  # 5-8, left open
+    assert producer.flush(30) == 0
+    plain = Producer({"bootstrap.servers": broker.bootstrap, **QUIET})
+    plain.produce(topic, value=b"plain", partition=0)  # 9: behind the LSO
+    assert plain.flush(30) == 0
+
+    reader = Reader(broker.bootstrap, group, topic)
+    acknowledged = threading.Event()
+    # It polls on (its polls acknowledge what it got) until SPSO is past k0-k3 and the marker.
+    polling = threading.Thread(target=reader.poll_until, args=(acknowledged.is_set,))
+    polling.start()
+    try:
+        wait_for_share_acknowledged(broker.bootstrap, group, 5)
+    finally:
+        acknowledged.set()
+        polling.join()
+        reader.close()
+    assert reader.values() == ["k0", "k1", "k2", "k3"]
+    broker.kill()
+    broker.start()
+
+    reader = Reader(broker.bootstrap, group, topic)
+    try:
+        reader.poll_until(reader.has(["plain"]))  # once the timeout has aborted lost0-3
+        reader.quiet_for(QUIET_S)
+        assert reader.values() == ["plain"]
     finally:
         reader.close()
