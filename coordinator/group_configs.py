@@ -67,6 +67,8 @@ def _check_dlq_topic(name: str, broker: Callable[[str], Any]) -> None:
 
 
 ACQUIRE_MODES = ("batch_optimized", "record_limit")
+ISOLATION_LEVEL = "share.isolation.level"
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
 DEFS: dict[str, GroupConfigDef] = {
     d.name: d
@@ -107,6 +109,11 @@ DEFS: dict[str, GroupConfigDef] = {
             str,
             "group.share.acquire.mode",
             choices=ACQUIRE_MODES,
+        ),
+        # Kafka's GroupConfig: read_committed acquires only below the LSO and never an aborted
+        # transaction's records. No broker default: Kafka's is the constant read_uncommitted.
+        GroupConfigDef(
+            ISOLATION_LEVEL, str, None, choices=ISOLATION_LEVELS, default="read_uncommitted"
         ),
         # Shoal's own (seed 001): records of one key are never in flight at two members.
         GroupConfigDef("share.key.ordering.enable", bool, "group.share.key.ordering.enable"),
@@ -201,6 +208,7 @@ class ShareGroupConfig:
     partition_max_record_locks: int
     renew_acknowledge_enable: bool
     acquire_mode: str  # one of ACQUIRE_MODES
+    isolation_level: str  # one of ISOLATION_LEVELS
     key_ordering_enable: bool
     session_timeout_ms: int
     heartbeat_interval_ms: int
@@ -211,6 +219,11 @@ class ShareGroupConfig:
     def record_limit(self) -> bool:
         """KIP-1206: MaxRecords is a strict limit."""
         return self.acquire_mode == "record_limit"
+
+    @property
+    def read_committed(self) -> bool:
+        """Only committed transactional records are acquired."""
+        return self.isolation_level == "read_committed"
 
     @property
     def starts_at_earliest(self) -> bool:
@@ -233,6 +246,7 @@ SHARE_FIELDS: dict[str, str] = {
     "partition_max_record_locks": "share.partition.max.record.locks",
     "renew_acknowledge_enable": "share.renew.acknowledge.enable",
     "acquire_mode": "share.acquire.mode",
+    "isolation_level": ISOLATION_LEVEL,
     "key_ordering_enable": "share.key.ordering.enable",
     "session_timeout_ms": "share.session.timeout.ms",
     "heartbeat_interval_ms": "share.heartbeat.interval.ms",

@@ -380,15 +380,15 @@ def _isolation(options: Mapping[str, str]) -> int:
 
 
 def _stream_isolation(options: Mapping[str, str]) -> None:
-    """A stream reads through a share group, which delivers every record until the group
-    config `share.isolation.level` exists: read_committed is refused rather than ignored
-    (the stream would read aborted records)."""
+    """A stream reads through a share group, which reads committed only with the group
+    config `share.isolation.level=read_committed`; the stream source does not set (nor check)
+    it yet, so read_committed is refused rather than ignored (it could read aborted records)."""
     if _isolation(options) != READ_UNCOMMITTED:
         raise OptionError(
             "option kafka.isolation.level=read_committed is not supported by the shoal stream "
-            "source yet: a stream reads through a share group, and Shoal's share groups have no "
-            "share.isolation.level yet, so it would read the records of aborted transactions. "
-            "Use a batch read (spark.read) for read_committed, or drop the option"
+            "source yet: a stream reads through a share group, and the source does not set the "
+            "group's share.isolation.level yet, so it could read the records of aborted "
+            "transactions. Use a batch read (spark.read) for read_committed, or drop the option"
         )
 
 

@@ -408,9 +408,16 @@ class SegmentedLog(ABC):
         for pos, h in iter_batch_headers(data):
             if spans and max_records is not None and records >= max_records:
                 break
+            txn_producer = h.producer_id if h.attributes & TRANSACTIONAL_MASK else -1
             spans.append(
                 BatchSpan(
-                    h.base_offset, h.last_offset, pos, h.size, h.is_control, h.record_count > 0
+                    h.base_offset,
+                    h.last_offset,
+                    pos,
+                    h.size,
+                    h.is_control,
+                    h.record_count > 0,
+                    txn_producer,
                 )
             )
             if h.record_count:  # an empty batch's offsets are archived, never handed out

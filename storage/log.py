@@ -33,6 +33,7 @@ class BatchSpan:
     size: int
     is_control: bool
     has_records: bool = True  # False: an empty batch, whose offsets the cleaner removed
+    producer_id: int = -1  # a transactional batch's producer (read_committed); -1: not one
 
 
 class PartitionLog(Protocol):

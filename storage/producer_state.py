@@ -85,6 +85,9 @@ class ProducerStateManager:
         self.ongoing: dict[int, int] = {}
         # Aborted transactions in marker order (so sorted by last offset), above the log start.
         self.aborted: list[AbortedTxn] = []
+        # The longest aborted transaction (ABORT marker offset - first offset) ever recorded:
+        # bounds `aborted_between`'s scan. Never lowered (forgetting keeps it an upper bound).
+        self._longest = 0
         self.expired = False  # producers were forgotten since the snapshot was written
 
     def check(self, headers: Sequence[BatchHeader]) -> BatchMetadata | None:
@@ -153,6 +156,7 @@ class ProducerStateManager:
         first = self.ongoing.pop(producer_id, None)
         if first is not None and not commit:
             self.aborted.append(AbortedTxn(producer_id, first, marker_offset))
+            self._longest = max(self._longest, marker_offset - first)
 
     def active(self) -> list[tuple[int, int, int, int, int]]:
         """(producer id, epoch, last sequence, last timestamp, open transaction's first offset
@@ -172,7 +176,10 @@ class ProducerStateManager:
         `start` and beginning before `upper` (Kafka's `TransactionIndex.collectAbortedTxns`)."""
         aborted = self.aborted
         i = bisect_left(aborted, start, key=lambda a: a.last_offset)
-        return [a for a in aborted[i:] if a.first_offset < upper]
+        # One beginning before `upper` ends before `upper + longest`: none further can, so a
+        # read near the start of a long index does not walk all of it (1M entries: ~50 ms).
+        j = bisect_left(aborted, upper + self._longest, lo=i, key=lambda a: a.last_offset)
+        return [a for a in aborted[i:j] if a.first_offset < upper]
 
     def forget_below(self, log_start: int) -> None:
         """Aborted transactions wholly below the log start are gone with their segments."""
@@ -238,6 +245,7 @@ class ProducerStateManager:
         state.max_producer_id = max((p for p in ids if p < ISSUABLE_PRODUCER_IDS), default=-1)
         state.ongoing = {int(pid): int(first) for pid, first in doc.get("ongoing", [])}
         state.aborted = [AbortedTxn(*map(int, a)) for a in doc.get("aborted", [])]
+        state._longest = max((a.last_offset - a.first_offset for a in state.aborted), default=0)
         return state, int(doc["offset"])
 
 

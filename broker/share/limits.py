@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from coordinator.group_configs import DLQ_TOPIC
+from coordinator.group_configs import ISOLATION_LEVEL
 from coordinator.group_configs import GroupConfigs
 
 
@@ -25,6 +26,9 @@ class ShareLimits:
     # KIP-1191: the group names a dead-letter topic, so REJECT and the delivery-count limit
     # lead to ARCHIVING (copied, then ARCHIVED) rather than straight to ARCHIVED.
     dead_letter: bool = False
+    # share.isolation.level=read_committed: a fetch acquires below the LSO only, and never a
+    # record of an aborted transaction.
+    read_committed: bool = False
 
 
 def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]:
@@ -42,6 +46,7 @@ def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]
             record_limit=configs.effective(group_id, "share.acquire.mode") == "record_limit",
             key_ordering=configs.effective(group_id, "share.key.ordering.enable"),
             dead_letter=bool(configs.effective(group_id, DLQ_TOPIC)),
+            read_committed=configs.effective(group_id, ISOLATION_LEVEL) == "read_committed",
         )
         cached[:] = [(configs.version, value)]
         return value

@@ -7,6 +7,7 @@ records, unchanged. Records are never decoded, except a key-ordered group's keys
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
@@ -16,7 +17,9 @@ from broker.share.share_metrics import ShareMetrics
 from broker.share.share_partition import SharePartition
 from broker.share.window import AcquiredRecords
 from broker.share.window import BatchSpan
+from broker.share.window import ReadCommitted
 from storage.errors import OffsetOutOfRange
+from storage.log import BatchSpan as StoredSpan
 from storage.log import PartitionLog
 
 # One ShareFetch reads at most this much of a partition's log: MaxBytes is 50 MiB from
@@ -65,7 +68,9 @@ def read_and_acquire(
     # skipped, and the next stretch of log is read, a bounded number of times.
     for _ in range(MAX_READS_PER_FETCH):
         offset = sp.next_fetch_offset()
-        if offset is None or offset >= plog.log_end_offset:
+        # A read_committed group reads no further than the LSO (Kafka's TXN_COMMITTED read).
+        end = plog.last_stable_offset if sp.read_committed else plog.log_end_offset
+        if offset is None or offset >= end:
             break
         fetched = _acquire(sp, plog, read, offset, metrics, after)
         if fetched is not None:
@@ -73,6 +78,23 @@ def read_and_acquire(
         if sp.next_fetch_offset() == offset:
             break
     return NOTHING
+
+
+def _share_span(s: StoredSpan) -> BatchSpan:
+    # An empty batch (offsets the cleaner removed, or storage's stand-in for damaged ones,
+    # already logged and counted) is archived like a control batch.
+    return BatchSpan(s.base_offset, s.last_offset, s.is_control or not s.has_records, s.producer_id)
+
+
+def _committed(plog: PartitionLog, offset: int, spans: Sequence[StoredSpan]) -> ReadCommitted:
+    """A read_committed fetch's bound: the LSO, and the aborted transactions the read meets
+    (from the aborted index, no further than the read goes, or the LSO)."""
+    lso = plog.last_stable_offset
+    upper = min(lso, spans[-1].last_offset + 1) if spans else offset
+    aborted: dict[int, list[tuple[int, int]]] = {}
+    for txn in plog.aborted_transactions(offset, upper) if upper > offset else ():
+        aborted.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+    return ReadCommitted(lso, aborted)
 
 
 def _acquire(
@@ -96,17 +118,18 @@ def _acquire(
     keys = None
     if sp.key_ordering:  # records are decoded for key-ordered groups only
         lo, hi = sp.keys_wanted()
+        if sp.read_committed:  # nor past the LSO: what waits there is not decoded yet
+            hi = min(hi, plog.last_stable_offset)
         spans = [s for s in spans if s.base_offset < hi]  # beyond, the window cannot grow
         keys = key_hashes(data, [s for s in spans if s.last_offset >= lo])
     acquired = sp.acquire(
         read.member_id,
-        # An empty batch (offsets the cleaner removed, or storage's stand-in for damaged
-        # ones, already logged and counted) is archived like a control batch.
-        [BatchSpan(s.base_offset, s.last_offset, s.is_control or not s.has_records) for s in spans],
+        [_share_span(s) for s in spans],
         max_records=read.max_records,
         now_ms=read.now_ms,
         keys=keys,
         record_limit=read.record_limit,
+        committed=_committed(plog, offset, spans) if sp.read_committed else None,
     )
     after(sp, read.now_ms)
     if not acquired:

@@ -54,6 +54,7 @@ from broker.share.record_state import AcknowledgeType
 from broker.share.record_state import RecordState
 from broker.share.window import AcquiredRecords
 from broker.share.window import BatchSpan
+from broker.share.window import ReadCommitted
 from broker.share.window import ShareWindow
 from broker.share.window import StateRange
 
@@ -106,6 +107,12 @@ class SharePartition:
     def key_ordering(self) -> bool:
         """Whether the group orders records by key (the broker then reads keys for it)."""
         return self._limits().key_ordering
+
+    @property
+    def read_committed(self) -> bool:
+        """Whether the group reads committed records only (share.isolation.level): the
+        broker then gives each fetch the LSO and the aborted transactions it meets."""
+        return self._limits().read_committed
 
     def in_flight_count(self) -> int:
         return self.speo - self.spso
@@ -177,6 +184,7 @@ class SharePartition:
         now_ms: int,
         keys: KeyHashes | None = None,
         record_limit: bool = False,
+        committed: ReadCommitted | None = None,
     ) -> list[AcquiredRecords]:
         """Acquire records for `member_id` from the log batches `spans`, which start at the
         batch holding `next_fetch_offset()` and run in log order: the AVAILABLE in-flight
@@ -186,7 +194,9 @@ class SharePartition:
 
         The policy: key order with `keys` (a key-ordered group: the key of every record the
         spans hold), else record_limit mode when the group or the request asks for it
-        (ShareFetch v2's ShareAcquireMode, KIP-1206), else whole batches.
+        (ShareFetch v2's ShareAcquireMode, KIP-1206), else whole batches. With `committed`
+        (a read_committed group), whatever the policy, nothing at or past the LSO is taken and
+        aborted transactions' batches are archived.
         """
         cursor = self.next_fetch_offset()
         if cursor is None or max_records <= 0:
@@ -199,8 +209,9 @@ class SharePartition:
             policy = RECORD_LIMIT
         deadline = now_ms + limits.lock_duration_ms
         fetch = Fetch(
-            member_id, spans, cursor, max_records, now_ms, deadline, limits.max_record_locks, keys
-        )
+            member_id, spans, cursor, max_records, now_ms, deadline, limits.max_record_locks, keys,
+            committed,
+        )  # fmt: skip
         return policy.acquire(self._window, fetch)
 
     def keys_wanted(self) -> tuple[int, int]:

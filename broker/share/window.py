@@ -16,9 +16,11 @@ Reading
   `first_available()`, `state_of(offset)`, `state_ranges()` (durable form),
   `next_deadline()`, `due_hulls(now)`.
 Acquiring (for the policies)
-  `walk(spans, cursor)`: the log's batches from `cursor` as data spans `(lo, last)`, gaps
-      and control batches archived on the way (the one span walk of every policy); the
-      caller brings each span into the window (`acquire`, `extend`) before the next, or stops;
+  `walk(spans, cursor, committed)`: the log's batches from `cursor` as data spans
+      `(lo, last)`, gaps and control batches archived on the way (the one span walk of every
+      policy); with `committed` (share.isolation.level=read_committed) it stops at the LSO
+      and archives aborted transactions' batches too; the caller brings each span into the
+      window (`acquire`, `extend`) before the next, or stops;
   `may_extend(last, added_new, max_locks)`: the record-lock cap;
   `acquire(lo, hi, member, deadline, out, limit)`: AVAILABLE records of [lo, hi] in the
       window and new ones past its end become ACQUIRED, at most `limit`;
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Iterator
+from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -63,6 +66,29 @@ class BatchSpan:
     base_offset: int
     last_offset: int
     is_control: bool
+    producer_id: int = -1  # the producer of a transactional batch; -1: not transactional
+
+
+@dataclass(frozen=True, slots=True)
+class ReadCommitted:
+    """What share.isolation.level=read_committed lets a fetch take of the log (Kafka's
+    `SharePartition.acquire` reading up to the LSO, then
+    `maybeFilterAbortedTransactionalAcquiredRecords`): nothing at or past `stable_offset`
+    (the LSO: the first offset of the oldest open transaction), and no batch of an aborted
+    transaction. `aborted` maps a producer id to its aborted transactions met by the read, as
+    `(first offset, ABORT marker offset)` from the aborted index: a batch is judged by its
+    header (producer, base offset), never by its records."""
+
+    stable_offset: int
+    aborted: Mapping[int, Sequence[tuple[int, int]]]
+
+    def is_aborted(self, span: BatchSpan) -> bool:
+        if span.producer_id < 0 or not self.aborted:
+            return False
+        return any(
+            first <= span.base_offset < marker
+            for first, marker in self.aborted.get(span.producer_id, ())
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,19 +206,28 @@ class ShareWindow:
 
     # ---------------------------------------------------------------------------- acquiring
 
-    def walk(self, spans: Sequence[BatchSpan], cursor: int) -> Iterator[tuple[int, int]]:
+    def walk(
+        self, spans: Sequence[BatchSpan], cursor: int, committed: ReadCommitted | None = None
+    ) -> Iterator[tuple[int, int]]:
         """The data batches of `spans` from `cursor` on, as `(lo, last)`; offsets the log
         does not hold (gaps before or between spans) and control batches are archived on the
-        way, never handed out. The caller brings each span past the window's end into it
-        (`acquire`, `extend`) before asking for the next, or stops: nothing past is touched."""
+        way, never handed out. With `committed`, the walk ends at the first batch reaching
+        the LSO (a transaction starts a batch, so none straddles it), and the batches of
+        aborted transactions are archived as control batches are (Kafka archives them: the
+        SPSO moves past them as past acknowledged records). The caller brings each span past
+        the window's end into it (`acquire`, `extend`) before asking for the next, or stops:
+        nothing past is touched."""
+        stable = committed.stable_offset if committed is not None else None
         for span in spans:
             cursor = max(cursor, self.start)  # archiving may have moved SPSO past the cursor
             if span.last_offset < cursor:
                 continue
+            if stable is not None and span.last_offset >= stable:
+                return  # at the LSO: what follows waits for its transaction to end
             lo = max(span.base_offset, cursor)
             self.archive_absent(cursor, lo - 1)
             cursor = span.last_offset + 1
-            if span.is_control:
+            if span.is_control or (committed is not None and committed.is_aborted(span)):
                 self.archive_absent(lo, span.last_offset)
                 continue
             yield lo, span.last_offset

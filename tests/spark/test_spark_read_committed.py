@@ -6,8 +6,8 @@ A batch read at read_committed ends at the last stable offset ("latest" is the L
 ListOffsets answers a read_committed client, KIP-98) and drops the aborted records, as Kafka's
 consumer does (`CompletedFetch`); read_uncommitted, the default (Spark's Kafka source leaves
 `isolation.level` to the Kafka consumer, whose default it is), reads everything. A stream reads
-through a share group, which has no `share.isolation.level` yet: read_committed is refused at
-load() rather than read as read_uncommitted.
+through a share group, whose `share.isolation.level` the source does not set yet:
+read_committed is refused at load() rather than read as read_uncommitted.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ def lower(options: dict[str, str]) -> dict[str, str]:
         ({**STREAM, "kafka.colour": "blue"}, "not a setting of Shoal's client"),
         ({**STREAM, "kafka.transactional.id": "t"}, "the writer does not write in transactions"),
         ({**STREAM, "kafka.isolation.level": "dirty"}, "read_uncommitted or read_committed"),
-        ({**STREAM, "kafka.isolation.level": "read_committed"}, r"no share\.isolation\.level"),
+        ({**STREAM, "kafka.isolation.level": "read_committed"}, r"group's share\.isolation"),
         ({**STREAM, "endingTimestamp": "5"}, "has no end"),
         ({**STREAM, "assign": '{"orders": [0]}'}, "exactly one of"),
         ({**STREAM, "subscribe": "", "assign": '{"orders": [0]}'}, "coordinator assigns"),

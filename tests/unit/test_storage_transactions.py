@@ -4,6 +4,7 @@ ongoing transactions, `TransactionIndex`, and `LogLoader` rebuilding both from t
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from protocol.txn_markers import marker_type
 from storage import LogConfig
 from storage import SegmentLog
 from storage.producer_state import AbortedTxn
+from storage.producer_state import ProducerStateManager
 
 TS = 1_700_000_000_000
 # Small segments: the appends below roll several, so a crash leaves a snapshot older than them.
@@ -114,3 +116,33 @@ def test_retention_forgets_aborted_transactions_below_the_log_start(tmp_path: Pa
     log.advance_log_start(log.log_end_offset - 1)
     log.apply_retention(TS)
     assert log.aborted_transactions(0, log.log_end_offset) == []
+
+
+def test_aborted_between_finds_what_a_whole_scan_finds() -> None:
+    """The scan stops at `upper` plus the longest aborted transaction (so a read near the start
+    of a long index does not walk all of it); it must still find every aborted transaction a
+    read of [start, upper) meets, as a walk of the whole index does (Kafka's
+    `TransactionIndex.collectAbortedTxns`), also after a snapshot round trip and the cleaner."""
+    rng = random.Random(34)
+    state = ProducerStateManager()
+    offset = 0
+    for _ in range(400):  # interleaved transactions of 6 producers, some long, most short
+        producer = rng.randrange(6)
+        if producer in state.ongoing:
+            state.end_txn(producer, 0, rng.random() < 0.3, offset)
+        else:
+            state.ongoing[producer] = offset
+        offset += rng.choice((1, 1, 2, 40))
+
+    def whole(s: ProducerStateManager, start: int, upper: int) -> list[AbortedTxn]:
+        return [a for a in s.aborted if a.last_offset >= start and a.first_offset < upper]
+
+    restored, _ = ProducerStateManager.from_json(state.to_json(offset))
+    cleaned, _ = ProducerStateManager.from_json(state.to_json(offset))
+    cleaned.forget_aborted([(a.producer_id, a.last_offset) for a in cleaned.aborted[::3]])
+    assert len(state.aborted) > 20
+    for _ in range(500):
+        start = rng.randrange(offset)
+        upper = start + rng.randrange(1, 200)
+        for s in (state, restored, cleaned):
+            assert s.aborted_between(start, upper) == whole(s, start, upper)

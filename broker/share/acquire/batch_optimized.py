@@ -18,7 +18,7 @@ class BatchOptimized:
         out: list[AcquiredRecords] = []
         taken = 0
         added_new = False
-        for lo, last in window.walk(fetch.spans, fetch.cursor):
+        for lo, last in window.walk(fetch.spans, fetch.cursor, fetch.committed):
             if last >= window.end:
                 if not window.may_extend(last, added_new, fetch.max_record_locks):
                     break

@@ -85,7 +85,7 @@ class KeyOrdered:
         AVAILABLE, within `max_record_locks`); the end of the offsets whose keys they give."""
         end = fetch.cursor
         added_new = False
-        for lo, last in window.walk(fetch.spans, fetch.cursor):
+        for lo, last in window.walk(fetch.spans, fetch.cursor, fetch.committed):
             if last >= window.end:
                 if not window.may_extend(last, added_new, fetch.max_record_locks):
                     break

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from broker.share.window import AcquiredRecords
 from broker.share.window import BatchSpan
+from broker.share.window import ReadCommitted
 from broker.share.window import ShareWindow
 
 KeyHashes = Mapping[int, int | None]
@@ -33,7 +34,10 @@ class Fetch:
     """One member's fetch of one share-partition, as a policy sees it.
 
     `spans` start at the batch holding `cursor` (the window's first AVAILABLE offset, or its
-    end) and run in log order. `keys` is given to key-ordered groups only.
+    end) and run in log order. `keys` is given to key-ordered groups only. `committed` is
+    given to read_committed groups (share.isolation.level): the LSO bounds what the fetch
+    may take, as `max_records` and `max_record_locks` do, and aborted batches are archived
+    (`ShareWindow.walk` applies both, for every policy).
     """
 
     member_id: str
@@ -44,6 +48,7 @@ class Fetch:
     deadline: int  # the lock deadline of what is acquired
     max_record_locks: int
     keys: KeyHashes | None = None
+    committed: ReadCommitted | None = None
 
 
 class AcquisitionPolicy(Protocol):

@@ -18,7 +18,7 @@ class RecordLimit:
         out: list[AcquiredRecords] = []
         taken = 0
         added_new = False
-        for lo, last in window.walk(fetch.spans, fetch.cursor):
+        for lo, last in window.walk(fetch.spans, fetch.cursor, fetch.committed):
             budget = fetch.max_records - taken
             if last >= window.end:
                 # At most this far, however the budget is spent.
