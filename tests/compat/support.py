@@ -22,6 +22,7 @@ from confluent_kafka.admin import AlterConfigOpType
 from confluent_kafka.admin import ConfigEntry
 from confluent_kafka.admin import ConfigResource
 from confluent_kafka.admin import NewTopic
+from kio.schema.errors import ErrorCode
 
 from client import Admin
 from client.errors import KafkaError as ClientKafkaError
@@ -136,7 +137,12 @@ def wait_for_share_members(bootstrap: str, group: str, count: int, timeout: floa
 
 async def _share_start_offsets(bootstrap: str, group: str) -> int:
     async with Admin(bootstrap) as client:
-        offsets = await client.describe_share_group_offsets(group)
+        try:
+            offsets = await client.describe_share_group_offsets(group)
+        except ClientKafkaError as e:  # a consumer still joining: no group yet, nothing acked
+            if e.error_code is not ErrorCode.group_id_not_found:
+                raise
+            return 0
     return sum(max(o.start_offset, 0) for o in offsets.values())
 
 
