@@ -6,6 +6,7 @@ broker in a child process, for both.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from bench.broker import BrokerProcess
@@ -13,6 +14,8 @@ from bench.broker import free_port
 from broker.clock import Clock
 from broker.config import BrokerConfig
 from broker.server import Server
+from protocol.record_batch import build_batch
+from storage.log_manager import LogManager
 
 __all__ = ["BrokerProcess", "configured_broker", "free_port", "make_server", "start_broker"]
 
@@ -45,3 +48,27 @@ def start_broker(data_dir: Path, config: dict[str, object] | None = None) -> Bro
     proc = configured_broker(data_dir, config)
     proc.start()
     return proc
+
+
+def closed_wide_topic(data_dir: Path, topic: str, partitions: int, timestamp_ms: int) -> None:
+    """A data dir holding `topic` with 1 + p % 3 records in partition p, its logs closed: a
+    broker started on it opens them after it listens (`LogManager.open_pending`)."""
+    logs = LogManager(data_dir)
+    logs.create_topic(topic, partitions)
+    for p in range(partitions):
+        plog = logs.log(topic, p)
+        assert plog is not None
+        batch = build_batch([(None, b"v")] * (1 + p % 3), timestamp_ms=timestamp_ms)
+        plog.append(batch, now_ms=timestamp_ms)
+    assert logs.close()
+
+
+async def count_opened_per_turn(server: Server, turns: list[int]) -> None:
+    """Append to `turns` how many logs the started `server` opened in each turn of the event
+    loop, until it has opened them all (run it as a task beside the requests under test)."""
+    loading = server.services.logs
+    before = loading.opened_at_start
+    while loading.loading:
+        await asyncio.sleep(0)
+        turns.append(loading.opened_at_start - before)
+        before = loading.opened_at_start

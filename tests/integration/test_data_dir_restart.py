@@ -30,6 +30,8 @@ from storage import LogManager
 from storage.dir_checkpoints import CLEAN_SHUTDOWN_FILE
 from storage.dir_checkpoints import read_recovery_points
 from tests.brokers import BrokerProcess
+from tests.brokers import closed_wide_topic
+from tests.brokers import count_opened_per_turn
 from tests.brokers import make_server
 from tests.compat.support import QUIET
 from tests.compat.support import admin
@@ -162,29 +164,13 @@ async def test_a_request_for_thousands_of_logs_not_open_yet_does_not_hold_the_lo
     """The broker listens before its logs are open; a request naming a thousand of them opened
     each on the spot, all in one turn of the event loop: they are opened in slices."""
     data = tmp_path / "data"
-    logs = LogManager(data)
-    logs.create_topic(TOPIC, WIDE)
-    for p in range(WIDE):
-        plog = logs.log(TOPIC, p)
-        assert plog is not None
-        plog.append(build_batch([(None, b"v")] * (1 + p % 3), timestamp_ms=TS), now_ms=TS)
-    assert logs.close()
-
+    closed_wide_topic(data, TOPIC, WIDE, TS)
     server = make_server(data)
     await server.start()
-    loading = server.services.logs
     turns: list[int] = []  # logs opened in each turn of the loop
-
-    async def count_turns() -> None:
-        before = loading.opened_at_start
-        while loading.loading:
-            await asyncio.sleep(0)
-            turns.append(loading.opened_at_start - before)
-            before = loading.opened_at_start
-
-    counting = asyncio.create_task(count_turns())
+    counting = asyncio.create_task(count_opened_per_turn(server, turns))
     try:
-        assert loading.loading  # opened after the broker listens
+        assert server.services.logs.loading  # opened after the broker listens
         with Probe(server.port) as probe:
             bootstrap = f"127.0.0.1:{server.port}"
             ends = await asyncio.to_thread(latest_offsets, bootstrap)

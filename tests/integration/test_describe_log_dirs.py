@@ -47,9 +47,9 @@ from protocol.acl import ResourcePattern
 from protocol.acl import ResourceType
 from protocol.messages import build
 from protocol.messages import request_type
-from protocol.record_batch import build_batch
-from storage import LogManager
 from tests.brokers import BrokerProcess
+from tests.brokers import closed_wide_topic
+from tests.brokers import count_opened_per_turn
 from tests.brokers import make_server
 from tests.compat.support import QUIET
 from tests.compat.support import create_topic
@@ -285,29 +285,13 @@ async def test_logs_not_open_yet_are_opened_a_slice_at_a_time(tmp_path: Path) ->
     """The broker listens before its logs are open; DescribeLogDirs of every partition then
     opens each not yet open when its turn comes, a slice at a time, and sizes it right."""
     data = tmp_path / "data"
-    logs = LogManager(data)
-    logs.create_topic("wide", WIDE)
-    for p in range(WIDE):
-        plog = logs.log("wide", p)
-        assert plog is not None
-        plog.append(build_batch([(None, b"v")] * (1 + p % 3), timestamp_ms=TS), now_ms=TS)
-    assert logs.close()
-
+    closed_wide_topic(data, "wide", WIDE, TS)
     server = make_server(data)
     await server.start()
-    loading = server.services.logs
     turns: list[int] = []  # logs opened in each turn of the loop
-
-    async def count_turns() -> None:
-        before = loading.opened_at_start
-        while loading.loading:
-            await asyncio.sleep(0)
-            turns.append(loading.opened_at_start - before)
-            before = loading.opened_at_start
-
-    counting = asyncio.create_task(count_turns())
+    counting = asyncio.create_task(count_opened_per_turn(server, turns))
     try:
-        assert loading.loading
+        assert server.services.logs.loading
         async with Admin(f"127.0.0.1:{server.port}") as admin:
             described = await describe_log_dirs(admin.cluster)
         await counting
