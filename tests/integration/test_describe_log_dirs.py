@@ -22,7 +22,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,18 +66,19 @@ def on_disk(data: Path, topic: str, partition: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """A topic of three partitions of several segments each, with more records on some."""
-    with BrokerProcess(tmp_path_factory.mktemp("ld") / "data") as proc:
-        create_topic(proc.bootstrap, TOPIC, PARTITIONS)
-        asyncio.run(_small_segments(proc.bootstrap))
-        producer = Producer({"bootstrap.servers": proc.bootstrap, "linger.ms": 5, **QUIET})
-        for i in range(RECORDS):
-            producer.produce(TOPIC, value=b"v%d" % i * 20, partition=i % PARTITIONS * (i % 2))
-            if i % 50 == 0:
-                producer.flush(10)  # many small batches: several segments
-        assert producer.flush(30) == 0
-        yield proc
+def segmented(module_broker_process: BrokerProcess) -> BrokerProcess:
+    """The module's broker with a topic of three partitions of several segments each, with
+    more records on some."""
+    proc = module_broker_process
+    create_topic(proc.bootstrap, TOPIC, PARTITIONS)
+    asyncio.run(_small_segments(proc.bootstrap))
+    producer = Producer({"bootstrap.servers": proc.bootstrap, "linger.ms": 5, **QUIET})
+    for i in range(RECORDS):
+        producer.produce(TOPIC, value=b"v%d" % i * 20, partition=i % PARTITIONS * (i % 2))
+        if i % 50 == 0:
+            producer.flush(10)  # many small batches: several segments
+    assert producer.flush(30) == 0
+    return proc
 
 
 async def _small_segments(bootstrap: str) -> None:
@@ -91,11 +91,11 @@ async def _small_segments(bootstrap: str) -> None:
 
 
 def test_kafka_python_describes_every_partition_with_its_bytes_on_disk(
-    broker: BrokerProcess,
+    segmented: BrokerProcess,
 ) -> None:
-    data = broker.data_dir
+    data = segmented.data_dir
     assert len(list((data / f"{TOPIC}-0").glob("*.log"))) > 2  # several segments
-    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    admin = KafkaAdminClient(bootstrap_servers=segmented.bootstrap)
     try:
         (answer,) = admin.describe_log_dirs()
         named = admin.describe_log_dirs({TOPIC: [2, 9], "no-such-topic": [0]})
@@ -135,8 +135,8 @@ async def _raw(bootstrap: str, version: int, topics: Any) -> Any:
 
 
 @pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
-def test_every_version_answers_as_its_schema_says(broker: BrokerProcess, version: int) -> None:
-    every = asyncio.run(_raw(broker.bootstrap, version, None))
+def test_every_version_answers_as_its_schema_says(segmented: BrokerProcess, version: int) -> None:
+    every = asyncio.run(_raw(segmented.bootstrap, version, None))
     (result,) = every.results
     assert result.error_code == ErrorCode.none
     assert TOPIC in {t.name for t in result.topics}
@@ -149,25 +149,27 @@ def test_every_version_answers_as_its_schema_says(broker: BrokerProcess, version
     if version >= 5:
         assert result.is_cordoned is False
     # An empty list asks for no partition: the log dir alone.
-    (none,) = asyncio.run(_raw(broker.bootstrap, version, [])).results
+    (none,) = asyncio.run(_raw(segmented.bootstrap, version, [])).results
     assert (none.log_dir, none.topics) == (result.log_dir, ())
     # A topic named twice and a partition named twice: each described once.
-    twice = asyncio.run(_raw(broker.bootstrap, version, [(TOPIC, [1, 1, -1]), (TOPIC, [0, 1])]))
+    twice = asyncio.run(_raw(segmented.bootstrap, version, [(TOPIC, [1, 1, -1]), (TOPIC, [0, 1])]))
     (topic,) = twice.results[0].topics
     assert sorted(p.partition_index for p in topic.partitions) == [0, 1]
 
 
-def test_shoal_client_sizes_match_the_files(broker: BrokerProcess) -> None:
+def test_shoal_client_sizes_match_the_files(segmented: BrokerProcess) -> None:
     async def sizes() -> dict[tuple[str, int], int]:
-        async with Admin(broker.bootstrap) as admin:
+        async with Admin(segmented.bootstrap) as admin:
             return partition_sizes(await describe_log_dirs(admin.cluster, {TOPIC: range(5)}))
 
     assert asyncio.run(sizes()) == {
-        (TOPIC, p): on_disk(broker.data_dir, TOPIC, p) for p in range(PARTITIONS)
+        (TOPIC, p): on_disk(segmented.data_dir, TOPIC, p) for p in range(PARTITIONS)
     }
 
 
-def test_shoal_log_dirs_describe_prints_what_kafka_log_dirs_prints(broker: BrokerProcess) -> None:
+def test_shoal_log_dirs_describe_prints_what_kafka_log_dirs_prints(
+    segmented: BrokerProcess,
+) -> None:
     """tools/src/main/java/org/apache/kafka/tools/LogDirsCommand.java: two lines, then the
     JSON of every broker's log dirs, partitions named `topic-P`, filtered by --topic-list; a
     broker not in the cluster is an error."""
@@ -175,7 +177,7 @@ def test_shoal_log_dirs_describe_prints_what_kafka_log_dirs_prints(broker: Broke
         ("log-dirs", "--describe"),
         ("log-dirs", "describe", "--topic-list", f"{TOPIC},other", "--json"),
         ("log-dirs", "describe", "--broker-list", "1,7"),
-        bootstrap=broker.bootstrap,
+        bootstrap=segmented.bootstrap,
     )
     code, out, err = kafka_style
     assert code == 0, err
@@ -185,10 +187,10 @@ def test_shoal_log_dirs_describe_prints_what_kafka_log_dirs_prints(broker: Broke
     document = json.loads(line)
     assert document["version"] == 1
     ((log_dir,),) = [b["logDirs"] for b in document["brokers"] if b["broker"] == 1]
-    assert (log_dir["logDir"], log_dir["error"]) == (os.path.abspath(broker.data_dir), None)
+    assert (log_dir["logDir"], log_dir["error"]) == (os.path.abspath(segmented.data_dir), None)
     sizes = {p["partition"]: p["size"] for p in log_dir["partitions"]}
     for p in range(PARTITIONS):
-        assert sizes[f"{TOPIC}-{p}"] == on_disk(broker.data_dir, TOPIC, p)
+        assert sizes[f"{TOPIC}-{p}"] == on_disk(segmented.data_dir, TOPIC, p)
     code, out, err = as_json
     assert code == 0, err
     (b,) = json.loads(out)["brokers"]
