@@ -151,7 +151,7 @@ class ShareGroupSession:
         except (KafkaError, OSError) as e:
             log.info("reading share group %s's limits failed (Kafka's defaults assumed): %s",
                      self.opts.group, e)  # fmt: skip
-            limits = GroupLimits()
+            limits = GroupLimits(isolation_level="unknown")  # set it if asked to read committed
         if self.opts.isolation_level == READ_COMMITTED:
             limits = await read_committed_group(self._admin_client(), self.opts.group, limits)
         return limits
