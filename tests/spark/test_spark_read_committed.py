@@ -83,21 +83,24 @@ def test_batch_read_committed_reads_exactly_the_committed_records(spark: Any, wr
     assert values() == EVERYTHING
 
 
+@pytest.mark.parametrize("data_path", ["ship", "fetch"])
 def test_available_now_read_committed_drains_to_the_lso_and_reads_only_committed(
-    spark: Any, broker: BrokerProcess, written: str, tmp_path: Path
+    spark: Any, broker: BrokerProcess, written: str, tmp_path: Path, data_path: str
 ) -> None:
     """The group's isolation is left at its default: the source sets it. The run ends once the
     group is drained below the LSO (the open transaction's first offset), not the log end,
-    which the group could never reach while the transaction stays open."""
-    configure_group(written, "ledger-rc")  # share.auto.offset.reset=earliest only
+    which the group could never reach while the transaction stays open. Both data paths: the
+    driver's shipped batches, and tasks that fetch their acquired ranges by offset."""
+    group = f"ledger-rc-{data_path}"
+    configure_group(written, group)  # share.auto.offset.reset=earliest only
     sink = Collector()
-    df = stream(spark, broker, TOPIC, "ledger-rc", **READ_COMMITTED)
+    df = stream(spark, broker, TOPIC, group, dataPath=data_path, **READ_COMMITTED)
     q = df.writeStream.foreachBatch(sink).trigger(availableNow=True)
     q = q.option("checkpointLocation", str(tmp_path / "ck")).start()
     assert q.awaitTermination(60), "the run waited past the LSO"
     assert q.exception() is None
     assert [r.value.decode() for r in sorted(sink.rows, key=lambda r: r.offset)] == COMMITTED
-    assert _isolation_of(written, "ledger-rc") == "read_committed"
+    assert _isolation_of(written, group) == "read_committed"
     latest = [json.loads(p["sources"][0]["latestOffset"]) for p in q.recentProgress]
     assert latest and positions_of(latest[-1])[(TOPIC, 0)] == _lso(written, TOPIC)
 
