@@ -49,8 +49,9 @@ class ShareLagFamilies:
         labels = ["group", "topic", "partition"]
         family = GaugeMetricFamily(
             "kafka_sharegroup_lag",
-            f"Data records from SPSO to the log end not yet acknowledged or archived, per "
-            f"share-partition (the {self._max_series} with the most lag).",
+            "Data records from SPSO to the log end (the LSO for read_committed groups) not yet "
+            f"acknowledged or archived, per share-partition (the {self._max_series} with the "
+            "most lag).",
             labels=labels,
         )
         for r in top:

@@ -11,6 +11,11 @@
 - `group_limits`: the group's delivery-count limit (redelivered records come in batches sized
   by it, `spark.redelivery`) and its record-lock limit per partition, which bounds a
   micro-batch: `window_warning` says so once when the read limit asks for more.
+- `read_committed_group`: `kafka.isolation.level=read_committed` on a stream. A share group's
+  isolation is the group's (KIP-932's group config `share.isolation.level`), not a member's, so
+  the source sets the group's to read_committed before its first fetch when it is not already
+  (a warning says so: every member of the group then reads committed records only), and fails
+  the query, naming the setting, when it may not (no ALTER_CONFIGS on the group).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from client.admin import Admin
 from client.admin import ConfigResourceType
 from client.errors import KafkaError
 from spark.loop import LoopThread
+from spark.options import OptionError
 from spark.options import StreamOptions
 
 log = logging.getLogger(__name__)
@@ -105,6 +111,7 @@ class GroupLimits:
     record_locks: int = 2000  # share.partition.max.record.locks: records in flight per partition
     max_record_locks: int | None = None  # the broker's bound on it, if it could be read
     auto_offset_reset: str = "latest"  # share.auto.offset.reset: where unstarted partitions begin
+    isolation_level: str = "read_uncommitted"  # share.isolation.level
 
 
 async def group_limits(admin: Admin, group: str) -> GroupLimits:
@@ -118,6 +125,7 @@ async def group_limits(admin: Admin, group: str) -> GroupLimits:
             "share.delivery.count.limit",
             "share.partition.max.record.locks",
             "share.auto.offset.reset",
+            "share.isolation.level",
         ),
     )
     defaults = GroupLimits()
@@ -125,6 +133,7 @@ async def group_limits(admin: Admin, group: str) -> GroupLimits:
         _int(found.get("share.delivery.count.limit"), defaults.delivery_count_limit),
         _int(found.get("share.partition.max.record.locks"), defaults.record_locks),
         auto_offset_reset=found.get("share.auto.offset.reset") or defaults.auto_offset_reset,
+        isolation_level=found.get("share.isolation.level") or defaults.isolation_level,
     )
     try:
         broker = await admin.describe_configs(
@@ -136,6 +145,35 @@ async def group_limits(admin: Admin, group: str) -> GroupLimits:
         return limits  # only the advice loses its number
     bound = _int(broker.get("group.share.max.partition.max.record.locks"), 0) or None
     return replace(limits, max_record_locks=bound)
+
+
+async def read_committed_group(admin: Admin, group: str, limits: GroupLimits) -> GroupLimits:
+    """The group's limits once its `share.isolation.level` is read_committed: set now when it
+    is not (or could not be read).
+
+    :raises OptionError: the broker refused to set it.
+    """
+    if limits.isolation_level == "read_committed":
+        return limits
+    try:
+        await admin.incremental_alter_configs(
+            ConfigResourceType.GROUP, group, {"share.isolation.level": "read_committed"}
+        )
+    except (KafkaError, OSError) as e:
+        raise OptionError(
+            f"option kafka.isolation.level=read_committed: a stream reads through share group "
+            f"{group}, whose share.isolation.level is {limits.isolation_level} and could not be "
+            f"set to read_committed ({e}). Set it with an admin tool (shoal configs alter "
+            f"--entity-type groups --entity-name {group} --add-config "
+            "share.isolation.level=read_committed), or drop the option"
+        ) from None
+    log.warning(
+        "kafka.isolation.level=read_committed: set share group %s's share.isolation.level to "
+        "read_committed (it was %s); every member of the group now reads committed records only",
+        group,
+        limits.isolation_level,
+    )
+    return replace(limits, isolation_level="read_committed")
 
 
 def _int(raw: str | None, default: int) -> int:

@@ -65,7 +65,7 @@ _READ = (*_SUBSCRIPTION, "bootstrap.servers", "includeheaders", "failondataloss"
 # Settings of Kafka's clients a job ported from format("kafka") may carry that Shoal's client
 # applies (per mode, below), and those that tune a client Shoal's is not (buffers, retries,
 # fetch sessions, metadata refresh, metrics): accepted, changing nothing, and said at load.
-_KAFKA_READ = ("isolation.level",)  # batch reads: both levels; streams: read_uncommitted only
+_KAFKA_READ = ("isolation.level",)  # both levels; a stream's read_committed is its group's
 _KAFKA_WRITE = ("acks", "linger.ms", "request.timeout.ms", "compression.type")
 _KAFKA_NO_EFFECT = frozenset(
     {
@@ -379,19 +379,6 @@ def _isolation(options: Mapping[str, str]) -> int:
     return LEVELS[level.strip().lower()]
 
 
-def _stream_isolation(options: Mapping[str, str]) -> None:
-    """A stream reads through a share group, which reads committed only with the group
-    config `share.isolation.level=read_committed`; the stream source does not set (nor check)
-    it yet, so read_committed is refused rather than ignored (it could read aborted records)."""
-    if _isolation(options) != READ_UNCOMMITTED:
-        raise OptionError(
-            "option kafka.isolation.level=read_committed is not supported by the shoal stream "
-            "source yet: a stream reads through a share group, and the source does not set the "
-            "group's share.isolation.level yet, so it could read the records of aborted "
-            "transactions. Use a batch read (spark.read) for read_committed, or drop the option"
-        )
-
-
 def _choice(options: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     value = (_get(options, name) or choices[0]).lower()
     if value not in choices:
@@ -535,6 +522,9 @@ class StreamOptions:
     data_path: str = DATA_PATHS[0]  # ship (the driver's bytes) or fetch
     read_limit_option: str = "maxRecordsPerTrigger"  # the name the user gave the read limit
     min_partitions: int | None = None  # minPartitions: at least this many tasks
+    # kafka.isolation.level: read_committed sets the group's share.isolation.level (see
+    # spark.group_state.read_committed_group) and ends the latest offsets at the LSO.
+    isolation_level: int = READ_UNCOMMITTED
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamOptions:
@@ -565,7 +555,7 @@ class StreamOptions:
         if _get(options, "maxTriggerDelay") is not None and least is None:
             raise OptionError("option maxTriggerDelay applies only with minOffsetsPerTrigger")
         client = Client.parse(options)
-        _stream_isolation(options)
+        isolation = _isolation(options)
         tasks, least_tasks = _tasks(options)
         poll = _int(options, "pollTimeoutMs", None, 0)
         if poll is None:
@@ -591,6 +581,7 @@ class StreamOptions:
             data_path=_choice(options, "dataPath", DATA_PATHS),
             read_limit_option=limit_option,
             min_partitions=least_tasks,
+            isolation_level=isolation,
         )
 
 

@@ -8,9 +8,10 @@ share group, in the shapes Spark's Kafka source uses, so lag dashboards carry ov
   that the reader keys its acquired records by. `shoal:batch` cannot be a topic: Kafka's topic
   names have no colon. Checkpoints of older versions carry `{"seq": n}` and still restart.
 - `latestOffset` (`reportLatestOffset`, asked once per trigger): each subscribed partition's
-  log end offset, Kafka's shape, plus `"shoal:metrics"`, the metrics Spark's Kafka source puts
-  in `metrics` (`KafkaMicroBatchStream.metrics` in Spark's kafka-0-10-sql connector: offsets
-  behind the latest, per partition, as min/max/avg strings) and the share group's lag
+  log end offset (the LSO under kafka.isolation.level=read_committed), Kafka's shape, plus
+  `"shoal:metrics"`, the metrics Spark's Kafka source puts in `metrics`
+  (`KafkaMicroBatchStream.metrics` in Spark's kafka-0-10-sql connector: offsets behind the
+  latest, per partition, as min/max/avg strings) and the share group's lag
   (`shareGroupLag`: records not yet acknowledged or archived, from DescribeShareGroupOffsets,
   which counts data records only; asked at most every 5 s, see `spark.share_session`).
   PySpark 4 gives a Python source no hook for `metrics` nor for `description`

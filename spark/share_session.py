@@ -14,6 +14,7 @@ from typing import Any
 
 from client.admin import Admin
 from client.errors import KafkaError
+from client.read_committed import READ_COMMITTED
 from client.records import AcquiredData
 from client.share_acks import AcknowledgeType
 from client.share_consumer import AckResults
@@ -23,6 +24,7 @@ from spark.acks import take_verdicts
 from spark.acquire import Taker
 from spark.group_state import GroupLimits
 from spark.group_state import group_limits
+from spark.group_state import read_committed_group
 from spark.group_state import window_warning
 from spark.loop import LoopThread
 from spark.options import AT_MOST_ONCE
@@ -60,6 +62,13 @@ class ShareGroupSession:
     def __init__(self, opts: StreamOptions) -> None:
         self.opts = opts
         self.loop = LoopThread("shoal-share-reader")
+        self._admin: Admin | None = None
+        try:  # before the consumer's first fetch: the group's isolation applies to it
+            self.limits = self.loop.run(self._group_limits())
+        except BaseException:
+            self.loop.run(self._close_admin(), timeout=10)
+            self.loop.close()
+            raise
         self.consumer = ShareConsumer(
             opts.bootstrap,
             opts.group,
@@ -70,8 +79,6 @@ class ShareGroupSession:
             record_limit=True,  # the read limit is exact, as Spark's Kafka source's
         )
         self.consumer.subscribe(opts.topics)
-        self._admin: Admin | None = None
-        self.limits = self.loop.run(self._group_limits())
         self.taker = Taker(self.consumer, self.limits.delivery_count_limit)
         self._window_checked = False
         self.batches: dict[int, _Batch] = {}
@@ -137,12 +144,21 @@ class ShareGroupSession:
         return self._admin
 
     async def _group_limits(self) -> GroupLimits:
+        """The group's limits; with kafka.isolation.level=read_committed, its isolation set
+        to read_committed first if it is not (`read_committed_group`: OptionError if refused)."""
         try:
-            return await group_limits(self._admin_client(), self.opts.group)
+            limits = await group_limits(self._admin_client(), self.opts.group)
         except (KafkaError, OSError) as e:
             log.info("reading share group %s's limits failed (Kafka's defaults assumed): %s",
                      self.opts.group, e)  # fmt: skip
-            return GroupLimits()
+            limits = GroupLimits(isolation_level="unknown")  # set it if asked to read committed
+        if self.opts.isolation_level == READ_COMMITTED:
+            limits = await read_committed_group(self._admin_client(), self.opts.group, limits)
+        return limits
+
+    async def _close_admin(self) -> None:
+        if self._admin is not None:
+            await self._admin.close()
 
     def _check_window(self, limit: int, taken: int) -> None:
         """Say once, at the first micro-batch the group's lock window filled short of the read
@@ -183,7 +199,11 @@ class ShareGroupSession:
         admin = self._admin_client()
         tps = await self._partitions()
         found = await asyncio.gather(  # all in flight at once: the query waits for them
-            *(admin.list_offsets(t, p, spec) for t, p in tps for spec in ("earliest", "latest"))
+            *(
+                admin.list_offsets(t, p, spec, self.opts.isolation_level)  # latest: LSO if rc
+                for t, p in tps
+                for spec in ("earliest", "latest")
+            )
         )
         return {tp: (found[2 * i], found[2 * i + 1]) for i, tp in enumerate(tps)}
 
@@ -227,7 +247,8 @@ class ShareGroupSession:
     async def _latest_report(self, read_to: dict[tuple[str, int], int]) -> dict[str, Any]:
         admin = self._admin_client()
         tps = await self._partitions()
-        ends = await asyncio.gather(*(admin.list_offsets(t, p, "latest") for t, p in tps))
+        level = self.opts.isolation_level  # read_committed: the LSO, where the group stops
+        ends = await asyncio.gather(*(admin.list_offsets(t, p, "latest", level) for t, p in tps))
         latest = dict(zip(tps, ends, strict=True))
         starts, lag = await self._group_lag(tps)
         # A partition the group has not started begins at its reset point when it does.
@@ -369,8 +390,7 @@ class ShareGroupSession:
                         )
             self.batches.clear()
             await self.consumer.close()
-            if self._admin is not None:
-                await self._admin.close()
+            await self._close_admin()
 
 
 class _DrainWatch:

@@ -18,8 +18,9 @@ use and imported only there: Spark's tasks unpickle this reader too, and only de
   so a failing batch never takes its good records to the delivery-count limit
   (`spark.redelivery`, `spark.acquire`). It keeps the batch under a new offset and returns it:
   the batch's number and, in Spark's Kafka shape, each partition's offset after the highest
-  record read (`spark.progress`); `reportLatestOffset` gives the log end offsets and the
-  source's metrics (offsets behind them, the group's lag) for the query's progress.
+  record read (`spark.progress`); `reportLatestOffset` gives the log end offsets (the LSOs at
+  read_committed) and the source's metrics (offsets behind them, the group's lag) for the
+  query's progress.
 - The driver plans by ranges, never by records (`spark.ranges`): a batch is its acquired ranges
   `(partition, first, last, delivery count)` and the stored batches the ShareFetches brought,
   undecoded. `partitions` splits them into `numPartitions` tasks (by default one per Kafka
@@ -266,8 +267,9 @@ class ShoalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return end
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
-        """Each subscribed partition's log end offset, and the source's metrics (offsets behind
-        them, the group's lag) under `shoal:metrics`: see `spark.progress`."""
+        """Each subscribed partition's log end offset (LSO: read_committed), and the source's
+        metrics (offsets behind them, the group's lag) under `shoal:metrics`: see
+        `spark.progress`."""
         if self._session is None:
             return None
         return self._session.latest_report(positions_of(self._last_end))

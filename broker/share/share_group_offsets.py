@@ -1,8 +1,9 @@
 """Share-group offsets for the admin APIs: describe (SPSO and lag), reset, delete (KIP-932).
 
 - Describe: the share-partition start offset (SPSO), and the lag as Kafka 4.2 reports it
-  (KIP-1226): records from SPSO to the log end not yet acknowledged or archived, in data
-  records (`broker.share.lag`, which the metrics use too: the CLI and Prometheus agree).
+  (KIP-1226): records from SPSO to the log end (the LSO for a read_committed group) not yet
+  acknowledged or archived, in data records (`broker.share.lag`, which the metrics use too:
+  the CLI and Prometheus agree).
 - Reset (AlterShareGroupOffsets): drop every in-flight state and delivery count and start the
   window at the new SPSO, made durable at once with a new SHARE_CHECKPOINT.
 - Delete (DeleteShareGroupOffsets, DeleteGroups): the share-partition is forgotten; the next

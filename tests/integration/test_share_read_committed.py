@@ -39,6 +39,7 @@ from protocol.messages import encode_request
 from protocol.record_batch import TRANSACTIONAL_MASK
 from protocol.record_batch import build_batch
 from tests.probe import read_frame
+from tests.scrape import scrape
 
 pytestmark = pytest.mark.integration
 
@@ -195,3 +196,42 @@ async def test_an_aborted_transaction_is_archived_never_acquired(broker: Server)
     await asyncio.to_thread(scenario)
     (sp,) = broker.services.share_partitions.partitions_of("rc")
     assert sp.open_records() == 0 and sp.spso >= 7  # the aborted records count as done
+
+
+async def _lags(broker: Server, group: str) -> tuple[int, float | None, bool]:
+    """The group's lag on partition 0 as DescribeShareGroupOffsets and the metrics say it, and
+    whether the metrics show a record waiting (the oldest available record's age)."""
+    async with Admin(f"127.0.0.1:{broker.port}") as admin:
+        offsets = await admin.describe_share_group_offsets(group, [(TOPIC, 0)])
+    samples = await scrape(broker.metrics_port)
+    labels = f'group="{group}",partition="0",topic="{TOPIC}"'
+    age = samples[f"kafka_sharegroup_oldest_available_age_seconds{{{labels}}}"]
+    return offsets[(TOPIC, 0)].lag, samples.get(f"kafka_sharegroup_lag{{{labels}}}"), age > 0
+
+
+@pytest.mark.parametrize("broker_overrides", [{"metrics.port": 0}])
+async def test_a_read_committed_groups_lag_counts_only_to_the_lso(broker: Server) -> None:
+    """Lag of a read_committed group ends at the LSO (as a read_committed consumer's lag does,
+    KIP-98), and so does the search for its oldest available record: an open transaction's
+    records, and what follows them, are not yet the group's to deliver. Kafka 4.2 counts lag
+    to the high watermark here (`NetworkPartitionMetadataClient` lists latest offsets
+    READ_UNCOMMITTED); see `broker.share.lag`."""
+    topic_id = await _setup(broker, "rc", "read_committed")
+
+    def open_transaction() -> Txn:
+        sock = socket.create_connection(("127.0.0.1", broker.port), timeout=60)
+        txn = Txn(sock)
+        member = Member(broker.port, "rc", topic_id)
+        txn.send(b"a", b"b", b"c")  # 0-2, the transaction open: the LSO is 0
+        assert member.fetch(100) == []  # starts the share-partition (its state at 3)
+        txn.send(b"plain", transactional=False)  # 4: past the LSO
+        member.sock.close()
+        return txn
+
+    txn = await asyncio.to_thread(open_transaction)
+    # Nothing below the LSO is left to deliver, and no record waits for the group.
+    assert await _lags(broker, "rc") == (0, 0.0, False)
+
+    await asyncio.to_thread(txn.end, True)  # the COMMIT marker: the LSO is the log end
+    assert await _lags(broker, "rc") == (4, 4.0, True)  # a, b, c and plain; a waits
+    txn.sock.close()

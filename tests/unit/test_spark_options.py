@@ -31,7 +31,6 @@ def lower(options: dict[str, str]) -> dict[str, str]:
         ({**STREAM, "kafka.colour": "blue"}, "not a setting of Shoal's client"),
         ({**STREAM, "kafka.transactional.id": "t"}, "the writer does not write in transactions"),
         ({**STREAM, "kafka.isolation.level": "dirty"}, "read_uncommitted or read_committed"),
-        ({**STREAM, "kafka.isolation.level": "read_committed"}, r"group's share\.isolation"),
         ({**STREAM, "endingTimestamp": "5"}, "has no end"),
         ({**STREAM, "assign": '{"orders": [0]}'}, "exactly one of"),
         ({**STREAM, "subscribe": "", "assign": '{"orders": [0]}'}, "coordinator assigns"),
@@ -98,6 +97,9 @@ def test_spark_kafka_names_parse() -> None:
     assert (s.include_headers, s.fail_on_data_loss, s.poll_timeout_ms) == (False, False, 250)
     assert (s.client_id, s.security) == ("etl", None)
     assert StreamOptions.parse(lower(STREAM)).max_trigger_delay_ms == 15 * 60_000  # Spark's
+    assert StreamOptions.parse(lower(STREAM)).isolation_level == 0  # read_uncommitted, Kafka's
+    committed = lower({**STREAM, "kafka.isolation.level": "READ_COMMITTED"})
+    assert StreamOptions.parse(committed).isolation_level == 1  # the group's is set at start
     check_at_load(lower({**STREAM, "minOffsetsPerTrigger": "100"}))
 
     pattern = StreamOptions.parse(lower({**STREAM, "subscribe": "", "subscribePattern": "o.*"}))
