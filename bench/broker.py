@@ -92,8 +92,12 @@ class BrokerProcess:
             "--log-json", "--log-level", self.log_level, *self.extra,
         ]  # fmt: skip
 
-    def start(self, timeout: float = 30.0) -> None:
-        """Start the child and wait until it listens; raise with its last log lines if not."""
+    def start(self, timeout: float = 90.0) -> None:
+        """Start the child and wait until it listens; raise with its last log lines if not,
+        the child killed (a broker that never listened would outlive the test and its log
+        file would leak). A healthy broker listens in about a second; on a loaded 2-core CI
+        machine its imports alone took 9-30 s, hence the long limit (one that crashes is
+        seen at once by `poll`)."""
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
         env = {**os.environ, **self.env}
         if self.profile_dir is not None:
@@ -109,13 +113,15 @@ class BrokerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                self._close_log()
                 raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{self.log()}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
                     return
             except OSError:
                 time.sleep(0.05)
-        raise TimeoutError(f"broker did not listen on {self.port}:\n{self.log()}")
+        self.kill()
+        raise TimeoutError(f"broker did not listen on {self.port} in {timeout} s:\n{self.log()}")
 
     @property
     def pid(self) -> int:

@@ -411,7 +411,7 @@ def test_share_state_dump(tmp_path: Path) -> None:
     assert code == 2 and "not a Shoal data directory" in err
 
 
-def _wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = 30.0) -> None:
+def _wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"shoal serve exited with {proc.returncode}"
