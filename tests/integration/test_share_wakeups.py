@@ -68,6 +68,29 @@ def _waiters(server: Server) -> list[object]:
     return list(server.services.notifier._waiters.get((TOPIC, 0), {}))
 
 
+async def _park_all(
+    server: Server, configs: dict[str, str]
+) -> tuple[list[Connection], list[asyncio.Task[Any]]]:
+    """Each member joins and parks a ShareFetch on the empty partition, one after the other."""
+    async with Admin(f"127.0.0.1:{server.port}") as admin:
+        topic_id = await admin.create_topic(TOPIC, 1)
+        await admin.incremental_alter_configs(ConfigResourceType.GROUP, GROUP, configs)
+    assert topic_id is not None
+    conns = [await Connection.open("127.0.0.1", server.port) for _ in MEMBERS]
+    fetches: list[asyncio.Task[Any]] = []
+    for conn, member in zip(conns, MEMBERS, strict=True):
+        joined = await conn.request(
+            build(
+                hb_v1.ShareGroupHeartbeatRequest, group_id=GROUP, member_id=member,
+                member_epoch=0, subscribed_topic_names=(TOPIC,),
+            )
+        )  # fmt: skip
+        assert joined.error_code == ErrorCode.none
+        fetches.append(asyncio.create_task(conn.request(_fetch(member, topic_id))))
+        await _until_parked(server, len(fetches))
+    return conns, fetches
+
+
 def _acquired(response: Any) -> list[tuple[int, int]]:
     return [
         (a.first_offset, a.last_offset)
@@ -81,26 +104,8 @@ async def test_one_record_wakes_the_longest_waiting_fetch_and_leaves_the_others_
     server: Server,
 ) -> None:
     bootstrap = f"127.0.0.1:{server.port}"
-    async with Admin(bootstrap) as admin:
-        topic_id = await admin.create_topic(TOPIC, 1)
-        await admin.incremental_alter_configs(
-            ConfigResourceType.GROUP, GROUP, {"share.auto.offset.reset": "earliest"}
-        )
-    assert topic_id is not None
-    conns = [await Connection.open("127.0.0.1", server.port) for _ in MEMBERS]
+    conns, fetches = await _park_all(server, {"share.auto.offset.reset": "earliest"})
     try:
-        fetches: list[asyncio.Task[Any]] = []
-        for conn, member in zip(conns, MEMBERS, strict=True):
-            joined = await conn.request(
-                build(
-                    hb_v1.ShareGroupHeartbeatRequest, group_id=GROUP, member_id=member,
-                    member_epoch=0, subscribed_topic_names=(TOPIC,),
-                )
-            )  # fmt: skip
-            assert joined.error_code == ErrorCode.none
-            # Parked one after the other: a, then b, then c.
-            fetches.append(asyncio.create_task(conn.request(_fetch(member, topic_id))))
-            await _until_parked(server, len(fetches))
         in_line = _waiters(server)
         async with Producer(bootstrap) as producer:
             await producer.send(TOPIC, b"first", partition=0)
@@ -116,6 +121,25 @@ async def test_one_record_wakes_the_longest_waiting_fetch_and_leaves_the_others_
             await producer.send(TOPIC, b"third", partition=0)
             third = _acquired(await asyncio.wait_for(fetches[2], 5))
             assert third == [(second[0][1] + 1,) * 2]
+    finally:
+        for conn in conns:
+            await conn.close()
+
+
+async def test_a_key_ordered_group_wakes_every_waiting_fetch(server: Server) -> None:
+    """A record of a key-ordered group may be for one member only (its key's), so one wake in
+    line could go to a member that may not take it: every waiter is woken."""
+    configs = {"share.auto.offset.reset": "earliest", "share.key.ordering.enable": "true"}
+    conns, fetches = await _park_all(server, configs)
+    try:
+        in_line = _waiters(server)
+        async with Producer(f"127.0.0.1:{server.port}") as producer:
+            await producer.send(TOPIC, b"v", key=b"k", partition=0)
+            done, _ = await asyncio.wait(fetches, timeout=5, return_when=asyncio.FIRST_COMPLETED)
+            assert len(done) == 1
+            # Those that found nothing were woken and parked again (new futures, none of the old).
+            await _until_parked(server, len(MEMBERS) - 1)
+            assert not set(_waiters(server)) & set(in_line)
     finally:
         for conn in conns:
             await conn.close()
