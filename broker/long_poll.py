@@ -39,8 +39,10 @@ async def long_poll(
     while True:
         result = await attempt()
         left = deadline - monotonic()
-        if enough(result) or left <= 0:
-            woke = turn.woke if turn is not None else None
+        done = enough(result)
+        if done or left <= 0:
+            # Woken and found nothing: nothing was left there for the next one either.
+            woke = turn.woke if turn is not None and done else None
             if woke is not None and in_line is not None and in_line(result, woke):
                 notifier.notify(woke, 1)
             return result

@@ -196,3 +196,28 @@ async def test_a_long_poll_in_line_that_left_records_wakes_the_next() -> None:
     assert left == [(3, "k")]
     await asyncio.sleep(0)
     assert later.done() and later.result() is True
+
+
+async def test_a_long_poll_woken_for_nothing_at_its_deadline_wakes_nobody() -> None:
+    """Nothing for the one woken means nothing for the next: no wake-up is passed on."""
+    notifier = Notifier()
+    clock = Clock()
+
+    async def attempt() -> int:
+        return 0
+
+    task = asyncio.create_task(
+        long_poll(
+            attempt, enough=lambda n: n >= 1, wait_keys=lambda _: ["k"], notifier=notifier,
+            max_wait_s=5, monotonic=clock, in_line=lambda result, key: True,
+        )
+    )  # fmt: skip
+    await asyncio.sleep(0)
+    later = await _parked(notifier, "k", Turn())
+    clock.now = 10  # its time is up when it wakes
+    notifier.notify("k", 1)
+    assert await asyncio.wait_for(task, 1) == 0
+    await asyncio.sleep(0)
+    assert not later.done()
+    later.cancel()
+    await asyncio.gather(later, return_exceptions=True)
