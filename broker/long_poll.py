@@ -11,6 +11,7 @@ from collections.abc import Hashable
 from typing import TypeVar
 
 from broker.notifier import Notifier
+from broker.notifier import Turn
 from broker.request_order import release_order
 
 T = TypeVar("T")
@@ -24,18 +25,29 @@ async def long_poll(
     notifier: Notifier,
     max_wait_s: float,
     monotonic: Callable[[], float] = time.monotonic,
+    in_line: Callable[[T, Hashable], bool] | None = None,
 ) -> T:
     """Call `attempt` until its result is `enough`, the wait is over, or there is no partition
     to wait on; return the last result. An attempt is a coroutine: one that reads a million
-    partitions yields between slices."""
+    partitions yields between slices.
+
+    With `in_line`, the request waits in line (`notifier.Turn`: a ShareFetch, whose records go
+    to one waiter each): woken by a key and done, `in_line(result, key)` says whether it may
+    have left records there that it was woken for, and then the next in line is woken."""
     deadline = monotonic() + max_wait_s
+    turn = Turn() if in_line is not None else None
     while True:
         result = await attempt()
         left = deadline - monotonic()
-        if enough(result) or left <= 0:
+        done = enough(result)
+        if done or left <= 0:
+            # Woken and found nothing: nothing was left there for the next one either.
+            woke = turn.woke if turn is not None and done else None
+            if woke is not None and in_line is not None and in_line(result, woke):
+                notifier.notify(woke, 1)
             return result
         keys = wait_keys(result)
         if not keys:
             return result
         release_order()  # only waiting on producers now: the connection's next requests may run
-        await notifier.wait(keys, left)
+        await notifier.wait(keys, left, turn)

@@ -103,8 +103,10 @@ def _append(
         return PartitionResult(index, e.error_code, -1, -1, str(e))
     if partition_log.sync_due:
         to_sync.append(partition_log)
-    services.metrics.on_bytes_in(topic, len(records), result.last_offset - result.base_offset + 1)
-    services.notifier.notify((topic, index))
+    appended = result.last_offset - result.base_offset + 1
+    services.metrics.on_bytes_in(topic, len(records), appended)
+    # Each record wakes at most one ShareFetch waiting in line (every Fetch wakes).
+    services.notifier.notify((topic, index), appended)
     # tuple.__new__: a NamedTuple's own __new__ is Python code, one frame more per partition.
     return tuple.__new__(
         PartitionResult,

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import uuid
+from collections.abc import Hashable
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
+from typing import cast
 
 from kio.schema.errors import ErrorCode
 from kio.schema.share_fetch.v1.request import ShareFetchRequest as ShareFetchRequestV1
@@ -100,9 +102,27 @@ async def _acquire(
     def wait_keys(_: Fetched) -> list[tuple[str, int]]:
         return [(t.name, p) for tid, p in session.partitions if (t := s.logs.topic_by_id(tid))]
 
+    def left_some(fetched: Fetched, woke: Hashable) -> bool:
+        """Woken by an append to `woke` and done: whether records it was woken for may still
+        wait there (it took none of them, or it stopped at MaxRecords)."""
+        name, partition = cast(tuple[str, int], woke)
+        topic = s.logs.topic(name)
+        got = fetched.get((topic.topic_id, partition)) if topic is not None else None
+        if got is None:
+            return topic is not None
+        taken = 0
+        for f in fetched.values():
+            for a in f.acquired:
+                taken += a.last_offset - a.first_offset + 1
+        return taken >= request.max_records
+
+    # A ShareFetch waits in line: an append of n records wakes n waiting fetches, not all of
+    # them (a key-ordered group's records are for one member each: it wakes them all).
+    in_line = None if s.share_fetch.key_ordered(session.key.group_id) else left_some
     return await long_poll(
-        attempt, enough=bool, wait_keys=wait_keys, notifier=s.notifier, max_wait_s=max_wait_s
-    )
+        attempt, enough=bool, wait_keys=wait_keys, notifier=s.notifier, max_wait_s=max_wait_s,
+        in_line=in_line,
+    )  # fmt: skip
 
 
 def _partition(

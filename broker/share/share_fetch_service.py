@@ -244,6 +244,9 @@ class ShareFetchService:
     def lock_duration_ms(self, group_id: str) -> int:
         return self.partitions.lock_duration_ms(group_id)
 
+    def key_ordered(self, group_id: str) -> bool:
+        return self.partitions.key_ordered(group_id)
+
     # Endings
 
     def close_session(self, group_id: str, member_id: str, now_ms: int) -> None:

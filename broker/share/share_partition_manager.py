@@ -143,6 +143,11 @@ class SharePartitionManager:
         value: int = self._configs.effective(group_id, "share.record.lock.duration.ms")
         return value
 
+    def key_ordered(self, group_id: str) -> bool:
+        """Whether the group hands a key's records to one member at a time: a record may then
+        be for one waiting fetch only, so every waiter is woken (not one in line)."""
+        return bool(self._configs.effective(group_id, "share.key.ordering.enable"))
+
     # fetch ----------------------------------------------------------------------------------
 
     def acquirable(self, group_id: str, keys: Sequence[tuple[uuid.UUID, int]], now_ms: int) -> int:

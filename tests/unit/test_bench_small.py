@@ -109,13 +109,17 @@ def test_small_ratios_compare_cpu_per_record_end_to_end_and_p99() -> None:
     assert "small: Shoal / Redis CPU per record, produce then consume = 4.00" in lines
     assert "small: Shoal / Redis produce records/s = 0.50" in lines
     assert "small live: Shoal / Redis CPU per record (goal <= 1) = 2.00" in lines
-    # The goal is read on the peer's shape (one partition as the one stream); a partition per
-    # consumer is reported beside it.
+    # Issue 33's goals hold for both shapes: one partition as the one stream (the peer's
+    # shape), and a partition per consumer.
     shared, spread = "1 partition as the 1 stream", "a partition per consumer"
+    assert f"latency, {shared}: Shoal broker CPU µs/record (goal <= 100) = 300.0" in lines
     assert f"latency, {shared}: Shoal / Redis p99 (goal <= 3) = 2.50" in lines
-    assert f"latency, {shared}: Shoal / Redis CPU per record at the fixed rate = 3.75" in lines
-    assert f"latency, {spread}: Shoal / Redis p99 = 17.50" in lines
-    assert f"latency, {spread}: Shoal / Redis CPU per record at the fixed rate = 5.00" in lines
+    assert f"latency, {shared}: Shoal / Redis p50 (goal <= 2) = 5.00" in lines
+    cpu = "CPU per record at the fixed rate (goal <= 1)"
+    assert f"latency, {shared}: Shoal / Redis {cpu} = 3.75" in lines
+    assert f"latency, {spread}: Shoal broker CPU µs/record (goal <= 100) = 400.0" in lines
+    assert f"latency, {spread}: Shoal / Redis p99 (goal <= 3) = 17.50" in lines
+    assert f"latency, {spread}: Shoal / Redis {cpu} = 5.00" in lines
     assert any(line.endswith("(issue 15 baseline; goal >= 5) = 1.11") for line in lines)
     assert report.small_ratios({"small-produce": rows[0], "small-consume": rows[1]})[-1] == (
         "small: produce records/s / 9,000 (issue 15 baseline; goal >= 5) = 1.11"
