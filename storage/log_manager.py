@@ -233,7 +233,10 @@ class LogManager:
         ids = {info.topic_id for info in topics}
         for gone in [info for info in self._topics.values() if info.topic_id not in ids]:
             for closing in self.begin_delete(gone.name).logs.values():
-                closing.close()
+                if isinstance(closing, SegmentLog):
+                    closing.drop()  # its directory is gone (renamed by the controller)
+                else:
+                    closing.close()
         for info in topics:
             self._follow(info)
         return True
