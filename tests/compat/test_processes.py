@@ -5,12 +5,16 @@ the groups that hash to it (docs/multicore.md). librdkafka finds the leaders and
 from Metadata and FindCoordinator as it would in a Kafka cluster of two brokers; a request for
 a partition led by the other process gets NOT_LEADER_OR_FOLLOWER (Kafka's answer on a broker
 that is not the leader: `ReplicaManager.getPartitionOrError`), and the client goes to the
-leader. One process is killed with SIGKILL mid-stream, twice; the supervisor starts it again.
+leader. One process is killed with SIGKILL mid-stream, three times; the supervisor starts it
+again. The README's "Every core" block runs here as written.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 import threading
 import time
 import zlib
@@ -26,6 +30,7 @@ from confluent_kafka import TopicPartition
 
 from tests.brokers import BrokerProcess
 from tests.brokers import configured_broker
+from tests.brokers import free_port
 from tests.brokers import wait_for_nodes
 from tests.compat.support import QUIET
 from tests.compat.support import SHORT_SESSION_CONFIG
@@ -40,6 +45,7 @@ pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 TOPIC, PARTITIONS, RECORDS = "orders", 4, 2000
 SHARE_GROUP, CONSUMER_GROUP = "workers", "audit"
+ROOT = Path(__file__).parents[2]
 
 
 def _coordinator(group: str) -> int:
@@ -243,3 +249,24 @@ def _open_under(pid: int, root: Path) -> set[Path]:
         if target.is_relative_to(root):
             found.add(target)
     return found
+
+
+def test_the_readme_block_runs_as_written(tmp_path: Path) -> None:
+    """README's "Every core" shell block, in an empty directory whose `.venv` is this
+    interpreter's; only the ports change (9192/9408 may be taken on a shared machine)."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Every core: `--processes N`\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"^```sh\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
+    port, metrics = free_port(), free_port()
+    for old, new in (("9192", port), ("9193", port + 1), ("9408", metrics), ("9409", metrics + 1)):
+        block = block.replace(old, str(new))
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
+    done = subprocess.run(
+        ["bash", "-e", "-c", block], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    leaders = re.findall(r"Partition: \d+\tLeader: (\d+)", done.stdout)
+    assert sorted(set(leaders)) == ["0", "1"] and len(leaders) == 4, done.stdout
+    assert int(done.stdout.strip().splitlines()[-1]) > 0  # node 1's metrics answered
+    assert '"stopped"' in done.stderr or "stopped" in done.stderr
