@@ -89,6 +89,8 @@ def check(config: BrokerConfig) -> str | None:
         return "--processes > 1 serves one listener only (listeners names several)"
     if config.advertised_listeners:
         return "--processes > 1 advertises each node's own port: unset advertised.listeners"
+    if config.authorizer_class_name:
+        return "--processes > 1 has no authorizer yet (ACLs would be followed by node 0 only)"
     if config.listener[1] == 0:
         return "--processes > 1 needs a fixed port (each node listens on port + its id)"
     return None
