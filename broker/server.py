@@ -113,7 +113,9 @@ class Server:
             consumer_groups=groups.consumer,
             groups=groups.registry,
             share_partitions=share_partitions,
-            share_fetch=wiring.share_fetch(config, share_partitions, groups.share, logs),
+            share_fetch=wiring.share_fetch(
+                config, share_partitions, groups.share, logs, group_configs
+            ),
             dynamic_configs=dynamic,
             record_deletion=RecordDeletion(
                 logs,

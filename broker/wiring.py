@@ -210,6 +210,7 @@ def share_fetch(
     manager: SharePartitionManager,
     coordinator: ShareGroupCoordinator,
     logs: LogManager,
+    configs: GroupConfigs,
 ) -> ShareFetchService:
     def partition_count(topic_id: uuid.UUID) -> int | None:
         topic = logs.topic_by_id(topic_id)
@@ -227,8 +228,12 @@ def share_fetch(
         )
 
     def is_member(group_id: str, member_id: str) -> bool:
-        # A partition's leader is not its group's coordinator when another process
-        # coordinates the group: as in Kafka, the leader takes the member's word for it.
+        """Asked when a share session opens: its share-partitions are made next, under the
+        group's configs (share.auto.offset.reset): read them again if node 0 changed them
+        since (a stat), not up to a second later. A partition's leader is not its group's
+        coordinator when another process coordinates the group: as in Kafka, the leader
+        takes the member's word for it."""
+        configs.reload()
         return not owner.coordinates(group_id) or coordinator.is_member(group_id, member_id)
 
     return ShareFetchService(

@@ -389,6 +389,7 @@ class GroupConfigs:
     def _save(self) -> None:
         if self._path is not None:
             atomic_write(self._path, json.dumps(self._stored, sort_keys=True).encode())
+            self._stamp = self._path.stat().st_mtime_ns  # our own write: nothing to reload
 
     def effective(self, group_id: str, name: str) -> Any:
         """The value in force: the group's own if set, else the broker default; capped by bounds."""
