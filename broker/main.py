@@ -53,7 +53,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         overrides["metrics.port"] = args.metrics_port
     if args.node_id is not None:
         overrides["node.id"] = args.node_id
-        overrides["processes"] = args.processes
+    # One of N processes only as the supervisor starts it (with its --node-id): a `processes`
+    # in the file or the environment never makes a lone broker think it has peers.
+    overrides["processes"] = args.processes if args.node_id is not None else 1
     return overrides
 
 
