@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from bench.broker import BrokerProcess
@@ -99,7 +100,7 @@ def wait_for_nodes(
     supervisor: BrokerProcess,
     processes: int,
     timeout: float = 60.0,
-    not_pids: set[int] = frozenset(),
+    not_pids: AbstractSet[int] = frozenset(),
 ) -> dict[int, int]:
     """Until each of the `processes` nodes runs (none of `not_pids`: a restarted one has a new
     pid) and listens on the supervisor's port + its id; node id -> pid."""
