@@ -25,6 +25,7 @@ from bench import durable_phase  # noqa: F401 - registers the "durable" phase
 from bench import group_phase  # noqa: F401 - registers the "group" phase
 from bench import key_order_phase  # noqa: F401 - registers the "key-order" phase
 from bench import plot
+from bench import processes_phase  # noqa: F401 - registers the "processes" phase
 from bench import pyspy
 from bench import report
 from bench import security

@@ -69,6 +69,12 @@ def ratios(rows: list[Row]) -> list[str]:
         lambda p: p.cpu_us_per_record / CPU_GOAL_US,
     )
     ratio("fetch records/s / produce records/s", ("fetch", "produce"), lambda f, p: f.rate / p.rate)
+    for kind in ("small-produce", "small-consume"):  # the "processes" phase
+        ratio(
+            f"processes: {kind} broker CPU µs/record, --processes 2 / 1",
+            (f"n2-{kind}", f"n1-{kind}"),
+            lambda two, one: two.cpu_us_per_record / one.cpu_us_per_record,
+        )
     ratio(
         "share (4 consumers) / plain fetch records/s",
         ("share-4", "fetch"),

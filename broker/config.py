@@ -35,6 +35,7 @@ from broker.listeners import Listener
 from broker.listeners import parse_address
 from broker.listeners import parse_listeners
 from broker.listeners import parse_protocol_map
+from broker.ownership import Ownership
 from coordinator.consumer_assignors import parse_assignors
 from coordinator.group_configs import ACQUIRE_MODES
 from coordinator.group_configs import DEFS
@@ -92,6 +93,8 @@ class BrokerConfig:
     """Every setting Shoal reads. Attribute = Kafka name with dots as underscores."""
 
     node_id: int = _int(1, 0)
+    # `shoal serve --processes N` sets it in each of its N processes (docs/multicore.md).
+    processes: int = _int(1, 1, 1024)
     listeners: str = "PLAINTEXT://127.0.0.1:9092"
     advertised_listeners: str = ""
     listener_security_protocol_map: str = ""  # over Kafka's default: each protocol to itself
@@ -348,6 +351,16 @@ class BrokerConfig:
     @property
     def data_dir(self) -> Path:
         return Path(self.log_dirs.split(",")[0])
+
+    @property
+    def ownership(self) -> Ownership:
+        """This process's share of the partitions and groups (everything when processes=1)."""
+        return Ownership(self.node_id, self.processes)
+
+    @property
+    def node_dir(self) -> Path:
+        """Where this process's private files live (the data dir itself when processes=1)."""
+        return self.ownership.node_dir(self.data_dir)
 
 
 def _kafka_name(f: dataclasses.Field[Any]) -> str:

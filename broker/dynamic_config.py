@@ -139,8 +139,28 @@ class DynamicBrokerConfigs:
         self._listeners: list[Callable[[BrokerConfig], None]] = []
         self._path = config.data_dir / FILE_NAME
         self.stored: dict[str, str] = {}
+        self._stamp = self._mtime()
         if self._path.exists():
             self._load()
+
+    def _mtime(self) -> int:
+        try:
+            return self._path.stat().st_mtime_ns
+        except OSError:
+            return -1
+
+    def reload(self) -> bool:
+        """Read the file again if another process (the controller of `--processes N`)
+        replaced it since, and tell the listeners; True if it did."""
+        stamp = self._mtime()
+        if stamp == self._stamp:
+            return False
+        self._stamp = stamp
+        self.current, self.stored = self._static, {}
+        self._load()
+        for listener in self._listeners:
+            listener(self.current)
+        return True
 
     def on_change(self, listener: Callable[[BrokerConfig], None]) -> None:
         """Call `listener` with the new settings after each change (the logs follow them)."""

@@ -35,8 +35,18 @@ def merge_request(
     return event_dict
 
 
-def configure(level: str = "info", json: bool | None = None, stream: Any = None) -> None:
+def configure(
+    level: str = "info", json: bool | None = None, stream: Any = None, node_id: int | None = None
+) -> None:
+    """`node_id`: one of several broker processes (`--processes N`): every line names it."""
     stream = stream or sys.stderr
+
+    def add_node(
+        logger: Any, method: str, event_dict: MutableMapping[str, Any]
+    ) -> MutableMapping[str, Any]:
+        event_dict.setdefault("node_id", node_id)
+        return event_dict
+
     use_json = (not stream.isatty()) if json is None else json
     renderer: Any = (
         structlog.processors.JSONRenderer()
@@ -47,6 +57,7 @@ def configure(level: str = "info", json: bool | None = None, stream: Any = None)
         processors=[
             structlog.contextvars.merge_contextvars,
             merge_request,
+            *([add_node] if node_id is not None else []),
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,

@@ -35,6 +35,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--loop", choices=("uvloop", "asyncio"), help="event loop (default uvloop)")
     p.add_argument("--log-level", default="info")
     p.add_argument("--log-json", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument(
+        "--processes", type=int, default=1,
+        help="broker processes on this host, one per core (default 1; docs/multicore.md)",
+    )  # fmt: skip
+    p.add_argument(
+        "--node-id", type=int, help="node.id; with --processes N, one of its N processes"
+    )
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -44,6 +51,11 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         overrides["log.dirs"] = str(args.data_dir)
     if args.metrics_port is not None:
         overrides["metrics.port"] = args.metrics_port
+    if args.node_id is not None:
+        overrides["node.id"] = args.node_id
+    # One of N processes only as the supervisor starts it (with its --node-id): a `processes`
+    # in the file or the environment never makes a lone broker think it has peers.
+    overrides["processes"] = args.processes if args.node_id is not None else 1
     return overrides
 
 
@@ -79,7 +91,22 @@ def serve(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         print(f"shoal: bad configuration: {e}", file=sys.stderr)
         return 2
-    logs.configure(args.log_level, json=args.log_json)
+    several = args.processes > 1
+    if args.processes < 1 or (
+        several and args.node_id is not None and args.node_id >= args.processes
+    ):
+        print("shoal: bad configuration: --processes N >= 1, --node-id below N", file=sys.stderr)
+        return 2
+    if args.processes > 1 and args.node_id is None:  # the supervisor of N processes
+        from broker.supervisor import supervise
+
+        logs.configure(args.log_level, json=args.log_json)
+        return supervise(args, config, args.processes)
+    logs.configure(
+        args.log_level,
+        json=args.log_json,
+        node_id=config.ownership.node_id if config.processes > 1 else None,
+    )
 
     async def run() -> None:
         stop = asyncio.Event()

@@ -12,6 +12,10 @@ retries: acknowledged, answered with the old offsets, never written. So the allo
 starts above the highest id any log holds; when the file is missing, garbled or behind the
 logs, it is rebuilt from there, with one warning. Ids handed out but not yet written with are
 in no log: the rebuilt start skips the rest of that id's block and the whole next one.
+
+With N broker processes (`shoal serve --processes N`, docs/multicore.md) process `i` hands out
+only ids `i + N * k`: the file and the blocks count `k`, so the processes never share an id
+without talking to each other.
 """
 
 from __future__ import annotations
@@ -51,10 +55,14 @@ def rebuilt_start(recorded: int) -> int:
 
 
 class ProducerIdAllocator:
-    def __init__(self, path: Path, recorded: int | None = -1) -> None:
+    def __init__(
+        self, path: Path, recorded: int | None = -1, *, stride: int = 1, offset: int = 0
+    ) -> None:
         """`recorded`: the highest producer id any partition's log holds (-1: none; None: not
-        known until every log is open, when `start` is called; no id is handed out before)."""
+        known until every log is open, when `start` is called; no id is handed out before).
+        `stride`, `offset`: ids are `offset + stride * k` (N processes: N and the node id)."""
         self._path = path
+        self._stride, self._offset = stride, offset
         self._next = self._limit = 0
         self._started = asyncio.Event()
         self._episode = FailureEpisode(
@@ -82,6 +90,8 @@ class ProducerIdAllocator:
         if self._started.is_set():
             return
         path = self._path
+        if recorded >= 0:  # the highest k whose id is at or below it
+            recorded = max(-1, (recorded - self._offset) // self._stride)
         saved, found = read_block_end(path)
         if saved is not None and saved > recorded:
             start = saved
@@ -127,4 +137,4 @@ class ProducerIdAllocator:
             self._limit = limit
         pid = self._next
         self._next += 1
-        return pid
+        return self._offset + self._stride * pid

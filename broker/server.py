@@ -36,6 +36,8 @@ from broker.connection_quotas import ConnectionQuotas
 from broker.connection_quotas import ConnectionSlot
 from broker.connection_sweep import ConnectionSweep
 from broker.context import BrokerServices
+from broker.controller_link import FOLLOW_INTERVAL_MS
+from broker.controller_link import follow_controller
 from broker.dynamic_config import DynamicBrokerConfigs
 from broker.failure_episode import FailureEpisode
 from broker.group_commit import GroupCommit
@@ -77,7 +79,9 @@ class Server:
         data_dir = config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         # One broker per data dir; offline tools see it held (storage.dir_lock).
-        self._dir_lock = DataDirLock(data_dir)
+        # With several processes, each locks its own node dir (docs/multicore.md).
+        config.node_dir.mkdir(parents=True, exist_ok=True)
+        self._dir_lock = DataDirLock(config.node_dir)
         # Dynamic broker configs stored in the data dir win over file, environment and flags.
         dynamic = DynamicBrokerConfigs(config)
         host, port = config.advertised
@@ -109,7 +113,9 @@ class Server:
             consumer_groups=groups.consumer,
             groups=groups.registry,
             share_partitions=share_partitions,
-            share_fetch=wiring.share_fetch(config, share_partitions, groups.share, logs),
+            share_fetch=wiring.share_fetch(
+                config, share_partitions, groups.share, logs, group_configs
+            ),
             dynamic_configs=dynamic,
             record_deletion=RecordDeletion(
                 logs,
@@ -240,6 +246,8 @@ class Server:
         self._every(MEMBER_CHECK_MS, duties.expire_members)
         self._every(CLASSIC_GROUP_TICK_MS, self.services.classic_groups.tick)
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
+        if not self.config.ownership.is_controller:  # --processes N: node 0 writes, we read
+            self._every(FOLLOW_INTERVAL_MS, lambda: follow_controller(self.services))
         self._every(self._sweep.interval_ms, self._sweep.run)
         # Share-partitions with recorded state are loaded now, in the background: their lag
         # is known before any member comes back.

@@ -64,10 +64,13 @@ TopicLookup = Callable[[str], "tuple[uuid.UUID, int] | None"]
 
 
 def partition_logs(config: BrokerConfig, dynamic: DynamicBrokerConfigs) -> LogManager:
-    """The partitions' logs, opened lazily (`Server.start` opens the rest in slices)."""
+    """The partitions' logs, opened lazily (`Server.start` opens the rest in slices); with
+    several processes, only those this one leads, its own files in its node dir."""
+    owner = config.ownership
     logs = LogManager(
         config.data_dir, log_config(dynamic.current), max_partitions=config.max_broker_partitions,
-        lazy=True, threads=config.num_recovery_threads_per_data_dir,
+        lazy=True, threads=config.num_recovery_threads_per_data_dir, node_dir=config.node_dir,
+        owns=None if owner.single else owner.leads, writes_topics=owner.is_controller,
     )  # fmt: skip
     # The log configs among them reach every log at once, under each topic's own configs.
     dynamic.on_change(lambda changed: logs.reconfigure(log_config(changed)))
@@ -108,6 +111,8 @@ def group_configs(config: BrokerConfig, dynamic: DynamicBrokerConfigs) -> GroupC
 def topic_lookup(logs: LogManager) -> TopicLookup:
     def lookup(name: str) -> tuple[uuid.UUID, int] | None:
         topic = logs.topic(name)
+        if topic is None and logs.refresh_topics():  # made by the controller since
+            topic = logs.topic(name)
         return (topic.topic_id, topic.partitions) if topic else None
 
     return lookup
@@ -205,16 +210,38 @@ def share_fetch(
     manager: SharePartitionManager,
     coordinator: ShareGroupCoordinator,
     logs: LogManager,
+    configs: GroupConfigs,
 ) -> ShareFetchService:
     def partition_count(topic_id: uuid.UUID) -> int | None:
         topic = logs.topic_by_id(topic_id)
+        if topic is None and logs.refresh_topics():  # made by the controller since
+            topic = logs.topic_by_id(topic_id)
         return topic.partitions if topic else None
+
+    owner = config.ownership
+    if owner.single:
+        return ShareFetchService(
+            ShareSessionCache(config.group_share_max_share_sessions),
+            manager,
+            is_member=coordinator.is_member,
+            partition_count=partition_count,
+        )
+
+    def is_member(group_id: str, member_id: str) -> bool:
+        """Asked when a share session opens: its share-partitions are made next, under the
+        group's configs (share.auto.offset.reset): read them again if node 0 changed them
+        since (a stat), not up to a second later. A partition's leader is not its group's
+        coordinator when another process coordinates the group: as in Kafka, the leader
+        takes the member's word for it."""
+        configs.reload()
+        return not owner.coordinates(group_id) or coordinator.is_member(group_id, member_id)
 
     return ShareFetchService(
         ShareSessionCache(config.group_share_max_share_sessions),
         manager,
-        is_member=coordinator.is_member,
+        is_member=is_member,
         partition_count=partition_count,
+        led_elsewhere=lambda topic_id, p: not owner.leads(topic_id, p),
     )
 
 
@@ -251,7 +278,13 @@ def transactions(
     txn_log = TransactionLog.open(logs, now_ms)
     # Above every id any partition or transactional id recorded, whatever happened to its
     # own file: it starts once every log is open (`Server._start_producer_ids`).
-    producer_ids = ProducerIdAllocator(config.data_dir / "producer-ids", None)
+    owner = config.ownership
+    producer_ids = ProducerIdAllocator(
+        config.node_dir / "producer-ids",
+        None,
+        stride=owner.nodes,
+        offset=0 if owner.single else owner.node_id,
+    )
     coordinator = transaction_coordinator(
         logs, txn_log, offsets, producer_ids, notifier, lambda: dynamic.current, now_ms
     )

@@ -289,8 +289,26 @@ class GroupConfigs:
         self._stored: dict[str, dict[str, str]] = {}
         # Bumped on every change, so callers may cache effective values until it moves.
         self.version = 0
+        self._stamp = -1
         if path is not None and path.exists():
+            self._stamp = path.stat().st_mtime_ns
             self._stored = json.loads(path.read_text())
+
+    def reload(self) -> bool:
+        """Read the file again if another process (the controller of `--processes N`)
+        replaced it since; True if it did. Unreadable: kept as it was, tried again later."""
+        if self._path is None:
+            return False
+        try:
+            stamp = self._path.stat().st_mtime_ns
+            if stamp == self._stamp:
+                return False
+            stored = json.loads(self._path.read_text())
+        except (OSError, ValueError):
+            return False
+        self._stamp, self._stored = stamp, stored
+        self.version += 1
+        return True
 
     def stored(self, group_id: str) -> dict[str, str]:
         return dict(self._stored.get(group_id, {}))
@@ -371,6 +389,7 @@ class GroupConfigs:
     def _save(self) -> None:
         if self._path is not None:
             atomic_write(self._path, json.dumps(self._stored, sort_keys=True).encode())
+            self._stamp = self._path.stat().st_mtime_ns  # our own write: nothing to reload
 
     def effective(self, group_id: str, name: str) -> Any:
         """The value in force: the group's own if set, else the broker default; capped by bounds."""

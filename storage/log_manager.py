@@ -98,8 +98,19 @@ class LogManager:
         max_partitions: int | None = None,
         lazy: bool = False,
         threads: int = 1,
+        node_dir: str | os.PathLike[str] | None = None,
+        owns: Callable[[uuid.UUID, int], bool] | None = None,
+        writes_topics: bool = True,
     ) -> None:
-        """`threads`: how many file syncs run at once at a start or a stop (`close`)."""
+        """`threads`: how many file syncs run at once at a start or a stop (`close`).
+
+        One of several broker processes on the data dir (docs/multicore.md) passes `node_dir`
+        (its own recovery points, clean shutdown marker and internal logs), `owns` (the
+        partitions whose logs it opens; the others are known as topics, never opened) and
+        `writes_topics=False` unless it is the controller (it then only reads `__topics`:
+        `refresh_topics`)."""
+        self._owns = owns
+        self.writes_topics = writes_topics
         self.config = config or LogConfig()
         self.threads = threads
         self.max_partitions = max_partitions
@@ -129,23 +140,29 @@ class LogManager:
         self._points_lock = threading.Lock()  # one writer of the checkpoint file at a time
         self._points_taken = 0  # recovery-point snapshots taken (`checkpoint`)
         self._points_written = 0  # the newest of them on disk
+        self.node_dir: Path | None = None
         if memory:
             self.data_dir = None
             return
         if data_dir is None:
             raise ValueError("data_dir is required unless memory=True")
         self.data_dir = Path(data_dir)
+        self.node_dir = node = Path(node_dir) if node_dir is not None else self.data_dir
         self.meta_dir.mkdir(parents=True, exist_ok=True)
-        self._clean = take_clean_shutdown(self.data_dir)
-        self._saved_points = read_recovery_points(self.data_dir)
-        self._finish_deletes()
+        node.mkdir(parents=True, exist_ok=True)
+        self._clean = take_clean_shutdown(node)
+        self._saved_points = read_recovery_points(node)
+        if writes_topics:
+            self._finish_deletes()
         self._load_topics()
+        self._topics_seen = self._topics_stamp()
         for info in self.topics():
             for partition in range(info.partitions):
-                self._pending[(info.name, partition)] = info
+                if self.owns(info.topic_id, partition):
+                    self._pending[(info.name, partition)] = info
         if not self._saved_points:  # a data dir of an older version (or its file lost)
             directories = [self.partition_dir(*key) for key in self._pending]
-            directories += [self.data_dir / f"{name}-0" for name in INTERNAL_LOGS]
+            directories += [node / f"{name}-0" for name in INTERNAL_LOGS]
             self._log_clean = take_log_markers(directories, threads)
         if not lazy:
             for _ in self.open_pending():
@@ -167,7 +184,8 @@ class LogManager:
         rebuilt = rebuild_topics(self.data_dir, self.topics(), said)
         for info in rebuilt:
             try:
-                self._save(info)
+                if self.writes_topics:  # one writer of __topics
+                    self._save(info)
             except OSError as e:  # a full disk: served all the same, rebuilt again next start
                 _log.warning("rebuilt topic's metadata file not written", topic=info.name,
                              error=e.strerror)  # fmt: skip
@@ -178,6 +196,67 @@ class LogManager:
                 _log.error("topic metadata file unreadable, and no partition directory names "
                            "its topic id; kept aside", path=str(kept[f.path]),
                            error=f.error)  # fmt: skip
+
+    def owns(self, topic_id: uuid.UUID, partition: int) -> bool:
+        """Whether this process opens (leads) the partition: always, but with several
+        processes on the data dir."""
+        return self._owns is None or self._owns(topic_id, partition)
+
+    def led_elsewhere(self, topic: str, partition: int) -> bool:
+        """The partition exists and another process leads it (its log is never opened here)."""
+        info = self._topics.get(topic)
+        return (
+            self._owns is not None
+            and info is not None
+            and 0 <= partition < info.partitions
+            and not self._owns(info.topic_id, partition)
+        )
+
+    def _topics_stamp(self) -> int:
+        """Changes when a topic file is made, replaced or removed (each is a rename or unlink
+        in `__topics`, which moves the directory's modification time)."""
+        try:
+            return self.meta_dir.stat().st_mtime_ns
+        except OSError:
+            return -1
+
+    def refresh_topics(self) -> bool:
+        """Follow the controller's topic files (a process that does not write them): serve
+        new topics and partitions (this process's own opened on use), stop serving deleted
+        ones (their logs closed; the controller removes their directories) and take changed
+        configs. Cheap when nothing changed (one stat). True if something did."""
+        stamp = self._topics_stamp()
+        if self.data_dir is None or self.writes_topics or stamp == self._topics_seen:
+            return False
+        self._topics_seen = stamp
+        topics, _ = load_topics(self.meta_dir)
+        ids = {info.topic_id for info in topics}
+        for gone in [info for info in self._topics.values() if info.topic_id not in ids]:
+            for closing in self.begin_delete(gone.name).logs.values():
+                if isinstance(closing, SegmentLog):
+                    closing.drop()  # its directory is gone (renamed by the controller)
+                else:
+                    closing.close()
+        for info in topics:
+            self._follow(info)
+        return True
+
+    def _follow(self, info: TopicInfo) -> None:
+        """Serve a topic as the controller's file now says (`refresh_topics`)."""
+        known = self._by_id.get(info.topic_id)
+        if known is None and info.name in self._topics:
+            return  # a name reused before its old id's file went: next time
+        first = known.partitions if known is not None else 0
+        self._register(info)
+        for partition in range(first, info.partitions):
+            if self.owns(info.topic_id, partition):
+                self._pending[(info.name, partition)] = info
+        if known is not None and known.configs != info.configs:
+            config = self.config.with_overrides(info.configs)
+            for partition in range(info.partitions):
+                plog = self._logs.get((info.name, partition))
+                if isinstance(plog, SegmentedLog):
+                    plog.config = config
 
     @property
     def meta_dir(self) -> Path:
@@ -547,7 +626,8 @@ class LogManager:
         if self.data_dir is None:
             log = MemoryLog(config)
         else:
-            directory = self.data_dir / f"{name}-0"
+            assert self.node_dir is not None
+            directory = self.node_dir / f"{name}-0"
             log = SegmentLog.open(
                 directory, config, clean=self._clean or directory in self._log_clean,
                 recovery_point=self._saved_points.get((name, 0)),
@@ -647,7 +727,8 @@ class LogManager:
             with self._points_lock:
                 if taken < self._points_written:
                     return  # newer points are on disk already
-                save_recovery_points(self.data_dir, points)
+                assert self.node_dir is not None
+                save_recovery_points(self.node_dir, points)
                 self._points_written = taken
 
         return save
@@ -704,7 +785,7 @@ class LogManager:
         if late:
             _log.warning("logs not closed within shutdown.timeout.ms; checked past their "
                          "recovery points at the next start", logs=late)  # fmt: skip
-        if self.data_dir is None:
+        if self.node_dir is None:
             return False
         try:
             self.checkpoint()()
@@ -714,7 +795,7 @@ class LogManager:
         if failed or late or self._unopenable or (self._pending and not self._clean):
             return False
         try:
-            mark_clean_shutdown(self.data_dir)
+            mark_clean_shutdown(self.node_dir)
         except OSError as e:
             _log.error("clean shutdown not marked; logs are checked past their recovery points "
                        "at the next start", error=e.strerror)  # fmt: skip

@@ -372,10 +372,15 @@ class SegmentLog(SegmentedLog):
         atomic_write(self.directory / CLEAN_SHUTDOWN, b"")
 
     def delete(self) -> None:
+        self.drop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def drop(self) -> None:
+        """Close the files, writing nothing: another process deleted the log's topic (and
+        renamed its directory away: `LogManager.refresh_topics`)."""
         for segment in self._segments:
             segment.close()
         self._closed = True
-        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 @dataclass(slots=True)

@@ -65,8 +65,11 @@ class NewPartitions:
             directory.mkdir(parents=True, exist_ok=True)
 
     def open(self, partition: int) -> None:
-        """Open one new partition's log (after `make`), on the broker's thread."""
-        self.logs[partition] = self._manager.open_log(self.info, partition, new=True)
+        """Open one new partition's log (after `make`), on the broker's thread; only a
+        partition this process leads (with several processes on the data dir, the controller
+        makes every partition's directory and its leader opens it)."""
+        if self._manager.owns(self.info.topic_id, partition):
+            self.logs[partition] = self._manager.open_log(self.info, partition, new=True)
 
     def record(self) -> None:
         """Write each new partition's `partition.metadata` (fsynced with its directory, which

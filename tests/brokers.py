@@ -7,6 +7,9 @@ broker in a child process, for both.
 from __future__ import annotations
 
 import asyncio
+import socket
+import time
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from bench.broker import BrokerProcess
@@ -17,7 +20,10 @@ from broker.server import Server
 from protocol.record_batch import build_batch
 from storage.log_manager import LogManager
 
-__all__ = ["BrokerProcess", "configured_broker", "free_port", "make_server", "start_broker"]
+__all__ = [
+    "BrokerProcess", "configured_broker", "free_port", "make_server", "node_pids", "start_broker",
+    "wait_for_nodes",
+]  # fmt: skip
 
 
 def make_server(data_dir: Path, clock: Clock | None = None, **overrides: object) -> Server:
@@ -72,3 +78,45 @@ async def count_opened_per_turn(server: Server, turns: list[int]) -> None:
         await asyncio.sleep(0)
         turns.append(loading.opened_at_start - before)
         before = loading.opened_at_start
+
+
+def node_pids(supervisor: BrokerProcess) -> dict[int, int]:
+    """The broker processes of `shoal serve --processes N` under `supervisor`: node id -> pid
+    (from /proc: the supervisor's children and their `--node-id`)."""
+    pid = supervisor.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    nodes: dict[int, int] = {}
+    for child in children:
+        try:
+            argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        except FileNotFoundError:  # exited meanwhile
+            continue
+        if b"--node-id" in argv:
+            nodes[int(argv[argv.index(b"--node-id") + 1])] = int(child)
+    return nodes
+
+
+def wait_for_nodes(
+    supervisor: BrokerProcess,
+    processes: int,
+    timeout: float = 60.0,
+    not_pids: AbstractSet[int] = frozenset(),
+) -> dict[int, int]:
+    """Until each of the `processes` nodes runs (none of `not_pids`: a restarted one has a new
+    pid) and listens on the supervisor's port + its id; node id -> pid."""
+    deadline = time.monotonic() + timeout
+    while True:
+        nodes = node_pids(supervisor)
+        up = len(nodes) == processes and not set(nodes.values()) & not_pids
+        if up and all(_listens(supervisor.port + n) for n in nodes):
+            return nodes
+        assert time.monotonic() < deadline, f"not {processes} nodes up:\n{supervisor.log()}"
+        time.sleep(0.1)
+
+
+def _listens(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False

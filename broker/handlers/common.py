@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 
 from broker.context import RequestContext
+from broker.controller_link import create_on_controller
 from storage.errors import TopicAlreadyExists
 from storage.topics import TopicInfo
 
@@ -25,10 +26,15 @@ async def topic_or_create(
     """Find a topic, creating it when auto-creation is on and the client allows it."""
     s = ctx.services
     topic = s.logs.topic(name)
+    if topic is None and s.logs.refresh_topics():  # made by the controller since the last look
+        topic = s.logs.topic(name)
     if topic is not None:
         return topic, ErrorCode.none
     if not (allow_create and s.config.auto_create_topics_enable):
         return None, ErrorCode.unknown_topic_or_partition
+    if not s.config.ownership.is_controller:
+        made = await create_on_controller(s, name, s.config.num_partitions)
+        return (made, ErrorCode.none) if made else (None, ErrorCode.leader_not_available)
     try:
         created = await s.topic_admin.create_topic(s.logs, name, s.config.num_partitions, {})
     except TopicAlreadyExists:  # made meanwhile, by another request
@@ -39,6 +45,26 @@ async def topic_or_create(
     log.info("topic created", topic=name, partitions=created.partitions,
              topic_id=str(created.topic_id), auto=True)  # fmt: skip
     return created, ErrorCode.none
+
+
+NOT_CONTROLLER_MESSAGE = "node 0 is the controller: it alone writes topics and configs"
+
+
+def not_controller(ctx: RequestContext) -> bool:
+    """With `--processes N`, only node 0 writes topics and configs (one writer per file); the
+    others answer such requests NOT_CONTROLLER, as a Kafka broker that is not the controller
+    did before KIP-590. librdkafka's admin client sends them to the controller Metadata names
+    (rdkafka_admin.c: every admin request defaults to RD_KAFKA_ADMIN_TARGET_CONTROLLER)."""
+    return not ctx.services.config.ownership.is_controller
+
+
+def missing_partition(ctx: RequestContext, topic: str, partition: int) -> ErrorCode:
+    """The code for a partition whose log this process does not have: another process of
+    `--processes N` leads it (NOT_LEADER_OR_FOLLOWER: the client refreshes its metadata and
+    goes to the leader, as after a leader change in Kafka), or it does not exist."""
+    if ctx.services.logs.led_elsewhere(topic, partition):
+        return ErrorCode.not_leader_or_follower
+    return ErrorCode.unknown_topic_or_partition
 
 
 def too_many_subscribed(ctx: RequestContext, count: int) -> str | None:

@@ -20,6 +20,8 @@ from kio.schema.errors import ErrorCode
 from broker.authorization import config_refusal
 from broker.context import RequestContext
 from broker.dynamic_config import InvalidBrokerConfig
+from broker.handlers.common import NOT_CONTROLLER_MESSAGE
+from broker.handlers.common import not_controller
 from coordinator.group_configs import InvalidGroupConfig
 from coordinator.share_group import CoordinatorError
 from coordinator.share_group import check_ids
@@ -101,6 +103,8 @@ def alter_configs(
     refused = config_refusal(ctx, resource_type, name, AclOperation.ALTER_CONFIGS)
     if refused is not None:
         return refused, None
+    if not_controller(ctx):
+        return ErrorCode.not_controller, NOT_CONTROLLER_MESSAGE
     alter = _BY_TYPE.get(resource_type)
     if alter is None:
         return ErrorCode.invalid_request, f"altering resource type {resource_type} is not supported"

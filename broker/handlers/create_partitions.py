@@ -12,6 +12,8 @@ from kio.schema.errors import ErrorCode
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import NOT_CONTROLLER_MESSAGE
+from broker.handlers.common import not_controller
 from broker.handlers.common import too_many_partitions
 from broker.registry import handler
 from broker.slicing import Slicer
@@ -34,6 +36,8 @@ async def _grow(
 ) -> tuple[ErrorCode, str | None]:
     if not authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, name):
         return ErrorCode.topic_authorization_failed, None
+    if not_controller(ctx):
+        return ErrorCode.not_controller, NOT_CONTROLLER_MESSAGE
     info = ctx.services.logs.topic(name)
     if info is None:
         return ErrorCode.unknown_topic_or_partition, None

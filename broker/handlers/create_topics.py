@@ -17,6 +17,8 @@ from broker.authorization import authorize
 from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import NOT_CONTROLLER_MESSAGE
+from broker.handlers.common import not_controller
 from broker.handlers.common import too_many_partitions
 from broker.registry import handler
 from broker.slicing import Slicer
@@ -73,6 +75,8 @@ async def _create(
         or authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, topic.name)
     ):
         return ErrorCode.topic_authorization_failed, None, None
+    if not_controller(ctx):
+        return ErrorCode.not_controller, NOT_CONTROLLER_MESSAGE, None
     partitions = _partitions(ctx, topic)
     if isinstance(partitions, tuple):
         return *partitions, None

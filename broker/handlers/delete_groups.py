@@ -56,7 +56,8 @@ def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
         group_admin(s.coordinator, s.share_partitions).delete_group(group_id)
     except CoordinatorError as e:
         return e.error_code
-    s.group_configs.delete_group(group_id)
+    if s.config.ownership.is_controller:  # --processes N: node 0 alone writes group configs
+        s.group_configs.delete_group(group_id)
     try:
         ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms).delete_group(group_id)
     except StorageError as e:

@@ -17,6 +17,7 @@ from kio.schema.types import TopicName
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_controller
 from broker.registry import handler
 from broker.slicing import Slicer
 from protocol.acl import AclOperation
@@ -50,6 +51,8 @@ async def _delete(
     logs = ctx.services.logs
     if name and not authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, name):
         return ErrorCode.topic_authorization_failed, None
+    if not_controller(ctx):
+        return ErrorCode.not_controller, None
     info = logs.topic(name) if name else logs.topic_by_id(topic_id) if topic_id else None
     if info is None:
         return (ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id), None

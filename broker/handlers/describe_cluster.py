@@ -35,16 +35,22 @@ async def handle(ctx: RequestContext, request: Request) -> v2.DescribeClusterRes
             brokers=(),
             cluster_authorized_operations=NOT_REQUESTED,
         )
-    broker = v2.response.DescribeClusterBroker(
-        broker_id=BrokerId(s.node_id), host=ctx.endpoint[0], port=i32(ctx.endpoint[1]),
-        is_fenced=False,
-    )  # fmt: skip
+    owner = s.config.ownership  # with --processes N: every node, each at port + its id
+    brokers = tuple(
+        v2.response.DescribeClusterBroker(
+            broker_id=BrokerId(n),
+            host=ctx.endpoint[0],
+            port=i32(owner.port_of(n, ctx.endpoint[1])),
+            is_fenced=False,
+        )
+        for n in owner.node_ids()
+    )
     return v2.DescribeClusterResponse(
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         cluster_id=s.cluster_id,
-        controller_id=BrokerId(s.node_id),
-        brokers=(broker,),
+        controller_id=BrokerId(owner.controller_id),
+        brokers=brokers,
         cluster_authorized_operations=(
             authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
             if request.include_cluster_authorized_operations

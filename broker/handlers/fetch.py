@@ -187,7 +187,10 @@ async def _read(
                 slice_ends = perf_counter() + SLICE_SECONDS
             plog = ctx.services.logs.log(name, p.partition) if name is not None else None
             if name is None or plog is None:
-                partitions.append(PartitionRead(p.partition, unknown))
+                # Led by another of `--processes N`: the client goes to the leader.
+                elsewhere = name is not None and ctx.services.logs.led_elsewhere(name, p.partition)
+                code = ErrorCode.not_leader_or_follower if elsewhere else unknown
+                partitions.append(PartitionRead(p.partition, code))
                 continue
             if name in denied:
                 partitions.append(PartitionRead(p.partition, ErrorCode.topic_authorization_failed))

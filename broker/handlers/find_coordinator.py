@@ -1,4 +1,5 @@
-"""FindCoordinator (10): this broker coordinates every group (and transaction id).
+"""FindCoordinator (10): this broker coordinates every group (and transaction id); with
+`--processes N`, the node `crc32(key) % N` of them does.
 
 v0-3 answer one key at the top level; v4+ answer a list of coordinators, one per key. The
 top-level fields are gone from v4, so each layout is answered with its own newest class.
@@ -73,7 +74,13 @@ def _where(ctx: RequestContext, key_type: int, key: str) -> _Where:
             check_ids(key)
         except CoordinatorError as e:
             return _Where(BrokerId(-1), "", i32(-1), e.error_code, str(e))
-    return _Where(BrokerId(s.node_id), ctx.endpoint[0], i32(ctx.endpoint[1]), ErrorCode.none, None)
+    # With --processes N, node crc32(key) % N coordinates it (`broker.ownership`), for every
+    # kind of group and for transactional ids, as Kafka hashes a key to the partition of
+    # __consumer_offsets (or __transaction_state) whose leader coordinates it.
+    owner = s.config.ownership
+    node = owner.coordinator(key)
+    port = owner.port_of(node, ctx.endpoint[1])
+    return _Where(BrokerId(node), ctx.endpoint[0], i32(port), ErrorCode.none, None)
 
 
 def _coordinator(ctx: RequestContext, key_type: int, key: str) -> v6.response.Coordinator:

@@ -32,6 +32,7 @@ from kio.static.primitive import i64
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import missing_partition
 from broker.log_loading import open_first
 from broker.read_committed import READ_COMMITTED
 from broker.registry import handler
@@ -86,7 +87,7 @@ async def _lookup(
         return ErrorCode.unsupported_version, -1, -1
     plog = ctx.services.logs.log(topic, partition)
     if plog is None:
-        return ErrorCode.unknown_topic_or_partition, -1, -1
+        return missing_partition(ctx, topic, partition), -1, -1
     if timestamp == LATEST:  # read_committed: the last stable offset (UnifiedLog LSO)
         return ErrorCode.none, -1, plog.last_stable_offset if committed else plog.log_end_offset
     if timestamp in (EARLIEST, EARLIEST_LOCAL):  # every segment is local

@@ -104,6 +104,7 @@ async def _topics(ctx: RequestContext, request: Request, slicer: Slicer) -> list
         isinstance(request, v0.MetadataRequest) and not request.topics
     )
     if every:  # all topics: those it may not describe are left out
+        logs.refresh_topics()  # with --processes N: what the controller made since (a stat)
         described = await slicer.map(
             lambda t: _Topic.of(t) if authorize(ctx, DESCRIBE, TOPIC, t.name) else None,
             logs.topics(),
@@ -123,6 +124,8 @@ async def _topics(ctx: RequestContext, request: Request, slicer: Slicer) -> list
 
 def _by_id(ctx: RequestContext, topic_id: uuid.UUID) -> _Topic:
     found = ctx.services.logs.topic_by_id(topic_id)
+    if found is None and ctx.services.logs.refresh_topics():  # made by the controller since
+        found = ctx.services.logs.topic_by_id(topic_id)
     if found is None:
         return _Topic(ErrorCode.unknown_topic_id, None, topic_id)
     if not authorize(ctx, DESCRIBE, TOPIC, found.name):  # the name stays hidden, as in Kafka
@@ -153,20 +156,41 @@ Partition = TypeVar(
 
 
 @functools.lru_cache(maxsize=256)
-def _partitions(cls: type[Partition], node: BrokerId, count: int) -> tuple[Partition, ...]:
-    """Every partition led by this broker, the only replica: the same entries for every topic
-    of `count` partitions (immutable, so shared between answers: a topic of 10,000 partitions
-    is not rebuilt per request)."""
+def _partitions(cls: type[Partition], first: int, nodes: int, count: int) -> tuple[Partition, ...]:
+    """A topic's partitions, partition i led by node (first + i) % nodes, its only replica
+    (`broker.ownership`; one process: `first` is its node id and `nodes` 1): the same entries
+    for every topic of `count` partitions with the same first leader (immutable, so shared
+    between answers: a topic of 10,000 partitions is not rebuilt per request)."""
+
+    def leader(i: int) -> BrokerId:
+        return BrokerId(first if nodes == 1 else (first + i) % nodes)
+
     return tuple(
         cls(
             error_code=ErrorCode.none,
             partition_index=i32(i),
-            leader_id=node,
+            leader_id=leader(i),
             leader_epoch=i32(0),
-            replica_nodes=(node,),
-            isr_nodes=(node,),
+            replica_nodes=(leader(i),),
+            isr_nodes=(leader(i),),
         )
         for i in range(count)
+    )
+
+
+Broker = TypeVar("Broker", v10.response.MetadataResponseBroker, v13.response.MetadataResponseBroker)
+
+
+def _brokers(ctx: RequestContext, cls: type[Broker]) -> tuple[Broker, ...]:
+    """This broker, or with `--processes N` all N, each at the client's listener's port moved
+    by the node id (the host is the same)."""
+    owner = ctx.services.config.ownership
+    host, port = ctx.endpoint  # of the listener the client connected to
+    if owner.single:
+        return (cls(node_id=BrokerId(ctx.services.node_id), host=host, port=i32(port)),)
+    return tuple(
+        cls(node_id=BrokerId(n), host=host, port=i32(owner.port_of(n, port)))
+        for n in owner.node_ids()
     )
 
 
@@ -177,14 +201,18 @@ async def _answer_v13(
     ctx: RequestContext, topics: list[_Topic], topic_ops: TopicOps, slicer: Slicer
 ) -> v13.MetadataResponse:
     s, r = ctx.services, v13.response
-    node = BrokerId(s.node_id)
-    host, port = ctx.endpoint  # of the listener the client connected to
+    owner = s.config.ownership
     answered = await slicer.map(
         lambda t: r.MetadataResponseTopic(
             error_code=t.code,
             name=None if t.name is None else TopicName(t.name),
             topic_id=t.topic_id,
-            partitions=_partitions(r.MetadataResponsePartition, node, t.partitions),
+            partitions=_partitions(
+                r.MetadataResponsePartition,
+                owner.first_leader(t.topic_id),
+                owner.nodes,
+                t.partitions,
+            ),
             topic_authorized_operations=topic_ops(t),
         ),
         topics,
@@ -192,9 +220,9 @@ async def _answer_v13(
     return v13.MetadataResponse(
         error_code=ErrorCode.none,
         throttle_time=NO_THROTTLE,
-        brokers=(r.MetadataResponseBroker(node_id=node, host=host, port=i32(port)),),
+        brokers=_brokers(ctx, r.MetadataResponseBroker),
         cluster_id=s.cluster_id,
-        controller_id=node,
+        controller_id=BrokerId(owner.controller_id),
         topics=tuple(answered),
     )
 
@@ -204,23 +232,27 @@ async def _answer_v10(
     slicer: Slicer,
 ) -> v10.MetadataResponse:  # fmt: skip
     s, r = ctx.services, v10.response
-    node = BrokerId(s.node_id)
-    host, port = ctx.endpoint  # of the listener the client connected to
+    owner = s.config.ownership
     answered = await slicer.map(
         lambda t: r.MetadataResponseTopic(
             error_code=t.code,
             name=TopicName(t.name or ""),  # not nullable before v12
             topic_id=t.topic_id,
-            partitions=_partitions(r.MetadataResponsePartition, node, t.partitions),
+            partitions=_partitions(
+                r.MetadataResponsePartition,
+                owner.first_leader(t.topic_id),
+                owner.nodes,
+                t.partitions,
+            ),
             topic_authorized_operations=topic_ops(t),
         ),
         topics,
     )
     return v10.MetadataResponse(
         throttle_time=NO_THROTTLE,
-        brokers=(r.MetadataResponseBroker(node_id=node, host=host, port=i32(port)),),
+        brokers=_brokers(ctx, r.MetadataResponseBroker),
         cluster_id=s.cluster_id,
-        controller_id=node,
+        controller_id=BrokerId(owner.controller_id),
         topics=tuple(answered),
         cluster_authorized_operations=cluster_ops,
     )

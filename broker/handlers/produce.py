@@ -26,6 +26,7 @@ from kio.schema.produce import v12
 from broker import txn_produce
 from broker.authorization import authorize
 from broker.context import RequestContext
+from broker.handlers.common import missing_partition
 from broker.log_loading import open_first
 from broker.registry import handler
 from broker.request_order import release_order
@@ -80,7 +81,7 @@ def _append(
         return PartitionResult(index, ErrorCode.topic_authorization_failed, -1, -1)
     partition_log = services.logs.log(topic, index)
     if partition_log is None:
-        return PartitionResult(index, ErrorCode.unknown_topic_or_partition, -1, -1)
+        return PartitionResult(index, missing_partition(ctx, topic, index), -1, -1)
     if not records:
         return PartitionResult(index, ErrorCode.invalid_record, -1, -1, "no record batches")
     if is_transactional(records):

@@ -73,11 +73,15 @@ class ShareFetchService:
         *,
         is_member: Callable[[str, str], bool],
         partition_count: Callable[[uuid.UUID], int | None],
+        led_elsewhere: Callable[[uuid.UUID, int], bool] | None = None,
     ) -> None:
+        """`led_elsewhere`: with `--processes N`, whether another process leads a partition
+        (it is refused with NOT_LEADER_OR_FOLLOWER: the client goes to the leader)."""
         self.sessions = sessions
         self.partitions = partitions
         self._is_member = is_member
         self._partition_count = partition_count
+        self._led_elsewhere = led_elsewhere
 
     # Sessions
 
@@ -153,6 +157,8 @@ class ShareFetchService:
             return ErrorCode.unknown_topic_id
         if not 0 <= tp[1] < count:
             return ErrorCode.unknown_topic_or_partition
+        if self._led_elsewhere is not None and self._led_elsewhere(*tp):
+            return ErrorCode.not_leader_or_follower
         return None
 
     # Acquisition

@@ -1,0 +1,94 @@
+"""Static ownership for `shoal serve --processes N` (issue 33, docs/multicore.md): who leads a
+partition, who coordinates a group, which producer ids a process hands out, and what a process
+that is not the controller sees of the topics the controller makes.
+
+Kafka maps a group to the `__consumer_offsets` partition `abs(hashCode(group id)) % partitions`
+(`GroupCoordinatorService.partitionFor`); here one hash (crc32) picks the node directly.
+"""
+
+from __future__ import annotations
+
+import uuid
+import zlib
+from pathlib import Path
+
+from broker.ownership import Ownership
+from broker.producer_ids import ProducerIdAllocator
+from protocol.record_batch import build_batch
+from storage import LogManager
+
+TS = 1_700_000_000_000
+
+
+def test_one_process_owns_everything_under_its_configured_node_id() -> None:
+    one = Ownership(node_id=7)
+    topic = uuid.uuid4()
+    assert [one.leader(topic, p) for p in range(4)] == [7, 7, 7, 7]
+    assert one.coordinator("any group") == 7 and one.controller_id == 7
+    assert one.leads(topic, 3) and one.coordinates("g") and one.is_controller
+    assert list(one.node_ids()) == [7]
+    assert one.node_dir(Path("/d")) == Path("/d")  # N = 1: the data dir as before
+
+
+def test_partitions_and_groups_spread_by_crc32_over_n_nodes() -> None:
+    topic = uuid.UUID("6f1c1a49-8f0e-4c55-9a44-0d3b8a4f8a10")
+    first = zlib.crc32(topic.bytes) % 3
+    nodes = [Ownership(node_id=n, nodes=3) for n in range(3)]
+    for p in range(9):
+        leaders = [o.node_id for o in nodes if o.leads(topic, p)]
+        assert leaders == [(first + p) % 3]  # exactly one leader, the static one
+    for group in ("orders", "billing", "g1", ""):
+        owners = [o.node_id for o in nodes if o.coordinates(group)]
+        assert owners == [zlib.crc32(group.encode()) % 3]
+    assert [o.is_controller for o in nodes] == [True, False, False]
+    assert nodes[2].port_of(0, 9094) == 9092 and nodes[0].port_of(2, 9092) == 9094
+    assert nodes[1].node_dir(Path("/d")) == Path("/d/__nodes/1")
+
+
+def test_producer_ids_of_n_processes_never_meet(tmp_path: Path) -> None:
+    """Ids node + N*k: each process its own block file, none talks to another."""
+    handed: list[set[int]] = []
+    for node in range(3):
+        ids = ProducerIdAllocator(tmp_path / f"ids-{node}", stride=3, offset=node)
+        handed.append({ids.allocate() for _ in range(2500)})  # across block ends
+        assert all(pid % 3 == node for pid in handed[-1])
+    assert not (handed[0] & handed[1]) and not (handed[1] & handed[2])
+
+
+def test_a_restarted_process_starts_above_its_own_recorded_ids(tmp_path: Path) -> None:
+    path = tmp_path / "ids"
+    # The logs hold id 3 * 40 + 1 = 121 (node 1's), the file is lost.
+    ids = ProducerIdAllocator(path, recorded=121, stride=3, offset=1)
+    first = ids.allocate()
+    assert first > 121 and first % 3 == 1
+
+
+def test_a_follower_serves_the_controllers_topics_and_opens_only_its_own(tmp_path: Path) -> None:
+    """Node 0 makes the topic (every directory, its own logs); node 1 reads `__topics` when it
+    changes, opens only the partitions it leads, and closes them when the topic is deleted."""
+    owners = [Ownership(n, 2) for n in range(2)]
+    controller, follower = (
+        LogManager(
+            tmp_path, node_dir=o.node_dir(tmp_path), owns=o.leads, writes_topics=o.is_controller
+        )
+        for o in owners
+    )
+    assert not follower.refresh_topics()  # nothing changed: one stat, nothing read
+    info = controller.create_topic("t", 4)
+    assert follower.topic("t") is None
+    assert follower.refresh_topics()
+    assert follower.topic("t") == info
+    for p in range(4):
+        mine = owners[1].leads(info.topic_id, p)
+        assert (follower.log("t", p) is not None) == mine
+        assert (controller.log("t", p) is not None) == (not mine)
+        assert follower.led_elsewhere("t", p) == (not mine)
+    theirs = next(p for p in range(4) if owners[1].leads(info.topic_id, p))
+    plog = follower.log("t", theirs)
+    assert plog is not None
+    plog.append(build_batch([(None, b"v")], timestamp_ms=TS), now_ms=TS)
+    controller.delete_topic("t")
+    assert follower.refresh_topics()
+    assert follower.topic("t") is None and follower.log("t", theirs) is None
+    assert controller.close() and follower.close()
+    assert (tmp_path / "__nodes" / "1" / ".kafka_cleanshutdown").exists()
