@@ -31,8 +31,6 @@ from collections.abc import Coroutine
 from collections.abc import Generator
 from typing import Any
 
-_DONE = object()  # `drive`: the coroutine returned in its first step
-
 
 def drive(
     coro: Coroutine[Any, Any, Any],
@@ -46,15 +44,15 @@ def drive(
     try:
         waiting_on = coro.send(None)
     except StopIteration as done:
-        waiting_on, value = _DONE, done.value
+        value = done.value
     except Exception:
         failed(*args)
         return None
-    if waiting_on is _DONE:  # here, not in the `except`: no StopIteration to chain to
-        answer(*args, value)
-        return None
-    rest = _Resumed(coro, waiting_on, answer, failed, args)
-    return asyncio.get_running_loop().create_task(rest, context=contextvars.copy_context())
+    else:
+        rest = _Resumed(coro, waiting_on, answer, failed, args)
+        return asyncio.get_running_loop().create_task(rest, context=contextvars.copy_context())
+    answer(*args, value)  # here, not in the `except`: no StopIteration to chain to
+    return None
 
 
 class _Resumed(Coroutine[Any, Any, None]):
