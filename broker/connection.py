@@ -283,35 +283,33 @@ class KafkaConnection(asyncio.Protocol):
         header = ctx.header
         try:
             response = handler.checked(header.api_version, answer)
-            if (
-                response is not None
-                and type(response) is not EncodedResponse
-                and (
-                    (self._large and seq in self._large)
-                    or (handler.bulky_answers and is_bulky(response))
-                )
-            ):
-                self._start(self._answer_off_loop(seq, ctx, handler, response, started))
-                return
-            out = (
-                None
-                if response is None
-                else response_frame(response, header.correlation_id, header.api_version)
-            )
+            if type(response) is EncodedResponse:  # a hot API's own serialiser's bytes
+                out = response_frame(response, header.correlation_id, header.api_version)
+                codes: tuple[int, ...] | None = response.error_codes
+            else:
+                codes = None
+                if response is None:
+                    out = None
+                elif (self._large and seq in self._large) or (
+                    handler.bulky_answers and is_bulky(response)
+                ):
+                    self._start(self._answer_off_loop(seq, ctx, handler, response, started))
+                    return
+                else:
+                    out = response_frame(response, header.correlation_id, header.api_version)
         except Exception:
             self._failed(seq, ctx, handler, started)
             return
-        # `_observe`, inline for the answers written by a hot API's own serialiser.
-        if type(response) is not EncodedResponse:
+        if codes is None:
             self._observe(handler.name, response, started)
-        else:
+        else:  # `_observe`, inline for the answers written by a hot API's own serialiser
             api = handler.name
             stats = self._api_stats.get(api)
             if stats is None:
                 stats = self._api_stats[api] = self._stats.of(api)
             stats.observe(time.perf_counter() - started)
-            if response.error_codes:
-                self._count_errors(api, response.error_codes)
+            if codes:
+                self._count_errors(api, codes)
         self._complete(seq, out)
 
     def _failed(self, seq: int, ctx: RequestContext, handler: Handler, started: float) -> None:
