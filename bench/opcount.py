@@ -8,7 +8,10 @@ dict lookups) counts for nothing, so this is a count of interpreted steps, stabl
 and independent of the machine's load: it tells where Python work was added or removed, not how
 long a request takes (`python -m bench --only small` does that).
 
-`--top K` prints the K functions with the most opcodes per request. To compare trees, run the
+`--top K` prints the K functions with the most opcodes per request. `--cpu` traces nothing and
+prints the CPU time per request instead (best and median of chunks of 1,000), of the whole
+process (with the threads that sync the logs) and of the event loop's thread alone: CPU time,
+so a busy machine slows it less than a wall clock would, but still some. To compare trees, run the
 file by its path from inside the other checkout (its own imports come from the working
 directory, which Python puts first on the path), with this worktree's interpreter:
 
@@ -26,6 +29,7 @@ import datetime
 import os
 import sys
 import tempfile
+import time
 from collections import Counter
 from types import FrameType
 from typing import Any
@@ -45,6 +49,7 @@ from protocol.record_batch import NewRecord
 from protocol.record_batch import build_batch
 
 WARM_UP = 1_000
+CHUNK = 1_000  # requests per CPU-time reading (`--cpu`)
 
 
 def produce(partition: int, correlation_id: int) -> bytes:
@@ -83,6 +88,8 @@ class OpcodeCounter:
     def __init__(self) -> None:
         self.total = 0
         self.by_function: Counter[str] = Counter()
+        self.chunks: list[float] = []  # `--cpu`: seconds of CPU per chunk of requests
+        self.loop_chunks: list[float] = []  # the same, of the event loop's thread alone
 
     def _start(self, frame: FrameType, event: str, arg: Any) -> Any:
         frame.f_trace_opcodes = True
@@ -113,7 +120,9 @@ def _short(path: str) -> str:
     return path[path.index(marker) + len(marker) :] if marker in path else path
 
 
-async def count(requests: int) -> OpcodeCounter:
+async def count(requests: int, cpu: bool = False) -> OpcodeCounter:
+    """Opcodes of `requests` requests; with `cpu`, no tracing: the CPU time of each chunk of
+    `CHUNK` requests instead (`OpcodeCounter.chunks`, seconds)."""
     counter = OpcodeCounter()
     with tempfile.TemporaryDirectory() as tmp:
         overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tmp, "metrics.port": -1}
@@ -123,14 +132,21 @@ async def count(requests: int) -> OpcodeCounter:
         connection = KafkaConnection(server.services, set())
         connection.connection_made(_NullTransport())
         frames = [produce(p, p + 1) for p in range(4)]
+        started, loop_started = time.process_time(), time.thread_time()
         for i in range(WARM_UP + requests):
-            if i < WARM_UP:
+            if i < WARM_UP or cpu:
                 connection.data_received(frames[i % 4])
             else:
                 with counter:
                     connection.data_received(frames[i % 4])
             if i % 32 == 0:  # the loop's own duties (group commit, flush) run between reads
                 await asyncio.sleep(0)
+            if cpu and (i + 1 - WARM_UP) % CHUNK == 0:
+                now, loop_now = time.process_time(), time.thread_time()
+                if i >= WARM_UP:
+                    counter.chunks.append(now - started)
+                    counter.loop_chunks.append(loop_now - loop_started)
+                started, loop_started = now, loop_now
         await server.stop()
     return counter
 
@@ -139,9 +155,21 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--requests", type=int, default=2_000)
     p.add_argument("--top", type=int, default=0, help="also list the K costliest functions")
+    p.add_argument(
+        "--cpu",
+        action="store_true",
+        help="no tracing: CPU µs per request, the best and the median of chunks of 1,000",
+    )
     args = p.parse_args()
-    counter = asyncio.run(count(args.requests))
+    counter = asyncio.run(count(args.requests, args.cpu))
     n = args.requests
+    if args.cpu:
+        for what, chunks in (("process", counter.chunks), ("loop thread", counter.loop_chunks)):
+            chunks = sorted(chunks)
+            best, median = chunks[0] / CHUNK * 1e6, chunks[len(chunks) // 2] / CHUNK * 1e6
+            print(f"tree {os.getcwd()}: {best:.2f} µs CPU per request at best, {median:.2f}"
+                  f" median ({what})")  # fmt: skip
+        return
     print(f"tree {os.getcwd()}: {counter.total / n:,.1f} opcodes per one-record Produce ({n:,})")
     for key, ops in counter.by_function.most_common(args.top):
         print(f"{ops / n:9.1f}  {key}")
