@@ -164,6 +164,9 @@ def main() -> None:
     counter = asyncio.run(count(args.requests, args.cpu))
     n = args.requests
     if args.cpu:
+        if not counter.chunks:
+            print(f"--cpu times chunks of {CHUNK:,} requests: ask for at least that many")
+            return
         for what, chunks in (("process", counter.chunks), ("loop thread", counter.loop_chunks)):
             chunks = sorted(chunks)
             best, median = chunks[0] / CHUNK * 1e6, chunks[len(chunks) // 2] / CHUNK * 1e6
