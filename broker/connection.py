@@ -13,9 +13,7 @@ import contextvars
 import time
 from collections import Counter
 from collections import deque
-from collections.abc import Callable
 from collections.abc import Coroutine
-from collections.abc import Generator
 from collections.abc import Iterable
 from time import monotonic
 from typing import Any
@@ -31,6 +29,7 @@ from broker.connection_quotas import ConnectionSlot
 from broker.context import BrokerServices
 from broker.context import RequestContext
 from broker.context import RequestHandler as Handler
+from broker.handler_drive import drive
 from broker.handlers.api_versions import unsupported_version_response
 from broker.listeners import Listener
 from broker.logs import REQUEST
@@ -250,11 +249,9 @@ class KafkaConnection(asyncio.Protocol):
         self._start(coro)
 
     def _serve(self, seq: int, ctx: RequestContext, handler: Handler, body: RequestPayload) -> None:
-        """Run the handler's first step here, with no task: most handlers (Produce,
-        ShareAcknowledge, heartbeats) never wait, and a task, or even a context of its own,
-        costs more than they do. `REQUEST` (the log fields) is set for that step and reset
-        after it; a handler that waits goes on in a task, in a copy of the context taken
-        with `REQUEST` still set, from where it stopped."""
+        """Run the handler's first step here, with no task (`broker.handler_drive`). `REQUEST`
+        (the log fields) and `ORDER` are set for that step and reset after it; a handler that
+        waits goes on in a task, in a copy of the context taken with them still set."""
         header = ctx.header
         started = time.perf_counter()
         self._holder = seq  # until it answers or calls release_order()
@@ -266,17 +263,7 @@ class KafkaConnection(asyncio.Protocol):
             # `Handler.run` without its two calls: `body` was read with the kio class of this
             # key and version, which the handler serves (see `_dispatch`).
             coro = handler.handle(ctx, body)  # type: ignore[arg-type]
-            try:
-                waiting_on = coro.send(None)
-            except StopIteration as done:
-                waiting_on, answer = _DONE, done.value
-            except Exception:
-                self._failed(seq, ctx, handler, started)
-                return
-            if waiting_on is _DONE:  # here, not in the `except`: no StopIteration to chain to
-                self._answer(seq, ctx, handler, answer, started)
-                return
-            context = contextvars.copy_context()
+            task = drive(coro, self._answer, self._failed, (seq, ctx, handler, started))
         except Exception:  # the answer's own steps failed: a bug of ours
             log.exception("request failed", peer=self._peer)
             self.abort("internal error")
@@ -284,19 +271,11 @@ class KafkaConnection(asyncio.Protocol):
         finally:
             ORDER.reset(order)
             REQUEST.reset(token)
-        rest = _Answered(
-            coro,
-            waiting_on,
-            lambda answer: self._answer(seq, ctx, handler, answer, started),
-            lambda: self._failed(seq, ctx, handler, started),
-        )
-        task = asyncio.get_running_loop().create_task(rest, context=context)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        self._update_reading()
+        if task is not None:
+            self._track(task)
 
     def _answer(
-        self, seq: int, ctx: RequestContext, handler: Handler, answer: Answer, started: float
+        self, seq: int, ctx: RequestContext, handler: Handler, started: float, answer: Answer
     ) -> None:
         """What the handler answered, checked, encoded and queued in request order."""
         if self._holder == seq:
@@ -304,35 +283,33 @@ class KafkaConnection(asyncio.Protocol):
         header = ctx.header
         try:
             response = handler.checked(header.api_version, answer)
-            if (
-                response is not None
-                and type(response) is not EncodedResponse
-                and (
-                    (self._large and seq in self._large)
-                    or (handler.bulky_answers and is_bulky(response))
-                )
-            ):
-                self._start(self._answer_off_loop(seq, ctx, handler, response, started))
-                return
-            out = (
-                None
-                if response is None
-                else response_frame(response, header.correlation_id, header.api_version)
-            )
+            if type(response) is EncodedResponse:  # a hot API's own serialiser's bytes
+                out = response_frame(response, header.correlation_id, header.api_version)
+                codes: tuple[int, ...] | None = response.error_codes
+            else:
+                codes = None
+                if response is None:
+                    out = None
+                elif (self._large and seq in self._large) or (
+                    handler.bulky_answers and is_bulky(response)
+                ):
+                    self._start(self._answer_off_loop(seq, ctx, handler, response, started))
+                    return
+                else:
+                    out = response_frame(response, header.correlation_id, header.api_version)
         except Exception:
             self._failed(seq, ctx, handler, started)
             return
-        # `_observe`, inline for the answers written by a hot API's own serialiser.
-        if type(response) is not EncodedResponse:
+        if codes is None:
             self._observe(handler.name, response, started)
-        else:
+        else:  # `_observe`, inline for the answers written by a hot API's own serialiser
             api = handler.name
             stats = self._api_stats.get(api)
             if stats is None:
                 stats = self._api_stats[api] = self._stats.of(api)
             stats.observe(time.perf_counter() - started)
-            if response.error_codes:
-                self._count_errors(api, response.error_codes)
+            if codes:
+                self._count_errors(api, codes)
         self._complete(seq, out)
 
     def _failed(self, seq: int, ctx: RequestContext, handler: Handler, started: float) -> None:
@@ -352,16 +329,17 @@ class KafkaConnection(asyncio.Protocol):
         """Run a coroutine of the connection's own (a request decoded off the loop, a raw SASL
         token) to its first wait, in a context of its own; it goes on in a task from there.
         Handlers of requests decoded on the loop are run by `_serve`."""
-        context = contextvars.copy_context()
-        try:
-            waiting_on = context.run(coro.send, None)
-        except StopIteration:
-            return
-        except Exception:  # `_serve` answers handler failures itself: this is a bug of ours
-            log.exception("request failed", peer=self._peer)
-            self.abort("internal error")
-            return
-        task = asyncio.get_running_loop().create_task(_Resumed(coro, waiting_on), context=context)
+        task = contextvars.copy_context().run(drive, coro, _ignore, self._internal_error, ())
+        if task is not None:
+            self._track(task)
+
+    def _internal_error(self) -> None:
+        """A coroutine of the connection's own raised (in its `except`): a bug of ours."""
+        log.exception("request failed", peer=self._peer)
+        self.abort("internal error")
+
+    def _track(self, task: asyncio.Task[None]) -> None:
+        """A request that waits, in its task: cancelled if the connection is lost."""
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         self._update_reading()
@@ -626,7 +604,8 @@ class KafkaConnection(asyncio.Protocol):
         self._update_reading()
 
 
-_DONE = object()  # `_serve`: the handler answered in its first step
+def _ignore(*args: Any) -> None:
+    """What a coroutine of the connection's own returns: nothing to answer."""
 
 
 def _counted(codes: tuple[int, ...]) -> dict[int, int]:
@@ -642,74 +621,3 @@ def _encoded_with_errors(
 ) -> tuple[bytes, Counter[int]]:
     """A response's frame and its error codes counted (for `_answer_off_loop`'s thread)."""
     return response_frame(response, correlation_id, version), Counter(error_codes(response))
-
-
-class _Resumed(Coroutine[Any, Any, Any]):
-    """A coroutine that has already run its first step, with what that step yielded (the
-    future it waits on): a Task drives the rest. A Task sends None to resume a coroutine (a
-    future's result is read by the awaiter), so the first send hands over that future. A bare
-    yield (None) has already let the loop run: the first send resumes the coroutine."""
-
-    __slots__ = ("_coro", "_first")
-
-    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
-        self._coro = coro
-        self._first: Any = first
-
-    def send(self, value: Any) -> Any:
-        first = self._first
-        if first is not None:
-            self._first = None
-            return first
-        return self._coro.send(value)
-
-    def throw(self, *args: Any) -> Any:
-        self._first = None
-        return self._coro.throw(*args)
-
-    def close(self) -> None:
-        self._coro.close()
-
-    def __await__(self) -> Generator[Any, None, None]:
-        raise TypeError("a resumed request is driven by its Task, never awaited")
-
-
-class _Answered(_Resumed):
-    """A handler resumed by its Task; once it returns, or raises, the connection answers
-    (`_serve`'s `_answer` or `_failed`). Cancellation reaches the handler's await as it would
-    a coroutine's, even before the Task's first step."""
-
-    __slots__ = ("_answer", "_failed")
-
-    def __init__(
-        self,
-        coro: Coroutine[Any, Any, Answer],
-        first: Any,
-        answer: Callable[[Answer], None],
-        failed: Callable[[], None],
-    ) -> None:
-        super().__init__(coro, first)
-        self._answer = answer
-        self._failed = failed
-
-    def send(self, value: Any) -> Any:
-        try:
-            return super().send(value)
-        except StopIteration as done:
-            answer = done.value
-        except Exception:
-            self._failed()  # in the `except`: its log line carries the traceback
-            raise StopIteration from None
-        self._answer(answer)
-        raise StopIteration
-
-    def throw(self, *args: Any) -> Any:
-        try:
-            return super().throw(*args)
-        except StopIteration as done:
-            answer = done.value
-        except Exception:
-            self._failed()
-            raise StopIteration from None
-        self._answer(answer)
-        raise StopIteration

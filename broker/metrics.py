@@ -292,7 +292,7 @@ class BrokerMetrics:
     def on_bytes_in(self, topic: str, n: int, records: int = 0) -> None:
         """A produced partition's record bytes and records (offsets it was given)."""
         counts = self.topic_bytes_in.values
-        label = self._topic(counts, topic)
+        label = topic if topic in counts else self.topic_label(topic)  # `_topic`, inline
         counts[label] = counts.get(label, 0) + n
         messages = self.topic_messages_in.values
         messages[label] = messages.get(label, 0) + records

@@ -13,6 +13,8 @@ changes) and the group's limits, and it does four things:
   memory is never ahead of what recovery can rebuild);
 - restore: the window from durable state after a restart, or reset by an admin.
 
+The records given up on, waiting for their dead-letter copy, are `archiving.py`'s (KIP-1191).
+
 Cost per fetch or acknowledgement is O(ranges touched + log batches), never O(records).
 """
 
@@ -34,7 +36,7 @@ from broker.share.acquire.policy import AcquisitionPolicy
 from broker.share.acquire.policy import Fetch
 from broker.share.acquire.policy import KeyHashes
 from broker.share.acquire.record_limit import RECORD_LIMIT
-from broker.share.given_up import GivenUp
+from broker.share.archiving import Archiving
 from broker.share.in_flight import InFlightBatch
 from broker.share.limits import ShareLimits
 from broker.share.plans import Outcome
@@ -42,12 +44,10 @@ from broker.share.plans import Plan
 from broker.share.plans import PlanDraft
 from broker.share.plans import StartPlan
 from broker.share.plans import ack_target
-from broker.share.plans import archiving_runs
 from broker.share.plans import due_runs
 from broker.share.plans import held_by
 from broker.share.plans import holders
 from broker.share.plans import member_runs
-from broker.share.plans import plan_archive
 from broker.share.plans import plan_into
 from broker.share.plans import plan_log_start
 from broker.share.record_state import AcknowledgeType
@@ -59,7 +59,6 @@ from broker.share.window import ShareWindow
 from broker.share.window import StateRange
 
 ARCHIVING = RecordState.ARCHIVING
-ARCHIVED = RecordState.ARCHIVED
 
 SharePartitionKey = tuple[str, uuid.UUID, int]
 """(group id, topic id, partition)."""
@@ -83,7 +82,7 @@ class SharePartition:
         self._limits = limits
         self._window = ShareWindow(start_offset)
         self._key_order = KeyOrdered(start_offset)  # state for key-ordered groups only
-        self._given_up = GivenUp()  # why records went ARCHIVING, in this run
+        self._archiving = Archiving(self._window)  # given up on: dead letters (KIP-1191)
 
     # ----------------------------------------------------------------------------- queries
 
@@ -318,14 +317,14 @@ class SharePartition:
         by `settle`. In between, nothing may change the records the plan covers (a fetch,
         which takes only AVAILABLE and new records, may), and SPSO has moved over what the
         slices so far finished, so such a fetch sees the window as it is."""
-        window, given_up = self._window, self._given_up
+        window, archiving = self._window, self._archiving
         member_id, limit, dead_letter = plan.member_id, plan.delivery_count_limit, plan.dead_letter
         ack = AcknowledgeType.ACCEPT  # the run's type, read by target_of (one closure a plan)
 
         def target_of(b: InFlightBatch) -> RecordState | None:
             target = ack_target(b, ack, member_id, limit, dead_letter)
             if target is ARCHIVING:
-                given_up.note(b.first, b.last, ack is AcknowledgeType.REJECT)
+                archiving.note(b.first, b.last, ack is AcknowledgeType.REJECT)
             return target
 
         for first, last, ack in plan.runs[start:stop]:  # target_of reads this ack
@@ -340,34 +339,22 @@ class SharePartition:
         self._window.advance_start()
         return plan.outcome
 
-    # ------------------------------------------------------------- dead letters (KIP-1191)
+    # -------------------------------------- dead letters (KIP-1191): `archiving.Archiving`
 
     def dead_letter_count(self) -> int:
-        """Records ARCHIVING: given up on, waiting for their copy to the dead-letter topic."""
-        return self._window.archiving
+        return self._archiving.count()
 
     def dead_letters(self, max_records: int) -> list[StateRange]:
-        """The ARCHIVING ranges from SPSO on, in offset order, cut at about `max_records`."""
-        return archiving_runs(self._window, max_records)
+        return self._archiving.runs(max_records)
 
     def dead_letter_reasons(self, run: StateRange) -> list[tuple[int, int, bool | None]]:
-        """`run` cut by why its records were given up: (first, last, True) REJECTed, False
-        released at the delivery-count limit, None not known (given up before a restart)."""
-        return self._given_up.reasons(run)
+        return self._archiving.reasons(run)
 
     def plan_archive(self, runs: Sequence[StateRange]) -> list[StateRange]:
-        """The durable change that ends ARCHIVING over `runs` (copied, or with no usable
-        dead-letter topic): the parts still ARCHIVING, as ARCHIVED. Nothing changes yet."""
-        return plan_archive(self._window, runs)
+        return self._archiving.plan_end(runs)
 
     def apply_archive(self, changes: Sequence[StateRange]) -> int:
-        """Apply a `plan_archive` change once it is durable; how many records it archived."""
-        archived = 0
-        for c in changes:
-            archived += self._window.finish(c.first_offset, c.last_offset, _archived_if_archiving)
-        self._window.advance_start()
-        self._given_up.prune(self.spso, self._window.archiving)
-        return archived
+        return self._archiving.apply_end(changes)
 
     # ------------------------------------------------------------------ the log start moves
 
@@ -387,7 +374,7 @@ class SharePartition:
         """Drop all in-flight state and start the window at `start_offset` (admin reset of an
         empty group). Pending changes are dropped: the caller must write a new checkpoint."""
         self._window.clear(start_offset)
-        self._given_up.clear()
+        self._archiving.clear()
         self._key_order.reset(start_offset)
 
     def restore(self, spso: int, speo: int, ranges: Sequence[StateRange]) -> None:
@@ -403,7 +390,3 @@ class SharePartition:
             raise ValueError(f"SPEO {speo} is below SPSO {spso}")
         self.reset(spso)
         self._window.restore(spso, speo, ranges)
-
-
-def _archived_if_archiving(b: InFlightBatch) -> RecordState | None:
-    return ARCHIVED if b.state is ARCHIVING else None

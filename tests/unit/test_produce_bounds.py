@@ -154,3 +154,51 @@ def test_mutated_frames_get_the_walks_answer(version: int) -> None:
         assert _outcome(served, data) == _outcome(generated, data)
         alone += not handed
     assert alone > 40  # the mutations left many frames in the shape checked by hand
+
+
+@pytest.mark.parametrize("version", range(9, 13))
+def test_a_producer_s_repeated_bytes_are_compared_whole_and_mutations_get_the_walks_answer(
+    version: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A producer repeats the bytes from its client id to the partition index in every request
+    to a topic: once read, the check compares them whole (it reads no client id length then).
+    One frame and its mutations, in turn, through one check: mutated past those bytes, the
+    comparison holds and the rest is read; within them, it fails and the frame is read whole;
+    every answer is the walk's."""
+    import protocol.produce_bounds as bounds
+
+    reads: list[int] = []
+    i16 = bounds._I16
+
+    def counted_i16(b: Any, pos: int) -> tuple[int]:
+        reads.append(pos)
+        return i16(b, pos)
+
+    monkeypatch.setattr(bounds, "_I16", counted_i16)
+    rng = random.Random(SEED * 11 + version)
+    generated = compile_walker(request_type(0, version))[0]
+    handed: list[bytes] = []
+
+    def walk(b: Any) -> int:
+        handed.append(b)
+        return generated(b)
+
+    by_hand = produce_walker(version, walk)
+    compared = 0
+    for _ in range(20):
+        frame = _produce(version, rng, records_len=rng.choice([0, 30, 300]))
+        assert by_hand(frame) == generated(frame)  # read whole: the bytes to compare next
+        for _ in range(30):
+            mutated = bytearray(frame)
+            pos = rng.randrange(8, len(frame))
+            if rng.randrange(2):
+                mutated[pos] = rng.randrange(256)
+            else:
+                del mutated[pos:]
+            data = bytes(mutated)
+            reads.clear()
+            handed.clear()
+            assert _outcome(by_hand, data) == _outcome(generated, data)
+            compared += not reads and not handed
+            assert by_hand(frame) == generated(frame)
+    assert compared > 40  # many mutations left the repeated bytes as they were
