@@ -313,10 +313,10 @@ def watch(services: BrokerServices, quotas: ConnectionQuotas) -> LoopReadings[La
     """The metrics' gauges and collectors over the services; returns the lag readings, which
     the server attaches when it serves metrics."""
     s, metrics = services, services.metrics
-    partitions = s.share_partitions.all_partitions
+    partitions = s.share_partitions.partitions  # by key
     metrics.gauges(
-        in_flight=lambda: sum(sp.in_flight_count() for sp in partitions()),
-        acquired=lambda: sum(sp.acquired_count() for sp in partitions()),
+        in_flight=lambda: sum(sp.in_flight_count() for sp in partitions().values()),
+        acquired=lambda: sum(sp.acquired_count() for sp in partitions().values()),
         sessions=lambda: len(s.share_fetch.sessions),
         members=lambda: sum(len(g.members) for g in s.coordinator.groups.values()),
         share_partitions=lambda: len(partitions()),
@@ -339,7 +339,11 @@ def watch(services: BrokerServices, quotas: ConnectionQuotas) -> LoopReadings[La
     metrics.share_groups(share_groups_by_state, lambda: s.coordinator.rebalances)
     # Lag and log sizes are read on the event loop, when a scrape asks (LoopReadings).
     reader = LagReader(
-        s.logs, partitions, s.offsets.committed_snapshot, s.logs.partition_logs, s.now_ms
+        s.logs,
+        lambda: list(partitions().values()),
+        s.offsets.committed_snapshot,
+        s.logs.partition_logs,
+        s.now_ms,
     )
     readings = LoopReadings(reader.read, LagReadings())
     metrics.registry.register(LagCollector(readings.read))

@@ -124,9 +124,6 @@ class SharePartitionManager:
         """Every loaded share-partition, by key (read only)."""
         return self._partitions
 
-    def all_partitions(self) -> list[SharePartition]:
-        return list(self._partitions.values())
-
     def partitions_of(self, group_id: str) -> list[SharePartition]:
         return [sp for (g, _, _), sp in self._partitions.items() if g == group_id]
 
@@ -140,12 +137,10 @@ class SharePartitionManager:
             del self._partitions[key]
 
     def lock_duration_ms(self, group_id: str) -> int:
-        value: int = self._configs.effective(group_id, "share.record.lock.duration.ms")
-        return value
+        return int(self._configs.effective(group_id, "share.record.lock.duration.ms"))
 
     def key_ordered(self, group_id: str) -> bool:
-        """Whether the group hands a key's records to one member at a time: a record may then
-        be for one waiting fetch only, so every waiter is woken (not one in line)."""
+        """A record may then be for one waiting fetch only: every waiter is woken, not one."""
         return bool(self._configs.effective(group_id, "share.key.ordering.enable"))
 
     # fetch ----------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ class World:
         return update.session
 
     def held(self) -> int:
-        return sum(sp.acquired_count() for sp in self.partitions.all_partitions())
+        return sum(sp.acquired_count() for sp in self.partitions.partitions().values())
 
 
 def test_a_session_is_opened_only_by_a_member(tmp_path: Path) -> None:
