@@ -1,0 +1,86 @@
+"""Requests and duties over many partitions or transactions, each taking far more than ~50 ms of
+work, never hold the event loop for more than one slice (promise 3, issue 27's "Stalls").
+
+`test_stalls` sends each API's worst request to a broker process; what it cannot reach in a
+test's time is here: a topic of 100,000 partitions (in memory, as `test_describe_log_dirs` has
+it: on disk they take minutes to make), thousands of transactions timing out together. The
+broker's services are real (`make_server`, not started); each turn of the loop is timed in the
+loop thread's CPU time (`tests.loop_turns`), which other processes on a loaded machine do not
+inflate.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+from kio.schema.errors import ErrorCode
+from kio.schema.offset_commit import v9 as commit_v9
+
+from broker.context import RequestContext
+from broker.server import Server
+from protocol.messages import RequestHeader
+from storage import LogManager
+from tests.brokers import make_server
+from tests.clock import ManualClock
+from tests.loop_turns import longest_turn
+
+# Timed: run with the other timing tests, alone (`make test`'s latency pass).
+pytestmark = [pytest.mark.slow, pytest.mark.latency]
+WIDE, PARTITIONS = "wide", 100_000
+TURN_LIMIT_S = 0.050  # promise 3; a slice takes ~10 ms
+
+
+@pytest.fixture(scope="module")
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, clock: ManualClock) -> Iterator[Server]:
+    """A broker whose topics are in memory (the offsets and transaction logs on disk), one of
+    them of PARTITIONS partitions."""
+    srv = make_server(tmp_path_factory.mktemp("turns") / "data", clock)
+    logs = LogManager(None, memory=True, max_partitions=None)
+    logs.create_topic(WIDE, PARTITIONS)
+    srv.services.logs = logs
+    # As the broker freezes what it opened at start (broker.server).
+    gc.collect()
+    gc.freeze()
+    yield srv
+    gc.unfreeze()
+
+
+def _ctx(server: Server, api_key: int, version: int) -> RequestContext:
+    header = RequestHeader(api_key, version, 1, "test")
+    return RequestContext(server.services, header, "127.0.0.1:1")
+
+
+async def test_an_offset_commit_of_every_partition_of_a_wide_topic_is_encoded_in_slices(
+    server: Server,
+) -> None:
+    """A member-less commit (the admin client's, a simple consumer's) of 100,000 partitions:
+    its records were encoded, and checked for keys by the compacted log, in one step (632 ms
+    of CPU)."""
+    r = commit_v9.request
+    partitions = tuple(
+        r.OffsetCommitRequestPartition(partition_index=i, committed_offset=i + 1,
+                                       committed_leader_epoch=-1, committed_metadata="")
+        for i in range(PARTITIONS)
+    )  # fmt: skip
+    request = r.OffsetCommitRequest(
+        group_id="wide-group", generation_id_or_member_epoch=-1, member_id="",
+        group_instance_id=None,
+        topics=(r.OffsetCommitRequestTopic(name=WIDE, partitions=partitions),),
+    )  # fmt: skip
+    h = server.services.registry.get(8)
+    assert h is not None
+    answer, longest = await longest_turn(h.dispatch(_ctx(server, 8, 9), request))
+    assert isinstance(answer, commit_v9.OffsetCommitResponse)
+    assert {p.error_code for p in answer.topics[0].partitions} == {ErrorCode.none}
+    committed = server.services.offsets.group_offsets("wide-group")
+    assert {tp: v.offset for tp, v in committed.items()} == {
+        (WIDE, i): i + 1 for i in range(PARTITIONS)
+    }
+    assert longest < TURN_LIMIT_S, f"the loop was held {longest * 1e3:.0f} ms"
