@@ -20,6 +20,7 @@ from kio.schema.offset_commit import v9 as commit_v9
 
 from broker.context import RequestContext
 from broker.server import Server
+from broker.transactions import transaction_timeouts
 from protocol.messages import RequestHeader
 from storage import LogManager
 from tests.brokers import make_server
@@ -30,6 +31,7 @@ from tests.loop_turns import longest_turn
 pytestmark = [pytest.mark.slow, pytest.mark.latency]
 WIDE, PARTITIONS = "wide", 100_000
 TURN_LIMIT_S = 0.050  # promise 3; a slice takes ~10 ms
+TXN_TIMEOUT_MS = 60_000
 
 
 @pytest.fixture(scope="module")
@@ -83,4 +85,26 @@ async def test_an_offset_commit_of_every_partition_of_a_wide_topic_is_encoded_in
     assert {tp: v.offset for tp, v in committed.items()} == {
         (WIDE, i): i + 1 for i in range(PARTITIONS)
     }
+    assert longest < TURN_LIMIT_S, f"the loop was held {longest * 1e3:.0f} ms"
+
+
+async def test_thousands_of_transactions_timing_out_together_are_aborted_in_slices(
+    server: Server, clock: ManualClock
+) -> None:
+    """Each abort writes the transaction's state and a marker (Kafka's
+    `abortTimedOutTransactions` fences them all); 3,000 of them took one pass of the timer."""
+    coordinator = server.services.transactions
+    count = 3_000
+    for i in range(count):
+        txn_id = f"turns-{i}"
+        init = coordinator.init_producer_id(txn_id, TXN_TIMEOUT_MS, None, clock.now_ms())
+        assert init.error_code is ErrorCode.none
+        added = coordinator.add_partitions(
+            txn_id, init.producer_id, init.producer_epoch, [(WIDE, i)], clock.now_ms()
+        )
+        assert added is ErrorCode.none
+    clock.advance(TXN_TIMEOUT_MS + 1)
+    _, longest = await longest_turn(transaction_timeouts(coordinator, clock.now_ms()))
+    states = {coordinator.txns[f"turns-{i}"].state for i in range(count)}
+    assert states == {"CompleteAbort"}
     assert longest < TURN_LIMIT_S, f"the loop was held {longest * 1e3:.0f} ms"
