@@ -185,6 +185,7 @@ async def handle(ctx: RequestContext, request: Request) -> EncodedResponse | Non
     if ctx.services.logs.loading:  # just started: open the logs named first, in slices
         named = ((t.name, p.index) for t in request.topic_data for p in t.partition_data)
         await open_first(ctx.services.logs, named)
+        del named  # it holds the request's partitions: freed with it (`_encoded_then_freed`)
     for topic in request.topic_data:
         name = topic.name
         results = []
