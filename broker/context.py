@@ -13,6 +13,7 @@ from broker.clock import Clock
 from broker.clock import WallClock
 from broker.config import BrokerConfig
 from broker.group_commit import GroupCommit
+from broker.group_config_saves import GroupConfigSaves
 from broker.metrics import BrokerMetrics
 from broker.notifier import Notifier
 from broker.principal import ANONYMOUS
@@ -65,6 +66,8 @@ class BrokerServices:
     offsets: OffsetStore  # consumer groups' committed offsets
     transactions: TransactionCoordinator  # transactional ids, their state and markers
     group_commit: GroupCommit  # fsyncs produce requests need, one batch per loop tick
+    # Group configs written off the loop, one write at a time.
+    group_config_saves: GroupConfigSaves = field(default_factory=GroupConfigSaves)
     # One credential change at a time: each is applied, written, or rolled back whole.
     credentials_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # Listener name -> the (host, port) Metadata gives its clients; filled in when bound.

@@ -10,9 +10,11 @@ collector would have found is lost by waiting.
 The pause is bounded: one request holds it at a time (another large request in flight meanwhile
 runs under it but never extends it), until `MAX_PAUSE_CPU_S` of the process's CPU time is spent
 or `MAX_PAUSE_S` have passed, and its holder gives it back in a `finally`. A client sending large
-requests back to back therefore cannot keep collection off: it runs again between them, and at
-the latest once the bound is reached; what it finds then (cyclic garbage made during the pause)
-is at most one bounded pause's worth.
+requests back to back cannot keep collection off either: re-enabling collection runs none by
+itself (one runs at the next allocations past a threshold), so a pause taken again before any
+collection ran first forces one, of every generation. It walks what is alive and not frozen
+(the broker freezes what it opens: `broker.gc_freeze`), the last request's objects being freed
+by then; what it finds (cyclic garbage made during the pause) is one bounded pause's worth.
 
 The bound counts CPU time, not time on the clock: garbage is made by work done, and a loaded
 machine (other processes on its cores) stretches a request's time tenfold, not its work. A bound
@@ -39,6 +41,7 @@ CHECK_EVERY_S = 0.25
 cpu_clock: Callable[[], float] = time.process_time  # the whole process's, every thread's
 
 _held = False
+_collections_at_release = -1  # collections run so far, when the last pause ended
 _since_cpu = 0.0  # the CPU clock when the pause began
 _since = 0.0  # time.monotonic() then
 
@@ -49,6 +52,8 @@ def hold() -> bool:
     global _held, _since_cpu, _since
     if _held or not gc.isenabled():
         return False
+    if _collections() == _collections_at_release:  # none since the last pause: one now
+        gc.collect()
     gc.disable()
     _held = True
     _since_cpu, _since = cpu_clock(), time.monotonic()
@@ -57,11 +62,17 @@ def hold() -> bool:
 
 def release() -> None:
     """The holder is done: collection resumes."""
-    global _held
+    global _held, _collections_at_release
     if not _held:
         raise RuntimeError("gc_pause.release() without a hold()")
     _held = False
+    _collections_at_release = _collections()
     gc.enable()
+
+
+def _collections() -> int:
+    """Collections of any generation run so far (automatic or forced)."""
+    return sum(s["collections"] for s in gc.get_stats())
 
 
 async def held_until(answered: asyncio.Future[None]) -> None:

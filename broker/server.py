@@ -23,6 +23,7 @@ from typing import Any
 
 import structlog
 
+from broker import gc_freeze
 from broker import wiring
 from broker.acceptor import Acceptor
 from broker.acceptor import open_listening_sockets
@@ -301,6 +302,7 @@ class Server:
                 await asyncio.sleep(0)
         except Exception:
             log.exception("opening the partition logs failed")
+        gc_freeze.after_bulk(logs.opened_at_start)  # they live as long as the broker
         await self._checkpoint_recovery_points()
 
     def _start_producer_ids(self) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 from typing import TypeVar
 
+from broker import gc_freeze
 from broker.slicing import Slicer
 from storage.log_manager import LogManager
 from storage.topic_changes import NewPartitions
@@ -87,7 +88,9 @@ async def _add(change: NewPartitions) -> TopicInfo:
     except BaseException:  # cancelled (the broker stops): leave nothing half made
         change.abandon()
         raise
-    return change.finish()
+    info = change.finish()
+    gc_freeze.after_bulk(info.partitions - change.first)
+    return info
 
 
 async def _delete(deletion: TopicDeletion) -> None:

@@ -93,9 +93,12 @@ async def finish(
 
 async def transaction_timeouts(coordinator: TransactionCoordinator, now_ms: int) -> None:
     """Abort transactions open past their timeout, and finish every prepared one (those a
-    failed write left too), in slices."""
-    coordinator.abort_timed_out(now_ms)
+    failed write left too), in slices: thousands of transactions may time out together, each
+    abort a write of its state and of markers."""
     slicer = Slicer()
+    for txn_id in list(coordinator.txns):
+        coordinator.abort_if_timed_out(txn_id, now_ms)
+        await slicer.pause()
     for txn_id in coordinator.prepared():
         await finish(coordinator, txn_id, now_ms, slicer)
 

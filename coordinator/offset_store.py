@@ -28,6 +28,7 @@ from coordinator.group_registry import GroupKind
 from coordinator.share_group_admin import GroupListing
 from protocol.consumer_offsets import InvalidOffsetRecord
 from protocol.consumer_offsets import OffsetKey
+from protocol.consumer_offsets import OffsetRecords
 from protocol.consumer_offsets import OffsetValue
 from protocol.consumer_offsets import decode_key
 from protocol.consumer_offsets import decode_value
@@ -146,7 +147,26 @@ class OffsetStore:
 
         :raises storage.errors.StorageError: not written (KAFKA_STORAGE_ERROR).
         """
-        self._write({OffsetKey(group_id, t, p): v for (t, p), v in offsets.items()})
+        records = OffsetRecords(group_id)
+        for (topic, partition), value in offsets.items():
+            records.add(topic, partition, value)
+        self.write_commit(group_id, offsets, records)
+
+    def write_commit(
+        self, group_id: str, offsets: Mapping[TopicPartition, OffsetValue], records: OffsetRecords
+    ) -> None:
+        """`commit` of offsets whose `records` the caller encoded (a request of 100,000
+        partitions encodes them in slices, yielding between): appended as one batch, then
+        applied at once (a dict update, not a loop), so no read sees half a commit and two
+        commits of a group apply in the order they were written.
+
+        :raises storage.errors.StorageError: not written (KAFKA_STORAGE_ERROR); nothing changed.
+        """
+        if not offsets:
+            return
+        now = self._now_ms()
+        self._log.append(records.batch(now), now_ms=now, keyed=True)
+        self._groups.setdefault(group_id, {}).update(offsets)
 
     def _write(self, changes: Mapping[OffsetKey, OffsetValue | None]) -> None:
         if not changes:
@@ -155,7 +175,7 @@ class OffsetStore:
         records = [
             (encode_key(k), encode_value(v) if v is not None else None) for k, v in changes.items()
         ]
-        self._log.append(build_batch(records, timestamp_ms=now), now_ms=now)
+        self._log.append(build_batch(records, timestamp_ms=now), now_ms=now, keyed=True)
         for key, value in changes.items():
             self._apply(key, value)
 

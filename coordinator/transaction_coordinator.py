@@ -377,17 +377,22 @@ class TransactionCoordinator:
 
     def abort_timed_out(self, now_ms: int) -> int:
         """Abort (fencing the producer) every transaction open longer than its timeout, as
-        Kafka's `abortTimedOutTransactions`. Returns how many."""
-        timed_out = [
-            m for m in self.txns.values()
-            if state_of(m) is TxnState.ONGOING and m.start_ms + m.timeout_ms < now_ms
-        ]  # fmt: skip
-        for m in timed_out:
-            _log.warning("transaction aborted: open longer than its timeout",
-                         transactional_id=m.transactional_id, producer_id=m.producer_id,
-                         timeout_ms=m.timeout_ms)  # fmt: skip
-            self._end(moves.fence(m, now_ms), now_ms)
-        return len(timed_out)
+        Kafka's `abortTimedOutTransactions`, at once (tests; the broker's timer goes id by id,
+        `abort_if_timed_out`). Returns how many."""
+        return sum(self.abort_if_timed_out(txn_id, now_ms) for txn_id in list(self.txns))
+
+    def abort_if_timed_out(self, txn_id: str, now_ms: int) -> bool:
+        """Abort the transaction of `txn_id` (fencing its producer) if it is open longer than
+        its timeout: one id's share of `abortTimedOutTransactions`, its state read afresh (a
+        caller yielding between ids may find it ended meanwhile). Whether it was aborted."""
+        m = self.txns.get(txn_id)
+        if m is None or state_of(m) is not TxnState.ONGOING or m.start_ms + m.timeout_ms >= now_ms:
+            return False
+        _log.warning("transaction aborted: open longer than its timeout",
+                     transactional_id=m.transactional_id, producer_id=m.producer_id,
+                     timeout_ms=m.timeout_ms)  # fmt: skip
+        self._end(moves.fence(m, now_ms), now_ms)
+        return True
 
     def prepared(self) -> Sequence[str]:
         """The ids whose transaction is prepared: markers, offsets or completion to write

@@ -19,6 +19,8 @@ import struct
 from dataclasses import dataclass
 
 from protocol.errors import ProtocolException
+from protocol.record_batch import encode_varint
+from protocol.record_batch import seal_batch
 
 KEY_VERSION = 1
 VALUE_VERSION = 3
@@ -115,3 +117,50 @@ def decode_value(buf: bytes) -> OffsetValue:
     except (struct.error, UnicodeDecodeError) as e:
         raise InvalidOffsetRecord(f"offset value: {e}") from e
     return OffsetValue(offset, epoch, metadata, timestamp)
+
+
+class OffsetRecords:
+    """One group's commit as the records of one batch (what `build_batch` makes of
+    `(encode_key(k), encode_value(v))` pairs): encoded a record at a time by `add`, so a caller
+    committing 100,000 partitions may yield between them, and sealed at once by `batch`. The
+    key's group part is encoded once, each topic's once."""
+
+    __slots__ = ("_body", "_group", "_topics", "count")
+
+    def __init__(self, group: str) -> None:
+        self._group = _I16.pack(KEY_VERSION) + _string(group)
+        self._topics: dict[str, bytes] = {}
+        self._body = bytearray()
+        self.count = 0
+
+    def add(self, topic: str, partition: int, value: OffsetValue | None) -> None:
+        prefix = self._topics.get(topic)
+        if prefix is None:
+            prefix = self._topics[topic] = self._group + _string(topic)
+        key = prefix + _KEY_TAIL.pack(partition)
+        record = bytearray(_NO_ATTRIBUTES_NO_TIME_DELTA)
+        record += encode_varint(self.count)  # offset delta
+        record += encode_varint(len(key))
+        record += key
+        if value is None:
+            record += _NULL
+        else:
+            data = encode_value(value)
+            record += encode_varint(len(data))
+            record += data
+        record += _NO_HEADERS
+        body = self._body
+        body += encode_varint(len(record))
+        body += record
+        self.count += 1
+
+    def batch(self, timestamp_ms: int) -> bytes:
+        """The records added, as one uncompressed batch (at least one record)."""
+        if not self.count:
+            raise ValueError("a batch needs at least one record")
+        return seal_batch(bytes(self._body), self.count, timestamp_ms=timestamp_ms)
+
+
+_NO_ATTRIBUTES_NO_TIME_DELTA = b"\x00" + encode_varint(0)
+_NULL = encode_varint(-1)
+_NO_HEADERS = encode_varint(0)

@@ -147,7 +147,9 @@ class SegmentedLog(ABC):
 
     # --- appending --------------------------------------------------------------------
 
-    def append(self, records: Buffer, *, now_ms: int, defer_sync: bool = False) -> AppendResult:
+    def append(
+        self, records: Buffer, *, now_ms: int, defer_sync: bool = False, keyed: bool = False
+    ) -> AppendResult:
         headers = validate_batches(records)
         for h in headers:
             if h.attributes & CONTROL_MASK:
@@ -156,7 +158,7 @@ class SegmentedLog(ABC):
                 # Only the first batch of a partition's records is verified against its
                 # transaction; Kafka takes one batch per partition (ProduceRequest).
                 raise InvalidRecordBatch("transactional", "a transactional batch must be alone")
-        if self.config.compact:
+        if self.config.compact and not keyed:
             require_keys(records, headers)
         # Only idempotent producers (an id) are checked; the rest pay one comparison.
         idempotent = len(headers) > 1 or headers[0].producer_id >= 0

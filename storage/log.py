@@ -47,8 +47,13 @@ class PartitionLog(Protocol):
         """The next offset to assign (= high watermark on a single broker)."""
         ...
 
-    def append(self, records: Buffer, *, now_ms: int, defer_sync: bool = False) -> AppendResult:
+    def append(
+        self, records: Buffer, *, now_ms: int, defer_sync: bool = False, keyed: bool = False
+    ) -> AppendResult:
         """Append a Produce ``records`` blob (one or more batches), offsets assigned here.
+
+        ``keyed``: the broker built every record with a key itself (its internal logs), so a
+        compacted log skips reading each record for one (100,000 took 0.2-1.2 s).
 
         When ``log.flush.interval.messages`` is reached the log is fsynced before this returns,
         unless ``defer_sync``: then ``sync_due`` says so, and the caller has the fsync run

@@ -55,7 +55,7 @@ def _group(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: 
         if dry:
             configs.check(name, changes)
         else:
-            configs.alter(name, changes)
+            configs.change(name, changes)  # written before the answer (`durable`)
     except InvalidGroupConfig as e:
         return ErrorCode.invalid_config, str(e)
     return ErrorCode.none, None

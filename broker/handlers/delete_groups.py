@@ -57,7 +57,7 @@ def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
     except CoordinatorError as e:
         return e.error_code
     if s.config.ownership.is_controller:  # --processes N: node 0 alone writes group configs
-        s.group_configs.delete_group(group_id)
+        s.group_configs.forget_group(group_id)  # written before the answer (`durable`)
     try:
         ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms).delete_group(group_id)
     except StorageError as e:
@@ -88,6 +88,7 @@ async def handle(ctx: RequestContext, request: Request) -> v2.DeleteGroupsRespon
         lambda g: v2.response.DeletableGroupResult(group_id=g, error_code=_logged(ctx, g)),
         request.groups_names,
     )
+    await ctx.services.group_config_saves.durable(ctx.services.group_configs)
     return v2.DeleteGroupsResponse(throttle_time=NO_THROTTLE, results=tuple(results))
 
 

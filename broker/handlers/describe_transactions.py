@@ -8,6 +8,7 @@ open) is answered the epoch (kio's timestamp type has no -1; Kafka sends -1 ther
 from __future__ import annotations
 
 import datetime
+from typing import cast
 
 from kio.schema.describe_transactions.v0 import request as req
 from kio.schema.describe_transactions.v0 import response as resp
@@ -24,7 +25,7 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
-from broker.slicing import sliced_map
+from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -37,7 +38,7 @@ def _start(ms: int) -> TZAware:
     return TZAware.truncate(datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC))
 
 
-def _state(ctx: RequestContext, txn_id: str) -> resp.TransactionState:
+async def _state(ctx: RequestContext, txn_id: str, slicer: Slicer) -> resp.TransactionState:
     def refused(code: ErrorCode) -> resp.TransactionState:
         return resp.TransactionState(
             error_code=code, transactional_id=TransactionalId(txn_id), transaction_state="",
@@ -51,9 +52,19 @@ def _state(ctx: RequestContext, txn_id: str) -> resp.TransactionState:
     m = ctx.services.transactions.txns.get(txn_id)
     if m is None:
         return refused(ErrorCode.transactional_id_not_found)
-    by_topic: dict[str, list[i32]] = {}
-    for topic, partition in sorted(m.partitions):
-        by_topic.setdefault(topic, []).append(i32(partition))
+    # A transaction may hold 50,000 partitions and more (sorting them as pairs and making
+    # kio's checked i32s took 70 ms of CPU): grouped by topic in slices, from a copy (the
+    # transaction's set grows in place), then each topic's ints sorted, which C does at once.
+    # They are partition numbers already checked when added (`cast`, as OffsetFetch does).
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in list(m.partitions):
+        ps = by_topic.get(topic)
+        if ps is None:
+            ps = by_topic[topic] = []
+        ps.append(partition)
+        await slicer.pause()
+    for ps in by_topic.values():
+        ps.sort()
     return resp.TransactionState(
         error_code=ErrorCode.none,
         transactional_id=TransactionalId(txn_id),
@@ -63,8 +74,8 @@ def _state(ctx: RequestContext, txn_id: str) -> resp.TransactionState:
         producer_id=ProducerId(m.producer_id),
         producer_epoch=i16(m.producer_epoch),
         topics=tuple(
-            resp.TopicData(topic=TopicName(t), partitions=tuple(ps))
-            for t, ps in by_topic.items()
+            resp.TopicData(topic=TopicName(t), partitions=cast(tuple[i32, ...], tuple(by_topic[t])))
+            for t in sorted(by_topic)
             if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t)
         ),
     )
@@ -74,7 +85,11 @@ async def handle(
     ctx: RequestContext, request: req.DescribeTransactionsRequest
 ) -> resp.DescribeTransactionsResponse:
     # A request may name a million ids: answered a slice at a time.
-    states = await sliced_map(lambda t: _state(ctx, t), request.transactional_ids)
+    slicer = Slicer()
+    states = []
+    for txn_id in request.transactional_ids:
+        states.append(await _state(ctx, txn_id, slicer))
+        await slicer.pause()
     return resp.DescribeTransactionsResponse(
         throttle_time=NO_THROTTLE, transaction_states=tuple(states)
     )

@@ -57,6 +57,8 @@ async def handle(ctx: RequestContext, request: Request) -> v1.IncrementalAlterCo
                 resource_name=resource.resource_name,
             )
         )
+    # Group configs changed are written off the loop, before the answer.
+    await ctx.services.group_config_saves.durable(ctx.services.group_configs)
     return v1.IncrementalAlterConfigsResponse(throttle_time=NO_THROTTLE, responses=tuple(responses))
 
 

@@ -29,6 +29,7 @@ from broker.slicing import Slicer
 from coordinator.group_registry import GroupKind
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+from protocol.consumer_offsets import OffsetRecords
 from protocol.consumer_offsets import OffsetValue
 from storage.errors import StorageError
 
@@ -78,9 +79,11 @@ def _partition_code(ctx: RequestContext, topic: str, partition: int, metadata: s
 
 
 async def _commit(ctx: RequestContext, request: Request, slicer: Slicer) -> Codes:
-    """Each partition's answer; the accepted ones are written together."""
+    """Each partition's answer; the accepted ones are encoded as they are checked (a slice at
+    a time: 100,000 partitions take ~0.5 s of CPU) and written together, in one step."""
     codes: Codes = {}
     accepted: dict[tuple[str, int], OffsetValue] = {}
+    records = OffsetRecords(request.group_id)
     group_code = _group_code(ctx, request)
     now = ctx.services.now_ms()
     for topic in request.topics:
@@ -96,12 +99,13 @@ async def _commit(ctx: RequestContext, request: Request, slicer: Slicer) -> Code
             codes[tp] = code
             if code is ErrorCode.none:
                 epoch = -1 if isinstance(p, _NO_LEADER_EPOCH) else int(p.committed_leader_epoch)
-                accepted[tp] = OffsetValue(int(p.committed_offset), epoch, metadata, now)
+                accepted[tp] = value = OffsetValue(int(p.committed_offset), epoch, metadata, now)
+                records.add(tp[0], tp[1], value)
             await slicer.pause()
     outside = not request.member_id and request.generation_id_or_member_epoch == NO_GENERATION
-    reset = _reset(ctx, request.group_id, accepted) if outside else None
+    reset = await _reset(ctx, request.group_id, accepted, slicer) if outside else None
     try:
-        ctx.services.offsets.commit(request.group_id, accepted)
+        ctx.services.offsets.write_commit(request.group_id, accepted, records)
     except StorageError as e:
         codes.update(dict.fromkeys(accepted, e.error_code))
         return codes
@@ -111,8 +115,8 @@ async def _commit(ctx: RequestContext, request: Request, slicer: Slicer) -> Code
     return codes
 
 
-def _reset(
-    ctx: RequestContext, group_id: str, offsets: dict[tuple[str, int], OffsetValue]
+async def _reset(
+    ctx: RequestContext, group_id: str, offsets: dict[tuple[str, int], OffsetValue], slicer: Slicer
 ) -> int | None:
     """How many partitions a member-less commit moves back, when it is worth a log line: an
     offset set for a group the group coordinators know (an admin reset of an empty group),
@@ -124,6 +128,7 @@ def _reset(
         before = s.offsets.fetch(group_id, topic, partition)
         fresh += before is None
         rewound += before is not None and value.offset < before.offset
+        await slicer.pause()
     return rewound if known or fresh or rewound else None
 
 

@@ -26,6 +26,7 @@ from kio.schema.produce import v12
 from broker import txn_produce
 from broker.authorization import authorize
 from broker.context import RequestContext
+from broker.disposal import free_in_chunks
 from broker.handlers.common import missing_partition
 from broker.log_loading import open_first
 from broker.registry import handler
@@ -141,6 +142,37 @@ async def _synced(
     ]
 
 
+def _encoded_then_freed(
+    version: int, topics: list[TopicResults], held: list[Request], answer: bool
+) -> bytes:
+    """The answer's body (if `answer`: acks is not 0), made in a thread; then the results and
+    the request (`held` holds its last reference) are freed there a chunk at a time: a million
+    partitions of each freed at once when the handler returned held the loop ~50 ms of CPU
+    apiece (170 ms on a loaded machine)."""
+    body = encode_produce_response(version, topics) if answer else b""
+    for _, partitions in topics:
+        if isinstance(partitions, list):
+            free_in_chunks(partitions)
+    request = held.pop()
+    parts = [list(t.partition_data) for t in request.topic_data]
+    del request  # its tuples go, one decref per partition: `parts` holds them still
+    for items in parts:
+        free_in_chunks(items)
+    return body
+
+
+async def _large_answer(
+    version: int, topics: list[TopicResults], codes: list[int], held: list[Request]
+) -> EncodedResponse | None:
+    """The answer to a request of many partitions, encoded (and the request freed) in a
+    thread."""
+    acks = held[0].acks
+    body = await asyncio.to_thread(_encoded_then_freed, version, topics, held, acks != 0)
+    if acks == 0:
+        return None
+    return tuple.__new__(EncodedResponse, (PRODUCE, version, body, 0, tuple(codes)))
+
+
 async def handle(ctx: RequestContext, request: Request) -> EncodedResponse | None:
     to_sync: list[PartitionLog] = []
     now_ms = ctx.services.clock.now_ms()  # one reading for the request's partitions
@@ -157,6 +189,7 @@ async def handle(ctx: RequestContext, request: Request) -> EncodedResponse | Non
     if ctx.services.logs.loading:  # just started: open the logs named first, in slices
         named = ((t.name, p.index) for t in request.topic_data for p in t.partition_data)
         await open_first(ctx.services.logs, named)
+        del named  # it holds the request's partitions: freed with it (`_encoded_then_freed`)
     for topic in request.topic_data:
         name = topic.name
         results = []
@@ -174,13 +207,16 @@ async def handle(ctx: RequestContext, request: Request) -> EncodedResponse | Non
         release_order()  # appended: later requests need not wait for the fsync
         topics = await _synced(ctx, topics, to_sync)
         codes = [p.error_code for _, partitions in topics for p in partitions if p.error_code]
-    if request.acks == 0:
-        return None
     version = ctx.header.api_version
     if answered > ENCODE_ON_LOOP_MAX_PARTITIONS:
-        body = await asyncio.to_thread(encode_produce_response, version, topics)
-    else:
-        body = encode_produce_response(version, topics)
+        # This frame holds the request's last references (the connection keeps none once the
+        # handler runs): they go to the thread, which frees its partitions in chunks.
+        held = [request]
+        del request, topic, p
+        return await _large_answer(version, topics, codes, held)
+    if request.acks == 0:
+        return None
+    body = encode_produce_response(version, topics)
     return tuple.__new__(EncodedResponse, (PRODUCE, version, body, 0, tuple(codes)))  # no frame
 
 

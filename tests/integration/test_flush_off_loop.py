@@ -1,4 +1,5 @@
-"""A slow disk does not slow other clients: the periodic fsync runs in the flush thread.
+"""A slow disk does not slow other clients: the periodic fsync runs in the flush thread, and
+a group config's file is written in a thread before the answer.
 
 `os.fsync` is wrapped to take 0.5 s (a fake of the OS call); the broker runs in the test's own
 event loop, so a sync on the loop would hold the probe's round trips for as long.
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from client import Admin
+from client import ConfigResourceType
 from client import Producer
 from tests.brokers import make_server
 from tests.probe import Probe
@@ -56,6 +58,37 @@ async def test_slow_fsync_does_not_delay_other_clients(
                     await producer.send("slow-disk", b"v", partition=0)
                     await asyncio.sleep(0.01)
         assert syncs >= 2 and most == 1  # flushes ran, one at a time
+        assert probe.slowest < Probe.LIMIT_S, sorted(probe.round_trips)[-5:]
+    finally:
+        monkeypatch.undo()
+        await server.stop()
+
+
+async def test_a_group_config_is_written_off_the_loop_before_its_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """IncrementalAlterConfigs of a group's configs: the file (tmp, fsync, rename, fsync of the
+    directory) was written on the loop, holding every client for two fsyncs per request
+    (DeleteGroups of a share group wrote it so too). The answer still comes once the file holds
+    the change."""
+    server = make_server(tmp_path / "data")
+    await server.start()
+    stored = server.config.data_dir / "share-group-configs.json"
+    try:
+        real: Callable[[int], None] = os.fsync
+
+        def slow_fsync(fd: int) -> None:
+            time.sleep(SLOW_FSYNC_S)
+            real(fd)
+
+        monkeypatch.setattr(os, "fsync", slow_fsync)
+        async with Admin(f"127.0.0.1:{server.port}") as admin:
+            with Probe(server.port) as probe:
+                for value in ("earliest", "latest"):
+                    await admin.incremental_alter_configs(
+                        ConfigResourceType.GROUP, "slow-group", {"share.auto.offset.reset": value}
+                    )
+                    assert f'"share.auto.offset.reset": "{value}"' in stored.read_text()
         assert probe.slowest < Probe.LIMIT_S, sorted(probe.round_trips)[-5:]
     finally:
         monkeypatch.undo()

@@ -10,11 +10,13 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.offset_store import OffsetStore
 from protocol.consumer_offsets import OffsetKey
+from protocol.consumer_offsets import OffsetRecords
 from protocol.consumer_offsets import OffsetValue
 from protocol.consumer_offsets import decode_key
 from protocol.consumer_offsets import decode_value
 from protocol.consumer_offsets import encode_key
 from protocol.consumer_offsets import encode_value
+from protocol.record_batch import build_batch
 from protocol.record_batch import iter_batch_headers
 from storage.cleaner import plan_cleaning
 from storage.cleaner import run_cleaning
@@ -50,6 +52,26 @@ def test_kafkas_record_layout_round_trips() -> None:
     assert decode_key(encode_key(key)) == key
     assert decode_value(encode_value(value)) == value
     assert decode_key(b"\x00\x02\x00\x01g") is None  # group metadata: not an offset
+
+
+def test_a_commit_encoded_a_record_at_a_time_is_the_batch_build_batch_makes() -> None:
+    """`OffsetRecords` (what a large OffsetCommit encodes in slices) writes the same bytes as
+    `build_batch` over `encode_key`/`encode_value`, tombstones and long offsets deltas too."""
+    changes: list[tuple[str, int, OffsetValue | None]] = [
+        (f"t{i % 3}", i, None if i % 7 == 0 else OffsetValue(i * 1000, i % 5 - 1, "m" * (i % 4), 9))
+        for i in range(300)
+    ]
+    records = OffsetRecords("g")
+    for topic, partition, value in changes:
+        records.add(topic, partition, value)
+    expected = build_batch(
+        [(encode_key(OffsetKey("g", t, p)), None if v is None else encode_value(v))
+         for t, p, v in changes],
+        timestamp_ms=123,
+    )  # fmt: skip
+    assert records.batch(123) == expected
+    with pytest.raises(ValueError):
+        OffsetRecords("g").batch(123)
 
 
 def test_commits_are_recovered_from_the_log_after_a_restart(tmp_path: Path) -> None:
