@@ -5,6 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from broker.share.acquire.not_before import NO_BACKOFF
+from broker.share.acquire.not_before import Backoff
+from coordinator.group_configs import BACKOFF_INITIAL
+from coordinator.group_configs import BACKOFF_MAX
+from coordinator.group_configs import BACKOFF_MULTIPLIER
 from coordinator.group_configs import DLQ_TOPIC
 from coordinator.group_configs import ISOLATION_LEVEL
 from coordinator.group_configs import GroupConfigs
@@ -29,6 +34,8 @@ class ShareLimits:
     # share.isolation.level=read_committed: a fetch acquires below the LSO only, and never a
     # record of an aborted transaction.
     read_committed: bool = False
+    # share.release.backoff.*: how long a released record waits before it is acquired again.
+    backoff: Backoff = NO_BACKOFF
 
 
 def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]:
@@ -47,6 +54,11 @@ def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]
             key_ordering=configs.effective(group_id, "share.key.ordering.enable"),
             dead_letter=bool(configs.effective(group_id, DLQ_TOPIC)),
             read_committed=configs.effective(group_id, ISOLATION_LEVEL) == "read_committed",
+            backoff=Backoff(
+                configs.effective(group_id, BACKOFF_INITIAL),
+                configs.effective(group_id, BACKOFF_MAX),
+                configs.effective(group_id, BACKOFF_MULTIPLIER),
+            ),
         )
         cached[:] = [(configs.version, value)]
         return value

@@ -67,7 +67,7 @@ def read_and_acquire(
     # A read may find only control batches (share state written between data): they are
     # skipped, and the next stretch of log is read, a bounded number of times.
     for _ in range(MAX_READS_PER_FETCH):
-        offset = sp.next_fetch_offset()
+        offset = sp.next_fetch_offset(read.now_ms)
         # A read_committed group reads no further than the LSO (Kafka's TXN_COMMITTED read).
         end = plog.last_stable_offset if sp.read_committed else plog.log_end_offset
         if offset is None or offset >= end:
@@ -75,7 +75,7 @@ def read_and_acquire(
         fetched = _acquire(sp, plog, read, offset, metrics, after)
         if fetched is not None:
             return fetched
-        if sp.next_fetch_offset() == offset:
+        if sp.next_fetch_offset(read.now_ms) == offset:
             break
     return NOTHING
 

@@ -146,9 +146,18 @@ class SharePartition:
         """The earliest lock deadline of an ACQUIRED record, for the broker-wide timer."""
         return self._window.next_deadline()
 
-    def next_fetch_offset(self) -> int | None:
-        """Where the broker should read the log from; None when the window is full."""
-        first = self._window.first_available()
+    def next_wait(self, now_ms: int) -> int | None:
+        """When the earliest record that waits (retry backoff, schedule) may be acquired."""
+        return self._window.next_wait(now_ms)
+
+    def delayed_count(self, now_ms: int) -> int:
+        """AVAILABLE records that may not be acquired yet (lag's "delayed")."""
+        return self._window.waiting(now_ms)
+
+    def next_fetch_offset(self, now_ms: int | None = None) -> int | None:
+        """Where the broker should read the log from; None when the window is full. With
+        `now_ms`, records that wait past it are passed over."""
+        first = self._window.first_available(now_ms)
         if first is not None:
             return first
         if self.speo - self.spso >= self._limits().max_record_locks:
@@ -198,7 +207,9 @@ class SharePartition:
         (a read_committed group), whatever the policy, nothing at or past the LSO is taken and
         aborted transactions' batches are archived.
         """
-        cursor = self.next_fetch_offset()
+        # Records that wait are passed over by the cursor, except in key order, where a
+        # waiting record still holds its key's later ones back and so must be seen.
+        cursor = self.next_fetch_offset(None if keys is not None else now_ms)
         if cursor is None or max_records <= 0:
             return []
         limits = self._limits()
@@ -248,7 +259,9 @@ class SharePartition:
 
     # ------------------------------------------------------------------------------- plans
 
-    def plan_acknowledge(self, member_id: str, batches: Sequence[AckBatch]) -> Plan | ErrorCode:
+    def plan_acknowledge(
+        self, member_id: str, batches: Sequence[AckBatch], now_ms: int = 0
+    ) -> Plan | ErrorCode:
         """Check acknowledgement batches and plan them: all of them, or none with an error.
 
         INVALID_REQUEST: unknown type, first > last, unsorted or overlapping batches, or a
@@ -261,13 +274,14 @@ class SharePartition:
             runs = list(ack_runs(batches))
         except MalformedAcks:
             return ErrorCode.invalid_request
-        draft = self.draft(member_id)
+        draft = self.draft(member_id, now_ms)
         refused = self.plan_more(draft, runs)
         return refused if refused is not None else draft.plan()
 
-    def draft(self, member_id: str | None) -> PlanDraft:
-        """An empty plan for `member_id`'s acknowledgement, under the limits in force now."""
-        return PlanDraft(member_id, self._limits())
+    def draft(self, member_id: str | None, now_ms: int = 0) -> PlanDraft:
+        """An empty plan for `member_id`'s acknowledgement at `now_ms` (when released records
+        start their retry backoff), under the limits in force now."""
+        return PlanDraft(member_id, self._limits(), now_ms=now_ms)
 
     def plan_more(self, draft: PlanDraft, runs: Sequence[Run]) -> ErrorCode | None:
         """Check the next runs of an acknowledgement (sorted, disjoint, after the draft's) and
@@ -289,14 +303,14 @@ class SharePartition:
 
     def plan_expiry(self, now_ms: int) -> Plan:
         """Release every record whose lock deadline is <= now (planned, not applied)."""
-        return self._plan(due_runs(self._window, now_ms))
+        return self._plan(due_runs(self._window, now_ms), now_ms)
 
-    def plan_member_release(self, member_id: str) -> Plan:
+    def plan_member_release(self, member_id: str, now_ms: int = 0) -> Plan:
         """Release every record `member_id` holds (it left or timed out)."""
-        return self._plan(member_runs(self._window, member_id))
+        return self._plan(member_runs(self._window, member_id), now_ms)
 
-    def _plan(self, runs: Sequence[Run]) -> Plan:
-        draft = PlanDraft(None, self._limits())
+    def _plan(self, runs: Sequence[Run], now_ms: int) -> Plan:
+        draft = PlanDraft(None, self._limits(), now_ms=now_ms)
         plan_into(self._window, draft, runs)
         return draft.plan()
 
@@ -332,7 +346,7 @@ class SharePartition:
             if ack is AcknowledgeType.RENEW:
                 window.renew(first, last, now_ms + plan.lock_duration_ms)
             else:
-                window.finish(first, last, target_of)
+                window.finish(first, last, target_of, plan.wait_of)
         window.advance_start()
 
     def settle(self, plan: Plan) -> Outcome:

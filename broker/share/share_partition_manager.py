@@ -111,6 +111,7 @@ class SharePartitionManager:
         if sp is None:
             return None
         self._partitions[key] = sp
+        self._book.arm_wake(sp, now_ms)  # records recovered waiting (retry backoff)
         if sp.dead_letter_count():  # copies a crash left unfinished are made again
             self._dead_letters.note(key)
         return sp
@@ -155,7 +156,7 @@ class SharePartitionManager:
             sp = partitions.get((group_id, topic_id, partition))
             if sp is None:  # not loaded yet: loaded now, or not there at all
                 sp = self.get(group_id, topic_id, partition, now_ms)
-            if sp is not None and sp.next_fetch_offset() is not None:
+            if sp is not None and sp.next_fetch_offset(now_ms) is not None:
                 count += 1
         return count
 

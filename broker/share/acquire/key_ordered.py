@@ -77,8 +77,10 @@ class KeyOrdered:
         if start >= end or not window.available:
             return []
         owners = self._owners(fetch.now_ms)
-        picked = self._pick(window, fetch.member_id, start, end, owners, fetch.max_records)
-        return self._take(window, fetch.member_id, picked, fetch.deadline)
+        picked = self._pick(
+            window, fetch.member_id, start, end, owners, fetch.max_records, fetch.now_ms
+        )
+        return self._take(window, fetch.member_id, picked, fetch.deadline, fetch.now_ms)
 
     def _join(self, window: ShareWindow, fetch: Fetch) -> int:
         """Bring the spans into the window (gaps and control batches archived, new data
@@ -114,13 +116,19 @@ class KeyOrdered:
         end: int,
         owners: list[str],
         max_records: int,
+        now_ms: int,
     ) -> list[tuple[int, int | None]]:
-        """The AVAILABLE offsets of [start, end) the key rule gives `member_id`, in order."""
+        """The AVAILABLE offsets of [start, end) the key rule gives `member_id`, in order. A
+        record that waits (retry backoff, a schedule) is not picked and holds its key's later
+        records back, as a held one does: key order outlasts the wait."""
         blocked = set(self._held)
         keys, base = self._keys, self._keys_from
         picked: list[tuple[int, int | None]] = []
         for b in window.ranges_in(start, end - 1):
             if b.state is not AVAILABLE:
+                continue
+            if b.not_before > now_ms:
+                blocked.update(self._keys_of(max(b.first, start), min(b.last + 1, end)))
                 continue
             for offset in range(max(b.first, start), min(b.last + 1, end)):
                 key = keys[offset - base]
@@ -134,6 +142,11 @@ class KeyOrdered:
                 if len(picked) >= max_records:
                     return picked
         return picked
+
+    def _keys_of(self, lo: int, hi: int) -> set[int]:
+        """The (non-null) keys of offsets [lo, hi), as remembered."""
+        keys, base = self._keys, self._keys_from
+        return {k for k in keys[lo - base : hi - base] if k is not None}
 
     def _owners(self, now_ms: int) -> list[str]:
         """Members that fetched lately, sorted: member n owns the n-th slice of the hash
@@ -149,6 +162,7 @@ class KeyOrdered:
         member_id: str,
         picked: list[tuple[int, int | None]],
         deadline: int,
+        now_ms: int,
     ) -> list[AcquiredRecords]:
         """Acquire the picked AVAILABLE offsets (sorted), run by run."""
         out: list[AcquiredRecords] = []
@@ -159,7 +173,7 @@ class KeyOrdered:
             else:
                 runs.append([offset, offset])
         for first, last in runs:
-            window.acquire(first, last, member_id, deadline, out)
+            window.acquire(first, last, member_id, deadline, out, now_ms=now_ms)
         for offset, key in picked:
             if key is not None:
                 self._key_at[offset] = key

@@ -9,7 +9,9 @@ import-linter contract says so), so a new rule is one module here, its test, and
 
 - `batch_optimized.py`: whole stored batches (the default);
 - `record_limit.py`: at most MaxRecords, the last range may end inside a batch (KIP-1206);
-- `key_ordered.py`: one record per key in flight, each key with one member (seed 001).
+- `key_ordered.py`: one record per key in flight, each key with one member (seed 001);
+- `not_before.py`: records that wait before they may be acquired again (retry backoff);
+  every policy skips them through the window (`acquire(..., now_ms)`).
 """
 
 from __future__ import annotations
