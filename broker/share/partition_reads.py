@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
+from broker.share.deliver_at import deliver_at_times
 from broker.share.key_hashes import key_hashes
 from broker.share.share_metrics import ShareMetrics
 from broker.share.share_partition import SharePartition
@@ -50,6 +51,8 @@ class PartitionRead:
     now_ms: int
     record_limit: bool = False
     first_batch_max: int | None = None
+    # The topic has shoal.scheduled.delivery.enable=true: records' delivery times are read.
+    scheduled: bool = False
 
 
 def read_and_acquire(
@@ -122,6 +125,11 @@ def _acquire(
             hi = min(hi, plog.last_stable_offset)
         spans = [s for s in spans if s.base_offset < hi]  # beyond, the window cannot grow
         keys = key_hashes(data, [s for s in spans if s.last_offset >= lo])
+    deliver_at = None
+    if read.scheduled:  # records' headers are read on topics with scheduled delivery only
+        lo = sp.schedule_from(read.now_ms)
+        wanted_spans = [s for s in spans if s.last_offset >= lo]
+        deliver_at = deliver_at_times(data, wanted_spans, read.now_ms, sp.key)
     acquired = sp.acquire(
         read.member_id,
         [_share_span(s) for s in spans],
@@ -130,6 +138,7 @@ def _acquire(
         keys=keys,
         record_limit=read.record_limit,
         committed=_committed(plog, offset, spans) if sp.read_committed else None,
+        deliver_at=deliver_at,
     )
     after(sp, read.now_ms)
     if not acquired:

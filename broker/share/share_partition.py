@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
 
 from kio.schema.errors import ErrorCode
@@ -34,6 +35,7 @@ from broker.share.acquire.policy import AcquisitionPolicy
 from broker.share.acquire.policy import Fetch
 from broker.share.acquire.policy import KeyHashes
 from broker.share.acquire.record_limit import RECORD_LIMIT
+from broker.share.acquire.scheduled import Scheduled
 from broker.share.given_up import GivenUp
 from broker.share.in_flight import InFlightBatch
 from broker.share.limits import ShareLimits
@@ -83,6 +85,7 @@ class SharePartition:
         self._limits = limits
         self._window = ShareWindow(start_offset)
         self._key_order = KeyOrdered(start_offset)  # state for key-ordered groups only
+        self._schedule = Scheduled(start_offset)  # state for topics with scheduled delivery
         self._given_up = GivenUp()  # why records went ARCHIVING, in this run
 
     # ----------------------------------------------------------------------------- queries
@@ -194,6 +197,7 @@ class SharePartition:
         keys: KeyHashes | None = None,
         record_limit: bool = False,
         committed: ReadCommitted | None = None,
+        deliver_at: Mapping[int, int] | None = None,
     ) -> list[AcquiredRecords]:
         """Acquire records for `member_id` from the log batches `spans`, which start at the
         batch holding `next_fetch_offset()` and run in log order: the AVAILABLE in-flight
@@ -205,7 +209,9 @@ class SharePartition:
         spans hold), else record_limit mode when the group or the request asks for it
         (ShareFetch v2's ShareAcquireMode, KIP-1206), else whole batches. With `committed`
         (a read_committed group), whatever the policy, nothing at or past the LSO is taken and
-        aborted transactions' batches are archived.
+        aborted transactions' batches are archived. With `deliver_at` (a topic with scheduled
+        delivery: the delivery times of the records that wait, from `schedule_from()` on),
+        whatever the policy, records join the window waiting until their time first.
         """
         # Records that wait are passed over by the cursor, except in key order, where a
         # waiting record still holds its key's later ones back and so must be seen.
@@ -221,9 +227,17 @@ class SharePartition:
         deadline = now_ms + limits.lock_duration_ms
         fetch = Fetch(
             member_id, spans, cursor, max_records, now_ms, deadline, limits.max_record_locks, keys,
-            committed,
+            committed, deliver_at,
         )  # fmt: skip
+        if deliver_at is not None:
+            return self._schedule.acquire(self._window, fetch, policy)
         return policy.acquire(self._window, fetch)
+
+    def schedule_from(self, now_ms: int) -> int:
+        """For a fetch of a topic with scheduled delivery: the offset from which it needs the
+        records' delivery times (what this window has placed already is not read again)."""
+        cursor = self.next_fetch_offset(None if self.key_ordering else now_ms)
+        return self._schedule.times_from(cursor if cursor is not None else self.speo)
 
     def keys_wanted(self) -> tuple[int, int]:
         """For the next key-ordered fetch: the keys it needs from `lo` on (the start of the
@@ -403,6 +417,7 @@ class SharePartition:
         self._window.clear(start_offset)
         self._given_up.clear()
         self._key_order.reset(start_offset)
+        self._schedule.reset(start_offset)
 
     def restore(self, spso: int, speo: int, ranges: Sequence[StateRange]) -> None:
         """Rebuild the window from durable state (a checkpoint and its deltas, applied).

@@ -50,6 +50,7 @@ from broker.share.share_metrics import ShareMetrics
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
 from coordinator.group_configs import GroupConfigs
+from storage.config import scheduled_delivery
 
 log = structlog.get_logger("shoal.share")
 
@@ -180,8 +181,9 @@ class SharePartitionManager:
         if sp is None or plog is None:
             return FetchedPartition(ErrorCode.unknown_topic_or_partition, b"", [])
         read = PartitionRead(
-            member_id, max_bytes, max_records, now_ms, record_limit, first_batch_max
-        )
+            member_id, max_bytes, max_records, now_ms, record_limit, first_batch_max,
+            scheduled_delivery(topic.configs) if topic is not None else False,
+        )  # fmt: skip
         return read_and_acquire(sp, plog, read, self._metrics, self._book.after)
 
     # commit: acknowledgements, departures, lock expiry (share_changes.py) ------------------

@@ -27,7 +27,9 @@ Acquiring (for the policies)
       at most `limit`;
   `extend(first, last, not_before)`: new records join the window AVAILABLE (a policy that
       looks first), waiting until `not_before` if given (scheduled delivery);
-  `archive_absent(first, last)`: the log holds nothing deliverable there.
+  `archive_absent(first, last)`: the log holds nothing deliverable there;
+  `hold(first, last, not_before)`: AVAILABLE records wait until `not_before` (a schedule
+      read after a restart: not a durable change, the log's headers say it again).
 Ending attempts (for `SharePartition`'s applied plans)
   `finish(first, last, target_of, wait_of)`: each range of [first, last] moves where
       `target_of` says (None: it stays), back to AVAILABLE waiting until `wait_of` says (retry
@@ -348,6 +350,22 @@ class ShareWindow:
             self._move(self._append_available(new_lo, last), ARCHIVED)
             self._ranges.merge_tail()
         self.advance_start()
+
+    def hold(self, first: int, last: int, not_before: int) -> None:
+        """AVAILABLE records of [first, last] (clipped to the window) wait until `not_before`
+        at least. Not a transition, nor a durable change (scheduled delivery: the records'
+        headers say it again after a restart)."""
+        first, last = max(first, self.start), min(last, self.end - 1)
+        if first > last or not self._available:
+            return
+        i, j = self._ranges.isolate(first, last)
+        for b in self._ranges.view(i, j):
+            if b.state is AVAILABLE and b.not_before < not_before:
+                if b.not_before:
+                    self._waits.remove(b.not_before, b.size)
+                b.not_before = not_before
+                self._waits.add(not_before, b.size)
+        self._ranges.merge(i, j)
 
     def _append_available(self, first: int, last: int) -> InFlightBatch:
         # Offsets from SPEO on are AVAILABLE with count 0; they enter the window as such and
