@@ -29,6 +29,9 @@ from storage.log import PartitionLog
 # the one batch KIP-74 lets through whatever its size).
 READ_CHUNK_BYTES = 1024 * 1024
 MAX_READS_PER_FETCH = 8
+# A fetch of a topic with scheduled delivery reads the headers of about this many records at
+# most (the first batch whole): each fetch's decoding stays within a few milliseconds.
+SCHEDULE_DECODE_RECORDS = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,22 @@ def read_and_acquire(
     return NOTHING
 
 
+def _decodable(spans: list[StoredSpan], lo: int) -> list[StoredSpan]:
+    """The spans a scheduled-delivery fetch reads the headers of: those from `lo` on, up to
+    about SCHEDULE_DECODE_RECORDS records (the first whole, whatever its size), and the
+    ones before `lo`, whose times are placed already. Decoding 1 MiB of small records takes
+    ~70 ms on a loaded machine; a fetch must not hold the loop that long."""
+    budget, first = SCHEDULE_DECODE_RECORDS, True
+    for i, span in enumerate(spans):
+        if span.last_offset < lo:
+            continue
+        budget -= span.last_offset - max(span.base_offset, lo) + 1
+        if budget < 0:
+            return spans[: i + 1] if first else spans[:i]
+        first = False
+    return spans
+
+
 def _share_span(s: StoredSpan) -> BatchSpan:
     # An empty batch (offsets the cleaner removed, or storage's stand-in for damaged ones,
     # already logged and counted) is archived like a control batch.
@@ -128,6 +147,7 @@ def _acquire(
     deliver_at = None
     if read.scheduled:  # records' headers are read on topics with scheduled delivery only
         lo = sp.schedule_from(read.now_ms)
+        spans = _decodable(spans, lo)  # what follows is acquired by a later fetch
         wanted_spans = [s for s in spans if s.last_offset >= lo]
         deliver_at = deliver_at_times(data, wanted_spans, read.now_ms, sp.key)
     acquired = sp.acquire(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from broker.share import partition_reads
 from broker.share.acquire.batch_optimized import BATCH_OPTIMIZED
 from broker.share.acquire.policy import Fetch
 from broker.share.acquire.scheduled import Scheduled
@@ -135,3 +136,17 @@ def test_the_policy_places_waits_up_to_the_record_lock_cap() -> None:
     assert w.end == 100 and w.waiting(T0) == 100
     later = Fetch("m", spans, 0, 500, T0 + 1000, T0 + 31_000, 100, deliver_at={})
     assert offsets(schedule.acquire(w, later, BATCH_OPTIMIZED)) == list(range(100))
+
+
+def test_a_fetch_decodes_a_bounded_number_of_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most SCHEDULE_DECODE_RECORDS records' headers per fetch (the first batch whole):
+    the rest waits for the next fetch, never acquired without its header read."""
+    monkeypatch.setattr(partition_reads, "SCHEDULE_DECODE_RECORDS", 3)
+    t = Topic()
+    t.send(PLAIN, PLAIN)  # 0-1
+    t.send(PLAIN, PLAIN)  # 2-3: past the budget
+    t.send(at(T0 + 10), PLAIN)  # 4-5
+    assert offsets(t.fetch(T0)) == [0, 1]
+    assert offsets(t.fetch(T0)) == [2, 3]
+    assert offsets(t.fetch(T0)) == [5]  # 4 waits
+    assert offsets(t.fetch(T0 + 10)) == [4]

@@ -13,8 +13,8 @@ Bounds. Waiting records are in the window, so they count against
 waiting, and once waiting records fill its window, nothing past them is acquired until the
 earliest is due (the record-lock cap, as Kafka's `canAcquireRecords`). A fetch's cursor passes
 waiting ranges at one comparison per range; headers are read only past `times_from` (what
-this share-partition has already placed is not decoded again), at most one read's worth
-(`partition_reads.READ_CHUNK_BYTES`) per fetch.
+this share-partition has already placed is not decoded again), about
+`partition_reads.SCHEDULE_DECODE_RECORDS` records per fetch (the first batch whole).
 
 Restarts. The times are not written as share state: they are in the log. After a restart (or
 a reset) nothing is placed yet (`times_from` is SPSO), so the first fetches read the headers of
