@@ -53,6 +53,7 @@ def explicit(bootstrap: str, group: str, topic: str) -> ShareConsumer:
     return c
 
 
+@pytest.mark.latency  # a time bound: run alone, not beside other tests
 def test_a_released_record_comes_back_after_2_s_then_4_s_while_others_flow(
     broker: BrokerProcess,
 ) -> None:

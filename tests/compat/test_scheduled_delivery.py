@@ -73,6 +73,7 @@ def consume(
     return got
 
 
+@pytest.mark.latency  # a time bound: run alone, not beside other tests
 def test_a_scheduled_record_arrives_within_100_ms_after_its_time_and_others_flow(
     broker: BrokerProcess,
 ) -> None:
