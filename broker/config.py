@@ -197,6 +197,10 @@ class BrokerConfig:
     # share.key.ordering.enable (Shoal's key-ordered sharing); dynamic like the rest.
     group_share_acquire_mode: str = "batch_optimized"
     group_share_key_ordering_enable: bool = False
+    # share.key.ordering.max.in.flight.per.key's default and bounds (Shoal's own); dynamic.
+    group_share_key_ordering_max_in_flight_per_key: int = _share(1)
+    group_share_min_key_ordering_max_in_flight_per_key: int = _share(1)
+    group_share_max_key_ordering_max_in_flight_per_key: int = _share(100)
     group_share_session_timeout_ms: int = _share(45_000)
     group_share_min_session_timeout_ms: int = _share(45_000)
     group_share_max_session_timeout_ms: int = _share(60_000)

@@ -72,6 +72,8 @@ ACQUIRE_MODES = ("batch_optimized", "record_limit")
 BACKOFF_INITIAL = "share.release.backoff.initial.ms"
 BACKOFF_MAX = "share.release.backoff.max.ms"
 BACKOFF_MULTIPLIER = "share.release.backoff.multiplier"
+# Key-ordered sharing with up to N records of a key in flight at once (issue 35 part 4).
+PER_KEY = "share.key.ordering.max.in.flight.per.key"
 ISOLATION_LEVEL = "share.isolation.level"
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
@@ -122,6 +124,13 @@ DEFS: dict[str, GroupConfigDef] = {
         ),
         # Shoal's own (seed 001): records of one key are never in flight at two members.
         GroupConfigDef("share.key.ordering.enable", bool, "group.share.key.ordering.enable"),
+        GroupConfigDef(
+            PER_KEY,
+            int,
+            "group.share.key.ordering.max.in.flight.per.key",
+            "group.share.min.key.ordering.max.in.flight.per.key",
+            "group.share.max.key.ordering.max.in.flight.per.key",
+        ),
         GroupConfigDef(
             "share.session.timeout.ms",
             int,
@@ -195,6 +204,9 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "group.share.renew.acknowledge.enable": (True, bool),
     "group.share.acquire.mode": ("batch_optimized", str),
     "group.share.key.ordering.enable": (False, bool),
+    "group.share.key.ordering.max.in.flight.per.key": (1, int),
+    "group.share.min.key.ordering.max.in.flight.per.key": (1, int),
+    "group.share.max.key.ordering.max.in.flight.per.key": (100, int),
     "group.share.session.timeout.ms": (45_000, int),
     "group.share.min.session.timeout.ms": (45_000, int),
     "group.share.max.session.timeout.ms": (60_000, int),
@@ -247,6 +259,7 @@ class ShareGroupConfig:
     acquire_mode: str  # one of ACQUIRE_MODES
     isolation_level: str  # one of ISOLATION_LEVELS
     key_ordering_enable: bool
+    key_ordering_max_in_flight_per_key: int  # 1: each key's records one at a time, in order
     session_timeout_ms: int
     heartbeat_interval_ms: int
     dead_letter_topic: str  # "": none
@@ -288,6 +301,7 @@ SHARE_FIELDS: dict[str, str] = {
     "acquire_mode": "share.acquire.mode",
     "isolation_level": ISOLATION_LEVEL,
     "key_ordering_enable": "share.key.ordering.enable",
+    "key_ordering_max_in_flight_per_key": PER_KEY,
     "session_timeout_ms": "share.session.timeout.ms",
     "heartbeat_interval_ms": "share.heartbeat.interval.ms",
     "dead_letter_topic": DLQ_TOPIC,

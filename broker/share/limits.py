@@ -12,6 +12,7 @@ from coordinator.group_configs import BACKOFF_MAX
 from coordinator.group_configs import BACKOFF_MULTIPLIER
 from coordinator.group_configs import DLQ_TOPIC
 from coordinator.group_configs import ISOLATION_LEVEL
+from coordinator.group_configs import PER_KEY
 from coordinator.group_configs import GroupConfigs
 
 
@@ -28,6 +29,8 @@ class ShareLimits:
     record_limit: bool = False
     # share.key.ordering.enable: records of one key are never in flight at two members.
     key_ordering: bool = False
+    # share.key.ordering.max.in.flight.per.key: at most this many records of a key in flight.
+    per_key: int = 1
     # KIP-1191: the group names a dead-letter topic, so REJECT and the delivery-count limit
     # lead to ARCHIVING (copied, then ARCHIVED) rather than straight to ARCHIVED.
     dead_letter: bool = False
@@ -52,6 +55,7 @@ def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]
             renew_enabled=configs.effective(group_id, "share.renew.acknowledge.enable"),
             record_limit=configs.effective(group_id, "share.acquire.mode") == "record_limit",
             key_ordering=configs.effective(group_id, "share.key.ordering.enable"),
+            per_key=configs.effective(group_id, PER_KEY),
             dead_letter=bool(configs.effective(group_id, DLQ_TOPIC)),
             read_committed=configs.effective(group_id, ISOLATION_LEVEL) == "read_committed",
             backoff=Backoff(

@@ -227,7 +227,7 @@ class SharePartition:
         deadline = now_ms + limits.lock_duration_ms
         fetch = Fetch(
             member_id, spans, cursor, max_records, now_ms, deadline, limits.max_record_locks, keys,
-            committed, deliver_at,
+            committed, deliver_at, limits.per_key,
         )  # fmt: skip
         if deliver_at is not None:
             return self._schedule.acquire(self._window, fetch, policy)

@@ -214,3 +214,26 @@ def test_group_configs_are_bounded_by_broker_configs() -> None:
         configs.validate("share.release.backoff.multiplier", "nan")
     broker["group.share.max.release.backoff.initial.ms"] = 1000  # a bound lowered since
     assert configs.share("g").release_backoff_initial_ms == 1000
+
+
+# ----------------------------------------- key order, N in flight per key (issue 35 part 4)
+
+
+def test_key_order_lets_n_records_of_a_key_in_flight() -> None:
+    """share.key.ordering.max.in.flight.per.key=2: two records of a key at once, the third
+    only once one of them is done; other keys as ever."""
+    w = ShareWindow(0)
+    policy = KeyOrdered(0)
+    spans = [BatchSpan(0, 4, False)]
+    keys = {0: 7, 1: 7, 2: 7, 3: 8, 4: 7}
+
+    def fetch(now: int) -> Fetch:
+        return Fetch("m", spans, 0, 500, now, now + 30_000, 1000, keys, per_key=2)
+
+    assert offsets(policy.acquire(w, fetch(0))) == [0, 1, 3]
+    w.finish(0, 0, lambda b: RecordState.ACKNOWLEDGED)
+    assert offsets(policy.acquire(w, fetch(1))) == [2]  # 1 and 2 in flight: 4 waits
+    w.finish(1, 2, lambda b: RecordState.ACKNOWLEDGED)
+    assert offsets(policy.acquire(w, fetch(2))) == [4]
+    one = Fetch("m", spans, 0, 500, 0, 30_000, 1000, keys)  # per_key=1: in order, as before
+    assert offsets(KeyOrdered(0).acquire(ShareWindow(0), one)) == [0, 3]

@@ -34,7 +34,7 @@ class KeyOrdered:
         # The key hash of every record acquired under the key rule, by offset and by key (at
         # most one acquired record per key), and when each member last fetched.
         self._key_at: dict[int, int] = {}
-        self._held: dict[int, int] = {}
+        self._held: dict[int, int] = {}  # key -> records of it ACQUIRED
         self._fetched_at: dict[str, int] = {}
         # Key hashes of offsets [_keys_from, _keys_from + len(_keys)) of the window, so a fetch
         # decodes only batches it has not seen (the window is scanned again at every fetch).
@@ -78,8 +78,9 @@ class KeyOrdered:
             return []
         owners = self._owners(fetch.now_ms)
         picked = self._pick(
-            window, fetch.member_id, start, end, owners, fetch.max_records, fetch.now_ms
-        )
+            window, fetch.member_id, start, end, owners, fetch.max_records, fetch.now_ms,
+            fetch.per_key,
+        )  # fmt: skip
         return self._take(window, fetch.member_id, picked, fetch.deadline, fetch.now_ms)
 
     def _join(self, window: ShareWindow, fetch: Fetch) -> int:
@@ -117,11 +118,14 @@ class KeyOrdered:
         owners: list[str],
         max_records: int,
         now_ms: int,
+        per_key: int = 1,
     ) -> list[tuple[int, int | None]]:
-        """The AVAILABLE offsets of [start, end) the key rule gives `member_id`, in order. A
+        """The AVAILABLE offsets of [start, end) the key rule gives `member_id`, in order, at
+        most `per_key` of a key in flight (`share.key.ordering.max.in.flight.per.key`). A
         record that waits (retry backoff, a schedule) is not picked and holds its key's later
-        records back, as a held one does: key order outlasts the wait."""
-        blocked = set(self._held)
+        records back, as a key at its limit does: key order outlasts the wait."""
+        in_flight = dict(self._held)
+        blocked = {k for k, n in in_flight.items() if n >= per_key}
         keys, base = self._keys, self._keys_from
         picked: list[tuple[int, int | None]] = []
         for b in window.ranges_in(start, end - 1):
@@ -135,9 +139,12 @@ class KeyOrdered:
                 if key is not None:
                     if key in blocked:
                         continue
-                    blocked.add(key)  # its later records wait for this one
                     if owners[(key * len(owners)) >> 32] != member_id:
+                        blocked.add(key)  # its later records wait for this one
                         continue
+                    in_flight[key] = in_flight.get(key, 0) + 1
+                    if in_flight[key] >= per_key:
+                        blocked.add(key)  # its later records wait for these
                 picked.append((offset, key))
                 if len(picked) >= max_records:
                     return picked
@@ -177,7 +184,7 @@ class KeyOrdered:
         for offset, key in picked:
             if key is not None:
                 self._key_at[offset] = key
-                self._held[key] = offset
+                self._held[key] = self._held.get(key, 0) + 1
         return out
 
     def _unhold(self, first: int, last: int) -> None:
@@ -190,5 +197,8 @@ class KeyOrdered:
             gone = [o for o in self._key_at if first <= o <= last]
         for offset in gone:
             key = self._key_at.pop(offset)
-            if self._held.get(key) == offset:
-                del self._held[key]
+            held = self._held.get(key, 0)
+            if held > 1:
+                self._held[key] = held - 1
+            else:
+                self._held.pop(key, None)

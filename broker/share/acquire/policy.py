@@ -56,6 +56,8 @@ class Fetch:
     # Scheduled delivery: offset -> delivery time (epoch ms) of the records the spans hold
     # that wait, from `Scheduled.times_from` on (None: the topic has no scheduled delivery).
     deliver_at: Mapping[int, int] | None = None
+    # Key-ordered groups: at most this many records of one key in flight (1: in order).
+    per_key: int = 1
 
 
 class AcquisitionPolicy(Protocol):
