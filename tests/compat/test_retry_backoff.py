@@ -122,8 +122,8 @@ def test_kill_9_while_records_wait_delivers_none_early_and_loses_none(tmp_path: 
         released_at = time.monotonic()  # before the broker stamps the release
         c.commit_sync(10)  # the release is durable once this returns
         assert sorted(seen) == values
+        c.close()  # first: a consumer closing against a dead broker may take its timeouts
         broker.kill()
-        c.close()
         broker = start_broker(tmp_path / "data", SHORT_SESSION_CONFIG)
         produce(broker.bootstrap, topic, [b"fresh"])
         c = explicit(broker.bootstrap, group, topic)
