@@ -200,12 +200,26 @@ class BrokerConfig:
     # share.key.ordering.enable (Shoal's key-ordered sharing); dynamic like the rest.
     group_share_acquire_mode: str = "batch_optimized"
     group_share_key_ordering_enable: bool = False
+    # share.key.ordering.max.in.flight.per.key's default and bounds (Shoal's own); dynamic.
+    group_share_key_ordering_max_in_flight_per_key: int = _share(1)
+    group_share_min_key_ordering_max_in_flight_per_key: int = _share(1)
+    group_share_max_key_ordering_max_in_flight_per_key: int = _share(100)
     group_share_session_timeout_ms: int = _share(45_000)
     group_share_min_session_timeout_ms: int = _share(45_000)
     group_share_max_session_timeout_ms: int = _share(60_000)
     group_share_heartbeat_interval_ms: int = _share(5_000)
     group_share_min_heartbeat_interval_ms: int = _share(5_000)
     group_share_max_heartbeat_interval_ms: int = _share(15_000)
+    # Retry backoff (issue 35): the defaults and bounds of share.release.backoff.*; dynamic.
+    group_share_release_backoff_initial_ms: int = _int(0, 0)
+    group_share_min_release_backoff_initial_ms: int = _int(0, 0)
+    group_share_max_release_backoff_initial_ms: int = _int(3_600_000, 0)
+    group_share_release_backoff_max_ms: int = _int(60_000, 0)
+    group_share_min_release_backoff_max_ms: int = _int(0, 0)
+    group_share_max_release_backoff_max_ms: int = _int(3_600_000, 0)
+    group_share_release_backoff_multiplier: float = field(default=2.0, metadata={"low": 1.0})
+    group_share_min_release_backoff_multiplier: float = field(default=1.0, metadata={"low": 1.0})
+    group_share_max_release_backoff_multiplier: float = field(default=10.0, metadata={"low": 1.0})
     # Kafka sizes its share-session cache with this; it never refuses a group (nor does Shoal,
     # whose cache is group.share.max.share.sessions). Accepted so Kafka configs load unchanged.
     group_share_max_groups: int = _share(10)
@@ -422,11 +436,11 @@ def check_bounds(config: BrokerConfig) -> None:
         if d.broker_default is None or d.broker_min is None or d.broker_max is None:
             continue
         low, default, high = (
-            int(config.by_name(d.broker_min)),
-            int(config.by_name(d.broker_default)),
-            int(config.by_name(d.broker_max)),
+            config.by_name(d.broker_min),
+            config.by_name(d.broker_default),
+            config.by_name(d.broker_max),
         )
-        if not low <= default <= high:
+        if not float(low) <= float(default) <= float(high):
             raise ValueError(
                 f"{d.broker_default}={default} must lie within "
                 f"{d.broker_min}={low} and {d.broker_max}={high}"

@@ -96,7 +96,8 @@ class LagReader:
                 continue
             await learn_non_data(plog)
             lag, age = share_lag(sp, plog), self._age(sp, plog, stamps)
-            out.append(ShareReading(sp.group_id, topic.name, sp.partition, lag, age))
+            delayed = sp.delayed_count(self._now_ms())
+            out.append(ShareReading(sp.group_id, topic.name, sp.partition, lag, age, delayed))
         self._stamps = stamps
         return out
 

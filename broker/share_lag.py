@@ -30,6 +30,7 @@ class ShareReading:
     partition: int
     lag: int  # data records of [SPSO, log end) not acknowledged or archived
     oldest_age_s: float  # how long its oldest available record has waited; 0: none waits
+    delayed: int = 0  # of the lag, available records that wait (retry backoff, schedules)
 
 
 class ShareLagFamilies:
@@ -67,6 +68,17 @@ class ShareLagFamilies:
         for group, lag in heapq.nlargest(self._max_series, sums.items(), key=lambda kv: kv[1]):
             total.add_metric([group], lag)
         yield total
+        delayed = GaugeMetricFamily(
+            "shoal_sharegroup_delayed_records",
+            "Of kafka_sharegroup_lag, the available records that may not be delivered yet "
+            "(retry backoff, scheduled delivery), per share-partition (those with any; "
+            f"at most {self._max_series}).",
+            labels=labels,
+        )
+        waiting = [r for r in rows if r.delayed]
+        for r in heapq.nlargest(self._max_series, waiting, key=lambda r: r.delayed):
+            delayed.add_metric([r.group, r.topic, str(r.partition)], r.delayed)
+        yield delayed
         yield GaugeMetricFamily(
             "shoal_sharegroup_lag_series_omitted",
             "Share-partitions left out of kafka_sharegroup_lag by its series cap.",

@@ -64,7 +64,7 @@ async def _list(args: argparse.Namespace) -> int:
 def _offset_rows(group: str, offsets: dict[TopicPartition, SharePartitionOffsets]) -> list[Any]:
     return [
         [group, tp[0], tp[1], o.start_offset, o.end_offset, o.lag,
-         o.available, o.acquired, o.acknowledged, o.archived, o.archiving, o.control]
+         o.available, o.delayed, o.acquired, o.acknowledged, o.archived, o.archiving, o.control]
         for tp, o in sorted(offsets.items())
     ]  # fmt: skip
 
@@ -176,7 +176,8 @@ def _describe_table(args: argparse.Namespace, d: _Described) -> None:
         _blank_between(show_all)
         print_table(
             ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "LAG",
-             "AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED", "ARCHIVING", "CONTROL"],
+             "AVAILABLE", "DELAYED", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED", "ARCHIVING",
+             "CONTROL"],
             _offset_rows(group, offsets),
         )  # fmt: skip
 

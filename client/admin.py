@@ -645,6 +645,7 @@ class SharePartitionOffsets:
     archived: int | None = None
     control: int | None = None  # offsets of share-state and marker records, not user records
     archiving: int | None = None  # waiting for their copy to the dead-letter topic
+    delayed: int | None = None  # of `available`, waiting (retry backoff, scheduled delivery)
 
     @classmethod
     def parse(cls, topic: str, p: Any) -> SharePartitionOffsets:
@@ -665,6 +666,7 @@ class SharePartitionOffsets:
             archived=extra.get("archived"),
             control=extra.get("control"),
             archiving=extra.get("archiving"),
+            delayed=extra.get("delayed"),
         )
 
 

@@ -67,6 +67,13 @@ def _check_dlq_topic(name: str, broker: Callable[[str], Any]) -> None:
 
 
 ACQUIRE_MODES = ("batch_optimized", "record_limit")
+# Shoal's retry backoff (issue 35): a released record waits
+# min(max, initial * multiplier^(deliveryCount - 1)) ms before it is acquired again.
+BACKOFF_INITIAL = "share.release.backoff.initial.ms"
+BACKOFF_MAX = "share.release.backoff.max.ms"
+BACKOFF_MULTIPLIER = "share.release.backoff.multiplier"
+# Key-ordered sharing with up to N records of a key in flight at once (issue 35 part 4).
+PER_KEY = "share.key.ordering.max.in.flight.per.key"
 ISOLATION_LEVEL = "share.isolation.level"
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
@@ -118,6 +125,13 @@ DEFS: dict[str, GroupConfigDef] = {
         # Shoal's own (seed 001): records of one key are never in flight at two members.
         GroupConfigDef("share.key.ordering.enable", bool, "group.share.key.ordering.enable"),
         GroupConfigDef(
+            PER_KEY,
+            int,
+            "group.share.key.ordering.max.in.flight.per.key",
+            "group.share.min.key.ordering.max.in.flight.per.key",
+            "group.share.max.key.ordering.max.in.flight.per.key",
+        ),
+        GroupConfigDef(
             "share.session.timeout.ms",
             int,
             "group.share.session.timeout.ms",
@@ -146,6 +160,28 @@ DEFS: dict[str, GroupConfigDef] = {
             "group.consumer.min.heartbeat.interval.ms",
             "group.consumer.max.heartbeat.interval.ms",
         ),
+        # Shoal's retry backoff (issue 35), bounded by broker configs as KIP-1240's are.
+        GroupConfigDef(
+            BACKOFF_INITIAL,
+            int,
+            "group.share.release.backoff.initial.ms",
+            "group.share.min.release.backoff.initial.ms",
+            "group.share.max.release.backoff.initial.ms",
+        ),
+        GroupConfigDef(
+            BACKOFF_MAX,
+            int,
+            "group.share.release.backoff.max.ms",
+            "group.share.min.release.backoff.max.ms",
+            "group.share.max.release.backoff.max.ms",
+        ),
+        GroupConfigDef(
+            BACKOFF_MULTIPLIER,
+            float,
+            "group.share.release.backoff.multiplier",
+            "group.share.min.release.backoff.multiplier",
+            "group.share.max.release.backoff.multiplier",
+        ),
         # KIP-1191 dead-letter topics: off unless a group names one.
         GroupConfigDef(DLQ_TOPIC, str, None, default="", check=_check_dlq_topic),
         GroupConfigDef(DLQ_COPY_RECORD, bool, None, default=False),
@@ -168,6 +204,9 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     "group.share.renew.acknowledge.enable": (True, bool),
     "group.share.acquire.mode": ("batch_optimized", str),
     "group.share.key.ordering.enable": (False, bool),
+    "group.share.key.ordering.max.in.flight.per.key": (1, int),
+    "group.share.min.key.ordering.max.in.flight.per.key": (1, int),
+    "group.share.max.key.ordering.max.in.flight.per.key": (100, int),
     "group.share.session.timeout.ms": (45_000, int),
     "group.share.min.session.timeout.ms": (45_000, int),
     "group.share.max.session.timeout.ms": (60_000, int),
@@ -178,6 +217,16 @@ BROKER_DEFAULTS: dict[str, tuple[Any, type]] = {
     # whose cache is group.share.max.share.sessions). Accepted so Kafka configs load unchanged.
     "group.share.max.groups": (10, int),
     "group.share.max.size": (200, int),
+    # Retry backoff (issue 35): off by default; at most an hour.
+    "group.share.release.backoff.initial.ms": (0, int),
+    "group.share.min.release.backoff.initial.ms": (0, int),
+    "group.share.max.release.backoff.initial.ms": (3_600_000, int),
+    "group.share.release.backoff.max.ms": (60_000, int),
+    "group.share.min.release.backoff.max.ms": (0, int),
+    "group.share.max.release.backoff.max.ms": (3_600_000, int),
+    "group.share.release.backoff.multiplier": (2.0, float),
+    "group.share.min.release.backoff.multiplier": (1.0, float),
+    "group.share.max.release.backoff.multiplier": (10.0, float),
     # KIP-1191: the names a group's dead-letter topic may have ("": any name).
     DLQ_PREFIX: ("dlq.", str),
     # KIP-848's, with Kafka's defaults (GroupCoordinatorConfig).
@@ -210,10 +259,14 @@ class ShareGroupConfig:
     acquire_mode: str  # one of ACQUIRE_MODES
     isolation_level: str  # one of ISOLATION_LEVELS
     key_ordering_enable: bool
+    key_ordering_max_in_flight_per_key: int  # 1: each key's records one at a time, in order
     session_timeout_ms: int
     heartbeat_interval_ms: int
     dead_letter_topic: str  # "": none
     dead_letter_copy_record: bool
+    release_backoff_initial_ms: int  # 0: no retry backoff
+    release_backoff_max_ms: int
+    release_backoff_multiplier: float
 
     @property
     def record_limit(self) -> bool:
@@ -248,10 +301,14 @@ SHARE_FIELDS: dict[str, str] = {
     "acquire_mode": "share.acquire.mode",
     "isolation_level": ISOLATION_LEVEL,
     "key_ordering_enable": "share.key.ordering.enable",
+    "key_ordering_max_in_flight_per_key": PER_KEY,
     "session_timeout_ms": "share.session.timeout.ms",
     "heartbeat_interval_ms": "share.heartbeat.interval.ms",
     "dead_letter_topic": DLQ_TOPIC,
     "dead_letter_copy_record": DLQ_COPY_RECORD,
+    "release_backoff_initial_ms": BACKOFF_INITIAL,
+    "release_backoff_max_ms": BACKOFF_MAX,
+    "release_backoff_multiplier": BACKOFF_MULTIPLIER,
 }
 CONSUMER_FIELDS: dict[str, str] = {
     "session_timeout_ms": "consumer.session.timeout.ms",
@@ -275,6 +332,14 @@ def _parse(definition: GroupConfigDef, value: str) -> Any:
             raise InvalidGroupConfig(
                 f"{definition.name} must be an integer, not {value!r}"
             ) from None
+    if definition.kind is float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise InvalidGroupConfig(f"{definition.name} must be a number, not {value!r}") from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise InvalidGroupConfig(f"{definition.name} must be a finite number, not {value!r}")
+        return number
     if definition.choices and value not in definition.choices:
         raise InvalidGroupConfig(
             f"{definition.name} must be one of {', '.join(definition.choices)}"
@@ -315,7 +380,7 @@ class GroupConfigs:
     def stored(self, group_id: str) -> dict[str, str]:
         return dict(self._stored.get(group_id, {}))
 
-    def bounds(self, name: str) -> tuple[int | None, int | None]:
+    def bounds(self, name: str) -> tuple[int | float | None, int | float | None]:
         d = DEFS[name]
         return (
             self._broker(d.broker_min) if d.broker_min else None,

@@ -135,6 +135,44 @@ def record_keys(batch: Buffer) -> list[tuple[int, bytes | None]]:
     return out
 
 
+def header_values(batch: Buffer, name: bytes) -> list[tuple[int, bytes | None]]:
+    """(offset, value) of every record of one stored batch that has a header `name` (its
+    first such header; a null value is None). Keys and values are skipped, not copied. For
+    share-partitions of topics with scheduled delivery only.
+
+    :raises InvalidRecordBatch: records that do not decompress or parse.
+    """
+    header = parse_header(batch)
+    data = _payload(batch, header)
+    out: list[tuple[int, bytes | None]] = []
+    pos = 0
+    try:
+        for _ in range(header.record_count):
+            length, body = read_varint(data, pos)
+            pos = body + length
+            if length < 1 or pos > len(data):
+                raise InvalidRecordBatch("length", f"record of {length} bytes")
+            _, p = read_varint(data, body + 1)  # timestampDelta, after the attributes byte
+            offset_delta, p = read_varint(data, p)
+            key_len, p = read_varint(data, p)
+            value_len, p = read_varint(data, p + max(key_len, 0))
+            count, p = read_varint(data, p + max(value_len, 0))
+            for _ in range(count):
+                name_len, p = read_varint(data, p)
+                found = data[p : p + name_len] == name
+                value_len, p = read_varint(data, p + name_len)
+                if found:
+                    value = bytes(data[p : p + value_len]) if value_len >= 0 else None
+                    out.append((header.base_offset + offset_delta, value))
+                    break
+                p += max(value_len, 0)
+            if p > pos:
+                raise InvalidRecordBatch("length", "record headers run past the record")
+    except IndexError as e:
+        raise InvalidRecordBatch("truncated", "record runs past the batch") from e
+    return out
+
+
 def null_key_indexes(batch: Buffer) -> list[int]:
     """The index in the batch of every record whose key is null (compacted topics refuse
     those, and name them so: KIP-467's record errors). Keys and values are skipped, not copied.

@@ -6,9 +6,15 @@ Two control record types live in the share-partition's own log, each alone in a 
   EndOffset int64, States [BaseOffset int64, LastOffset int64, State int8, DeliveryCount int16]
 - SHARE_DELTA (6): GroupId string, CheckpointEpoch uint16, BackOffset int64, States [...]
 
-Both are version 0, not flexible: a string is an int16 length and UTF-8 bytes, an array an int32
-count. The record key is Kafka's control key (int16 version, int16 type); the value starts with
-an int16 schema version, as Kafka's other stored records do.
+Not flexible: a string is an int16 length and UTF-8 bytes, an array an int32 count. The record
+key is Kafka's control key (int16 version, int16 type); the value starts with an int16 schema
+version, as Kafka's other stored records do.
+
+Value version 1 (Shoal's retry backoff, issue 35) adds one field at the end of each state,
+`NotBefore int64`: epoch milliseconds before which the records of an Available range may not be
+acquired again (0: no wait). A record is written as version 1 only when one of its states
+waits, so a share state with no backoff is written byte for byte as before; version 0 records
+(every record written before) read as `not_before=0`, "no wait".
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from protocol.record_batch import scan_batches
 SHARE_CHECKPOINT = 5
 SHARE_DELTA = 6
 VALUE_VERSION = 0
+VALUE_VERSION_NOT_BEFORE = 1  # each state ends with NotBefore int64
 MAX_EPOCH = 65535  # CheckpointEpoch is a uint16; the epoch after 65535 is 1
 
 _I16 = struct.Struct(">h")
@@ -36,6 +43,7 @@ _I32 = struct.Struct(">i")
 _CHECKPOINT_FIXED = struct.Struct(">Hqq")  # epoch, start offset, end offset
 _DELTA_FIXED = struct.Struct(">Hq")  # epoch, back offset
 _STATE = struct.Struct(">qqbh")  # base offset, last offset, state, delivery count
+_STATE_V1 = struct.Struct(">qqbhq")  # ... and not before (epoch ms, 0: no wait)
 
 
 class InvalidShareState(ProtocolException, ValueError):
@@ -48,6 +56,7 @@ class StateBatch:
     last_offset: int
     state: int  # 0 Available, 2 Acknowledged, 3 Archiving (KIP-1191), 4 Archived
     delivery_count: int
+    not_before: int = 0  # epoch ms before which an Available range is not acquired; 0: none
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,28 +84,42 @@ def next_epoch(epoch: int) -> int:
     return epoch % MAX_EPOCH + 1
 
 
-def _encode_states(states: tuple[StateBatch, ...]) -> bytes:
-    return _I32.pack(len(states)) + b"".join(
-        _STATE.pack(s.base_offset, s.last_offset, s.state, s.delivery_count) for s in states
-    )
+def _encode_states(states: tuple[StateBatch, ...], version: int) -> bytes:
+    if version == VALUE_VERSION:
+        packed = (
+            _STATE.pack(s.base_offset, s.last_offset, s.state, s.delivery_count) for s in states
+        )
+    else:
+        packed = (
+            _STATE_V1.pack(s.base_offset, s.last_offset, s.state, s.delivery_count, s.not_before)
+            for s in states
+        )
+    return _I32.pack(len(states)) + b"".join(packed)
 
 
 def encode_value(record: ShareStateRecord) -> bytes:
+    """Version 0, or 1 when a state waits (`not_before`): see the module docstring."""
     group = record.group_id.encode()
-    head = _I16.pack(VALUE_VERSION) + _I16.pack(len(group)) + group
+    waits = any(s.not_before for s in record.states)
+    version = VALUE_VERSION_NOT_BEFORE if waits else VALUE_VERSION
+    head = _I16.pack(version) + _I16.pack(len(group)) + group
     if isinstance(record, ShareCheckpoint):
         fixed = _CHECKPOINT_FIXED.pack(
             record.checkpoint_epoch, record.start_offset, record.end_offset
         )
     else:
         fixed = _DELTA_FIXED.pack(record.checkpoint_epoch, record.back_offset)
-    return head + fixed + _encode_states(record.states)
+    return head + fixed + _encode_states(record.states, version)
 
 
 def decode_value(record_type: int, value: bytes) -> ShareStateRecord:
     """:raises InvalidShareState:"""
     try:
-        pos = 2  # the value's schema version; only 0 exists
+        (version,) = _I16.unpack_from(value, 0)
+        if version not in (VALUE_VERSION, VALUE_VERSION_NOT_BEFORE):
+            raise InvalidShareState(f"share-state value version {version} is unknown")
+        state = _STATE if version == VALUE_VERSION else _STATE_V1
+        pos = 2
         (length,) = _I16.unpack_from(value, pos)
         group = value[pos + 2 : pos + 2 + length].decode()
         pos += 2 + length
@@ -110,11 +133,11 @@ def decode_value(record_type: int, value: bytes) -> ShareStateRecord:
             raise InvalidShareState(f"control record type {record_type} is not share state")
         (count,) = _I32.unpack_from(value, pos)
         pos += 4
+        if count < 0 or pos + count * state.size != len(value):
+            raise InvalidShareState("trailing bytes after the states, or states missing")
         states = tuple(
-            StateBatch(*_STATE.unpack_from(value, pos + i * _STATE.size)) for i in range(count)
+            StateBatch(*state.unpack_from(value, pos + i * state.size)) for i in range(count)
         )
-        if pos + count * _STATE.size != len(value):
-            raise InvalidShareState("trailing bytes after the states")
     except (struct.error, UnicodeDecodeError) as e:
         raise InvalidShareState(str(e)) from e
     if record_type == SHARE_CHECKPOINT:

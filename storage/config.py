@@ -38,11 +38,16 @@ _PARSERS: Mapping[str, type[str] | type[float]] = {
 # KIP-1191: a topic serves as a share group's dead-letter topic only with this set to true.
 DLQ_GROUP_ENABLE = "errors.deadletterqueue.group.enable"
 
+# Shoal's scheduled delivery (issue 35): on such a topic, a record with the header
+# `shoal.deliver.at.ms` is not acquired by any share group before that time.
+SCHEDULED_DELIVERY_ENABLE = "shoal.scheduled.delivery.enable"
+
 # Kafka topic configs Shoal keeps on the topic without acting on them in the log (the
 # dead-letter copier reads DLQ_GROUP_ENABLE from the topic).
 STORED_TOPIC_CONFIGS = frozenset(
     {
         DLQ_GROUP_ENABLE,
+        SCHEDULED_DELIVERY_ENABLE,
         "compression.type",
         "max.message.bytes",
         "message.timestamp.type",
@@ -70,12 +75,13 @@ def check_topic_config_values(configs: Mapping[str, str | None]) -> None:
 
     :raises InvalidConfig: `cleanup.policy` is not a list of `delete` and `compact`, or
         `errors.deadletterqueue.group.enable` is not a boolean."""
-    enable = configs.get(DLQ_GROUP_ENABLE)
-    if enable is not None and enable.lower() not in ("true", "false"):
-        raise InvalidConfig(
-            f"Invalid value {enable} for configuration {DLQ_GROUP_ENABLE}: "
-            "Expected value to be either true or false"
-        )
+    for name in (DLQ_GROUP_ENABLE, SCHEDULED_DELIVERY_ENABLE):
+        enable = configs.get(name)
+        if enable is not None and enable.lower() not in ("true", "false"):
+            raise InvalidConfig(
+                f"Invalid value {enable} for configuration {name}: "
+                "Expected value to be either true or false"
+            )
     policy = configs.get("cleanup.policy")
     if policy is not None and (
         not policy.strip() or any(p.strip() not in CLEANUP_POLICIES for p in policy.split(","))
@@ -84,6 +90,11 @@ def check_topic_config_values(configs: Mapping[str, str | None]) -> None:
             f"Invalid value {policy} for configuration cleanup.policy: "
             f"String must be one of: {', '.join(CLEANUP_POLICIES)}"
         )
+
+
+def scheduled_delivery(configs: Mapping[str, str]) -> bool:
+    """Whether a topic with these configs delays records by their `shoal.deliver.at.ms`."""
+    return configs.get(SCHEDULED_DELIVERY_ENABLE, "false").lower() == "true"
 
 
 def dlq_enabled(configs: Mapping[str, str]) -> bool:

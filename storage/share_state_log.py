@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -105,9 +106,7 @@ class SnapshotWrite:
 def _from(batches: Sequence[StateBatch], start: int) -> tuple[StateBatch, ...]:
     """Recorded batches from `start` on, those below cut off (SPSO moved past them)."""
     return tuple(
-        StateBatch(max(b.base_offset, start), b.last_offset, b.state, b.delivery_count)
-        for b in batches
-        if b.last_offset >= start
+        replace(b, base_offset=max(b.base_offset, start)) for b in batches if b.last_offset >= start
     )
 
 

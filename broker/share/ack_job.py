@@ -183,7 +183,7 @@ class AckJob:
         if self.sp is None:  # nothing held here: GAPs alone change nothing
             gaps_only = counts.keys() <= {GAP}
             return self._finish(ErrorCode.none if gaps_only else ErrorCode.invalid_record_state)
-        self._draft = self.sp.draft(self.member_id)
+        self._draft = self.sp.draft(self.member_id, self.now_ms)
         self.phase = Phase.PLAN
         return True
 

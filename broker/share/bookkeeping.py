@@ -1,6 +1,7 @@
 """What follows any change of a share-partition's records, once it is applied: the lock
-timer re-armed, the dead-letter duty told, records given up on counted and logged, and
-fetchers woken when records came back or the window made room.
+timer re-armed, the wake-up timer armed for records that wait (retry backoff, schedules), the
+dead-letter duty told, records given up on counted and logged, and fetchers woken when
+records came back or the window made room, or when a wait ends (`wake_due`).
 
 Each change says why records moved (`Outcome`); nothing here infers it from states.
 """
@@ -43,6 +44,9 @@ class Bookkeeping:
         self._metrics = metrics
         self._dead_letters = dead_letters
         self._on_available = on_available  # wakes long polls when records come back
+        # When each share-partition's earliest waiting record may be acquired: one entry per
+        # partition, as the lock timer has, popped by the lock-expiry duty (`wake_due`).
+        self._wakes: AcquisitionLockTimer[SharePartitionKey] = AcquisitionLockTimer()
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         topic = self._logs.topic_by_id(topic_id)
@@ -64,6 +68,7 @@ class Bookkeeping:
         deadline = sp.next_deadline()
         if deadline is not None:
             self._timer.schedule(sp.key, deadline)
+        self.arm_wake(sp, now_ms)
         taken = sp.take_changes()  # already durable: written before they were applied
         moved = bool(taken) or bool(changed)
         if outcome and (outcome[Moved.REJECTED] or outcome[Moved.DELIVERY_LIMIT]):
@@ -71,7 +76,7 @@ class Bookkeeping:
         archived = outcome[Moved.DELIVERY_LIMIT] if outcome else 0
         if outcome and archived:
             self._given_up(sp, outcome, archived, members)
-        offset = sp.next_fetch_offset() if moved else None
+        offset = sp.next_fetch_offset(now_ms) if moved else None
         if offset is not None:
             topic = self._logs.topic_by_id(sp.topic_id)
             plog = self._logs.log(topic.name, sp.partition) if topic else None
@@ -84,6 +89,26 @@ class Bookkeeping:
                 offset != sp.speo or (grew and plog is not None and offset < plog.log_end_offset)
             ):
                 self._on_available(topic.name, sp.partition)
+
+    def arm_wake(self, sp: SharePartition, now_ms: int) -> None:
+        """Schedule the wake-up for `sp`'s earliest waiting record (none: nothing to do)."""
+        wait = sp.next_wait(now_ms)
+        if wait is not None:
+            self._wakes.schedule(sp.key, wait)
+        else:
+            self._wakes.cancel(sp.key)
+
+    def due_wakes(self, now_ms: int) -> list[SharePartitionKey]:
+        """The share-partitions whose earliest waiting records may be acquired by now."""
+        return self._wakes.pop_due(now_ms)
+
+    def wake(self, sp: SharePartition, now_ms: int) -> None:
+        """Records of `sp` stopped waiting: fetchers parked on its partition try again, and
+        the next wait is armed."""
+        topic = self.topic_name(sp.topic_id)
+        if topic is not None:
+            self._on_available(topic, sp.partition)
+        self.arm_wake(sp, now_ms)
 
     def _given_up(
         self, sp: SharePartition, outcome: Outcome, records: int, members: Sequence[str]

@@ -20,7 +20,8 @@ from broker.share.record_state import RecordState
 class InFlightBatch:
     """Offsets [first, last] sharing one state, delivery count, owner and lock deadline.
 
-    `member_id` and `deadline` are set only while the range is ACQUIRED.
+    `member_id` and `deadline` are set only while the range is ACQUIRED; `not_before` (epoch
+    ms, 0: none) only while it is AVAILABLE and waits (retry backoff, scheduled delivery).
     """
 
     first: int
@@ -29,6 +30,7 @@ class InFlightBatch:
     delivery_count: int
     member_id: str | None = None
     deadline: int | None = None
+    not_before: int = 0
 
     @property
     def size(self) -> int:
@@ -40,6 +42,7 @@ class InFlightBatch:
             and self.delivery_count == other.delivery_count
             and self.member_id == other.member_id
             and self.deadline == other.deadline
+            and self.not_before == other.not_before
         )
 
 
@@ -98,8 +101,9 @@ class InFlightRanges:
         if batch.first == offset:
             return i
         tail = InFlightBatch(
-            offset, batch.last, batch.state, batch.delivery_count, batch.member_id, batch.deadline
-        )
+            offset, batch.last, batch.state, batch.delivery_count, batch.member_id, batch.deadline,
+            batch.not_before,
+        )  # fmt: skip
         batch.last = offset - 1
         self._batches.insert(i + 1, tail)
         return i + 1
@@ -217,3 +221,64 @@ class LockIndex:
         self._groups.clear()
         self._heap.clear()
         self._records = 0
+
+
+class WaitIndex:
+    """AVAILABLE records that wait, counted per not-before time (retry backoff, scheduled
+    delivery), so a fetch, the wake-up timer and the lag find the waits without a scan.
+
+    A time that has passed is dropped (`prune`): its records are no longer waiting, though
+    their ranges keep the time until they are acquired (a later `remove` of it is ignored).
+    """
+
+    __slots__ = ("_counts", "_heap", "_pruned_to", "_records")
+
+    def __init__(self) -> None:
+        self._counts: dict[int, int] = {}  # not-before -> records
+        self._heap: list[int] = []
+        self._records = 0
+        self._pruned_to = 0  # times up to here are past: neither counted nor added again
+
+    def add(self, not_before: int, records: int) -> None:
+        if not_before <= self._pruned_to:
+            return
+        count = self._counts.get(not_before)
+        if count is None:
+            heapq.heappush(self._heap, not_before)
+            count = 0
+        self._counts[not_before] = count + records
+        self._records += records
+
+    def remove(self, not_before: int, records: int) -> None:
+        count = self._counts.get(not_before)
+        if count is None:  # pruned: its time has passed
+            return
+        self._records -= records
+        if count > records:
+            self._counts[not_before] = count - records
+        else:
+            del self._counts[not_before]
+
+    def prune(self, now_ms: int) -> None:
+        """Forget the times at or before `now_ms`: their records may be acquired."""
+        heap, counts = self._heap, self._counts
+        self._pruned_to = max(self._pruned_to, now_ms)
+        while heap and (heap[0] <= now_ms or heap[0] not in counts):
+            t = heapq.heappop(heap)
+            self._records -= counts.pop(t, 0)
+
+    def waiting(self, now_ms: int) -> int:
+        """Records that may not be acquired yet at `now_ms`."""
+        self.prune(now_ms)
+        return self._records
+
+    def next_time(self, now_ms: int) -> int | None:
+        """The earliest not-before time after `now_ms`, or None."""
+        self.prune(now_ms)
+        return self._heap[0] if self._heap else None
+
+    def clear(self) -> None:
+        self._counts.clear()
+        self._heap.clear()
+        self._records = 0
+        self._pruned_to = 0

@@ -5,8 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from broker.share.acquire.not_before import NO_BACKOFF
+from broker.share.acquire.not_before import Backoff
+from coordinator.group_configs import BACKOFF_INITIAL
+from coordinator.group_configs import BACKOFF_MAX
+from coordinator.group_configs import BACKOFF_MULTIPLIER
 from coordinator.group_configs import DLQ_TOPIC
 from coordinator.group_configs import ISOLATION_LEVEL
+from coordinator.group_configs import PER_KEY
 from coordinator.group_configs import GroupConfigs
 
 
@@ -23,12 +29,16 @@ class ShareLimits:
     record_limit: bool = False
     # share.key.ordering.enable: records of one key are never in flight at two members.
     key_ordering: bool = False
+    # share.key.ordering.max.in.flight.per.key: at most this many records of a key in flight.
+    per_key: int = 1
     # KIP-1191: the group names a dead-letter topic, so REJECT and the delivery-count limit
     # lead to ARCHIVING (copied, then ARCHIVED) rather than straight to ARCHIVED.
     dead_letter: bool = False
     # share.isolation.level=read_committed: a fetch acquires below the LSO only, and never a
     # record of an aborted transaction.
     read_committed: bool = False
+    # share.release.backoff.*: how long a released record waits before it is acquired again.
+    backoff: Backoff = NO_BACKOFF
 
 
 def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]:
@@ -45,8 +55,14 @@ def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]
             renew_enabled=configs.effective(group_id, "share.renew.acknowledge.enable"),
             record_limit=configs.effective(group_id, "share.acquire.mode") == "record_limit",
             key_ordering=configs.effective(group_id, "share.key.ordering.enable"),
+            per_key=configs.effective(group_id, PER_KEY),
             dead_letter=bool(configs.effective(group_id, DLQ_TOPIC)),
             read_committed=configs.effective(group_id, ISOLATION_LEVEL) == "read_committed",
+            backoff=Backoff(
+                configs.effective(group_id, BACKOFF_INITIAL),
+                configs.effective(group_id, BACKOFF_MAX),
+                configs.effective(group_id, BACKOFF_MULTIPLIER),
+            ),
         )
         cached[:] = [(configs.version, value)]
         return value

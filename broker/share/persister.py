@@ -191,8 +191,15 @@ def window_after(
     merged: list[StateBatch] = []
     for b in states:
         p = merged[-1] if merged else None
-        if p and p.state == b.state and p.delivery_count == b.delivery_count:
-            merged[-1] = StateBatch(p.base_offset, b.last_offset, p.state, p.delivery_count)
+        if (
+            p
+            and p.state == b.state
+            and p.delivery_count == b.delivery_count
+            and p.not_before == b.not_before
+        ):
+            merged[-1] = StateBatch(
+                p.base_offset, b.last_offset, p.state, p.delivery_count, p.not_before
+            )
         else:
             merged.append(b)
     k = 0
@@ -205,13 +212,16 @@ def window_after(
 def batches_of(ranges: Sequence[StateRange]) -> tuple[StateBatch, ...]:
     """Durable ranges in the share-state records' form."""
     return tuple(
-        StateBatch(r.first_offset, r.last_offset, int(r.state), r.delivery_count) for r in ranges
+        StateBatch(r.first_offset, r.last_offset, int(r.state), r.delivery_count, r.not_before)
+        for r in ranges
     )
 
 
 def ranges_of(batches: Sequence[StateBatch]) -> tuple[StateRange, ...]:
     """Share-state records' ranges as durable ranges."""
     return tuple(
-        StateRange(b.base_offset, b.last_offset, RecordState(b.state), b.delivery_count)
+        StateRange(
+            b.base_offset, b.last_offset, RecordState(b.state), b.delivery_count, b.not_before
+        )
         for b in batches
     )

@@ -17,6 +17,8 @@ from dataclasses import field
 from enum import Enum
 
 from broker.share.ack_runs import Run
+from broker.share.acquire.not_before import NO_BACKOFF
+from broker.share.acquire.not_before import Backoff
 from broker.share.in_flight import InFlightBatch
 from broker.share.limits import ShareLimits
 from broker.share.record_state import AcknowledgeType
@@ -74,6 +76,14 @@ class Plan:
     changes: tuple[StateRange, ...]
     outcome: Outcome
     dead_letter: bool = False
+    # Retry backoff: a record released back to AVAILABLE waits until
+    # `backoff.not_before(its delivery count, now_ms)`, in the durable change and in memory.
+    backoff: Backoff = NO_BACKOFF
+    now_ms: int = 0
+
+    def wait_of(self, b: InFlightBatch) -> int:
+        """Until when range `b`, released back to AVAILABLE by this plan, waits (0: no wait)."""
+        return self.backoff.not_before(b.delivery_count, self.now_ms)
 
     @property
     def records(self) -> int:
@@ -93,6 +103,7 @@ class PlanDraft:
     moved: Counter[Moved] = field(default_factory=Counter)
     at_limit: list[tuple[int, int]] = field(default_factory=list)
     in_order: bool = True  # changes came sorted and disjoint (they do: runs are)
+    now_ms: int = 0  # when released records start their backoff
 
     def add_change(self, change: StateRange) -> None:
         if self.changes and change.first_offset <= self.changes[-1].last_offset:
@@ -111,6 +122,8 @@ class PlanDraft:
             tuple(changes),
             Outcome(dict(self.moved), merged(self.at_limit)),
             self.limits.dead_letter,
+            self.limits.backoff,
+            self.now_ms,
         )
 
 
@@ -139,6 +152,7 @@ def plan_into(window: ShareWindow, draft: PlanDraft, runs: Sequence[Run]) -> Non
     member_id, limits = draft.member_id, draft.limits
     count_limit, dead_letter = limits.delivery_count_limit, limits.dead_letter
     moved = draft.moved
+    backoff, now_ms = limits.backoff, draft.now_ms
     start, end = window.start, window.end  # planning changes nothing
     for first, last, ack in runs:
         first, last = max(first, start), min(last, end - 1)
@@ -153,7 +167,8 @@ def plan_into(window: ShareWindow, draft: PlanDraft, runs: Sequence[Run]) -> Non
                 if why is Moved.DELIVERY_LIMIT:
                     draft.at_limit.append((lo, hi))
             if target is not None:
-                draft.add_change(StateRange(lo, hi, target, b.delivery_count))
+                wait = backoff.not_before(b.delivery_count, now_ms) if target is AVAILABLE else 0
+                draft.add_change(StateRange(lo, hi, target, b.delivery_count, wait))
     draft.runs.extend(runs)
 
 

@@ -101,7 +101,7 @@ class ShareChanges:
             self.finish_acknowledgement(sp.key)
         # Only a window that held fetchers back has waiters for the room an ack makes.
         spso = sp.spso if sp.holds_back_fetchers() else None
-        plan = sp.plan_acknowledge(member_id, batches)
+        plan = sp.plan_acknowledge(member_id, batches, now_ms)
         result = plan if isinstance(plan, ErrorCode) else self.commit(sp, plan, now_ms)
         if isinstance(result, ErrorCode):
             self._metrics.on_acknowledgement(False, {})
@@ -218,7 +218,7 @@ class ShareChanges:
 
     def _release(self, sp: SharePartition, member_id: str, now_ms: int) -> int:
         """Release what `member_id` holds in `sp`; how many records (0 if not written)."""
-        plan = sp.plan_member_release(member_id)
+        plan = sp.plan_member_release(member_id, now_ms)
         if not plan.runs:
             return 0
         outcome = self.commit(sp, plan, now_ms)
@@ -229,7 +229,12 @@ class ShareChanges:
 
     def expire_locks(self, now_ms: int) -> int:
         """Run the acquisition-lock timer: expire every share-partition with a lock due (one
-        with an acknowledgement in progress is re-armed when that is done)."""
+        with an acknowledgement in progress is re-armed when that is done); and wake the
+        fetchers of share-partitions whose waiting records may now be acquired."""
+        for key in self._book.due_wakes(now_ms):
+            sp = self._partitions.get(key)
+            if sp is not None:
+                self._book.wake(sp, now_ms)
         expired = 0
         for key in self._timer.pop_due(now_ms):
             sp = self._partitions.get(key)

@@ -44,13 +44,14 @@ class PartitionOffsets:
     archived: int = 0
     control: int = 0  # offsets in the window that hold no user record (share state, markers)
     archiving: int = 0  # KIP-1191: given up on, waiting for their dead-letter copy
+    delayed: int = 0  # of `available`, those that wait (retry backoff, scheduled delivery)
 
     def extension(self) -> str:
         """Shoal's extra detail, carried in the (otherwise unused) success error_message."""
         return (
             f"speo={self.end_offset} available={self.available} acquired={self.acquired} "
             f"acknowledged={self.acknowledged} archived={self.archived} "
-            f"archiving={self.archiving} control={self.control}"
+            f"archiving={self.archiving} control={self.control} delayed={self.delayed}"
         )
 
 
@@ -112,6 +113,7 @@ class ShareGroupOffsets:
             max(archived - control, 0),
             control=min(control, archived),
             archiving=counts[RecordState.ARCHIVING],
+            delayed=sp.delayed_count(self._now_ms()),
         )
 
     # -- reset ------------------------------------------------------------------------------

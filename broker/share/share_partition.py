@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
 
 from kio.schema.errors import ErrorCode
@@ -36,6 +37,7 @@ from broker.share.acquire.policy import AcquisitionPolicy
 from broker.share.acquire.policy import Fetch
 from broker.share.acquire.policy import KeyHashes
 from broker.share.acquire.record_limit import RECORD_LIMIT
+from broker.share.acquire.scheduled import Scheduled
 from broker.share.archiving import Archiving
 from broker.share.in_flight import InFlightBatch
 from broker.share.limits import ShareLimits
@@ -83,6 +85,7 @@ class SharePartition:
         self._window = ShareWindow(start_offset)
         self._key_order = KeyOrdered(start_offset)  # state for key-ordered groups only
         self._archiving = Archiving(self._window)  # given up on: dead letters (KIP-1191)
+        self._schedule = Scheduled(start_offset)  # state for topics with scheduled delivery
 
     # ----------------------------------------------------------------------------- queries
 
@@ -145,9 +148,18 @@ class SharePartition:
         """The earliest lock deadline of an ACQUIRED record, for the broker-wide timer."""
         return self._window.next_deadline()
 
-    def next_fetch_offset(self) -> int | None:
-        """Where the broker should read the log from; None when the window is full."""
-        first = self._window.first_available()
+    def next_wait(self, now_ms: int) -> int | None:
+        """When the earliest record that waits (retry backoff, schedule) may be acquired."""
+        return self._window.next_wait(now_ms)
+
+    def delayed_count(self, now_ms: int) -> int:
+        """AVAILABLE records that may not be acquired yet (lag's "delayed")."""
+        return self._window.waiting(now_ms)
+
+    def next_fetch_offset(self, now_ms: int | None = None) -> int | None:
+        """Where the broker should read the log from; None when the window is full. With
+        `now_ms`, records that wait past it are passed over."""
+        first = self._window.first_available(now_ms)
         if first is not None:
             return first
         if self.speo - self.spso >= self._limits().max_record_locks:
@@ -184,6 +196,7 @@ class SharePartition:
         keys: KeyHashes | None = None,
         record_limit: bool = False,
         committed: ReadCommitted | None = None,
+        deliver_at: Mapping[int, int] | None = None,
     ) -> list[AcquiredRecords]:
         """Acquire records for `member_id` from the log batches `spans`, which start at the
         batch holding `next_fetch_offset()` and run in log order: the AVAILABLE in-flight
@@ -195,9 +208,13 @@ class SharePartition:
         spans hold), else record_limit mode when the group or the request asks for it
         (ShareFetch v2's ShareAcquireMode, KIP-1206), else whole batches. With `committed`
         (a read_committed group), whatever the policy, nothing at or past the LSO is taken and
-        aborted transactions' batches are archived.
+        aborted transactions' batches are archived. With `deliver_at` (a topic with scheduled
+        delivery: the delivery times of the records that wait, from `schedule_from()` on),
+        whatever the policy, records join the window waiting until their time first.
         """
-        cursor = self.next_fetch_offset()
+        # Records that wait are passed over by the cursor, except in key order, where a
+        # waiting record still holds its key's later ones back and so must be seen.
+        cursor = self.next_fetch_offset(None if keys is not None else now_ms)
         if cursor is None or max_records <= 0:
             return []
         limits = self._limits()
@@ -209,9 +226,17 @@ class SharePartition:
         deadline = now_ms + limits.lock_duration_ms
         fetch = Fetch(
             member_id, spans, cursor, max_records, now_ms, deadline, limits.max_record_locks, keys,
-            committed,
+            committed, deliver_at, limits.per_key,
         )  # fmt: skip
+        if deliver_at is not None:
+            return self._schedule.acquire(self._window, fetch, policy)
         return policy.acquire(self._window, fetch)
+
+    def schedule_from(self, now_ms: int) -> int:
+        """For a fetch of a topic with scheduled delivery: the offset from which it needs the
+        records' delivery times (what this window has placed already is not read again)."""
+        cursor = self.next_fetch_offset(None if self.key_ordering else now_ms)
+        return self._schedule.times_from(cursor if cursor is not None else self.speo)
 
     def keys_wanted(self) -> tuple[int, int]:
         """For the next key-ordered fetch: the keys it needs from `lo` on (the start of the
@@ -247,7 +272,9 @@ class SharePartition:
 
     # ------------------------------------------------------------------------------- plans
 
-    def plan_acknowledge(self, member_id: str, batches: Sequence[AckBatch]) -> Plan | ErrorCode:
+    def plan_acknowledge(
+        self, member_id: str, batches: Sequence[AckBatch], now_ms: int = 0
+    ) -> Plan | ErrorCode:
         """Check acknowledgement batches and plan them: all of them, or none with an error.
 
         INVALID_REQUEST: unknown type, first > last, unsorted or overlapping batches, or a
@@ -260,13 +287,14 @@ class SharePartition:
             runs = list(ack_runs(batches))
         except MalformedAcks:
             return ErrorCode.invalid_request
-        draft = self.draft(member_id)
+        draft = self.draft(member_id, now_ms)
         refused = self.plan_more(draft, runs)
         return refused if refused is not None else draft.plan()
 
-    def draft(self, member_id: str | None) -> PlanDraft:
-        """An empty plan for `member_id`'s acknowledgement, under the limits in force now."""
-        return PlanDraft(member_id, self._limits())
+    def draft(self, member_id: str | None, now_ms: int = 0) -> PlanDraft:
+        """An empty plan for `member_id`'s acknowledgement at `now_ms` (when released records
+        start their retry backoff), under the limits in force now."""
+        return PlanDraft(member_id, self._limits(), now_ms=now_ms)
 
     def plan_more(self, draft: PlanDraft, runs: Sequence[Run]) -> ErrorCode | None:
         """Check the next runs of an acknowledgement (sorted, disjoint, after the draft's) and
@@ -288,14 +316,14 @@ class SharePartition:
 
     def plan_expiry(self, now_ms: int) -> Plan:
         """Release every record whose lock deadline is <= now (planned, not applied)."""
-        return self._plan(due_runs(self._window, now_ms))
+        return self._plan(due_runs(self._window, now_ms), now_ms)
 
-    def plan_member_release(self, member_id: str) -> Plan:
+    def plan_member_release(self, member_id: str, now_ms: int = 0) -> Plan:
         """Release every record `member_id` holds (it left or timed out)."""
-        return self._plan(member_runs(self._window, member_id))
+        return self._plan(member_runs(self._window, member_id), now_ms)
 
-    def _plan(self, runs: Sequence[Run]) -> Plan:
-        draft = PlanDraft(None, self._limits())
+    def _plan(self, runs: Sequence[Run], now_ms: int) -> Plan:
+        draft = PlanDraft(None, self._limits(), now_ms=now_ms)
         plan_into(self._window, draft, runs)
         return draft.plan()
 
@@ -331,7 +359,7 @@ class SharePartition:
             if ack is AcknowledgeType.RENEW:
                 window.renew(first, last, now_ms + plan.lock_duration_ms)
             else:
-                window.finish(first, last, target_of)
+                window.finish(first, last, target_of, plan.wait_of)
         window.advance_start()
 
     def settle(self, plan: Plan) -> Outcome:
@@ -376,6 +404,7 @@ class SharePartition:
         self._window.clear(start_offset)
         self._archiving.clear()
         self._key_order.reset(start_offset)
+        self._schedule.reset(start_offset)
 
     def restore(self, spso: int, speo: int, ranges: Sequence[StateRange]) -> None:
         """Rebuild the window from durable state (a checkpoint and its deltas, applied).

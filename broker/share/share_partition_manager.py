@@ -50,6 +50,7 @@ from broker.share.share_metrics import ShareMetrics
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
 from coordinator.group_configs import GroupConfigs
+from storage.config import scheduled_delivery
 
 log = structlog.get_logger("shoal.share")
 
@@ -111,6 +112,7 @@ class SharePartitionManager:
         if sp is None:
             return None
         self._partitions[key] = sp
+        self._book.arm_wake(sp, now_ms)  # records recovered waiting (retry backoff)
         if sp.dead_letter_count():  # copies a crash left unfinished are made again
             self._dead_letters.note(key)
         return sp
@@ -155,7 +157,7 @@ class SharePartitionManager:
             sp = partitions.get((group_id, topic_id, partition))
             if sp is None:  # not loaded yet: loaded now, or not there at all
                 sp = self.get(group_id, topic_id, partition, now_ms)
-            if sp is not None and sp.next_fetch_offset() is not None:
+            if sp is not None and sp.next_fetch_offset(now_ms) is not None:
                 count += 1
         return count
 
@@ -179,8 +181,9 @@ class SharePartitionManager:
         if sp is None or plog is None:
             return FetchedPartition(ErrorCode.unknown_topic_or_partition, b"", [])
         read = PartitionRead(
-            member_id, max_bytes, max_records, now_ms, record_limit, first_batch_max
-        )
+            member_id, max_bytes, max_records, now_ms, record_limit, first_batch_max,
+            scheduled_delivery(topic.configs) if topic is not None else False,
+        )  # fmt: skip
         return read_and_acquire(sp, plog, read, self._metrics, self._book.after)
 
     # commit: acknowledgements, departures, lock expiry (share_changes.py) ------------------

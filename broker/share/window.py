@@ -13,8 +13,8 @@ API (offsets are inclusive `first, last`; a call that would leave the table of
 Reading
   `start`, `end`, `available`, `acquired`, `archiving`, `open_records`, `len()`, iteration
   (the ranges themselves: read, never change them), `ranges_in(first, last)`,
-  `first_available()`, `state_of(offset)`, `state_ranges()` (durable form),
-  `next_deadline()`, `due_hulls(now)`.
+  `first_available(now)`, `state_of(offset)`, `state_ranges()` (durable form),
+  `next_deadline()`, `due_hulls(now)`, `waiting(now)`, `next_wait(now)`.
 Acquiring (for the policies)
   `walk(spans, cursor, committed)`: the log's batches from `cursor` as data spans
       `(lo, last)`, gaps and control batches archived on the way (the one span walk of every
@@ -22,13 +22,18 @@ Acquiring (for the policies)
       and archives aborted transactions' batches too; the caller brings each span into the
       window (`acquire`, `extend`) before the next, or stops;
   `may_extend(last, added_new, max_locks)`: the record-lock cap;
-  `acquire(lo, hi, member, deadline, out, limit)`: AVAILABLE records of [lo, hi] in the
-      window and new ones past its end become ACQUIRED, at most `limit`;
-  `extend(first, last)`: new records join the window AVAILABLE (a policy that looks first);
-  `archive_absent(first, last)`: the log holds nothing deliverable there.
+  `acquire(lo, hi, member, deadline, out, limit, now_ms)`: AVAILABLE records of [lo, hi] in
+      the window that do not wait past `now_ms`, and new ones past its end, become ACQUIRED,
+      at most `limit`;
+  `extend(first, last, not_before)`: new records join the window AVAILABLE (a policy that
+      looks first), waiting until `not_before` if given (scheduled delivery);
+  `archive_absent(first, last)`: the log holds nothing deliverable there;
+  `hold(first, last, not_before)`: AVAILABLE records wait until `not_before` (a schedule
+      read after a restart: not a durable change, the log's headers say it again).
 Ending attempts (for `SharePartition`'s applied plans)
-  `finish(first, last, target_of)`: each range of [first, last] moves where `target_of`
-      says (None: it stays), and the move is recorded as a durable change;
+  `finish(first, last, target_of, wait_of)`: each range of [first, last] moves where
+      `target_of` says (None: it stays), back to AVAILABLE waiting until `wait_of` says (retry
+      backoff), and the move is recorded as a durable change;
   `renew(first, last, deadline)`: ACQUIRED records keep state and count, new deadline;
   `archive_below(offset)`: everything open below `offset` is ARCHIVED (a checkpoint records it);
   `advance_start()`: SPSO over the leading ACKNOWLEDGED/ARCHIVED records.
@@ -38,6 +43,12 @@ Durable changes and restore
 Watching
   `watch(fn)`: `fn(first, last)` is called whenever ACQUIRED records leave ACQUIRED (the
       key-ordered policy frees their keys then).
+
+Waiting ("not before T"): an AVAILABLE range may carry `not_before`, epoch ms before which no
+fetch acquires it (a released record's retry backoff, a scheduled record's delivery time). The
+time is kept per range, like the lock deadline, and the waits are counted per time
+(`WaitIndex`), so skipping them costs nothing per record; the rest of the window flows past.
+A backoff wait is durable (`StateRange.not_before`, written with the release).
 """
 
 from __future__ import annotations
@@ -47,10 +58,12 @@ from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import replace
 
 from broker.share.in_flight import InFlightBatch
 from broker.share.in_flight import InFlightRanges
 from broker.share.in_flight import LockIndex
+from broker.share.in_flight import WaitIndex
 from broker.share.record_state import RecordState
 
 AVAILABLE = RecordState.AVAILABLE
@@ -108,20 +121,26 @@ class StateRange:
     last_offset: int
     state: RecordState
     delivery_count: int
+    not_before: int = 0  # AVAILABLE only: epoch ms before which it is not acquired; 0: none
 
 
 TargetOf = Callable[[InFlightBatch], RecordState | None]
 """Where an ending attempt moves one range (isolated to the offsets asked); None: it stays."""
+WaitOf = Callable[[InFlightBatch], int]
+"""Until when a range moved back to AVAILABLE waits (epoch ms; 0: it does not)."""
 
 
 class ShareWindow:
     """The ranges of [SPSO, SPEO), their lock deadlines and counters; see the module docstring."""
 
-    __slots__ = ("_archiving", "_available", "_changes", "_locks", "_ranges", "_watchers")
+    __slots__ = (
+        "_archiving", "_available", "_changes", "_locks", "_ranges", "_waits", "_watchers",
+    )  # fmt: skip
 
     def __init__(self, start_offset: int) -> None:
         self._ranges = InFlightRanges(start_offset)
         self._locks = LockIndex()
+        self._waits = WaitIndex()  # AVAILABLE records that wait, per not-before time
         # Records AVAILABLE inside the window: when zero, the next fetch starts at SPEO
         # without scanning the ranges.
         self._available = 0
@@ -167,12 +186,24 @@ class ShareWindow:
         i, j = self._ranges.overlapping(first, last)
         return self._ranges.view(i, j)
 
-    def first_available(self) -> int | None:
+    def first_available(self, now_ms: int | None = None) -> int | None:
+        """The first AVAILABLE offset; with `now_ms`, the first that does not wait past it."""
         if self._available:
+            ready_at = None if now_ms is None or not self._waits.waiting(now_ms) else now_ms
             for batch in self._ranges:
                 if batch.state is AVAILABLE:
+                    if ready_at is not None and batch.not_before > ready_at:
+                        continue
                     return batch.first
         return None
+
+    def waiting(self, now_ms: int) -> int:
+        """AVAILABLE records that may not be acquired yet at `now_ms` (lag's "delayed")."""
+        return self._waits.waiting(now_ms)
+
+    def next_wait(self, now_ms: int) -> int | None:
+        """The earliest time after `now_ms` when waiting records may be acquired."""
+        return self._waits.next_time(now_ms)
 
     def state_of(self, offset: int) -> tuple[RecordState, int]:
         """(state, delivery count) of one offset; below the window ARCHIVED (count forgotten),
@@ -247,21 +278,22 @@ class ShareWindow:
         deadline: int,
         out: list[AcquiredRecords],
         limit: int | None = None,
+        now_ms: int = 0,
     ) -> int:
         """AVAILABLE records of [lo, hi] become `member_id`'s until `deadline`: those in the
-        window, then new ones from its end on; at most `limit` (None: all), in offset order.
-        The ranges taken are added to `out`; how many records."""
+        window that do not wait past `now_ms`, then new ones from its end on; at most `limit`
+        (None: all), in offset order. The ranges taken are added to `out`; how many records."""
         taken = 0
         lo = max(lo, self.start)  # archiving a gap just before may have moved SPSO past lo
         in_flight_hi = min(hi, self.end - 1)
         if lo <= in_flight_hi and self._available:
             i, j = self._ranges.overlapping(lo, in_flight_hi)
-            if any(b.state is AVAILABLE for b in self._ranges.view(i, j)):
+            if any(_ready(b, now_ms) for b in self._ranges.view(i, j)):
                 if limit is not None:
-                    in_flight_hi = self._limit_end(i, j, lo, in_flight_hi, limit)
+                    in_flight_hi = self._limit_end(i, j, lo, in_flight_hi, limit, now_ms)
                 i, j = self._ranges.isolate(lo, in_flight_hi)
                 for b in self._ranges.view(i, j):
-                    if b.state is AVAILABLE:
+                    if _ready(b, now_ms):
                         self._move(b, ACQUIRED, member_id, deadline)
                         emit(out, b.first, b.last, b.delivery_count)
                         taken += b.size
@@ -279,11 +311,11 @@ class ShareWindow:
             taken += hi - new_lo + 1
         return taken
 
-    def _limit_end(self, i: int, j: int, lo: int, hi: int, limit: int) -> int:
-        """The offset in [lo, hi] where the AVAILABLE records of ranges [i, j) reach `limit`,
+    def _limit_end(self, i: int, j: int, lo: int, hi: int, limit: int, now_ms: int) -> int:
+        """The offset in [lo, hi] where the acquirable records of ranges [i, j) reach `limit`,
         or `hi` if they never do: one step per range, not per record."""
         for b in self._ranges.view(i, j):
-            if b.state is not AVAILABLE:
+            if not _ready(b, now_ms):
                 continue
             first, last = max(b.first, lo), min(b.last, hi)
             if last - first + 1 >= limit:
@@ -291,9 +323,13 @@ class ShareWindow:
             limit -= last - first + 1
         return hi
 
-    def extend(self, first: int, last: int) -> None:
-        """Records [first, last], from the window's end on, join it AVAILABLE."""
-        self._append_available(first, last)
+    def extend(self, first: int, last: int, not_before: int = 0) -> None:
+        """Records [first, last], from the window's end on, join it AVAILABLE, waiting until
+        `not_before` if it is set."""
+        batch = self._append_available(first, last)
+        if not_before:
+            batch.not_before = not_before
+            self._waits.add(not_before, batch.size)
         self._ranges.merge_tail()
 
     def archive_absent(self, first: int, last: int) -> None:
@@ -315,6 +351,22 @@ class ShareWindow:
             self._ranges.merge_tail()
         self.advance_start()
 
+    def hold(self, first: int, last: int, not_before: int) -> None:
+        """AVAILABLE records of [first, last] (clipped to the window) wait until `not_before`
+        at least. Not a transition, nor a durable change (scheduled delivery: the records'
+        headers say it again after a restart)."""
+        first, last = max(first, self.start), min(last, self.end - 1)
+        if first > last or not self._available:
+            return
+        i, j = self._ranges.isolate(first, last)
+        for b in self._ranges.view(i, j):
+            if b.state is AVAILABLE and b.not_before < not_before:
+                if b.not_before:
+                    self._waits.remove(b.not_before, b.size)
+                b.not_before = not_before
+                self._waits.add(not_before, b.size)
+        self._ranges.merge(i, j)
+
     def _append_available(self, first: int, last: int) -> InFlightBatch:
         # Offsets from SPEO on are AVAILABLE with count 0; they enter the window as such and
         # then move through the transition table like any other record.
@@ -325,9 +377,12 @@ class ShareWindow:
 
     # ----------------------------------------------------------------------- ending attempts
 
-    def finish(self, first: int, last: int, target_of: TargetOf) -> int:
+    def finish(
+        self, first: int, last: int, target_of: TargetOf, wait_of: WaitOf | None = None
+    ) -> int:
         """Move each range of [first, last] (clipped to the window) where `target_of` says,
-        recording each move as a durable change; how many records moved."""
+        one moved back to AVAILABLE waiting until `wait_of` says, recording each move as a
+        durable change; how many records moved."""
         ranges = self._ranges
         first, last = max(first, ranges.start), min(last, ranges.end - 1)
         if first > last:
@@ -338,8 +393,9 @@ class ShareWindow:
         for b in ranges.view(i, j):
             target = target_of(b)
             if target is not None:
-                self._move(b, target)
-                changes.append(StateRange(b.first, b.last, target, b.delivery_count))
+                wait = wait_of(b) if wait_of is not None and target is AVAILABLE else 0
+                self._move(b, target, not_before=wait)
+                changes.append(StateRange(b.first, b.last, target, b.delivery_count, wait))
                 moved += b.size
         ranges.merge(i, j)
         return moved
@@ -379,13 +435,21 @@ class ShareWindow:
         new: RecordState,
         member_id: str | None = None,
         deadline: int | None = None,
+        not_before: int = 0,
     ) -> None:
-        """The one place a range changes state, owner or deadline; keeps the counters right.
+        """The one place a range changes state, owner, deadline or wait; keeps the counters
+        right. `not_before` is kept only by a move to AVAILABLE.
 
         ACQUIRED -> ACQUIRED is a RENEW (new deadline, same count), not a state transition.
         """
         if b.state is ACQUIRED and b.deadline is not None:
             self._locks.remove(b.deadline, b.size)
+        if b.not_before:
+            self._waits.remove(b.not_before, b.size)
+            b.not_before = 0
+        if not_before and new is AVAILABLE:
+            self._waits.add(not_before, b.size)
+            b.not_before = not_before
         renew = new is ACQUIRED and b.state is ACQUIRED
         if b.state is ACQUIRED and not renew and self._watchers:
             for watcher in self._watchers:
@@ -406,6 +470,7 @@ class ShareWindow:
         """No record in flight; the window starts at `start_offset`; pending changes dropped."""
         self._ranges.clear(start_offset)
         self._locks.clear()
+        self._waits.clear()
         self._available = 0
         self._archiving = 0
         self._changes.clear()
@@ -429,17 +494,25 @@ class ShareWindow:
                 raise ValueError(f"range {r} overlaps the one before it")
             if first > cursor:
                 self._append_available(cursor, first - 1)
-            self._ranges.append(InFlightBatch(first, r.last_offset, r.state, r.delivery_count))
-            if r.state is AVAILABLE:
-                self._available += r.last_offset - first + 1
-            if r.state is ARCHIVING:
-                self._archiving += r.last_offset - first + 1
-            self._ranges.merge_tail()
+            self._restore_range(first, r)
             cursor = r.last_offset + 1
         if cursor < speo:
             self._append_available(cursor, speo - 1)
             self._ranges.merge_tail()
         self.advance_start()
+
+    def _restore_range(self, first: int, r: StateRange) -> None:
+        """Append durable range `r` from `first` on, with its counters (and wait)."""
+        wait = r.not_before if r.state is AVAILABLE else 0
+        batch = InFlightBatch(first, r.last_offset, r.state, r.delivery_count, not_before=wait)
+        self._ranges.append(batch)
+        if r.state is AVAILABLE:
+            self._available += batch.size
+            if wait:
+                self._waits.add(wait, batch.size)
+        if r.state is ARCHIVING:
+            self._archiving += batch.size
+        self._ranges.merge_tail()
 
     def watch(self, watcher: Callable[[int, int], None]) -> None:
         """Call `watcher(first, last)` whenever ACQUIRED records leave ACQUIRED."""
@@ -449,10 +522,15 @@ class ShareWindow:
 # ------------------------------------------------------------------------------- helpers
 
 
+def _ready(b: InFlightBatch, now_ms: int) -> bool:
+    """Whether a fetch at `now_ms` may acquire range `b`: AVAILABLE, and not waiting."""
+    return b.state is AVAILABLE and b.not_before <= now_ms
+
+
 def durable(b: InFlightBatch) -> StateRange:
     if b.state is ACQUIRED:
         return StateRange(b.first, b.last, AVAILABLE, b.delivery_count - 1)
-    return StateRange(b.first, b.last, b.state, b.delivery_count)
+    return StateRange(b.first, b.last, b.state, b.delivery_count, b.not_before)
 
 
 def append_merged(out: list[StateRange], r: StateRange) -> None:
@@ -463,8 +541,9 @@ def append_merged(out: list[StateRange], r: StateRange) -> None:
             p.last_offset + 1 == r.first_offset
             and p.state is r.state
             and p.delivery_count == r.delivery_count
+            and p.not_before == r.not_before
         ):
-            out[-1] = StateRange(p.first_offset, r.last_offset, p.state, p.delivery_count)
+            out[-1] = replace(p, last_offset=r.last_offset)
             return
     out.append(r)
 
@@ -482,11 +561,9 @@ def normalise(changes: list[StateRange]) -> list[StateRange]:
                 kept.append(p)
                 continue
             if p.first_offset < c.first_offset:
-                kept.append(
-                    StateRange(p.first_offset, c.first_offset - 1, p.state, p.delivery_count)
-                )
+                kept.append(replace(p, last_offset=c.first_offset - 1))
             if p.last_offset > c.last_offset:
-                kept.append(StateRange(c.last_offset + 1, p.last_offset, p.state, p.delivery_count))
+                kept.append(replace(p, first_offset=c.last_offset + 1))
         kept.append(c)
         painted = sorted(kept, key=lambda r: r.first_offset)
     out: list[StateRange] = []

@@ -13,6 +13,7 @@ Each fenced block has a marker comment on the line before it:
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -95,13 +96,21 @@ def test_the_tour_runs_as_written(broker_process: BrokerProcess, tmp_path: Path)
         )
         assert done.returncode == 0, f"README.md line {b.line}:\n{done.stdout}\n{done.stderr}"
         outputs.append(done.stdout)
-    _created, produced, shared, grouped, operated, _paced, keyed, dead, redrive = outputs
+    (_created, produced, shared, grouped, operated, _paced, keyed, retried, scheduled, dead,
+     redrive) = outputs  # fmt: skip
     assert len(produced.splitlines()) == 10  # every record, from the three partitions
     assert {line.split()[0] for line in produced.splitlines()} == {"0", "1", "2"}
     assert len(shared.splitlines()) == 10
     assert grouped.splitlines()  # the consumer group read (and committed) too
     assert '"Type": "SHARE_CHECKPOINT"' in operated
     assert len(keyed.splitlines()) == 50  # every transfer, one key at a time
+    # The retry-backoff block: a record released twice came back after ~2 s, then ~4 s.
+    gaps = [float(g) for g in retried.split("[")[1].split("]")[0].split(",")]
+    assert 2.0 <= gaps[0] < 3.0 and 4.0 <= gaps[1] < 5.0, retried
+    # The scheduled-delivery block: "right away" came at once, "call back" not before its time.
+    waits = ast.literal_eval(scheduled.strip())  # the README block prints a dict
+    assert int(waits["call back"].split()[0]) >= 0, scheduled
+    assert int(waits["right away"].split()[0]) < 0, scheduled
     # The dead-letter block, after the key-ordering one, in the same broker: as a reader runs
     # the README (an earlier block auto-created a topic of its own, not `payments`).
     assert "paid 10.0" in dead and "paid 7.5" in dead, dead

@@ -15,7 +15,7 @@ from coordinator.group_configs import ConsumerGroupConfig
 from coordinator.group_configs import GroupConfigs
 from coordinator.group_configs import ShareGroupConfig
 
-_PY_TYPES = {"int": int, "str": str, "bool": bool}
+_PY_TYPES = {"int": int, "str": str, "bool": bool, "float": float}
 
 
 def _configs(values: dict[str, Any]) -> GroupConfigs:

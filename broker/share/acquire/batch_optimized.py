@@ -23,7 +23,9 @@ class BatchOptimized:
                 if not window.may_extend(last, added_new, fetch.max_record_locks):
                     break
                 added_new = True
-            taken += window.acquire(lo, last, fetch.member_id, fetch.deadline, out)
+            taken += window.acquire(
+                lo, last, fetch.member_id, fetch.deadline, out, now_ms=fetch.now_ms
+            )
             if taken >= fetch.max_records:
                 break
         return out

@@ -34,7 +34,7 @@ class KeyOrdered:
         # The key hash of every record acquired under the key rule, by offset and by key (at
         # most one acquired record per key), and when each member last fetched.
         self._key_at: dict[int, int] = {}
-        self._held: dict[int, int] = {}
+        self._held: dict[int, int] = {}  # key -> records of it ACQUIRED
         self._fetched_at: dict[str, int] = {}
         # Key hashes of offsets [_keys_from, _keys_from + len(_keys)) of the window, so a fetch
         # decodes only batches it has not seen (the window is scanned again at every fetch).
@@ -77,8 +77,11 @@ class KeyOrdered:
         if start >= end or not window.available:
             return []
         owners = self._owners(fetch.now_ms)
-        picked = self._pick(window, fetch.member_id, start, end, owners, fetch.max_records)
-        return self._take(window, fetch.member_id, picked, fetch.deadline)
+        picked = self._pick(
+            window, fetch.member_id, start, end, owners, fetch.max_records, fetch.now_ms,
+            fetch.per_key,
+        )  # fmt: skip
+        return self._take(window, fetch.member_id, picked, fetch.deadline, fetch.now_ms)
 
     def _join(self, window: ShareWindow, fetch: Fetch) -> int:
         """Bring the spans into the window (gaps and control batches archived, new data
@@ -114,26 +117,43 @@ class KeyOrdered:
         end: int,
         owners: list[str],
         max_records: int,
+        now_ms: int,
+        per_key: int = 1,
     ) -> list[tuple[int, int | None]]:
-        """The AVAILABLE offsets of [start, end) the key rule gives `member_id`, in order."""
-        blocked = set(self._held)
+        """The AVAILABLE offsets of [start, end) the key rule gives `member_id`, in order, at
+        most `per_key` of a key in flight (`share.key.ordering.max.in.flight.per.key`). A
+        record that waits (retry backoff, a schedule) is not picked and holds its key's later
+        records back, as a key at its limit does: key order outlasts the wait."""
+        in_flight = dict(self._held)
+        blocked = {k for k, n in in_flight.items() if n >= per_key}
         keys, base = self._keys, self._keys_from
         picked: list[tuple[int, int | None]] = []
         for b in window.ranges_in(start, end - 1):
             if b.state is not AVAILABLE:
+                continue
+            if b.not_before > now_ms:
+                blocked.update(self._keys_of(max(b.first, start), min(b.last + 1, end)))
                 continue
             for offset in range(max(b.first, start), min(b.last + 1, end)):
                 key = keys[offset - base]
                 if key is not None:
                     if key in blocked:
                         continue
-                    blocked.add(key)  # its later records wait for this one
                     if owners[(key * len(owners)) >> 32] != member_id:
+                        blocked.add(key)  # its later records wait for this one
                         continue
+                    in_flight[key] = in_flight.get(key, 0) + 1
+                    if in_flight[key] >= per_key:
+                        blocked.add(key)  # its later records wait for these
                 picked.append((offset, key))
                 if len(picked) >= max_records:
                     return picked
         return picked
+
+    def _keys_of(self, lo: int, hi: int) -> set[int]:
+        """The (non-null) keys of offsets [lo, hi), as remembered."""
+        keys, base = self._keys, self._keys_from
+        return {k for k in keys[lo - base : hi - base] if k is not None}
 
     def _owners(self, now_ms: int) -> list[str]:
         """Members that fetched lately, sorted: member n owns the n-th slice of the hash
@@ -149,6 +169,7 @@ class KeyOrdered:
         member_id: str,
         picked: list[tuple[int, int | None]],
         deadline: int,
+        now_ms: int,
     ) -> list[AcquiredRecords]:
         """Acquire the picked AVAILABLE offsets (sorted), run by run."""
         out: list[AcquiredRecords] = []
@@ -159,11 +180,11 @@ class KeyOrdered:
             else:
                 runs.append([offset, offset])
         for first, last in runs:
-            window.acquire(first, last, member_id, deadline, out)
+            window.acquire(first, last, member_id, deadline, out, now_ms=now_ms)
         for offset, key in picked:
             if key is not None:
                 self._key_at[offset] = key
-                self._held[key] = offset
+                self._held[key] = self._held.get(key, 0) + 1
         return out
 
     def _unhold(self, first: int, last: int) -> None:
@@ -176,5 +197,8 @@ class KeyOrdered:
             gone = [o for o in self._key_at if first <= o <= last]
         for offset in gone:
             key = self._key_at.pop(offset)
-            if self._held.get(key) == offset:
-                del self._held[key]
+            held = self._held.get(key, 0)
+            if held > 1:
+                self._held[key] = held - 1
+            else:
+                self._held.pop(key, None)

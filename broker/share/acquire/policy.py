@@ -9,7 +9,11 @@ import-linter contract says so), so a new rule is one module here, its test, and
 
 - `batch_optimized.py`: whole stored batches (the default);
 - `record_limit.py`: at most MaxRecords, the last range may end inside a batch (KIP-1206);
-- `key_ordered.py`: one record per key in flight, each key with one member (seed 001).
+- `key_ordered.py`: one record per key in flight, each key with one member (seed 001);
+- `not_before.py`: records that wait before they may be acquired again (retry backoff);
+  every policy skips them through the window (`acquire(..., now_ms)`);
+- `scheduled.py`: on topics with scheduled delivery, records join the window waiting until
+  their `shoal.deliver.at.ms`, before the policy chosen runs.
 """
 
 from __future__ import annotations
@@ -49,6 +53,11 @@ class Fetch:
     max_record_locks: int
     keys: KeyHashes | None = None
     committed: ReadCommitted | None = None
+    # Scheduled delivery: offset -> delivery time (epoch ms) of the records the spans hold
+    # that wait, from `Scheduled.times_from` on (None: the topic has no scheduled delivery).
+    deliver_at: Mapping[int, int] | None = None
+    # Key-ordered groups: at most this many records of one key in flight (1: in order).
+    per_key: int = 1
 
 
 class AcquisitionPolicy(Protocol):

@@ -26,7 +26,9 @@ class RecordLimit:
                 if not window.may_extend(reach, added_new, fetch.max_record_locks):
                     break
                 added_new = True
-            taken += window.acquire(lo, last, fetch.member_id, fetch.deadline, out, budget)
+            taken += window.acquire(
+                lo, last, fetch.member_id, fetch.deadline, out, budget, fetch.now_ms
+            )
             if taken >= fetch.max_records:
                 break
         return out
