@@ -1,5 +1,4 @@
-"""SharePartition: one (group, topic, partition) of a share group (KIP-932): plan, apply,
-limits, restore.
+"""SharePartition: one (group, topic, partition) of a share group: plan, apply, restore.
 
 Sans-IO: synchronous, no clock of its own (every method that needs time takes `now_ms`), no
 storage. It holds the window (`window.py`: the in-flight ranges and the one place their state
@@ -9,7 +8,7 @@ changes) and the group's limits, and it does four things:
   (`broker/share/acquire/`: whole batches, a record limit, or key order);
 - plan: what an acknowledgement, a lock expiry, a departure, a dead-letter copy or a moved
   log start would change (`plans.py`), without changing it;
-- apply: the plan, once the manager has written its durable ranges (two-phase, as Kafka:
+- apply: the plan (`plan_apply.py`), once the manager has written its durable ranges (as Kafka:
   memory is never ahead of what recovery can rebuild);
 - restore: the window from durable state after a restart, or reset by an admin.
 
@@ -41,11 +40,11 @@ from broker.share.acquire.scheduled import Scheduled
 from broker.share.archiving import Archiving
 from broker.share.in_flight import InFlightBatch
 from broker.share.limits import ShareLimits
+from broker.share.plan_apply import apply_runs
 from broker.share.plans import Outcome
 from broker.share.plans import Plan
 from broker.share.plans import PlanDraft
 from broker.share.plans import StartPlan
-from broker.share.plans import ack_target
 from broker.share.plans import due_runs
 from broker.share.plans import held_by
 from broker.share.plans import holders
@@ -59,8 +58,6 @@ from broker.share.window import BatchSpan
 from broker.share.window import ReadCommitted
 from broker.share.window import ShareWindow
 from broker.share.window import StateRange
-
-ARCHIVING = RecordState.ARCHIVING
 
 SharePartitionKey = tuple[str, uuid.UUID, int]
 """(group id, topic id, partition)."""
@@ -207,10 +204,9 @@ class SharePartition:
         The policy: key order with `keys` (a key-ordered group: the key of every record the
         spans hold), else record_limit mode when the group or the request asks for it
         (ShareFetch v2's ShareAcquireMode, KIP-1206), else whole batches. With `committed`
-        (a read_committed group), whatever the policy, nothing at or past the LSO is taken and
-        aborted transactions' batches are archived. With `deliver_at` (a topic with scheduled
-        delivery: the delivery times of the records that wait, from `schedule_from()` on),
-        whatever the policy, records join the window waiting until their time first.
+        (read_committed), nothing at or past the LSO is taken and aborted transactions' batches
+        are archived; with `deliver_at` (scheduled delivery: the times of the records that
+        wait, from `schedule_from()` on), records join the window waiting until their time.
         """
         # Records that wait are passed over by the cursor, except in key order, where a
         # waiting record still holds its key's later ones back and so must be seen.
@@ -341,26 +337,8 @@ class SharePartition:
         return plan.outcome
 
     def apply_runs(self, plan: Plan, start: int, stop: int, *, now_ms: int) -> None:
-        """Apply `plan.runs[start:stop]`: a plan applied over several steps, in order, ended
-        by `settle`. In between, nothing may change the records the plan covers (a fetch,
-        which takes only AVAILABLE and new records, may), and SPSO has moved over what the
-        slices so far finished, so such a fetch sees the window as it is."""
-        window, archiving = self._window, self._archiving
-        member_id, limit, dead_letter = plan.member_id, plan.delivery_count_limit, plan.dead_letter
-        ack = AcknowledgeType.ACCEPT  # the run's type, read by target_of (one closure a plan)
-
-        def target_of(b: InFlightBatch) -> RecordState | None:
-            target = ack_target(b, ack, member_id, limit, dead_letter)
-            if target is ARCHIVING:
-                archiving.note(b.first, b.last, ack is AcknowledgeType.REJECT)
-            return target
-
-        for first, last, ack in plan.runs[start:stop]:  # target_of reads this ack
-            if ack is AcknowledgeType.RENEW:
-                window.renew(first, last, now_ms + plan.lock_duration_ms)
-            else:
-                window.finish(first, last, target_of, plan.wait_of)
-        window.advance_start()
+        """Apply `plan.runs[start:stop]`: a plan applied over several steps (`plan_apply.py`)."""
+        apply_runs(self._window, self._archiving, plan, start, stop, now_ms)
 
     def settle(self, plan: Plan) -> Outcome:
         """The last step of applying a plan: what it moved, and why."""

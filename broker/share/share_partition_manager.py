@@ -24,7 +24,6 @@ from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 
-import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.share.ack_job import AckJob
@@ -51,8 +50,6 @@ from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
 from coordinator.group_configs import GroupConfigs
 from storage.config import scheduled_delivery
-
-log = structlog.get_logger("shoal.share")
 
 
 class SharePartitionManager:
