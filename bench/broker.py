@@ -49,6 +49,15 @@ def _nofile_limit(limit: int) -> Callable[[], None]:
     return set_limit
 
 
+def listens(port: int) -> bool:
+    """Whether something accepts connections on the local `port`."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
 class BrokerProcess:
     """The broker as a user runs it, in a child process of ours."""
 
@@ -115,11 +124,9 @@ class BrokerProcess:
             if self.proc.poll() is not None:
                 self._close_log()
                 raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
+            if listens(self.port):
+                return
+            time.sleep(0.05)
         self.kill()
         raise TimeoutError(f"broker did not listen on {self.port} in {timeout} s:\n{self.log()}")
 

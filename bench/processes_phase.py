@@ -12,7 +12,6 @@ over processes costs per record.
 from __future__ import annotations
 
 import shutil
-import socket
 import tempfile
 import time
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from confluent_kafka.admin import AdminClient
 
 from bench import security
 from bench.broker import BrokerProcess
+from bench.broker import listens
 from bench.broker import process_cpu_seconds
 from bench.phases import Bench
 from bench.phases import Row
@@ -50,7 +50,7 @@ def _broker_set(processes: int) -> Iterator[BrokerProcess]:
     try:
         broker.start()
         deadline = time.monotonic() + 120
-        while not all(_listens(broker.port + node) for node in range(processes)):
+        while not all(listens(broker.port + node) for node in range(processes)):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"not {processes} broker processes:\n{broker.log()}")
             time.sleep(0.1)
@@ -58,14 +58,6 @@ def _broker_set(processes: int) -> Iterator[BrokerProcess]:
     finally:
         broker.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _listens(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
 
 
 def _cpu(broker: BrokerProcess) -> float:

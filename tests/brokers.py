@@ -7,13 +7,13 @@ broker in a child process, for both.
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from bench.broker import BrokerProcess
 from bench.broker import free_port
+from bench.broker import listens
 from broker.clock import Clock
 from broker.config import BrokerConfig
 from broker.server import Server
@@ -108,15 +108,7 @@ def wait_for_nodes(
     while True:
         nodes = node_pids(supervisor)
         up = len(nodes) == processes and not set(nodes.values()) & not_pids
-        if up and all(_listens(supervisor.port + n) for n in nodes):
+        if up and all(listens(supervisor.port + n) for n in nodes):
             return nodes
         assert time.monotonic() < deadline, f"not {processes} nodes up:\n{supervisor.log()}"
         time.sleep(0.1)
-
-
-def _listens(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
