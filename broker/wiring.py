@@ -36,6 +36,7 @@ from broker.share.share_fetch_service import ShareFetchService
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
+from broker.share.txn_acks import TxnShareAcks
 from broker.transactions import transaction_coordinator
 from broker.txn_metrics import TransactionCollector
 from coordinator.classic_group import ClassicGroupCoordinator
@@ -238,6 +239,7 @@ class Transactions:
     txn_log: TransactionLog
     producer_ids: ProducerIdAllocator
     coordinator: TransactionCoordinator
+    share_acks: TxnShareAcks  # share acknowledgements staged in transactions (Shoal's own)
 
 
 def transactions(
@@ -246,16 +248,19 @@ def transactions(
     notifier: Notifier,
     dynamic: DynamicBrokerConfigs,
     now_ms: Callable[[], int],
+    share_partitions: SharePartitionManager,
 ) -> Transactions:
     offsets = OffsetStore.open(logs, now_ms)
     txn_log = TransactionLog.open(logs, now_ms)
     # Above every id any partition or transactional id recorded, whatever happened to its
     # own file: it starts once every log is open (`Server._start_producer_ids`).
     producer_ids = ProducerIdAllocator(config.data_dir / "producer-ids", None)
+    share_acks = TxnShareAcks(share_partitions)
     coordinator = transaction_coordinator(
-        logs, txn_log, offsets, producer_ids, notifier, lambda: dynamic.current, now_ms
-    )
-    return Transactions(offsets, txn_log, producer_ids, coordinator)
+        logs, txn_log, offsets, producer_ids, notifier, lambda: dynamic.current, now_ms,
+        share_acks.end,
+    )  # fmt: skip
+    return Transactions(offsets, txn_log, producer_ids, coordinator, share_acks)
 
 
 # Security
