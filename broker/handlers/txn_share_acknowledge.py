@@ -23,6 +23,7 @@ from broker.slicing import Slicer
 from coordinator.transaction_coordinator import SHARE_ACKS_PARTITION
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+from protocol.shoal_apis import TxnShareAcknowledgePartition as Partition
 from protocol.shoal_apis import TxnShareAcknowledgeRequest as Request
 from protocol.shoal_apis import TxnShareAcknowledgeResponse as Response
 from protocol.shoal_apis import TxnShareAcknowledgeResponsePartition as PartitionResult
@@ -63,16 +64,13 @@ def _request_code(ctx: RequestContext, request: Request) -> ErrorCode:
     return ErrorCode.none
 
 
-async def handle(ctx: RequestContext, request: Request) -> Response:
-    s = ctx.services
-    code = _request_code(ctx, request)
-    if code is not ErrorCode.none or s.txn_share_acks is None:
-        return _response(request, code, {})
+def _checked(ctx: RequestContext, request: Request) -> tuple[Codes, list[tuple[str, int]]]:
+    """Refused partitions' codes, and the partitions that may be acknowledged."""
     codes: Codes = {}
     wanted: list[tuple[str, int]] = []
     for t in request.topics:
         readable = authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
-        info = s.logs.topic(t.name)
+        info = ctx.services.logs.topic(t.name)
         for p in t.partitions:
             tp = (str(t.name), int(p.partition_index))
             if not readable:
@@ -81,29 +79,50 @@ async def handle(ctx: RequestContext, request: Request) -> Response:
                 codes[tp] = ErrorCode.unknown_topic_or_partition
             else:
                 wanted.append(tp)
-    now = s.now_ms()
+    return codes, wanted
+
+
+def _stage(ctx: RequestContext, request: Request, tp: tuple[str, int], p: Partition) -> ErrorCode:
+    """Stage one partition's batches, if the producer's transaction is still open with `tp`
+    in it (an EndTxn or the timeout may have ended it while the handler yielded: nothing
+    would release records staged then)."""
+    s = ctx.services
+    pid, epoch = int(request.producer_id), int(request.producer_epoch)
+    info = s.logs.topic(tp[0])
+    if info is None or s.txn_share_acks is None:
+        return ErrorCode.unknown_topic_or_partition
+    live = s.transactions.verify(request.transactional_id, pid, epoch, tp)
+    if live is not ErrorCode.none:
+        return live
+    batches = [
+        (int(b.first_offset), int(b.last_offset), [int(a) for a in b.acknowledge_types])
+        for b in p.acknowledgement_batches
+    ]
+    return s.txn_share_acks.stage(
+        pid, request.group_id, request.member_id, tp[0], info.topic_id, tp[1], batches,
+        s.now_ms(),
+    )  # fmt: skip
+
+
+async def handle(ctx: RequestContext, request: Request) -> Response:
+    s = ctx.services
+    code = _request_code(ctx, request)
+    if code is not ErrorCode.none:
+        return _response(request, code, {})
+    codes, wanted = _checked(ctx, request)
     joined = s.transactions.add_partitions(
         request.transactional_id, int(request.producer_id), int(request.producer_epoch),
-        [SHARE_ACKS_PARTITION, *wanted], now,
+        [SHARE_ACKS_PARTITION, *wanted], s.now_ms(),
     )  # fmt: skip
     if joined is not ErrorCode.none:
         return _response(request, joined, codes)
     slicer = Slicer()
     for t in request.topics:
-        info = s.logs.topic(t.name)
         for p in t.partitions:
             tp = (str(t.name), int(p.partition_index))
-            if tp in codes or info is None:
-                continue
-            batches = [
-                (int(b.first_offset), int(b.last_offset), [int(a) for a in b.acknowledge_types])
-                for b in p.acknowledgement_batches
-            ]
-            codes[tp] = s.txn_share_acks.stage(
-                int(request.producer_id), request.group_id, request.member_id, tp[0],
-                info.topic_id, tp[1], batches, s.now_ms(),
-            )  # fmt: skip
-            await slicer.pause()
+            if tp not in codes:
+                codes[tp] = _stage(ctx, request, tp, p)
+                await slicer.pause()
     return _response(request, ErrorCode.none, codes)
 
 

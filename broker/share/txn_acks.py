@@ -40,6 +40,15 @@ log = structlog.get_logger("shoal.share")
 
 TopicPartition = tuple[str, int]  # (topic name, partition): what a marker names
 
+# Runs (offsets acknowledged alike) one transaction may stage, over all its share-partitions:
+# its marker applies them in one go on the loop (~10 us a run: ~50 ms at most), as a
+# ShareAcknowledge of that size would be. More is refused (INVALID_REQUEST); Shoal's client
+# sends merged ranges, and no Kafka client sends this request at all.
+MAX_STAGED_RUNS = 5_000
+# A failed share-state write (a full or failing disk: `StorageError`): tried again with the
+# marker. Other refusals mean the records are no longer there to acknowledge.
+_RETRIED = frozenset({ErrorCode.kafka_storage_error, ErrorCode.unknown_server_error})
+
 
 def owner_of(producer_id: int) -> str:
     """The owner of records staged by `producer_id`'s transaction. Not a member id a client
@@ -60,6 +69,7 @@ class TxnShareAcks:
     def __init__(self, manager: SharePartitionManager) -> None:
         self._manager = manager
         self._staged: dict[int, dict[TopicPartition, list[_Staged]]] = {}
+        self._runs: dict[int, int] = {}  # runs staged per producer id (MAX_STAGED_RUNS)
 
     def staged(self, producer_id: int) -> int:
         """How many share-partitions `producer_id`'s transaction staged acknowledgements in."""
@@ -78,6 +88,10 @@ class TxnShareAcks:
             return ErrorCode.invalid_request
         if any(ack is AcknowledgeType.RENEW for _, _, ack in runs):
             return ErrorCode.invalid_request
+        if self._runs.get(producer_id, 0) + len(runs) > MAX_STAGED_RUNS:
+            log.warning("share acknowledgements refused: too many for one transaction",
+                        producer_id=producer_id, runs=len(runs), limit=MAX_STAGED_RUNS)  # fmt: skip
+            return ErrorCode.invalid_request
         sp = self._manager.get(group_id, topic_id, partition, now_ms)
         if sp is None:
             return ErrorCode.unknown_topic_or_partition
@@ -85,6 +99,7 @@ class TxnShareAcks:
         refused = sp.hand_over(member_id, owner_of(producer_id), runs)
         if refused is not None:
             return refused
+        self._runs[producer_id] = self._runs.get(producer_id, 0) + len(runs)
         by_tp = self._staged.setdefault(producer_id, {})
         entries = by_tp.setdefault((topic, partition), [])
         entry = next((e for e in entries if e.group_id == group_id), None)
@@ -109,20 +124,21 @@ class TxnShareAcks:
             if not commit:
                 batches = [(b[0], b[1], [int(AcknowledgeType.RELEASE)]) for b in e.batches]
             code = self._manager.acknowledge(e.group_id, owner, e.topic_id, tp[1], batches, now_ms)
-            if code not in (ErrorCode.none, ErrorCode.invalid_record_state):
+            if code in _RETRIED:  # the share state was not written: the marker waits for it
                 log.warning("staged share acknowledgements not applied; retried", topic=tp[0],
                             partition=tp[1], group_id=e.group_id, producer_id=producer_id,
                             error=code.name)  # fmt: skip
                 return False
-            if code is ErrorCode.invalid_record_state:  # its share-partition was reset meanwhile
+            if code is not ErrorCode.none:  # the share-partition was reset or deleted meanwhile
                 log.warning("staged share acknowledgements no longer held", topic=tp[0],
-                            partition=tp[1], group_id=e.group_id,
-                            producer_id=producer_id)  # fmt: skip
+                            partition=tp[1], group_id=e.group_id, producer_id=producer_id,
+                            error=code.name)  # fmt: skip
             entries.pop(0)
         assert by_tp is not None
         del by_tp[tp]
         if not by_tp:
             del self._staged[producer_id]
+            self._runs.pop(producer_id, None)
         return True
 
 

@@ -28,6 +28,7 @@ from kio.schema.produce.v10 import request as produce_v10
 
 from broker.server import Server
 from broker.share.record_state import RecordState
+from broker.share.txn_acks import MAX_STAGED_RUNS
 from broker.transactions import transaction_timeouts_now
 from client.admin import Admin
 from client.admin import ConfigResourceType
@@ -281,3 +282,24 @@ async def test_kill_9_keeps_the_outcome(tmp_path: Path, crash: str) -> None:
                 assert await acquire(consumer, tries=5) == ()
     finally:
         proc.kill()
+
+
+async def test_a_transaction_stages_a_bounded_number_of_runs(broker: Server) -> None:
+    """The marker applies a transaction's staged runs in one go on the loop: more than
+    MAX_STAGED_RUNS are refused (INVALID_REQUEST), before any record is looked at."""
+    bootstrap = f"127.0.0.1:{broker.port}"
+    await prepare(bootstrap, 1)
+    async with connected(bootstrap) as cluster:
+        txn = Txn(cluster)
+        await txn.init()
+        kinds = (AcknowledgeType.ACCEPT, AcknowledgeType.REJECT)
+        runs = [(i, i, kinds[i % 2]) for i in range(MAX_STAGED_RUNS + 1)]
+        member = str(uuid.uuid4())
+        codes = await txn_share_acknowledge(
+            cluster, TXN, txn.pid, txn.epoch, GROUP, member, {(IN, 0): runs}
+        )
+        assert codes == {(IN, 0): ErrorCode.invalid_request}
+        codes = await txn_share_acknowledge(
+            cluster, TXN, txn.pid, txn.epoch, GROUP, member, {(IN, 0): runs[:-1]}
+        )
+        assert codes == {(IN, 0): ErrorCode.invalid_record_state}  # within the bound
