@@ -85,6 +85,12 @@ def transaction_coordinator(
     )
     # A crash may have left transactions prepared: their markers are written before any client
     # is served, so nothing waits on them longer than the start.
+    for txn_id in coordinator.prepared():  # a crash inside EndTxn: see broker/share/txn_acks.py
+        m = coordinator.txns[txn_id]
+        if m.state == "PrepareCommit" and SHARE_ACKS_PARTITION in m.partitions:
+            log.warning("transaction committed at start: its staged share acknowledgements "
+                        "not written before the crash were lost (those records are delivered "
+                        "again)", transactional_id=txn_id, producer_id=m.producer_id)  # fmt: skip
     coordinator.complete_prepared(now_ms())
     coordinator.abort_open_with(SHARE_ACKS_PARTITION, now_ms())
     return coordinator
