@@ -303,3 +303,28 @@ async def test_a_transaction_stages_a_bounded_number_of_runs(broker: Server) -> 
             cluster, TXN, txn.pid, txn.epoch, GROUP, member, {(IN, 0): runs[:-1]}
         )
         assert codes == {(IN, 0): ErrorCode.invalid_record_state}  # within the bound
+
+
+async def test_a_fencing_producer_releases_the_staged_records(broker: Server) -> None:
+    """A second producer with the same transactional id fences the first: its open transaction
+    aborts (Kafka answers the newcomer CONCURRENT_TRANSACTIONS until it is done), and the
+    records it staged are AVAILABLE again."""
+    bootstrap = f"127.0.0.1:{broker.port}"
+    await prepare(bootstrap, 4)
+    async with (
+        ShareConsumer(bootstrap, GROUP, acknowledgement_mode="explicit") as consumer,
+        connected(bootstrap) as cluster,
+    ):  # fmt: skip
+        consumer.subscribe([IN])
+        assert await acquire(consumer) == (AcquiredRange(0, 3, 1),)
+        zombie = Txn(cluster)
+        await zombie.init()
+        assert await zombie.ack(consumer.member_id, 0, 3) == ErrorCode.none
+        answer = await cluster.request(build(
+            InitProducerIdRequest, transactional_id=TXN, producer_id=-1, producer_epoch=-1,
+            transaction_timeout=datetime.timedelta(minutes=1),
+        ))  # fmt: skip
+        assert answer.error_code == ErrorCode.concurrent_transactions
+        assert state(broker, 0) == (RecordState.AVAILABLE, 1)
+        assert await zombie.end(commit=True) == ErrorCode.producer_fenced
+        assert await acquire(consumer) == (AcquiredRange(0, 3, 2),)
