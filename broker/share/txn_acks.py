@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -82,13 +83,14 @@ class TxnShareAcks:
         """Move `member_id`'s records of `batches` to the transaction: all or none.
         INVALID_REQUEST for malformed batches or RENEW; INVALID_RECORD_STATE for a record the
         member does not hold (as ShareAcknowledge)."""
-        try:
-            runs = list(ack_runs(batches))
+        room = MAX_STAGED_RUNS - self._runs.get(producer_id, 0)
+        try:  # one run past the room is enough to refuse: the rest is never cut
+            runs = list(islice(ack_runs(batches), max(room, 0) + 1))
         except MalformedAcks:
             return ErrorCode.invalid_request
         if any(ack is AcknowledgeType.RENEW for _, _, ack in runs):
             return ErrorCode.invalid_request
-        if self._runs.get(producer_id, 0) + len(runs) > MAX_STAGED_RUNS:
+        if len(runs) > room:
             log.warning("share acknowledgements refused: too many for one transaction",
                         producer_id=producer_id, runs=len(runs), limit=MAX_STAGED_RUNS)  # fmt: skip
             return ErrorCode.invalid_request
