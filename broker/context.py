@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from broker.sasl.session import SaslSession
     from broker.share.share_fetch_service import ShareFetchService
     from broker.share.share_partition_manager import SharePartitionManager
+    from broker.share.txn_acks import TxnShareAcks
     from coordinator.consumer_group import ConsumerGroupCoordinator
     from coordinator.group_configs import GroupConfigs
     from coordinator.group_registry import GroupRegistry
@@ -80,6 +81,8 @@ class BrokerServices:
     clock: Clock = field(default_factory=WallClock)
     # None when `authorizer.class.name` is empty: every request is allowed.
     acls: AclManager | None = None
+    # Share acknowledgements staged in transactions (Shoal's TxnShareAcknowledge); None: off.
+    txn_share_acks: TxnShareAcks | None = None
 
     @property
     def config(self) -> BrokerConfig:

@@ -102,7 +102,7 @@ class Server:
         groups = wiring.group_coordinators(
             dynamic, group_configs, logs, share_partitions.durable_groups, clock.now_ms
         )
-        txns = wiring.transactions(config, logs, notifier, dynamic, clock.now_ms)
+        txns = wiring.transactions(config, logs, notifier, dynamic, clock.now_ms, share_partitions)
         self._txn_log = txns.txn_log
         # Periodic fsyncs and group commits run here, one at a time, never on the event loop.
         self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-flush")
@@ -128,6 +128,7 @@ class Server:
             credentials=ScramCredentialStore.in_data_dir(data_dir),
             offsets=txns.offsets,
             transactions=txns.coordinator,
+            txn_share_acks=txns.share_acks,
             group_commit=GroupCommit(self._flusher),
             notifier=notifier,
             metrics=metrics,

@@ -17,8 +17,11 @@ import structlog
 from broker.config import BrokerConfig
 from broker.notifier import Notifier
 from broker.producer_ids import ProducerIdAllocator
+from broker.share.txn_acks import EndShareAcks
+from broker.share.txn_acks import NoShareAcks
 from broker.slicing import Slicer
 from coordinator.offset_store import OffsetStore
+from coordinator.transaction_coordinator import SHARE_ACKS_PARTITION
 from coordinator.transaction_coordinator import TransactionCoordinator
 from coordinator.transaction_coordinator import TxnLimits
 from coordinator.transaction_log import TransactionLog
@@ -39,6 +42,7 @@ def transaction_coordinator(
     notifier: Notifier,
     config: Callable[[], BrokerConfig],
     now_ms: Callable[[], int],
+    share_acks: EndShareAcks = NoShareAcks,
 ) -> TransactionCoordinator:
     def write_markers(
         partitions: Iterable[TopicPartition], producer_id: int, epoch: int, commit: bool
@@ -46,6 +50,11 @@ def transaction_coordinator(
         failed: set[TopicPartition] = set()
         now = now_ms()
         for tp in partitions:
+            # Staged share acknowledgements first (`broker/share/txn_acks.py`): if they fail,
+            # the marker is not written and both are tried again.
+            if not share_acks(tp, producer_id, commit, now):
+                failed.add(tp)
+                continue
             plog = logs.log(*tp)
             if plog is None:  # deleted since it joined the transaction: nothing to end there
                 continue
@@ -76,7 +85,14 @@ def transaction_coordinator(
     )
     # A crash may have left transactions prepared: their markers are written before any client
     # is served, so nothing waits on them longer than the start.
+    for txn_id in coordinator.prepared():  # a crash inside EndTxn: see broker/share/txn_acks.py
+        m = coordinator.txns[txn_id]
+        if m.state == "PrepareCommit" and SHARE_ACKS_PARTITION in m.partitions:
+            log.warning("transaction committed at start: its staged share acknowledgements "
+                        "not written before the crash were lost (those records are delivered "
+                        "again)", transactional_id=txn_id, producer_id=m.producer_id)  # fmt: skip
     coordinator.complete_prepared(now_ms())
+    coordinator.abort_open_with(SHARE_ACKS_PARTITION, now_ms())
     return coordinator
 
 

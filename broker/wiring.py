@@ -36,6 +36,7 @@ from broker.share.share_fetch_service import ShareFetchService
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
+from broker.share.txn_acks import TxnShareAcks
 from broker.transactions import transaction_coordinator
 from broker.txn_metrics import TransactionCollector
 from coordinator.classic_group import ClassicGroupCoordinator
@@ -265,6 +266,7 @@ class Transactions:
     txn_log: TransactionLog
     producer_ids: ProducerIdAllocator
     coordinator: TransactionCoordinator
+    share_acks: TxnShareAcks  # share acknowledgements staged in transactions (Shoal's own)
 
 
 def transactions(
@@ -273,6 +275,7 @@ def transactions(
     notifier: Notifier,
     dynamic: DynamicBrokerConfigs,
     now_ms: Callable[[], int],
+    share_partitions: SharePartitionManager,
 ) -> Transactions:
     offsets = OffsetStore.open(logs, now_ms)
     txn_log = TransactionLog.open(logs, now_ms)
@@ -285,10 +288,12 @@ def transactions(
         stride=owner.nodes,
         offset=0 if owner.single else owner.node_id,
     )
+    share_acks = TxnShareAcks(share_partitions)
     coordinator = transaction_coordinator(
-        logs, txn_log, offsets, producer_ids, notifier, lambda: dynamic.current, now_ms
-    )
-    return Transactions(offsets, txn_log, producer_ids, coordinator)
+        logs, txn_log, offsets, producer_ids, notifier, lambda: dynamic.current, now_ms,
+        share_acks.end,
+    )  # fmt: skip
+    return Transactions(offsets, txn_log, producer_ids, coordinator, share_acks)
 
 
 # Security

@@ -55,6 +55,12 @@ _log = structlog.get_logger("shoal.transactions")
 # AddOffsetsToTxn adds the group's `__consumer_offsets` partition to the transaction, as Kafka
 # does; Shoal's offsets log has one partition.
 OFFSETS_PARTITION: TopicPartition = (CONSUMER_OFFSETS, 0)
+# Shoal's own TxnShareAcknowledge adds this participant (Kafka's share-state topic, which Shoal
+# does not have: share state lives in the partitions' logs), so the transaction log records
+# that the transaction staged share acknowledgements; they are in memory only, so such a
+# transaction still open at a start is aborted (`abort_open_with`).
+SHARE_ACKS_PARTITION: TopicPartition = ("__share_group_state", 0)
+_NOT_LOGS = frozenset({OFFSETS_PARTITION, SHARE_ACKS_PARTITION})
 
 # What one call may add to a transaction (handlers cut larger requests into calls, yielding
 # between them): its addition is encoded on the loop, ~2 us a partition, ~10 us an offset.
@@ -340,7 +346,7 @@ class TransactionCoordinator:
         chunk.extend(islice(todo.markers, MARKERS_PER_STEP - len(chunk)))
         if not chunk:
             return False
-        data = [tp for tp in chunk if tp != OFFSETS_PARTITION]
+        data = [tp for tp in chunk if tp not in _NOT_LOGS]
         failed = self._write_markers(data, m.producer_id, m.producer_epoch, commit)
         if failed:
             todo.retry.extend(failed)
@@ -393,6 +399,21 @@ class TransactionCoordinator:
                      timeout_ms=m.timeout_ms)  # fmt: skip
         self._end(moves.fence(m, now_ms), now_ms)
         return True
+
+    def abort_open_with(self, partition: TopicPartition, now_ms: int) -> int:
+        """Abort (fencing the producer) every open transaction `partition` takes part in: at a
+        start, those whose staged share acknowledgements were lost with the memory
+        (`SHARE_ACKS_PARTITION`), which could no longer commit what they promised."""
+        doomed = [
+            m for m in self.txns.values()
+            if state_of(m) is TxnState.ONGOING and partition in m.partitions
+        ]  # fmt: skip
+        for m in doomed:
+            _log.warning("transaction aborted: its staged share acknowledgements were lost "
+                         "in a restart", transactional_id=m.transactional_id,
+                         producer_id=m.producer_id)  # fmt: skip
+            self._end(moves.fence(m, now_ms), now_ms)
+        return len(doomed)
 
     def prepared(self) -> Sequence[str]:
         """The ids whose transaction is prepared: markers, offsets or completion to write

@@ -39,6 +39,9 @@ from protocol.api_keys import API_VERSIONS
 from protocol.errors import ProtocolException
 from protocol.framing import SIZE
 from protocol.request_bounds import request_walker
+from protocol.shoal_apis import REQUESTS as SHOAL_REQUESTS
+from protocol.shoal_apis import RESPONSES as SHOAL_RESPONSES
+from protocol.shoal_apis import is_shoal_api
 
 # api key, api version, correlation id: the fixed start of every request header version.
 HEADER_PREFIX = struct.Struct(">hhi")
@@ -106,6 +109,10 @@ def peek_client_id(frame: bytes) -> str | None:
 
 @cache
 def request_type(api_key: int, version: int) -> type[RequestPayload]:
+    if is_shoal_api(api_key):  # Shoal's own (kio has no schema for them)
+        if (own := SHOAL_REQUESTS.get((api_key, version))) is None:
+            raise UnknownApi(f"api key {api_key} version {version}")
+        return own
     try:
         return load_request_schema(api_key, version)
     except KioIndexError as e:
@@ -114,6 +121,10 @@ def request_type(api_key: int, version: int) -> type[RequestPayload]:
 
 @cache
 def response_type(api_key: int, version: int) -> type[ResponsePayload]:
+    if is_shoal_api(api_key):
+        if (own := SHOAL_RESPONSES.get((api_key, version))) is None:
+            raise UnknownApi(f"api key {api_key} version {version}")
+        return own
     try:
         return load_response_schema(api_key, version)
     except KioIndexError as e:

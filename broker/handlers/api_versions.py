@@ -1,4 +1,5 @@
-"""ApiVersions (18): the versions of every API in the registry."""
+"""ApiVersions (18): the versions of every API in the registry, except Shoal's own
+(`protocol.shoal_apis`): no Kafka client sends them, so none is told of them."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import Registry
 from broker.registry import handler
+from protocol.shoal_apis import is_shoal_api
 
 Request = (
     v0.ApiVersionsRequest
@@ -32,6 +34,7 @@ async def handle(ctx: RequestContext, request: Request) -> v4.ApiVersionsRespons
             max_version=i16(h.max_version),
         )
         for h in ctx.services.registry
+        if not is_shoal_api(h.api_key)
     )
     return v4.ApiVersionsResponse(
         error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_THROTTLE
@@ -47,6 +50,7 @@ def unsupported_version_response(registry: Registry[RequestContext]) -> v0.ApiVe
             max_version=i16(h.max_version),
         )
         for h in registry
+        if not is_shoal_api(h.api_key)
     )
     return v0.ApiVersionsResponse(error_code=ErrorCode.unsupported_version, api_keys=keys)
 

@@ -310,6 +310,16 @@ class SharePartition:
         plan_into(self._window, draft, runs)
         return None
 
+    def hand_over(self, member_id: str, owner: str, runs: Sequence[Run]) -> ErrorCode | None:
+        """Stage `runs` in a transaction: every record must be ACQUIRED by `member_id`
+        (else INVALID_RECORD_STATE, nothing moves); they pass to `owner` with no lock
+        deadline, until the transaction's marker acknowledges them (`txn_acks.py`)."""
+        if not all(held_by(self._window, member_id, first, last) for first, last, _ in runs):
+            return ErrorCode.invalid_record_state
+        for first, last, _ in runs:
+            self._window.hand_over(first, last, owner)
+        return None
+
     def plan_expiry(self, now_ms: int) -> Plan:
         """Release every record whose lock deadline is <= now (planned, not applied)."""
         return self._plan(due_runs(self._window, now_ms), now_ms)

@@ -35,6 +35,7 @@ Ending attempts (for `SharePartition`'s applied plans)
       `target_of` says (None: it stays), back to AVAILABLE waiting until `wait_of` says (retry
       backoff), and the move is recorded as a durable change;
   `renew(first, last, deadline)`: ACQUIRED records keep state and count, new deadline;
+  `hand_over(first, last, owner)`: ACQUIRED records pass to a transaction, lock-free;
   `archive_below(offset)`: everything open below `offset` is ARCHIVED (a checkpoint records it);
   `advance_start()`: SPSO over the leading ACKNOWLEDGED/ARCHIVED records.
 Durable changes and restore
@@ -409,6 +410,15 @@ class ShareWindow:
         i, j = self._ranges.isolate(first, last)
         for b in self._ranges.view(i, j):
             self._move(b, ACQUIRED, b.member_id, deadline)
+        self._ranges.merge(i, j)
+
+    def hand_over(self, first: int, last: int, owner: str) -> None:
+        """ACQUIRED records of [first, last] (the caller checked them) keep state and count and
+        pass to `owner` with no lock deadline: a transaction's staged acknowledgement
+        (`broker/share/txn_acks.py`), which its transaction's end releases, not the timer."""
+        i, j = self._ranges.isolate(first, last)
+        for b in self._ranges.view(i, j):
+            self._move(b, ACQUIRED, owner, None)
         self._ranges.merge(i, j)
 
     def archive_below(self, offset: int) -> None:

@@ -116,3 +116,16 @@ def test_the_first_new_batch_goes_whole_when_the_window_has_room_for_one_record(
     w = ShareWindow(0)
     spans = [BatchSpan(0, 9, False), BatchSpan(10, 19, False)]
     assert BATCH_OPTIMIZED.acquire(w, fetch(spans, 100, locks=4)) == [AcquiredRecords(0, 9, 1)]
+
+
+def test_hand_over_passes_acquired_records_to_a_transaction_without_a_lock() -> None:
+    """TxnShareAcknowledge's TX_PENDING: the records stay ACQUIRED with their count, owned by
+    the transaction, and leave the lock timer (no expiry until the transaction ends)."""
+    w = ShareWindow(0)
+    w.acquire(0, 9, "m", 100, [])
+    w.hand_over(2, 5, "txn-pending:7")
+    assert [(b.first, b.last, b.member_id, b.deadline) for b in w] == [
+        (0, 1, "m", 100), (2, 5, "txn-pending:7", None), (6, 9, "m", 100)
+    ]  # fmt: skip
+    assert w.acquired == 6  # locks held: the handed-over records left the lock timer
+    assert [b.delivery_count for b in w] == [1, 1, 1]

@@ -13,6 +13,7 @@ from coordinator.transaction_coordinator import ADD_PER_CALL
 from coordinator.transaction_coordinator import END_STEPS
 from coordinator.transaction_coordinator import MARKERS_PER_STEP
 from coordinator.transaction_coordinator import OFFSETS_PARTITION
+from coordinator.transaction_coordinator import SHARE_ACKS_PARTITION
 from coordinator.transaction_coordinator import TransactionCoordinator
 from coordinator.transaction_coordinator import TxnLimits
 from coordinator.transaction_log import TransactionLog
@@ -319,3 +320,19 @@ def test_a_transaction_written_whole_before_additions_is_read_and_goes_on_whole(
     assert world.committed == {"g": {("in", 0): 5}}
     assert c.add_partitions("t", 7, 0, [("b", 0)], T0) is ErrorCode.none  # the next: additions
     assert world.coordinator().txns["t"].partitions == {("b", 0)}
+
+
+def test_an_open_transaction_with_staged_share_acks_is_aborted_at_a_start() -> None:
+    """Shoal's TxnShareAcknowledge: its staged acknowledgements are in memory only, so a
+    coordinator recovered from the log aborts (fencing) the open transactions that staged any,
+    and no marker goes to the `SHARE_ACKS_PARTITION` participant; others stay open."""
+    world = World()
+    c, pid, epoch = ready(world)
+    u = c.init_producer_id("u", TIMEOUT, None, T0)
+    assert c.add_partitions("t", pid, epoch, [TP, SHARE_ACKS_PARTITION], T0) is ErrorCode.none
+    assert c.add_partitions("u", u.producer_id, 0, [("orders", 1)], T0) is ErrorCode.none
+    recovered = world.coordinator()
+    assert recovered.abort_open_with(SHARE_ACKS_PARTITION, T0 + 1) == 1
+    assert world.markers == [(TP, pid, epoch + 1, False)]  # the abort, under the fencing epoch
+    assert recovered.end_txn("t", pid, epoch, True, T0 + 2) is ErrorCode.producer_fenced
+    assert recovered.txns["u"].state == "Ongoing"
