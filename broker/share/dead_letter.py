@@ -80,7 +80,7 @@ def dead_letters(
     """A letter per ARCHIVING offset of `runs`, with key and value from `source` when given
     (a record the log no longer holds goes as a pointer: headers only).
 
-    `reasons` (`SharePartition.dead_letter_reasons`) says why each part was given up; durable
+    `reasons` (`Archiving.reasons`) says why each part was given up; durable
     state does not, so for a record given up before a restart a count at the limit means the
     limit and any other count a REJECT (as Kafka tells them apart on recovery)."""
     stored = _stored_records(runs, source) if source is not None else {}

@@ -128,7 +128,7 @@ class DeadLetterCopier:
             if self._host.busy(key):  # its share state is being written: next pass
                 continue
             sp = self._host.loaded(*key)
-            runs = sp.dead_letters(budget - done) if sp is not None else []
+            runs = sp.archiving.runs(budget - done) if sp is not None else []
             if sp is None or not runs:
                 self._pending.discard(key)
                 continue
@@ -140,7 +140,7 @@ class DeadLetterCopier:
         copied = self._copy(sp, runs, now_ms)
         if copied is None:
             return 0  # the disk refused: the records stay ARCHIVING, tried next pass
-        changes = sp.plan_archive(runs)
+        changes = sp.archiving.plan_end(runs)
         try:
             self._persister.write(sp.key, change_of(sp, changes), now_ms)
         except StorageError as e:
@@ -158,7 +158,7 @@ class DeadLetterCopier:
         self._copied.pop(sp.key, None)
         if copied:
             self._problems.pop(sp.group_id, None)  # a later problem is logged
-        archived = sp.apply_archive(changes)
+        archived = sp.archiving.apply_end(changes)
         self._metrics.on_dead_letters(archived, copied=copied)
         self._host.changed(sp, now_ms)
         return archived
@@ -193,7 +193,7 @@ class DeadLetterCopier:
         source = self._logs.log(topic.name, sp.partition) if topic else None
         letters = dead_letters(
             runs,
-            sp.dead_letter_reasons,
+            sp.archiving.reasons,
             sp.limits().delivery_count_limit,
             source if target.copy_record else None,
         )

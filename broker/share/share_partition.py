@@ -355,22 +355,10 @@ class SharePartition:
         self._window.advance_start()
         return plan.outcome
 
-    # -------------------------------------- dead letters (KIP-1191): `archiving.Archiving`
-
-    def dead_letter_count(self) -> int:
-        return self._archiving.count()
-
-    def dead_letters(self, max_records: int) -> list[StateRange]:
-        return self._archiving.runs(max_records)
-
-    def dead_letter_reasons(self, run: StateRange) -> list[tuple[int, int, bool | None]]:
-        return self._archiving.reasons(run)
-
-    def plan_archive(self, runs: Sequence[StateRange]) -> list[StateRange]:
-        return self._archiving.plan_end(runs)
-
-    def apply_archive(self, changes: Sequence[StateRange]) -> int:
-        return self._archiving.apply_end(changes)
+    @property
+    def archiving(self) -> Archiving:
+        """The records given up on, until their dead-letter copies (KIP-1191)."""
+        return self._archiving
 
     # ------------------------------------------------------------------ the log start moves
 

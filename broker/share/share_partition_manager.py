@@ -110,7 +110,7 @@ class SharePartitionManager:
             return None
         self._partitions[key] = sp
         self._book.arm_wake(sp, now_ms)  # records recovered waiting (retry backoff)
-        if sp.dead_letter_count():  # copies a crash left unfinished are made again
+        if sp.archiving.count():  # copies a crash left unfinished are made again
             self._dead_letters.note(key)
         return sp
 

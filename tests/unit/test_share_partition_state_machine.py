@@ -505,15 +505,15 @@ class SharePartitionMachine(RuleBasedStateMachine):
         """The manager's dead-letter pass: copies appended, then the archiving written and
         applied; a failed write (or a crash) leaves them ARCHIVING, to be copied again."""
         before = self.snapshot()
-        runs = self.sp.dead_letters(budget)
-        changes = self.sp.plan_archive(runs)
+        runs = self.sp.archiving.runs(budget)
+        changes = self.sp.archiving.plan_end(runs)
         assert self.snapshot() == before  # planning changes nothing
         assert all(r.state is ARCHIVING for r in runs)
         assert sum(r.last_offset - r.first_offset + 1 for r in runs) <= budget
         if write_fails:
             return
         predicted = window_after(self.sp, changes)
-        archived = self.sp.apply_archive(changes)
+        archived = self.sp.archiving.apply_end(changes)
         assert predicted == (self.sp.spso, tuple(self.sp.state_ranges()))
         assert archived == len(self.model.copy_dead_letters(budget))
         taken = self.sp.take_changes()
@@ -575,7 +575,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
         assert self.sp.acquired_count() == sum(
             r.state is ACQUIRED for r in self.model.recs.values()
         )
-        assert self.sp.dead_letter_count() == sum(
+        assert self.sp.archiving.count() == sum(
             r.state is ARCHIVING for r in self.model.recs.values()
         )
         assert self.sp.open_records() == sum(
