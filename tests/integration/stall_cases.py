@@ -178,6 +178,20 @@ def share_acknowledge(env: Env, n: int) -> bytes:
     )  # fmt: skip
 
 
+def txn_share_acknowledge(env: Env, n: int) -> bytes:
+    """Shoal's own TxnShareAcknowledge (api key 30000), from a transactional id never seen."""
+    return _partitions(
+        n, 30000, 0,
+        lambda m, ps: build(m.TxnShareAcknowledgeRequest, transactional_id="stall-txn",
+                            producer_id=1, producer_epoch=0, group_id=env.share_group,
+                            member_id=env.member, topics=(
+            build(m.TxnShareAcknowledgeTopic, name=env.topic, partitions=ps),)),
+        lambda m: build(m.TxnShareAcknowledgePartition, partition_index=SENTINEL,
+                        acknowledgement_batches=(build(m.TxnShareAcknowledgementBatch,
+                            first_offset=0, last_offset=0, acknowledge_types=(1,)),)),
+    )  # fmt: skip
+
+
 def offset_commit(env: Env, n: int) -> bytes:
     return _partitions(
         n, 8, 9,
@@ -507,6 +521,8 @@ CASES = [
     Hostile("fetch", "fetch", 1, 12, fetch, quick=50 * K),
     Hostile("share fetch/ack", "share_fetch", 78, 1, share_fetch_unknown_member, quick=500 * K),
     Hostile("share fetch/ack", "share_acknowledge", 79, 1, share_acknowledge, quick=50 * K),
+    Hostile("share fetch/ack", "txn_share_acknowledge", 30000, 0, txn_share_acknowledge,
+            quick=50 * K),
     Hostile("metadata", "metadata", 3, 12, metadata, full=300 * K, quick=30 * K),
     Hostile("metadata", "metadata_auto_created", 3, 12, metadata_auto_created, full=2 * K,
             quick=100),
