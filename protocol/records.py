@@ -1,4 +1,5 @@
-"""Records inside a v2 batch: decoded only for compacted topics (keys) and the log cleaner.
+"""Records inside a v2 batch: decoded only for compacted topics (keys), the log cleaner, and
+the share groups that opt in (key ordering, scheduled delivery).
 
 Every other path stays header-only (`protocol.record_batch`). A record is::
 
@@ -12,7 +13,9 @@ surviving run with its batch's own codec.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import crc32c
@@ -105,6 +108,53 @@ def record_value(record: Record) -> bytes | None:
     return record.tail[pos : pos + value_len]
 
 
+def _records(data: Buffer, header: BatchHeader) -> Iterator[tuple[int, int, int, int]]:
+    """The one walk over a batch's records for the views below: (offset, key length, key
+    position, end) of each record (-1: a null key; `end` is the position after the record),
+    with nothing copied. Callers run it in `_readable()`: data that ends too soon raises
+    IndexError here. Plain tuples: a view runs once per record of a batch.
+
+    :raises InvalidRecordBatch: a record length out of the data.
+    """
+    pos, base, size = 0, header.base_offset, len(data)
+    for _ in range(header.record_count):
+        length, body = read_varint(data, pos)
+        pos = body + length
+        if length < 1 or pos > size:
+            raise InvalidRecordBatch("length", f"record of {length} bytes")
+        _, p = read_varint(data, body + 1)  # timestampDelta, after the attributes byte
+        offset_delta, p = read_varint(data, p)
+        key_len, p = read_varint(data, p)
+        yield base + offset_delta, key_len, p, pos
+
+
+@contextmanager
+def _readable() -> Iterator[None]:
+    try:
+        yield
+    except IndexError as e:
+        raise InvalidRecordBatch("truncated", "record runs past the batch") from e
+
+
+def _header(data: Buffer, p: int, end: int, name: bytes) -> tuple[bool, bytes | None]:
+    """(found, value) of the first header `name` of the record whose value's length stands
+    at `p` and which ends at `end`; its value is skipped, not copied."""
+    value_len, p = read_varint(data, p)
+    count, p = read_varint(data, p + max(value_len, 0))
+    found, value = False, None
+    for _ in range(count):
+        name_len, p = read_varint(data, p)
+        found = data[p : p + name_len] == name
+        value_len, p = read_varint(data, p + name_len)
+        if found:
+            value = bytes(data[p : p + value_len]) if value_len >= 0 else None
+            break
+        p += max(value_len, 0)
+    if p > end:
+        raise InvalidRecordBatch("length", "record headers run past the record")
+    return found, value
+
+
 def record_keys(batch: Buffer) -> list[tuple[int, bytes | None]]:
     """(offset, key) of every record of one stored batch (decompressed); values and headers
     are skipped, not copied. For key-ordered share groups only.
@@ -113,26 +163,11 @@ def record_keys(batch: Buffer) -> list[tuple[int, bytes | None]]:
     """
     header = parse_header(batch)
     data = _payload(batch, header)
-    out: list[tuple[int, bytes | None]] = []
-    pos = 0
-    try:
-        for _ in range(header.record_count):
-            length, body = read_varint(data, pos)
-            _, p = read_varint(data, body + 1)  # timestampDelta, after the attributes byte
-            offset_delta, p = read_varint(data, p)
-            key_len, p = read_varint(data, p)
-            out.append(
-                (
-                    header.base_offset + offset_delta,
-                    bytes(data[p : p + key_len]) if key_len >= 0 else None,
-                )
-            )
-            pos = body + length
-            if length < 1 or pos > len(data):
-                raise InvalidRecordBatch("length", f"record of {length} bytes")
-    except IndexError as e:
-        raise InvalidRecordBatch("truncated", "record runs past the batch") from e
-    return out
+    with _readable():
+        return [
+            (offset, bytes(data[p : p + n]) if n >= 0 else None)
+            for offset, n, p, _ in _records(data, header)
+        ]
 
 
 def header_values(batch: Buffer, name: bytes) -> list[tuple[int, bytes | None]]:
@@ -145,31 +180,11 @@ def header_values(batch: Buffer, name: bytes) -> list[tuple[int, bytes | None]]:
     header = parse_header(batch)
     data = _payload(batch, header)
     out: list[tuple[int, bytes | None]] = []
-    pos = 0
-    try:
-        for _ in range(header.record_count):
-            length, body = read_varint(data, pos)
-            pos = body + length
-            if length < 1 or pos > len(data):
-                raise InvalidRecordBatch("length", f"record of {length} bytes")
-            _, p = read_varint(data, body + 1)  # timestampDelta, after the attributes byte
-            offset_delta, p = read_varint(data, p)
-            key_len, p = read_varint(data, p)
-            value_len, p = read_varint(data, p + max(key_len, 0))
-            count, p = read_varint(data, p + max(value_len, 0))
-            for _ in range(count):
-                name_len, p = read_varint(data, p)
-                found = data[p : p + name_len] == name
-                value_len, p = read_varint(data, p + name_len)
-                if found:
-                    value = bytes(data[p : p + value_len]) if value_len >= 0 else None
-                    out.append((header.base_offset + offset_delta, value))
-                    break
-                p += max(value_len, 0)
-            if p > pos:
-                raise InvalidRecordBatch("length", "record headers run past the record")
-    except IndexError as e:
-        raise InvalidRecordBatch("truncated", "record runs past the batch") from e
+    with _readable():
+        for offset, n, p, end in _records(data, header):
+            found, value = _header(data, p + max(n, 0), end, name)
+            if found:
+                out.append((offset, value))
     return out
 
 
@@ -181,22 +196,8 @@ def null_key_indexes(batch: Buffer) -> list[int]:
     """
     header = parse_header(batch)
     data = _payload(batch, header)
-    out: list[int] = []
-    pos = 0
-    try:
-        for index in range(header.record_count):
-            length, body = read_varint(data, pos)
-            _, p = read_varint(data, body + 1)  # timestampDelta, after the attributes byte
-            _, p = read_varint(data, p)  # offsetDelta
-            key_len, _ = read_varint(data, p)
-            if key_len < 0:
-                out.append(index)
-            pos = body + length
-            if length < 1 or pos > len(data):
-                raise InvalidRecordBatch("length", f"record of {length} bytes")
-    except IndexError as e:
-        raise InvalidRecordBatch("truncated", "record runs past the batch") from e
-    return out
+    with _readable():
+        return [i for i, (_, n, _, _) in enumerate(_records(data, header)) if n < 0]
 
 
 def encode_run(records: Sequence[Record], first_delta: int) -> bytes:
