@@ -45,26 +45,25 @@ def is_shoal_api(api_key: int) -> bool:
     return api_key >= SHOAL_KEYS_FROM
 
 
-class _Request:
-    """What every entity of a TxnShareAcknowledge v0 request shares (kio repeats it in each
-    generated class; here each class inherits it and a top-level one names its `__type__`)."""
+class _Entity:
+    """kio's class variables that every entity of TxnShareAcknowledge v0 shares (kio repeats
+    them in each generated class; here each class inherits them, and the top-level request
+    and response name their `__type__`)."""
 
     __slots__ = ()
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = _V0
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[i16] = _KEY
+
+
+class _Request(_Entity):
+    __slots__ = ()
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
 
 
-class _Response:
-    """What every entity of a TxnShareAcknowledge v0 response shares."""
-
+class _Response(_Entity):
     __slots__ = ()
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = _V0
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = _KEY
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
 
 
