@@ -1,8 +1,8 @@
 """Bytecodes per one-record Produce: `python bench/opcount.py [--requests N] [--top K]`.
 
 Drives one-record Produce v10 requests (4 partitions in turn, as librdkafka sends them) through
-a `KafkaConnection` of a real broker's services on a null transport, as `bench.request_bounds
---requests` does, and counts the Python opcodes executed inside `data_received` with
+a `KafkaConnection` of a real broker's services on a null transport (`bench.request_bounds
+--requests` runs it too), and counts the Python opcodes executed inside `data_received` with
 `sys.settrace` opcode events (`frame.f_trace_opcodes`). C code (kio's native reader, `os.write`,
 dict lookups) counts for nothing, so this is a count of interpreted steps, stable from run to run
 and independent of the machine's load: it tells where Python work was added or removed, not how

@@ -4,8 +4,9 @@ of the same frame: `python -m bench.request_bounds`.
 `--requests N` instead drives N one-record Produce v10 requests (after 1,000 to warm up)
 through a `KafkaConnection` of a real broker's services on a null transport, for counting
 instructions: run it under `valgrind --tool=callgrind` for two N and divide the difference
-of the totals by the difference of the N's (start-up and imports cancel out). For a checkout
-without the check, run this file by its path with PYTHONPATH set to that checkout.
+of the totals by the difference of the N's (start-up and imports cancel out). It is
+`bench/opcount.py --cpu --requests N`; for a checkout without the check, run that file by its
+path from inside the checkout.
 
 Frames of the hot path, shaped as librdkafka sends them: a one-partition Produce v10 with a
 1 KiB batch, a ShareFetch v1 carrying a few acknowledgement ranges, a ShareAcknowledge v1 of
@@ -21,7 +22,6 @@ import datetime
 import os
 import struct
 import sys
-import tempfile
 import timeit
 import uuid
 from collections.abc import Callable
@@ -33,10 +33,6 @@ from kio.schema.share_fetch.v1 import request as share_fetch_v1
 from kio.serial import entity_reader
 from kio.static.primitive import i32
 
-from broker.config import BrokerConfig
-from broker.connection import KafkaConnection
-from broker.server import Server
-from protocol.framing import frame
 from protocol.messages import build
 from protocol.messages import encode_request
 from protocol.messages import request_type
@@ -47,10 +43,9 @@ TOPIC_ID = uuid.UUID(int=0x5EA1)
 MS = datetime.timedelta(milliseconds=1)
 
 
-def produce(record: NewRecord | None = None, partition: int = 0, correlation_id: int = 1) -> bytes:
-    """A Produce v10 of one batch of one record (by default a 1 KiB value) to one partition."""
-    record = record or NewRecord(b"key", os.urandom(1024))
-    batch = build_batch([record], timestamp_ms=1_700_000_000_000)
+def produce() -> bytes:
+    """A Produce v10 of one batch of one record (a 1 KiB value) to one partition."""
+    batch = build_batch([NewRecord(b"key", os.urandom(1024))], timestamp_ms=1_700_000_000_000)
     m = produce_v10
     body = build(
         m.ProduceRequest,
@@ -60,11 +55,11 @@ def produce(record: NewRecord | None = None, partition: int = 0, correlation_id:
         topic_data=(
             m.TopicProduceData(
                 name="bench",  # type: ignore[arg-type]
-                partition_data=(m.PartitionProduceData(index=i32(partition), records=batch),),  # type: ignore[arg-type]
+                partition_data=(m.PartitionProduceData(index=i32(0), records=batch),),  # type: ignore[arg-type]
             ),
         ),
     )
-    return encode_request(body, correlation_id, "rdkafka")
+    return encode_request(body, 1, "rdkafka")
 
 
 def _ack_batches(m: object, count: int) -> tuple[object, ...]:
@@ -181,37 +176,13 @@ def measure(frame: bytes) -> tuple[float, float]:
     return _best(lambda: walk(frame), number), _best(decode, number)
 
 
-class _NullTransport(asyncio.Transport):
-    def get_extra_info(self, name: str, default: object = None) -> object:
-        return ("127.0.0.1", 50000) if name == "peername" else default
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        pass
-
-    def abort(self) -> None:
-        raise SystemExit("the connection was aborted")
-
-
-async def _through_connection(requests: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tmp, "metrics.port": -1}
-        server = Server(BrokerConfig.load(environ={}, overrides=overrides))
-        await server.start()
-        server.services.logs.create_topic("bench", 4, {})
-        connection = KafkaConnection(server.services, set())
-        connection.connection_made(_NullTransport())
-        record = NewRecord(None, b"x" * 100)
-        frames = [frame(produce(record, partition=p, correlation_id=p + 1)) for p in range(4)]
-        for i in range(1_000 + requests):  # 4 partitions in turn, as librdkafka sends them
-            connection.data_received(frames[i % 4])
-            if i % 32 == 0:
-                await asyncio.sleep(0)
-        await server.stop()
-
-
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--requests":
-        asyncio.run(_through_connection(int(sys.argv[2])))
+        # The one harness that drives a real broker's connection (`bench/opcount.py`, which
+        # runs from any tree since 753420f: use it by its path for a checkout without the check).
+        from bench.opcount import count
+
+        asyncio.run(count(int(sys.argv[2]), cpu=True))
         return
     print(f"{'frame':34} {'bytes':>7} {'check µs':>9} {'kio µs':>8} {'check/kio':>9}")
     for name, make in FRAMES.items():

@@ -73,14 +73,20 @@ SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SENSITIVE = frozenset({"ssl.key.password", "ssl.keystore.password", "ssl.truststore.password"})
 
 
-def _int(default: int, low: int | None = None, high: int | None = None) -> Any:
-    """An int setting; `low`/`high` are checked when the settings are made."""
+def _number(default: float, low: float | None = None, high: float | None = None) -> Any:
+    """A number setting, int or float as annotated; `low`/`high` are checked when the
+    settings are made (`__post_init__`: one check for both kinds)."""
     return field(default=default, metadata={"low": low, "high": high})
+
+
+def _int(default: int, low: int | None = None, high: int | None = None) -> Any:
+    """An int setting, with int bounds (`_number`)."""
+    return _number(default, low, high)
 
 
 def _ratio(default: float) -> Any:
     """A float setting between 0 and 1."""
-    return field(default=default, metadata={"low": 0.0, "high": 1.0})
+    return _number(default, 0.0, 1.0)
 
 
 def _share(default: int) -> Any:
@@ -217,9 +223,9 @@ class BrokerConfig:
     group_share_release_backoff_max_ms: int = _int(60_000, 0)
     group_share_min_release_backoff_max_ms: int = _int(0, 0)
     group_share_max_release_backoff_max_ms: int = _int(3_600_000, 0)
-    group_share_release_backoff_multiplier: float = field(default=2.0, metadata={"low": 1.0})
-    group_share_min_release_backoff_multiplier: float = field(default=1.0, metadata={"low": 1.0})
-    group_share_max_release_backoff_multiplier: float = field(default=10.0, metadata={"low": 1.0})
+    group_share_release_backoff_multiplier: float = _number(2.0, 1.0)
+    group_share_min_release_backoff_multiplier: float = _number(1.0, 1.0)
+    group_share_max_release_backoff_multiplier: float = _number(10.0, 1.0)
     # Kafka sizes its share-session cache with this; it never refuses a group (nor does Shoal,
     # whose cache is group.share.max.share.sessions). Accepted so Kafka configs load unchanged.
     group_share_max_groups: int = _share(10)

@@ -1,4 +1,5 @@
-"""Records inside a v2 batch: decoded only for compacted topics (keys) and the log cleaner.
+"""Records inside a v2 batch: decoded only for compacted topics (keys), the log cleaner, and
+the share groups that opt in (key ordering, scheduled delivery).
 
 Every other path stays header-only (`protocol.record_batch`). A record is::
 
@@ -12,6 +13,7 @@ surviving run with its batch's own codec.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -105,6 +107,71 @@ def record_value(record: Record) -> bytes | None:
     return record.tail[pos : pos + value_len]
 
 
+def _records(data: Buffer, header: BatchHeader) -> Iterator[tuple[int, int, int, int]]:
+    """The one walk over a batch's records for the views below: (offset, key length, key
+    position, end) of each record (-1: a null key; `end` is the position after the record),
+    with nothing copied. Plain tuples: a view runs once per record of a batch.
+
+    :raises InvalidRecordBatch: a record that runs past the data.
+    """
+    pos, base, size = 0, header.base_offset, len(data)
+    try:
+        for _ in range(header.record_count):
+            length, body = read_varint(data, pos)
+            pos = body + length
+            if length < 1 or pos > size:
+                raise InvalidRecordBatch("length", f"record of {length} bytes")
+            # timestampDelta (after the attributes byte), offsetDelta, key length; a varint
+            # of one byte, the commonest, is read inline (a call costs more than the read).
+            p = body + 1
+            if data[p] < 0x80:
+                p += 1
+            else:
+                _, p = read_varint(data, p)
+            b = data[p]
+            if b < 0x80:
+                offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                offset_delta, p = read_varint(data, p)
+            b = data[p]
+            if b < 0x80:
+                key_len, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                key_len, p = read_varint(data, p)
+            yield base + offset_delta, key_len, p, pos
+    except IndexError as e:
+        raise _truncated() from e
+
+
+def _truncated() -> InvalidRecordBatch:
+    return InvalidRecordBatch("truncated", "record runs past the batch")
+
+
+def _header(data: Buffer, p: int, end: int, name: bytes) -> tuple[bool, bytes | None]:
+    """(found, value) of the first header `name` of the record whose value's length stands
+    at `p` and which ends at `end`; its value is skipped, not copied.
+
+    :raises InvalidRecordBatch: headers that run past the record or the data.
+    """
+    found, value = False, None
+    try:
+        value_len, p = read_varint(data, p)
+        count, p = read_varint(data, p + max(value_len, 0))
+        for _ in range(count):
+            name_len, p = read_varint(data, p)
+            found = data[p : p + name_len] == name
+            value_len, p = read_varint(data, p + name_len)
+            if found:
+                value = bytes(data[p : p + value_len]) if value_len >= 0 else None
+                break
+            p += max(value_len, 0)
+    except IndexError as e:
+        raise _truncated() from e
+    if p > end:
+        raise InvalidRecordBatch("length", "record headers run past the record")
+    return found, value
+
+
 def record_keys(batch: Buffer) -> list[tuple[int, bytes | None]]:
     """(offset, key) of every record of one stored batch (decompressed); values and headers
     are skipped, not copied. For key-ordered share groups only.
@@ -113,26 +180,10 @@ def record_keys(batch: Buffer) -> list[tuple[int, bytes | None]]:
     """
     header = parse_header(batch)
     data = _payload(batch, header)
-    out: list[tuple[int, bytes | None]] = []
-    pos = 0
-    try:
-        for _ in range(header.record_count):
-            length, body = read_varint(data, pos)
-            _, p = read_varint(data, body + 1)  # timestampDelta, after the attributes byte
-            offset_delta, p = read_varint(data, p)
-            key_len, p = read_varint(data, p)
-            out.append(
-                (
-                    header.base_offset + offset_delta,
-                    bytes(data[p : p + key_len]) if key_len >= 0 else None,
-                )
-            )
-            pos = body + length
-            if length < 1 or pos > len(data):
-                raise InvalidRecordBatch("length", f"record of {length} bytes")
-    except IndexError as e:
-        raise InvalidRecordBatch("truncated", "record runs past the batch") from e
-    return out
+    return [
+        (offset, bytes(data[p : p + n]) if n >= 0 else None)
+        for offset, n, p, _ in _records(data, header)
+    ]
 
 
 def header_values(batch: Buffer, name: bytes) -> list[tuple[int, bytes | None]]:
@@ -145,31 +196,10 @@ def header_values(batch: Buffer, name: bytes) -> list[tuple[int, bytes | None]]:
     header = parse_header(batch)
     data = _payload(batch, header)
     out: list[tuple[int, bytes | None]] = []
-    pos = 0
-    try:
-        for _ in range(header.record_count):
-            length, body = read_varint(data, pos)
-            pos = body + length
-            if length < 1 or pos > len(data):
-                raise InvalidRecordBatch("length", f"record of {length} bytes")
-            _, p = read_varint(data, body + 1)  # timestampDelta, after the attributes byte
-            offset_delta, p = read_varint(data, p)
-            key_len, p = read_varint(data, p)
-            value_len, p = read_varint(data, p + max(key_len, 0))
-            count, p = read_varint(data, p + max(value_len, 0))
-            for _ in range(count):
-                name_len, p = read_varint(data, p)
-                found = data[p : p + name_len] == name
-                value_len, p = read_varint(data, p + name_len)
-                if found:
-                    value = bytes(data[p : p + value_len]) if value_len >= 0 else None
-                    out.append((header.base_offset + offset_delta, value))
-                    break
-                p += max(value_len, 0)
-            if p > pos:
-                raise InvalidRecordBatch("length", "record headers run past the record")
-    except IndexError as e:
-        raise InvalidRecordBatch("truncated", "record runs past the batch") from e
+    for offset, n, p, end in _records(data, header):
+        found, value = _header(data, p + max(n, 0), end, name)
+        if found:
+            out.append((offset, value))
     return out
 
 
@@ -182,20 +212,9 @@ def null_key_indexes(batch: Buffer) -> list[int]:
     header = parse_header(batch)
     data = _payload(batch, header)
     out: list[int] = []
-    pos = 0
-    try:
-        for index in range(header.record_count):
-            length, body = read_varint(data, pos)
-            _, p = read_varint(data, body + 1)  # timestampDelta, after the attributes byte
-            _, p = read_varint(data, p)  # offsetDelta
-            key_len, _ = read_varint(data, p)
-            if key_len < 0:
-                out.append(index)
-            pos = body + length
-            if length < 1 or pos > len(data):
-                raise InvalidRecordBatch("length", f"record of {length} bytes")
-    except IndexError as e:
-        raise InvalidRecordBatch("truncated", "record runs past the batch") from e
+    for i, (_, key_len, _, _) in enumerate(_records(data, header)):
+        if key_len < 0:
+            out.append(i)
     return out
 
 

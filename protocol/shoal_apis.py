@@ -45,16 +45,33 @@ def is_shoal_api(api_key: int) -> bool:
     return api_key >= SHOAL_KEYS_FROM
 
 
-# --- TxnShareAcknowledge v0 request ---------------------------------------------------------
+class _Entity:
+    """kio's class variables that every entity of TxnShareAcknowledge v0 shares (kio repeats
+    them in each generated class; here each class inherits them, and the top-level request
+    and response name their `__type__`)."""
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TxnShareAcknowledgementBatch:
+    __slots__ = ()
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = _V0
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[i16] = _KEY
+
+
+class _Request(_Entity):
+    __slots__ = ()
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+
+
+class _Response(_Entity):
+    __slots__ = ()
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+
+
+# --- TxnShareAcknowledge v0 request ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnShareAcknowledgementBatch(_Request):
     first_offset: i64 = field(metadata={"kafka_type": "int64"})
     """First offset of the batch of records acknowledged."""
     last_offset: i64 = field(metadata={"kafka_type": "int64"})
@@ -65,34 +82,20 @@ class TxnShareAcknowledgementBatch:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TxnShareAcknowledgePartition:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = _V0
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = _KEY
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class TxnShareAcknowledgePartition(_Request):
     partition_index: i32 = field(metadata={"kafka_type": "int32"})
     acknowledgement_batches: tuple[TxnShareAcknowledgementBatch, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TxnShareAcknowledgeTopic:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = _V0
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = _KEY
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+class TxnShareAcknowledgeTopic(_Request):
     name: TopicName = field(metadata={"kafka_type": "string"})
     partitions: tuple[TxnShareAcknowledgePartition, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TxnShareAcknowledgeRequest:
+class TxnShareAcknowledgeRequest(_Request):
     __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = _V0
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = _KEY
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     transactional_id: TransactionalId = field(metadata={"kafka_type": "string"})
     producer_id: ProducerId = field(metadata={"kafka_type": "int64"})
     producer_epoch: i16 = field(metadata={"kafka_type": "int16"})
@@ -107,34 +110,20 @@ class TxnShareAcknowledgeRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TxnShareAcknowledgeResponsePartition:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = _V0
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = _KEY
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class TxnShareAcknowledgeResponsePartition(_Response):
     partition_index: i32 = field(metadata={"kafka_type": "int32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TxnShareAcknowledgeResponseTopic:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = _V0
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = _KEY
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+class TxnShareAcknowledgeResponseTopic(_Response):
     name: TopicName = field(metadata={"kafka_type": "string"})
     partitions: tuple[TxnShareAcknowledgeResponsePartition, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TxnShareAcknowledgeResponse:
+class TxnShareAcknowledgeResponse(_Response):
     __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = _V0
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = _KEY
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     """Whole-request error (transaction or group refused); NONE: see each partition."""

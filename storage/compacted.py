@@ -1,7 +1,11 @@
 """Produce-time rule of compacted topics: every record has a key (as Kafka).
 
 The only place an append reads records (decompressing them, whatever the codec), and only for
-topics with cleanup.policy compact: every other topic's append stays header-only.
+topics with cleanup.policy compact: every other topic's append stays header-only. No range
+check can stand in for the walk: a record's key length lies inside it, after three varints,
+and no batch header field tells of keys; Kafka reads every record too (`validateKey` for each
+record in LogValidator's `assignOffsetsNonCompressed` and compressed paths,
+storage/.../log/LogValidator.java). The walk is `protocol.records`' one (`null_key_indexes`).
 """
 
 from __future__ import annotations

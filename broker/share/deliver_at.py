@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import structlog
 
-from protocol.record_batch import InvalidRecordBatch
+from broker.share.span_records import span_records
 from protocol.records import header_values
 from storage.log import BatchSpan
 
@@ -38,26 +38,17 @@ def deliver_at_times(
     group, topic_id, partition = where  # the share-partition, for log lines
     out: dict[int, int] = {}
     bad: list[int] = []
-    view = memoryview(data)
-    for span in spans:
-        if span.is_control or not span.has_records:
-            continue
-        batch = view[span.position_in_result : span.position_in_result + span.size]
-        try:
-            values = header_values(batch, DELIVER_AT_HEADER)
-        except InvalidRecordBatch as e:  # passed its CRC when stored: damage, said once
-            log.warning(
-                "records not readable for scheduled delivery; delivered now",
-                group=group, topic_id=str(topic_id), partition=partition,
-                base_offset=span.base_offset, error=str(e),
-            )  # fmt: skip
-            continue
-        for offset, value in values:
-            at = parse_time(value)
-            if at is None or at - now_ms > MAX_AHEAD_MS:
-                bad.append(offset)
-            elif at > now_ms:
-                out[offset] = at
+    values = span_records(
+        data, spans, lambda batch: header_values(batch, DELIVER_AT_HEADER),
+        "records not readable for scheduled delivery; delivered now",
+        group=group, topic_id=str(topic_id), partition=partition,
+    )  # fmt: skip
+    for offset, value in values:
+        at = parse_time(value)
+        if at is None or at - now_ms > MAX_AHEAD_MS:
+            bad.append(offset)
+        elif at > now_ms:
+            out[offset] = at
     if bad:
         log.warning(
             "shoal.deliver.at.ms not a decimal epoch-ms time within 7 days; delivered now",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import subprocess
 import sys
 import time
@@ -82,6 +83,23 @@ def error_code(exc: BaseException) -> int:
 
 def share_consumer(bootstrap: str, group: str, **config: object) -> ShareConsumer:
     return ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **QUIET, **config})
+
+
+def explicit_consumer(bootstrap: str, group: str, topic: str) -> ShareConsumer:
+    """A share consumer of `group` in explicit acknowledgement mode, subscribed to `topic`."""
+    c = share_consumer(bootstrap, group, **{"share.acknowledgement.mode": "explicit"})
+    c.subscribe([topic])
+    return c
+
+
+_names = itertools.count()
+
+
+def fresh_names(prefix: str) -> tuple[str, str]:
+    """A topic and a group that no other test of the run has used (tests of a module share
+    one broker): `<prefix>N` and `<prefix>-gN`."""
+    n = next(_names)
+    return f"{prefix}{n}", f"{prefix}-g{n}"
 
 
 def poll_records(consumer: ShareConsumer, timeout: float = 0.5) -> list[Message]:

@@ -10,29 +10,27 @@ in explicit acknowledgement mode).
 
 from __future__ import annotations
 
-import itertools
 import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka import AcknowledgeType
 from confluent_kafka import Producer
-from confluent_kafka import ShareConsumer
 
 from tests.brokers import BrokerProcess
 from tests.compat.support import QUIET
 from tests.compat.support import SHORT_SESSION_CONFIG
 from tests.compat.support import create_topic
 from tests.compat.support import describe_group_configs
+from tests.compat.support import explicit_consumer
+from tests.compat.support import fresh_names
 from tests.compat.support import poll_records
 from tests.compat.support import set_group_configs
-from tests.compat.support import share_consumer
 from tests.compat.support import start_broker
 
 pytestmark = pytest.mark.compat
 
 BROKER_CONFIG = SHORT_SESSION_CONFIG
-_names = itertools.count()
 BACKOFF = {
     "share.auto.offset.reset": "earliest",
     "share.release.backoff.initial.ms": "2000",
@@ -47,25 +45,18 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
     assert p.flush(10) == 0
 
 
-def explicit(bootstrap: str, group: str, topic: str) -> ShareConsumer:
-    c = share_consumer(bootstrap, group, **{"share.acknowledgement.mode": "explicit"})
-    c.subscribe([topic])
-    return c
-
-
 @pytest.mark.latency  # a time bound: run alone, not beside other tests
 def test_a_released_record_comes_back_after_2_s_then_4_s_while_others_flow(
     broker: BrokerProcess,
 ) -> None:
-    n = next(_names)
-    topic, group = f"backoff{n}", f"backoff-g{n}"
+    topic, group = fresh_names("backoff")
     create_topic(broker.bootstrap, topic, 1)
     set_group_configs(broker.bootstrap, group, BACKOFF)
     described = describe_group_configs(broker.bootstrap, group)
     assert described["share.release.backoff.initial.ms"] == "2000"
     assert described["share.release.backoff.max.ms"] == "60000"
     produce(broker.bootstrap, topic, [b"retry"])
-    c = explicit(broker.bootstrap, group, topic)
+    c = explicit_consumer(broker.bootstrap, group, topic)
     deliveries: list[float] = []  # when "retry" arrived, each time
     others: dict[bytes, float] = {}
     try:
@@ -112,7 +103,7 @@ def test_kill_9_while_records_wait_delivers_none_early_and_loses_none(tmp_path: 
         set_group_configs(broker.bootstrap, group, slow)
         values = [b"r%d" % i for i in range(10)]
         produce(broker.bootstrap, topic, values)
-        c = explicit(broker.bootstrap, group, topic)
+        c = explicit_consumer(broker.bootstrap, group, topic)
         seen: list[bytes] = []
         deadline = time.monotonic() + 20
         while len(seen) < 10 and time.monotonic() < deadline:
@@ -126,7 +117,7 @@ def test_kill_9_while_records_wait_delivers_none_early_and_loses_none(tmp_path: 
         broker.kill()
         broker = start_broker(tmp_path / "data", SHORT_SESSION_CONFIG)
         produce(broker.bootstrap, topic, [b"fresh"])
-        c = explicit(broker.bootstrap, group, topic)
+        c = explicit_consumer(broker.bootstrap, group, topic)
         again: dict[bytes, float] = {}
         try:
             deadline = time.monotonic() + 60

@@ -10,7 +10,6 @@ protocol limitation"); Pulsar's deliverAt and NATS's scheduled messages are the 
 
 from __future__ import annotations
 
-import itertools
 import time
 from pathlib import Path
 
@@ -23,10 +22,11 @@ from tests.brokers import BrokerProcess
 from tests.compat.support import QUIET
 from tests.compat.support import SHORT_SESSION_CONFIG
 from tests.compat.support import admin
+from tests.compat.support import explicit_consumer
+from tests.compat.support import fresh_names
 from tests.compat.support import poll_records
 from tests.compat.support import read_partition
 from tests.compat.support import set_group_configs
-from tests.compat.support import share_consumer
 from tests.compat.support import start_broker
 
 pytestmark = pytest.mark.compat
@@ -34,7 +34,6 @@ pytestmark = pytest.mark.compat
 BROKER_CONFIG = SHORT_SESSION_CONFIG
 ENABLE = "shoal.scheduled.delivery.enable"
 HEADER = "shoal.deliver.at.ms"
-_names = itertools.count()
 
 
 def scheduled_topic(bootstrap: str, name: str) -> None:
@@ -56,8 +55,7 @@ def consume(
 ) -> dict[bytes, float]:
     """value -> when it arrived (epoch seconds), for the first `count` records, each
     accepted and committed (so a restart does not deliver it again)."""
-    c = share_consumer(bootstrap, group, **{"share.acknowledgement.mode": "explicit"})
-    c.subscribe([topic])
+    c = explicit_consumer(bootstrap, group, topic)
     got: dict[bytes, float] = {}
     try:
         deadline = time.monotonic() + timeout
@@ -77,8 +75,7 @@ def consume(
 def test_a_scheduled_record_arrives_within_100_ms_after_its_time_and_others_flow(
     broker: BrokerProcess,
 ) -> None:
-    n = next(_names)
-    topic, group = f"sched{n}", f"sched-g{n}"
+    topic, group = fresh_names("sched")
     scheduled_topic(broker.bootstrap, topic)
     set_group_configs(broker.bootstrap, group, {"share.auto.offset.reset": "earliest"})
     due_ms = int(time.time() * 1000) + 4000

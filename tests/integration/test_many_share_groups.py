@@ -10,70 +10,41 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import uuid
 
 import pytest
 from kio.schema.errors import ErrorCode
-from kio.schema.share_fetch.v1 import request as fetch_v1
-from kio.schema.share_group_heartbeat.v1 import request as hb_v1
 
 from broker.server import Server
 from client import Admin
 from client import Producer
 from client.connection import Connection
-from protocol.messages import build
+from tests.integration.share_wire import acquired
+from tests.integration.share_wire import join
+from tests.integration.share_wire import leave
+from tests.integration.share_wire import share_fetch
 
 pytestmark = pytest.mark.integration
 TOPIC, GROUPS = "many", 1000
 
 
-async def _join_fetch_leave(conn: Connection, group: str, topic_id: object) -> int:
+async def _join_fetch_leave(conn: Connection, group: str, topic_id: uuid.UUID) -> int:
+    """How many records one member of `group` is handed by one fetch between joining and
+    leaving."""
     member = f"{group}-member-0000000000"[-22:]
-    joined = await conn.request(
-        hb_v1.ShareGroupHeartbeatRequest(
-            group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=(TOPIC,)
-        )
-    )
-    assert joined.error_code == ErrorCode.none, (group, joined.error_message)
-    fetched = await conn.request(
-        build(
-            fetch_v1.ShareFetchRequest,
-            group_id=group,
-            member_id=member,
-            share_session_epoch=0,
-            max_wait=datetime.timedelta(milliseconds=0),
-            min_bytes=1,
-            max_bytes=1 << 20,
-            max_records=500,
-            batch_size=500,
-            topics=(
-                build(
-                    fetch_v1.FetchTopic,
-                    topic_id=topic_id,
-                    partitions=(build(fetch_v1.FetchPartition, partition_index=0),),
-                ),
-            ),
-            forgotten_topics_data=(),
-        )
-    )
+    await join(conn, group, member, TOPIC)
+    fetch = share_fetch(group, member, topic_id, max_wait=datetime.timedelta(0))
+    fetched = await conn.request(fetch)
     assert fetched.error_code == ErrorCode.none
-    left = await conn.request(
-        hb_v1.ShareGroupHeartbeatRequest(
-            group_id=group, member_id=member, member_epoch=-1, subscribed_topic_names=None
-        )
-    )
-    assert left.error_code == ErrorCode.none
-    return sum(
-        a.last_offset - a.first_offset + 1
-        for t in fetched.responses
-        for p in t.partitions
-        for a in p.acquired_records
-    )
+    await leave(conn, group, member)
+    return sum(last - first + 1 for first, last in acquired(fetched))
 
 
 async def test_a_thousand_share_groups(server: Server) -> None:
     bootstrap = f"127.0.0.1:{server.port}"
     async with Admin(bootstrap) as admin:
         topic_id = await admin.create_topic(TOPIC, 1)
+    assert topic_id is not None
     # Every group starts at the log end (latest), so records come after the joins.
     conns = [await Connection.open("127.0.0.1", server.port) for _ in range(8)]
     try:

@@ -13,42 +13,23 @@ from __future__ import annotations
 import asyncio
 import datetime
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kio.schema.errors import ErrorCode
-from kio.schema.share_fetch.v1 import request as fetch_v1
-from kio.schema.share_group_heartbeat.v1 import request as hb_v1
 
 from broker.server import Server
 from client import Admin
 from client import ConfigResourceType
 from client import Producer
 from client.connection import Connection
-from protocol.messages import build
+from tests.integration.share_wire import acquired
+from tests.integration.share_wire import join
+from tests.integration.share_wire import share_fetch
 
 pytestmark = pytest.mark.integration
 GROUP, TOPIC = "wakeups", "wakeups-topic"
 MEMBERS = ("a" * 22, "b" * 22, "c" * 22)
-
-
-def _fetch(member: str, topic_id: uuid.UUID) -> Any:
-    partition = build(fetch_v1.FetchPartition, partition_index=0, acknowledgement_batches=())
-    return build(
-        fetch_v1.ShareFetchRequest,
-        group_id=GROUP,
-        member_id=member,
-        share_session_epoch=0,
-        max_wait=datetime.timedelta(seconds=20),
-        min_bytes=1,
-        max_bytes=1 << 20,
-        max_records=500,
-        batch_size=500,
-        topics=(build(fetch_v1.FetchTopic, topic_id=topic_id, partitions=(partition,)),),
-        forgotten_topics_data=(),
-    )
 
 
 async def _until(condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
@@ -79,25 +60,11 @@ async def _park_all(
     conns = [await Connection.open("127.0.0.1", server.port) for _ in MEMBERS]
     fetches: list[asyncio.Task[Any]] = []
     for conn, member in zip(conns, MEMBERS, strict=True):
-        joined = await conn.request(
-            build(
-                hb_v1.ShareGroupHeartbeatRequest, group_id=GROUP, member_id=member,
-                member_epoch=0, subscribed_topic_names=(TOPIC,),
-            )
-        )  # fmt: skip
-        assert joined.error_code == ErrorCode.none
-        fetches.append(asyncio.create_task(conn.request(_fetch(member, topic_id))))
+        await join(conn, GROUP, member, TOPIC)
+        fetch = share_fetch(GROUP, member, topic_id, max_wait=datetime.timedelta(seconds=20))
+        fetches.append(asyncio.create_task(conn.request(fetch)))
         await _until_parked(server, len(fetches))
     return conns, fetches
-
-
-def _acquired(response: Any) -> list[tuple[int, int]]:
-    return [
-        (a.first_offset, a.last_offset)
-        for t in response.responses
-        for p in t.partitions
-        for a in p.acquired_records
-    ]
 
 
 async def test_one_record_wakes_the_longest_waiting_fetch_and_leaves_the_others_parked(
@@ -109,17 +76,17 @@ async def test_one_record_wakes_the_longest_waiting_fetch_and_leaves_the_others_
         in_line = _waiters(server)
         async with Producer(bootstrap) as producer:
             await producer.send(TOPIC, b"first", partition=0)
-            first = _acquired(await asyncio.wait_for(fetches[0], 5))
+            first = acquired(await asyncio.wait_for(fetches[0], 5))
             assert len(first) == 1 and first[0][0] == first[0][1]  # the one record
             # The other two were not woken (a woken one parks again with a new future).
             assert _waiters(server) == in_line[1:]
             assert not fetches[1].done() and not fetches[2].done()
             await producer.send(TOPIC, b"second", partition=0)
-            second = _acquired(await asyncio.wait_for(fetches[1], 5))
+            second = acquired(await asyncio.wait_for(fetches[1], 5))
             assert second == [(first[0][1] + 1,) * 2]
             assert not fetches[2].done()
             await producer.send(TOPIC, b"third", partition=0)
-            third = _acquired(await asyncio.wait_for(fetches[2], 5))
+            third = acquired(await asyncio.wait_for(fetches[2], 5))
             assert third == [(second[0][1] + 1,) * 2]
     finally:
         for conn in conns:

@@ -154,6 +154,22 @@ async def acquire(consumer: ShareConsumer, tries: int = 30) -> tuple[AcquiredRan
     return ()
 
 
+@asynccontextmanager
+async def acquired_inputs(
+    bootstrap: str, count: int
+) -> AsyncIterator[tuple[ShareConsumer, Cluster]]:
+    """The step's start: `count` records in `in`, acquired (first delivery) by a share
+    consumer in explicit mode; and a connection for the transactional producer."""
+    await prepare(bootstrap, count)
+    async with (
+        ShareConsumer(bootstrap, GROUP, acknowledgement_mode="explicit") as consumer,
+        connected(bootstrap) as cluster,
+    ):  # fmt: skip
+        consumer.subscribe([IN])
+        assert await acquire(consumer) == (AcquiredRange(0, count - 1, 1),)
+        yield consumer, cluster
+
+
 def state(broker: Server, offset: int) -> tuple[RecordState, int]:
     s = broker.services
     info = s.logs.topic(IN)
@@ -167,13 +183,7 @@ async def test_commit_accepts_the_staged_records_and_abort_releases_them(
     broker: Server, clock: ManualClock
 ) -> None:
     bootstrap = f"127.0.0.1:{broker.port}"
-    await prepare(bootstrap, 10)
-    async with (
-        ShareConsumer(bootstrap, GROUP, acknowledgement_mode="explicit") as consumer,
-        connected(bootstrap) as cluster,
-    ):  # fmt: skip
-        consumer.subscribe([IN])
-        assert await acquire(consumer) == (AcquiredRange(0, 9, 1),)
+    async with acquired_inputs(bootstrap, 10) as (consumer, cluster):
         txn = Txn(cluster)
         await txn.init()
         await txn.produce([b"out-a", b"out-b"])
@@ -207,13 +217,7 @@ async def test_the_transaction_timeout_aborts_and_releases(
     broker: Server, clock: ManualClock
 ) -> None:
     bootstrap = f"127.0.0.1:{broker.port}"
-    await prepare(bootstrap, 3)
-    async with (
-        ShareConsumer(bootstrap, GROUP, acknowledgement_mode="explicit") as consumer,
-        connected(bootstrap) as cluster,
-    ):  # fmt: skip
-        consumer.subscribe([IN])
-        assert await acquire(consumer) == (AcquiredRange(0, 2, 1),)
+    async with acquired_inputs(bootstrap, 3) as (consumer, cluster):
         txn = Txn(cluster, timeout_ms=10_000)
         await txn.init()
         assert await txn.ack(consumer.member_id, 0, 2) == ErrorCode.none
@@ -245,13 +249,7 @@ async def test_kill_9_keeps_the_outcome(tmp_path: Path, crash: str) -> None:
     proc = BrokerProcess(data)
     proc.start()
     try:
-        await prepare(proc.bootstrap, 5)
-        async with (
-            ShareConsumer(proc.bootstrap, GROUP, acknowledgement_mode="explicit") as consumer,
-            connected(proc.bootstrap) as cluster,
-        ):  # fmt: skip
-            consumer.subscribe([IN])
-            assert await acquire(consumer) == (AcquiredRange(0, 4, 1),)
+        async with acquired_inputs(proc.bootstrap, 5) as (consumer, cluster):
             txn = Txn(cluster)
             await txn.init()
             await txn.produce([b"out-a", b"out-b"])
@@ -310,13 +308,7 @@ async def test_a_fencing_producer_releases_the_staged_records(broker: Server) ->
     aborts (Kafka answers the newcomer CONCURRENT_TRANSACTIONS until it is done), and the
     records it staged are AVAILABLE again."""
     bootstrap = f"127.0.0.1:{broker.port}"
-    await prepare(bootstrap, 4)
-    async with (
-        ShareConsumer(bootstrap, GROUP, acknowledgement_mode="explicit") as consumer,
-        connected(bootstrap) as cluster,
-    ):  # fmt: skip
-        consumer.subscribe([IN])
-        assert await acquire(consumer) == (AcquiredRange(0, 3, 1),)
+    async with acquired_inputs(bootstrap, 4) as (consumer, cluster):
         zombie = Txn(cluster)
         await zombie.init()
         assert await zombie.ack(consumer.member_id, 0, 3) == ErrorCode.none
