@@ -348,10 +348,8 @@ class TransactionCoordinator:
             return False
         data = [tp for tp in chunk if tp not in _NOT_LOGS]
         failed = self._write_markers(data, m.producer_id, m.producer_epoch, commit)
-        if failed:
+        if failed:  # the writer said why (a full disk; or on their way to another process)
             todo.retry.extend(failed)
-            _log.warning("transaction markers not written; retried",
-                         transactional_id=m.transactional_id, partitions=len(failed))  # fmt: skip
             return None
         return True
 

@@ -25,6 +25,7 @@ from kio.static.primitive import i32
 
 from broker.authorization import authorize_cluster
 from broker.context import RequestContext
+from broker.node_link import NODE_CLIENT_PREFIX
 from broker.registry import handler
 from broker.slicing import Slicer
 from protocol.acl import AclOperation
@@ -50,6 +51,8 @@ def _write(
     except StorageError:
         return ErrorCode.kafka_storage_error
     ctx.services.notifier.notify((topic, partition))  # read_committed fetches wait on the LSO
+    if (ctx.header.client_id or "").startswith(NODE_CLIENT_PREFIX):
+        return ErrorCode.none  # a coordinator of `--processes N`: routine, not an admin's abort
     _log.warning("transaction marker written by WriteTxnMarkers", topic=topic,
                  partition=partition, producer_id=pid, producer_epoch=epoch, commit=commit,
                  offset=result.base_offset)  # fmt: skip
