@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import threading
 import time
 import zlib
 from collections.abc import Callable
@@ -19,10 +21,12 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer
+from confluent_kafka import KafkaException
 from confluent_kafka import Producer
 from confluent_kafka import TopicPartition
 
 from client.cluster import Cluster
+from client.errors import KafkaError as ClientError
 from client.transactions import describe_transactions
 from tests.brokers import wait_for_nodes
 from tests.compat.support import QUIET
@@ -181,4 +185,68 @@ def test_a_leader_killed_before_it_wrote_the_marker_gets_it_after_its_restart(
         want = sum(map(len, sent.values()))
         assert _read(b, "read_committed", lambda s: sum(map(len, s.values())) >= want) == sent
     finally:
+        broker.stop(60)
+
+
+def _state_when_up(bootstrap: str, txn_id: str) -> str | None:
+    """The transaction's state, None while its coordinator does not answer."""
+    try:
+        return _state(bootstrap, txn_id)
+    except (OSError, ConnectionError, TimeoutError, KafkaException, ClientError):
+        return None
+
+
+def test_a_coordinator_killed_between_prepare_and_complete_finishes_after_its_restart(
+    tmp_path: Path,
+) -> None:
+    """kill -9 of the coordinator while the transaction is PrepareCommit: the other leader is
+    stopped (SIGSTOP) so that its marker cannot be written and the transaction stays prepared;
+    the coordinator is killed there, the leader resumed. The restarted coordinator reads
+    PrepareCommit from its `__transaction_state` and sends the markers again, as Kafka's
+    `TransactionStateManager` loading hands prepared transactions to the marker channel: the
+    transaction completes, the producer's commit succeeds (its EndTxn retried on
+    CONCURRENT_TRANSACTIONS), read_committed sees every acknowledged record and the last
+    stable offsets reach the high watermarks."""
+    broker, nodes = start_two(tmp_path / "data")
+    stopped = False
+    try:
+        b = broker.bootstrap
+        create_topic(b, TOPIC, PARTITIONS, timeout=30)
+        txn_id = _txn_id(0)
+        p = _transactional(b, txn_id)
+        p.begin_transaction()
+        sent = _send(p, "kept", 8 * PARTITIONS)
+        os.kill(nodes[1], signal.SIGSTOP)
+        stopped = True
+        failures: list[BaseException] = []
+
+        def commit() -> None:
+            try:
+                p.commit_transaction(180)
+            except BaseException as e:  # the assertion below reports it
+                failures.append(e)
+
+        committer = threading.Thread(target=commit)
+        committer.start()
+        deadline = time.monotonic() + 60
+        while _state_when_up(b, txn_id) != "PrepareCommit":
+            assert time.monotonic() < deadline, broker.log()
+            time.sleep(0.05)
+        os.kill(nodes[0], 9)
+        wait_for_nodes(broker, 2, timeout=90, not_pids={nodes[0]})
+        os.kill(nodes[1], signal.SIGCONT)
+        stopped = False
+        deadline = time.monotonic() + 90
+        while _state_when_up(b, txn_id) != "CompleteCommit":
+            assert time.monotonic() < deadline, broker.log()
+            time.sleep(0.2)
+        committer.join(180)
+        assert not committer.is_alive() and not failures, failures
+        ends = _ends(b)
+        assert ends["read_committed"] == ends["read_uncommitted"], ends
+        want = sum(map(len, sent.values()))
+        assert _read(b, "read_committed", lambda s: sum(map(len, s.values())) >= want) == sent
+    finally:
+        if stopped:
+            os.kill(nodes[1], signal.SIGCONT)
         broker.stop(60)
