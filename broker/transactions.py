@@ -19,6 +19,7 @@ import structlog
 from broker.config import BrokerConfig
 from broker.notifier import Notifier
 from broker.ownership import Ownership
+from broker.ownership import group_hash
 from broker.producer_ids import ProducerIdAllocator
 from broker.share.txn_acks import EndShareAcks
 from broker.share.txn_acks import NoShareAcks
@@ -26,6 +27,7 @@ from broker.slicing import Slicer
 from broker.txn_markers import MarkerChannel
 from coordinator.offset_store import OffsetStore
 from coordinator.transaction_coordinator import SHARE_ACKS_PARTITION
+from coordinator.transaction_coordinator import OffsetsPlacement
 from coordinator.transaction_coordinator import TransactionCoordinator
 from coordinator.transaction_coordinator import TxnLimits
 from coordinator.transaction_log import TransactionLog
@@ -34,6 +36,7 @@ from protocol.transaction_log import PendingOffset
 from protocol.transaction_log import TopicPartition
 from storage.errors import StorageError
 from storage.log_manager import LogManager
+from storage.topics import CONSUMER_OFFSETS
 
 log = structlog.get_logger("shoal.transactions")
 
@@ -50,6 +53,10 @@ class RemoteMarkers:
         self._owner = ownership
         self.channel = channel
 
+    @property
+    def ownership(self) -> Ownership:
+        return self._owner
+
     def split(
         self, partitions: Iterable[TopicPartition], pid: int, epoch: int, commit: bool
     ) -> tuple[list[TopicPartition], set[TopicPartition]]:
@@ -58,6 +65,9 @@ class RemoteMarkers:
         here: list[TopicPartition] = []
         elsewhere: dict[int, list[TopicPartition]] = {}
         for tp in partitions:
+            if tp[0] == CONSUMER_OFFSETS:  # a group's offsets, staged by its coordinator
+                elsewhere.setdefault(tp[1], []).append(tp)
+                continue
             info = self._logs.topic(tp[0])
             leader = self._owner.leader(info.topic_id, tp[1]) if info is not None else None
             if leader is None or leader == self._owner.node_id:
@@ -139,8 +149,12 @@ def transaction_coordinator(
         c = config()
         return TxnLimits(c.transaction_max_timeout_ms, c.transactional_id_expiration_ms)
 
+    placement = None
+    if remote is not None:
+        owner = remote.ownership
+        placement = OffsetsPlacement(owner.node_id, owner.nodes, group_hash)
     coordinator = TransactionCoordinator(
-        txn_log, producer_ids.allocate, write_markers, commit_offsets, limits
+        txn_log, producer_ids.allocate, write_markers, commit_offsets, limits, placement
     )
     # A crash may have left transactions prepared: their markers are written before any client
     # is served, so nothing waits on them longer than the start.

@@ -80,13 +80,22 @@ async def remote_verdicts(
     producer, wanted = await _to_verify(logs, topics, verdicts)
     if producer is None or not wanted:
         return verdicts
+    return verdicts | await verify(links, coordinator, txn_id, *producer, wanted)
+
+
+async def verify(
+    links: NodeLinks, coordinator: int, txn_id: str, pid: int, epoch: int,
+    wanted: dict[str, list[int]],
+) -> Verdicts:  # fmt: skip
+    """The coordinator's answer for each partition of `wanted` (topic -> partitions), with
+    what Kafka's `AddPartitionsToTxnManager` makes of no answer or a request-level error."""
     asked = [(name, i) for name, parts in wanted.items() for i in parts]
     try:
-        answer = await links.request(coordinator, _request(txn_id, *producer, wanted))
+        answer = await links.request(coordinator, _request(txn_id, pid, epoch, wanted))
     except (OSError, TimeoutError) as e:
         log.warning("transaction verification: coordinator not reachable",
                     transactional_id=txn_id, coordinator=coordinator, error=str(e))  # fmt: skip
-        return verdicts | dict.fromkeys(asked, ErrorCode.network_exception)
+        return dict.fromkeys(asked, ErrorCode.network_exception)
     if answer.error_code != ErrorCode.none:
         code = (
             ErrorCode.invalid_txn_state
@@ -95,7 +104,8 @@ async def remote_verdicts(
         )
         log.error("transaction verification refused by the coordinator",
                   transactional_id=txn_id, coordinator=coordinator, error=code.name)  # fmt: skip
-        return verdicts | dict.fromkeys(asked, code)
+        return dict.fromkeys(asked, code)
+    verdicts: Verdicts = {}
     for txn in answer.results_by_transaction:
         for t in txn.topic_results:
             for r in t.results_by_partition:

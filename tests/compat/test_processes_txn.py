@@ -28,9 +28,12 @@ from confluent_kafka import TopicPartition
 from client.cluster import Cluster
 from client.errors import KafkaError as ClientError
 from client.transactions import describe_transactions
+from tests.brokers import listens
+from tests.brokers import node_pids
 from tests.brokers import wait_for_nodes
 from tests.compat.support import QUIET
 from tests.compat.support import create_topic
+from tests.compat.test_processes import kill_9
 from tests.compat.test_processes import start_two
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -226,14 +229,19 @@ def test_a_coordinator_killed_between_prepare_and_complete_finishes_after_its_re
             except BaseException as e:  # the assertion below reports it
                 failures.append(e)
 
-        committer = threading.Thread(target=commit)
+        committer = threading.Thread(target=commit, daemon=True)
         committer.start()
         deadline = time.monotonic() + 60
         while _state_when_up(b, txn_id) != "PrepareCommit":
             assert time.monotonic() < deadline, broker.log()
             time.sleep(0.05)
         os.kill(nodes[0], 9)
-        wait_for_nodes(broker, 2, timeout=90, not_pids={nodes[0]})
+        # Node 0 alone: the stopped node 1 accepts no connection, and probing its port would
+        # fill its listen backlog.
+        deadline = time.monotonic() + 120
+        while node_pids(broker).get(0) in (None, nodes[0]) or not listens(broker.port):
+            assert time.monotonic() < deadline, broker.log()
+            time.sleep(0.1)
         os.kill(nodes[1], signal.SIGCONT)
         stopped = False
         deadline = time.monotonic() + 90
@@ -249,4 +257,54 @@ def test_a_coordinator_killed_between_prepare_and_complete_finishes_after_its_re
     finally:
         if stopped:
             os.kill(nodes[1], signal.SIGCONT)
+        broker.stop(60)
+
+
+def _group(coordinator: int) -> str:
+    return next(f"copier-{i}" for i in range(100) if _node(f"copier-{i}") == coordinator)
+
+
+def _committed(bootstrap: str, group: str) -> list[int]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, **QUIET})
+    got = c.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=30)
+    c.close()
+    return [tp.offset for tp in got]
+
+
+def test_send_offsets_to_transaction_for_a_group_coordinated_by_the_other_process(
+    tmp_path: Path,
+) -> None:
+    """`send_offsets_to_transaction` with the group's coordinator the other process: that
+    process verifies the TxnOffsetCommit with the transaction's coordinator and stages the
+    offsets in its own offsets log (Kafka's group coordinator writes them as transactional
+    records of the producer); the transaction's marker there makes them committed on COMMIT
+    and drops them on ABORT. Both survive a kill -9 of the group's coordinator (replayed from
+    its log: staged batches, then their marker). Before this was built the group coordinator
+    did not know the transactional id (INVALID_PRODUCER_ID_MAPPING)."""
+    broker, nodes = start_two(tmp_path / "data")
+    try:
+        b = broker.bootstrap
+        create_topic(b, TOPIC, PARTITIONS, timeout=30)
+        group = _group(1)
+        p = _transactional(b, _txn_id(0))
+        meta = Consumer({"bootstrap.servers": b, "group.id": group, **QUIET})
+        metadata = meta.consumer_group_metadata()
+
+        def offsets(base: int) -> list[TopicPartition]:
+            return [TopicPartition(TOPIC, q, base + q) for q in range(PARTITIONS)]
+
+        p.begin_transaction()
+        _send(p, "out", PARTITIONS)
+        p.send_offsets_to_transaction(offsets(10), metadata, 60)
+        p.commit_transaction(60)
+        assert _committed(b, group) == [10, 11, 12, 13]
+        p.begin_transaction()
+        _send(p, "dropped", PARTITIONS)
+        p.send_offsets_to_transaction(offsets(20), metadata, 60)
+        p.abort_transaction(60)
+        assert _committed(b, group) == [10, 11, 12, 13]
+        meta.close()
+        kill_9(broker, nodes, 1)
+        assert _committed(b, group) == [10, 11, 12, 13]
+    finally:
         broker.stop(60)
