@@ -39,6 +39,7 @@ class NodeLinks:
         self._host = "127.0.0.1" if host in WILDCARDS else host
         self._connections: dict[int, Connection] = {}
         self._opening: dict[int, asyncio.Lock] = {}
+        self.opened = 0  # connections opened so far (one per node while they last)
 
     @property
     def node_id(self) -> int:
@@ -60,6 +61,7 @@ class NodeLinks:
                     host, port, client_id=f"{NODE_CLIENT_PREFIX}{self.node_id}"
                 )
                 self._connections[node] = conn
+                self.opened += 1
             return conn
 
     async def request(
