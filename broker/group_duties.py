@@ -48,9 +48,7 @@ class GroupDuties:
     async def transaction_timeouts(self) -> None:
         """Abort transactions open past their timeout; finish those a failed write left (their
         markers written in slices)."""
-        await transactions.transaction_timeouts(
-            self.services.transactions, self.services.now_ms(), self.services.txn_remote
-        )
+        await transactions.transaction_timeouts(self.services.transactions, self.services.now_ms())
 
     async def expire_transactional_ids(self) -> None:
         await transactions.expire_ids(self.services.transactions, self.services.now_ms())

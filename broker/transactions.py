@@ -196,9 +196,7 @@ async def finish(
         await slicer.pause()
 
 
-async def transaction_timeouts(
-    coordinator: TransactionCoordinator, now_ms: int, remote: RemoteMarkers | None = None
-) -> None:
+async def transaction_timeouts(coordinator: TransactionCoordinator, now_ms: int) -> None:
     """Abort transactions open past their timeout, and finish every prepared one (those a
     failed write left too), in slices: thousands of transactions may time out together, each
     abort a write of its state and of markers."""
@@ -206,8 +204,8 @@ async def transaction_timeouts(
     for txn_id in list(coordinator.txns):
         coordinator.abort_if_timed_out(txn_id, now_ms)
         await slicer.pause()
-    for txn_id in coordinator.prepared():
-        await finish(coordinator, txn_id, now_ms, slicer, remote)
+    for txn_id in coordinator.prepared():  # markers on their way to other processes are not
+        await finish(coordinator, txn_id, now_ms, slicer)  # waited for: `finishing` ends those
 
 
 def finishing(coordinator: TransactionCoordinator, now_ms: Callable[[], int]) -> Callable[[], None]:

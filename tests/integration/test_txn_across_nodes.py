@@ -19,11 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.schema.add_offsets_to_txn.v3 import request as add_offsets_v3
 from kio.schema.add_partitions_to_txn.v3 import request as add_v3
+from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+from kio.schema.offset_fetch.v7 import request as offset_fetch
 from kio.schema.produce.v10 import request as produce_v10
 from kio.schema.produce.v11 import request as produce_v11
+from kio.schema.txn_offset_commit.v3 import request as txn_commit
 
 from broker.server import Server
 from protocol.framing import frame
@@ -115,9 +119,10 @@ def begin(port: int, partitions: tuple[int, ...]) -> tuple[int, int]:
                                  v3_and_below_producer_epoch=epoch,
                                  v3_and_below_topics=(topic,)))  # fmt: skip
     codes = {
-        r.partition_error_code for r in added.results_by_topic_v3_and_below[0].results_by_partition
-    }
-    assert codes == {ErrorCode.none}
+        r.partition_error_code
+        for t in added.results_by_topic_v3_and_below for r in t.results_by_partition
+    }  # fmt: skip
+    assert codes <= {ErrorCode.none}
     return pid, epoch
 
 
@@ -178,3 +183,82 @@ async def test_a_coordinator_that_does_not_answer_gets_not_enough_replicas(
     assert code == ErrorCode.not_enough_replicas
     log = one.services.logs.log(TOPIC, mine[0])
     assert log is not None and log.log_end_offset == 0
+
+
+GROUP = next(f"g{i}" for i in range(100) if zlib.crc32(f"g{i}".encode()) % 2 == 1)  # node 1's
+
+
+def add_offsets(port: int, pid: int, epoch: int) -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        added = call(sock, build(add_offsets_v3.AddOffsetsToTxnRequest, transactional_id=TXN,
+                                 producer_id=pid, producer_epoch=epoch,
+                                 group_id=GROUP))  # fmt: skip
+    assert added.error_code == ErrorCode.none
+
+
+def txn_offset_commit(port: int, pid: int, epoch: int, offset: int) -> ErrorCode:
+    p = build(txn_commit.TxnOffsetCommitRequestPartition, partition_index=0,
+              committed_offset=offset, committed_leader_epoch=-1)  # fmt: skip
+    topic = build(txn_commit.TxnOffsetCommitRequestTopic, name=TOPIC, partitions=(p,))
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        answer = call(sock, build(
+            txn_commit.TxnOffsetCommitRequest, transactional_id=TXN, group_id=GROUP,
+            producer_id=pid, producer_epoch=epoch, generation_id=-1, member_id="",
+            group_instance_id=None, topics=(topic,),
+        ))  # fmt: skip
+    return ErrorCode(answer.topics[0].partitions[0].error_code)
+
+
+def fetched(port: int, stable: bool) -> tuple[ErrorCode, int]:
+    topic = build(offset_fetch.OffsetFetchRequestTopic, name=TOPIC, partition_indexes=(0,))
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        answer = call(sock, build(offset_fetch.OffsetFetchRequest, group_id=GROUP,
+                                  topics=(topic,), require_stable=stable))  # fmt: skip
+    p = answer.topics[0].partitions[0]
+    return ErrorCode(p.error_code), int(p.committed_offset)
+
+
+async def test_txn_offset_commit_on_the_groups_node_is_staged_until_the_marker(
+    nodes: tuple[Server, Server, int],
+) -> None:
+    """TxnOffsetCommit to node 1 (the group's coordinator) of a transaction node 0
+    coordinates: staged (OffsetFetch RequireStable answers UNSTABLE_OFFSET_COMMIT, KIP-447),
+    committed by the marker node 0 sends at EndTxn; a TxnOffsetCommit whose AddOffsetsToTxn
+    never came is refused TRANSACTION_ABORTABLE (v4+; INVALID_TXN_STATE before)."""
+    _, one, port = nodes
+    await one.start()
+    pid, epoch = await asyncio.to_thread(begin, port, ())
+    assert await asyncio.to_thread(txn_offset_commit, port + 1, pid, epoch, 7) == (
+        ErrorCode.invalid_txn_state  # v3: TRANSACTION_ABORTABLE as older clients know it
+    )
+    await asyncio.to_thread(add_offsets, port, pid, epoch)
+    assert await asyncio.to_thread(txn_offset_commit, port + 1, pid, epoch, 17) == ErrorCode.none
+    assert await asyncio.to_thread(fetched, port + 1, True) == (
+        ErrorCode.unstable_offset_commit,
+        -1,
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        end = await asyncio.to_thread(call, sock, build(EndTxnRequest, transactional_id=TXN,
+                                                        producer_id=pid, producer_epoch=epoch,
+                                                        committed=True))  # fmt: skip
+    assert end.error_code == ErrorCode.none
+    assert await asyncio.to_thread(fetched, port + 1, True) == (ErrorCode.none, 17)
+
+
+async def test_txn_offset_commit_whose_coordinator_does_not_answer_is_retried(
+    nodes: tuple[Server, Server, int],
+) -> None:
+    """The transaction's coordinator is gone when the group's coordinator verifies: Kafka's
+    `CoordinatorOperationExceptionHelper.handleOperationException` answers NETWORK_EXCEPTION
+    as COORDINATOR_LOAD_IN_PROGRESS (clients retry it without a coordinator lookup); nothing is
+    staged."""
+    zero, one, port = nodes
+    await one.start()
+    pid, epoch = await asyncio.to_thread(begin, port, ())
+    await asyncio.to_thread(add_offsets, port, pid, epoch)
+    await zero.stop()
+    zero.port = 0
+    assert await asyncio.to_thread(txn_offset_commit, port + 1, pid, epoch, 17) == (
+        ErrorCode.coordinator_load_in_progress
+    )
+    assert len(one.services.offsets.staged) == 0
