@@ -40,6 +40,7 @@ from broker.slicing import Slicer
 from broker.txn_produce import is_transactional
 from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import parse_header
+from storage.errors import StorageError
 from storage.log_manager import LogManager
 
 log = structlog.get_logger("shoal.transactions")
@@ -61,13 +62,17 @@ class _Topic(Protocol):
     def partition_data(self) -> Sequence[_Partition]: ...
 
 
-def _open_here(logs: LogManager, topic: str, partition: int, pid: int, epoch: int) -> bool:
-    """Whether the producer has an open transaction at `epoch` in this partition already."""
-    plog = logs.log(topic, partition)
+def _needs_asking(logs: LogManager, topic: str, partition: int, pid: int, epoch: int) -> bool:
+    """Whether this partition is here and the producer has no transaction open in it at
+    `epoch` yet (a partition not here is refused by the append, unasked)."""
+    try:
+        plog = logs.log(topic, partition)
+    except StorageError:
+        return False
     if plog is None:
         return False
-    return any(p == pid and e == epoch and first >= 0 for p, e, _, _, first in
-               plog.active_producers())  # fmt: skip
+    return not any(p == pid and e == epoch and first >= 0 for p, e, _, _, first in
+                   plog.active_producers())  # fmt: skip
 
 
 async def remote_verdicts(
@@ -137,7 +142,7 @@ async def _to_verify(
             producer = producer or ids
             if ids != producer:
                 verdicts[(topic.name, p.index)] = ErrorCode.invalid_producer_id_mapping
-            elif not _open_here(logs, topic.name, p.index, *ids):
+            elif _needs_asking(logs, topic.name, p.index, *ids):
                 wanted.setdefault(topic.name, []).append(p.index)
     return producer, wanted
 
