@@ -40,7 +40,7 @@ from storage.topics import CONSUMER_OFFSETS
 
 log = structlog.get_logger("shoal.transactions")
 
-# How long EndTxn (and the timer's pass) waits for markers other processes write: Kafka answers
+# How long EndTxn waits for the markers other processes write: Kafka answers
 # EndTxn once the decision is written, so a leader that is down only delays the markers.
 REMOTE_PATIENCE_S = 5.0
 
@@ -182,15 +182,15 @@ async def finish(
         done = coordinator.complete_step(txn_id, now_ms)
         if done is True:
             return True
-        if done is None:
+        if done is None:  # a write failed, or markers are on their way to other processes
             m = coordinator.txns.get(txn_id)
-            if (
-                remote is None
-                or m is None
-                or not await remote.channel.delivered(
-                    m.producer_id, m.producer_epoch, m.state == "PrepareCommit", REMOTE_PATIENCE_S
-                )
-            ):
+            if remote is None or m is None:
+                return False
+            markers = (m.producer_id, m.producer_epoch, m.state == "PrepareCommit")
+            # Only a delivery under way is waited for: a local write that failed (a full disk)
+            # is the timer's to retry, not this loop's (it would go round without yielding).
+            sending = remote.channel.sending(*markers)
+            if not sending or not await remote.channel.delivered(*markers, REMOTE_PATIENCE_S):
                 return False
             continue
         await slicer.pause()
