@@ -28,11 +28,13 @@ if TYPE_CHECKING:
     from broker.acl_manager import AclManager
     from broker.classic_groups import ClassicGroupService
     from broker.dynamic_config import DynamicBrokerConfigs
+    from broker.node_link import NodeLinks
     from broker.record_deletion import RecordDeletion
     from broker.sasl.session import SaslSession
     from broker.share.share_fetch_service import ShareFetchService
     from broker.share.share_partition_manager import SharePartitionManager
     from broker.share.txn_acks import TxnShareAcks
+    from broker.transactions import RemoteMarkers
     from coordinator.consumer_group import ConsumerGroupCoordinator
     from coordinator.group_configs import GroupConfigs
     from coordinator.group_registry import GroupRegistry
@@ -83,6 +85,10 @@ class BrokerServices:
     acls: AclManager | None = None
     # Share acknowledgements staged in transactions (Shoal's TxnShareAcknowledge); None: off.
     txn_share_acks: TxnShareAcks | None = None
+    # `--processes N` (N > 1): connections to the other processes, and the markers of this
+    # process's transactions that they lead (None with N = 1: nothing is remote).
+    node_links: NodeLinks | None = None
+    txn_remote: RemoteMarkers | None = None
 
     @property
     def config(self) -> BrokerConfig:

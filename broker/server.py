@@ -129,6 +129,8 @@ class Server:
             offsets=txns.offsets,
             transactions=txns.coordinator,
             txn_share_acks=txns.share_acks,
+            node_links=txns.node_links,
+            txn_remote=txns.remote,
             group_commit=GroupCommit(self._flusher),
             notifier=notifier,
             metrics=metrics,
@@ -390,6 +392,7 @@ class Server:
         for task in list(self._duties):
             task.cancel()
         await asyncio.gather(*self._duties, return_exceptions=True)
+        await self._close_links()
         if self._flushing is not None:  # a flush round under way ends after its current sync
             await asyncio.gather(self._flushing, return_exceptions=True)
         self._flusher.shutdown(wait=True)
@@ -405,6 +408,13 @@ class Server:
         self.services.logs.close(max(0.0, deadline - loop.time()))
         self._dir_lock.release()
         log.info("stopped")
+
+    async def _close_links(self) -> None:
+        """`--processes N`: markers not delivered are sent again after the next start."""
+        if self.services.txn_remote is not None:
+            await self.services.txn_remote.channel.close()
+        if self.services.node_links is not None:
+            await self.services.node_links.close()
 
     async def serve_forever(self, stop: asyncio.Event) -> None:
         await self.start()

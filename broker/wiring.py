@@ -30,6 +30,7 @@ from broker.lag_readings import LagReader
 from broker.lag_readings import LagReadings
 from broker.loop_readings import LoopReadings
 from broker.metrics import BrokerMetrics
+from broker.node_link import NodeLinks
 from broker.notifier import Notifier
 from broker.producer_ids import ProducerIdAllocator
 from broker.share.share_fetch_service import ShareFetchService
@@ -37,7 +38,10 @@ from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
 from broker.share.txn_acks import TxnShareAcks
+from broker.transactions import RemoteMarkers
+from broker.transactions import finishing
 from broker.transactions import transaction_coordinator
+from broker.txn_markers import MarkerChannel
 from broker.txn_metrics import TransactionCollector
 from coordinator.classic_group import ClassicGroupCoordinator
 from coordinator.classic_group import ClassicLimits
@@ -267,6 +271,9 @@ class Transactions:
     producer_ids: ProducerIdAllocator
     coordinator: TransactionCoordinator
     share_acks: TxnShareAcks  # share acknowledgements staged in transactions (Shoal's own)
+    # `--processes N`, N > 1: the other processes, and this one's markers that they write.
+    node_links: NodeLinks | None = None
+    remote: RemoteMarkers | None = None
 
 
 def transactions(
@@ -289,11 +296,18 @@ def transactions(
         offset=0 if owner.single else owner.node_id,
     )
     share_acks = TxnShareAcks(share_partitions)
+    links = remote = None
+    if not owner.single:
+        links = NodeLinks(owner, config.listener)
+        channel = MarkerChannel(links, lambda topic: logs.topic(topic) is not None)
+        remote = RemoteMarkers(logs, owner, channel)
     coordinator = transaction_coordinator(
         logs, txn_log, offsets, producer_ids, notifier, lambda: dynamic.current, now_ms,
-        share_acks.end,
+        share_acks.end, remote,
     )  # fmt: skip
-    return Transactions(offsets, txn_log, producer_ids, coordinator, share_acks)
+    if remote is not None:  # set before any delivery runs (they start once this returns)
+        remote.channel.on_written = finishing(coordinator, now_ms)
+    return Transactions(offsets, txn_log, producer_ids, coordinator, share_acks, links, remote)
 
 
 # Security

@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.group_registry import GroupKind
 from coordinator.share_group_admin import GroupListing
+from coordinator.staged_offsets import StagedOffsets
 from protocol.consumer_offsets import InvalidOffsetRecord
 from protocol.consumer_offsets import OffsetKey
 from protocol.consumer_offsets import OffsetRecords
@@ -34,11 +35,15 @@ from protocol.consumer_offsets import decode_key
 from protocol.consumer_offsets import decode_value
 from protocol.consumer_offsets import encode_key
 from protocol.consumer_offsets import encode_value
+from protocol.record_batch import TRANSACTIONAL_MASK
+from protocol.record_batch import BatchHeader
+from protocol.record_batch import ControlRecordType
 from protocol.record_batch import InvalidRecordBatch
 from protocol.record_batch import build_batch
 from protocol.record_batch import iter_batch_headers
 from protocol.records import decode_records
 from protocol.records import record_value
+from protocol.txn_markers import marker_type
 from storage.log import PartitionLog
 from storage.log_manager import LogManager
 from storage.topics import CONSUMER_OFFSETS
@@ -84,6 +89,7 @@ class OffsetStore:
         self.validators = list(validators)
         self.coordinators = list(coordinators)
         self._groups: dict[str, dict[TopicPartition, OffsetValue]] = {}
+        self.staged = StagedOffsets()
         self._recover()
 
     @classmethod
@@ -101,23 +107,50 @@ class OffsetStore:
                 break
             for pos, header in iter_batch_headers(data):
                 offset = header.base_offset + header.last_offset_delta + 1
-                if header.is_control or header.record_count == 0:
+                if header.record_count == 0:
                     continue
-                self._replay(data[pos : pos + header.size], header.base_offset)
+                batch = data[pos : pos + header.size]
+                if header.is_control:  # a transaction's marker: its staged offsets end
+                    if header.producer_id >= 0:
+                        self._replay_marker(batch, header.producer_id, header.producer_epoch)
+                elif header.attributes & TRANSACTIONAL_MASK:  # staged (`staged_offsets`)
+                    self._replay(batch, header.base_offset, self._stager(header))
+                else:
+                    self._replay(batch, header.base_offset, self._apply)
         _log.info("committed offsets recovered", groups=len(self._groups),
                   partitions=sum(map(len, self._groups.values())), log_end=end)  # fmt: skip
 
-    def _replay(self, batch: bytes, base_offset: int) -> None:
+    def _replay(
+        self, batch: bytes, base_offset: int,
+        apply: Callable[[OffsetKey, OffsetValue | None], None],
+    ) -> None:  # fmt: skip
         try:
             _, records = decode_records(batch)
             for record in records:
                 key = decode_key(record.key) if record.key is not None else None
                 if key is not None:
                     value = record_value(record)
-                    self._apply(key, decode_value(value) if value is not None else None)
+                    apply(key, decode_value(value) if value is not None else None)
         except (InvalidRecordBatch, InvalidOffsetRecord) as e:
             _log.error("unreadable committed-offset batch stepped over",
                        base_offset=base_offset, error=str(e))  # fmt: skip
+
+    def _stager(self, header: BatchHeader) -> Callable[[OffsetKey, OffsetValue | None], None]:
+        def stage(key: OffsetKey, value: OffsetValue | None) -> None:
+            if value is not None:
+                offsets = {(key.topic, key.partition): value}
+                self.staged.stage(header.producer_id, header.producer_epoch, key.group, offsets)
+
+        return stage
+
+    def _replay_marker(self, batch: bytes, producer_id: int, epoch: int) -> None:
+        try:
+            commit = marker_type(batch) == ControlRecordType.COMMIT
+        except InvalidRecordBatch as e:
+            _log.error("unreadable transaction marker stepped over", error=str(e))
+            return
+        for group, offsets in self.staged.end(producer_id, epoch, commit).items():
+            self._groups.setdefault(group, {}).update(offsets)
 
     def _apply(self, key: OffsetKey, value: OffsetValue | None) -> None:
         tp = (key.topic, key.partition)
@@ -167,6 +200,43 @@ class OffsetStore:
         now = self._now_ms()
         self._log.append(records.batch(now), now_ms=now, keyed=True)
         self._groups.setdefault(group_id, {}).update(offsets)
+
+    # --- transactions coordinated by another process (`staged_offsets`) ------------------
+
+    def stage_txn(
+        self, producer_id: int, epoch: int, group_id: str,
+        offsets: Mapping[TopicPartition, OffsetValue],
+    ) -> None:  # fmt: skip
+        """Write the offsets as a transactional batch of the producer and stage them: the
+        group's committed offsets only once the transaction's COMMIT marker is written here.
+
+        :raises storage.errors.StorageError: not written (an older epoch than the producer's
+            here: InvalidProducerEpoch); nothing changed.
+        """
+        if not offsets:
+            return
+        records = OffsetRecords(group_id)
+        for (topic, partition), value in offsets.items():
+            records.add(topic, partition, value)
+        # The producer's next sequence in this log: the log checks it, as for any producer.
+        last = next((seq for pid, e, seq, *_ in self._log.active_producers()
+                     if pid == producer_id and e == epoch), -1)  # fmt: skip
+        now = self._now_ms()
+        batch = records.batch(now, (producer_id, epoch, last + 1))
+        self._log.append(batch, now_ms=now, keyed=True)
+        self.staged.stage(producer_id, epoch, group_id, dict(offsets))
+
+    def end_txn(self, producer_id: int, epoch: int, commit: bool) -> None:
+        """The transaction's marker, written after what it staged here (also when it staged
+        nothing, as Kafka writes it: a fencing abort's epoch then refuses a TxnOffsetCommit of
+        the older epoch verified before it); on COMMIT its offsets become the groups'
+        committed offsets.
+
+        :raises storage.errors.StorageError: not written; nothing changed.
+        """
+        self._log.append_marker(producer_id, epoch, commit, now_ms=self._now_ms())
+        for group, offsets in self.staged.end(producer_id, epoch, commit).items():
+            self._groups.setdefault(group, {}).update(offsets)
 
     def _write(self, changes: Mapping[OffsetKey, OffsetValue | None]) -> None:
         if not changes:

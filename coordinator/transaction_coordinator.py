@@ -78,6 +78,32 @@ CommitOffsets = Callable[[str, Mapping[TopicPartition, PendingOffset]], None]
 
 
 @dataclass(frozen=True, slots=True)
+class OffsetsPlacement:
+    """Which `__consumer_offsets` partition holds a group's offsets (AddOffsetsToTxn adds it to
+    the transaction, as Kafka's `partitionFor(groupId)`), and which partitions take a marker.
+
+    One process (the default): every group's is `OFFSETS_PARTITION`, whose offsets the
+    coordinator keeps in the transaction's state and commits itself: no marker. With
+    `--processes N`, a group's is `(__consumer_offsets, its coordinator's node id)`; only this
+    node's own is marker-less, the others' markers go to their process, which staged the
+    offsets (`coordinator/staged_offsets.py`)."""
+
+    node_id: int = 0
+    nodes: int = 1
+    hash_group: Callable[[str], int] | None = None
+
+    def partition(self, group_id: str) -> TopicPartition:
+        if self.nodes == 1 or self.hash_group is None:
+            return OFFSETS_PARTITION
+        return (CONSUMER_OFFSETS, self.hash_group(group_id) % self.nodes)
+
+    def gets_marker(self, tp: TopicPartition) -> bool:
+        if self.nodes == 1:
+            return tp not in _NOT_LOGS
+        return tp != SHARE_ACKS_PARTITION and tp != (CONSUMER_OFFSETS, self.node_id)
+
+
+@dataclass(frozen=True, slots=True)
 class TxnLimits:
     max_timeout_ms: int  # transaction.max.timeout.ms
     id_expiration_ms: int  # transactional.id.expiration.ms
@@ -108,8 +134,10 @@ class TransactionCoordinator:
         write_markers: WriteMarkers,
         commit_offsets: CommitOffsets,
         limits: Callable[[], TxnLimits],
+        placement: OffsetsPlacement | None = None,
     ) -> None:
         """:raises OSError: from `allocate_producer_id`, only when called."""
+        self._placement = placement or OffsetsPlacement()
         self._log = log
         self._allocate = allocate_producer_id
         self._write_markers = write_markers
@@ -220,7 +248,8 @@ class TransactionCoordinator:
         self, txn_id: str, producer_id: int, epoch: int, group_id: str, now_ms: int
     ) -> ErrorCode:
         """Kafka's AddOffsetsToTxn: the group's offsets partition joins the transaction."""
-        return self.add_partitions(txn_id, producer_id, epoch, (OFFSETS_PARTITION,), now_ms)
+        partition = self._placement.partition(group_id)
+        return self.add_partitions(txn_id, producer_id, epoch, (partition,), now_ms)
 
     def txn_offset_commit(
         self, txn_id: str, producer_id: int, epoch: int, group_id: str,
@@ -231,7 +260,8 @@ class TransactionCoordinator:
         m = self._current(txn_id, producer_id, epoch)
         if isinstance(m, ErrorCode):
             return ErrorCode.invalid_producer_epoch if m is ErrorCode.producer_fenced else m
-        if state_of(m) is not TxnState.ONGOING or OFFSETS_PARTITION not in m.partitions:
+        if (state_of(m) is not TxnState.ONGOING
+                or self._placement.partition(group_id) not in m.partitions):  # fmt: skip
             return ErrorCode.transaction_abortable  # no AddOffsetsToTxn came first
         return self._add(m, (), group_id, offsets, now_ms)
 
@@ -346,12 +376,10 @@ class TransactionCoordinator:
         chunk.extend(islice(todo.markers, MARKERS_PER_STEP - len(chunk)))
         if not chunk:
             return False
-        data = [tp for tp in chunk if tp not in _NOT_LOGS]
+        data = [tp for tp in chunk if self._placement.gets_marker(tp)]
         failed = self._write_markers(data, m.producer_id, m.producer_epoch, commit)
-        if failed:
+        if failed:  # the writer said why (a full disk; or on their way to another process)
             todo.retry.extend(failed)
-            _log.warning("transaction markers not written; retried",
-                         transactional_id=m.transactional_id, partitions=len(failed))  # fmt: skip
             return None
         return True
 

@@ -19,6 +19,7 @@ import struct
 from dataclasses import dataclass
 
 from protocol.errors import ProtocolException
+from protocol.record_batch import TRANSACTIONAL_MASK
 from protocol.record_batch import encode_varint
 from protocol.record_batch import seal_batch
 
@@ -154,11 +155,19 @@ class OffsetRecords:
         body += record
         self.count += 1
 
-    def batch(self, timestamp_ms: int) -> bytes:
-        """The records added, as one uncompressed batch (at least one record)."""
+    def batch(self, timestamp_ms: int, transaction: tuple[int, int, int] | None = None) -> bytes:
+        """The records added, as one uncompressed batch (at least one record); with
+        `transaction` (producer id, epoch, base sequence), a transactional batch of that
+        producer (a TxnOffsetCommit, committed by its transaction's marker)."""
         if not self.count:
             raise ValueError("a batch needs at least one record")
-        return seal_batch(bytes(self._body), self.count, timestamp_ms=timestamp_ms)
+        if transaction is None:
+            return seal_batch(bytes(self._body), self.count, timestamp_ms=timestamp_ms)
+        pid, epoch, sequence = transaction
+        return seal_batch(
+            bytes(self._body), self.count, timestamp_ms=timestamp_ms, producer_id=pid,
+            producer_epoch=epoch, base_sequence=sequence, attributes=TRANSACTIONAL_MASK,
+        )  # fmt: skip
 
 
 _NO_ATTRIBUTES_NO_TIME_DELTA = b"\x00" + encode_varint(0)

@@ -40,6 +40,7 @@ from broker.slicing import Slicer
 from coordinator.transaction_coordinator import ADD_PER_CALL
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+from storage.topics import CONSUMER_OFFSETS
 
 ClientRequest = (
     v0.AddPartitionsToTxnRequest | v1.AddPartitionsToTxnRequest | v2.AddPartitionsToTxnRequest
@@ -56,13 +57,21 @@ class _Topic(Protocol):
     def partitions(self) -> Sequence[int]: ...
 
 
-async def _checked(ctx: RequestContext, topics: Sequence[_Topic], slicer: Slicer) -> Codes:
-    """Unauthorized and unknown partitions' codes (empty: every partition may be added)."""
+async def _checked(
+    ctx: RequestContext, topics: Sequence[_Topic], slicer: Slicer, verify_only: bool = False
+) -> Codes:
+    """Unauthorized and unknown partitions' codes (empty: every partition may be added). A
+    group coordinator of `--processes N` verifies a TxnOffsetCommit with the group's
+    `__consumer_offsets` partition (one a process, as Kafka's `partitionFor(groupId)`)."""
     codes: Codes = {}
+    processes = ctx.services.config.processes
+    offsets_partitions = processes if verify_only and processes > 1 else 0
     for topic in topics:
         writable = authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic.name)
         info = ctx.services.logs.topic(topic.name)
         count = info.partitions if info is not None else 0
+        if topic.name == CONSUMER_OFFSETS:
+            count = offsets_partitions
         for p in topic.partitions:
             if not writable:
                 codes[(topic.name, p)] = ErrorCode.topic_authorization_failed
@@ -97,7 +106,7 @@ async def _one(
     if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
         refusal = ErrorCode.transactional_id_authorization_failed
         return await _each(wanted, lambda _: refusal, slicer)
-    refused = await _checked(ctx, topics, slicer)
+    refused = await _checked(ctx, topics, slicer, verify_only)
     if refused:
         return await _each(
             wanted, lambda tp: refused.get(tp, ErrorCode.operation_not_attempted), slicer

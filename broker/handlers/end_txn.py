@@ -47,7 +47,8 @@ async def handle(ctx: RequestContext, request: Request) -> v5.EndTxnResponse:
             request.transactional_id, pid, epoch, request.committed, now
         )
         if code is ErrorCode.none:
-            await finish(ctx.services.transactions, request.transactional_id, now)
+            await finish(ctx.services.transactions, request.transactional_id, now,
+                         remote=ctx.services.txn_remote)  # fmt: skip
     ok = code is ErrorCode.none
     return v5.EndTxnResponse(
         throttle_time=NO_THROTTLE,

@@ -112,6 +112,13 @@ async def _answer(
     name 100,000s of partitions."""
     fetch = ctx.services.offsets.fetch
     pending = ctx.services.transactions.has_pending_offset
+    staged = ctx.services.offsets.staged  # `--processes N`: transactions coordinated elsewhere
+    if len(staged):
+        local = pending
+
+        def pending(group: str, tp: tuple[str, int]) -> bool:
+            return local(group, tp) or staged.has_pending(group, tp)
+
     answer: Answer[Row] = []
     for topic, partitions in await _asked(ctx, group_id, topics, slicer):
         code = _topic_code(ctx, topic)

@@ -33,6 +33,8 @@ from broker.registry import handler
 from broker.request_order import release_order
 from broker.slicing import SLICE_SECONDS
 from broker.txn_produce import TXN_FLAG_BYTE
+from broker.txn_verify import Verdicts
+from broker.txn_verify import remote_verdicts
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from protocol.api_keys import PRODUCE
@@ -72,6 +74,7 @@ def _append(
     now_ms: int,
     to_sync: list[PartitionLog],
     txn_id: str | None = None,
+    verdicts: Verdicts | None = None,
 ) -> PartitionResult:
     """One partition's answer: error code, base offset, log start offset, error message.
     A log that is due an fsync (`log.flush.interval.messages`) joins `to_sync`."""
@@ -88,7 +91,7 @@ def _append(
         return PartitionResult(index, ErrorCode.invalid_record, -1, -1, "no record batches")
     if len(records) > TXN_FLAG_BYTE and records[TXN_FLAG_BYTE] & TRANSACTIONAL_MASK:  # inline:
         # `txn_produce.is_transactional`, a call less per partition
-        refused = txn_produce.refusal(ctx, txn_id, topic, index, records)
+        refused = txn_produce.refusal(ctx, txn_id, topic, index, records, verdicts)
         if refused is not None:
             return PartitionResult(index, refused, -1, -1, "transaction verification failed")
     try:
@@ -173,6 +176,17 @@ async def _large_answer(
     return tuple.__new__(EncodedResponse, (PRODUCE, version, body, 0, tuple(codes)))
 
 
+async def _remote_verdicts(ctx: RequestContext, txn_id: str, request: Request) -> Verdicts | None:
+    """With the transaction's coordinator in another process, its verdicts on the batches
+    (awaited before anything is appended); None when it is this process."""
+    owner, links = ctx.services.config.ownership, ctx.services.node_links
+    if owner.coordinates(txn_id) or links is None:
+        return None
+    return await remote_verdicts(
+        links, owner.coordinator(txn_id), ctx.services.logs, txn_id, request.topic_data
+    )
+
+
 async def handle(ctx: RequestContext, request: Request) -> EncodedResponse | None:
     to_sync: list[PartitionLog] = []
     now_ms = ctx.services.clock.now_ms()  # one reading for the request's partitions
@@ -186,6 +200,10 @@ async def handle(ctx: RequestContext, request: Request) -> EncodedResponse | Non
     # on in a task of its own, for nothing).
     slice_ends = perf_counter() + SLICE_SECONDS
     answered = 0  # partitions so far
+    verdicts = None
+    if txn_id is not None and ctx.services.node_links is not None:
+        verdicts = await _remote_verdicts(ctx, txn_id, request)
+        now_ms = ctx.services.clock.now_ms()  # the appends come after the wait
     if ctx.services.logs.loading:  # just started: open the logs named first, in slices
         named = ((t.name, p.index) for t in request.topic_data for p in t.partition_data)
         await open_first(ctx.services.logs, named)
@@ -198,7 +216,7 @@ async def handle(ctx: RequestContext, request: Request) -> EncodedResponse | Non
                 await asyncio.sleep(0)
                 slice_ends = perf_counter() + SLICE_SECONDS
             answered += 1
-            result = _append(ctx, name, p.index, p.records, now_ms, to_sync, txn_id)
+            result = _append(ctx, name, p.index, p.records, now_ms, to_sync, txn_id, verdicts)
             if result.error_code:
                 codes.append(result.error_code)
             results.append(result)

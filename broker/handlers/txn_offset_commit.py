@@ -29,6 +29,7 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.slicing import Slicer
+from broker.txn_offsets_remote import staged_remotely
 from coordinator.transaction_coordinator import OFFSETS_PER_CALL
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -97,6 +98,10 @@ async def _added(
     """The coordinator's answer, the offsets added OFFSETS_PER_CALL at a time."""
     rows = list(accepted.items())
     result = ErrorCode.none
+    owner, links = ctx.services.config.ownership, ctx.services.node_links
+    if links is not None and not owner.coordinates(request.transactional_id):
+        result = await staged_remotely(ctx, links, request, rows, slicer)
+        rows = []
     for start in range(0, len(rows), OFFSETS_PER_CALL):
         result = ctx.services.transactions.txn_offset_commit(
             request.transactional_id, request.producer_id, request.producer_epoch,

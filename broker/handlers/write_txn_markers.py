@@ -25,20 +25,43 @@ from kio.static.primitive import i32
 
 from broker.authorization import authorize_cluster
 from broker.context import RequestContext
+from broker.node_link import NODE_CLIENT_PREFIX
 from broker.registry import handler
 from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.errors import StorageError
+from storage.topics import CONSUMER_OFFSETS
 
 _log = structlog.get_logger("shoal.transactions")
 Request = v1.WriteTxnMarkersRequest | v2.WriteTxnMarkersRequest
 r = v2.response
 
 
+def _write_offsets(
+    ctx: RequestContext, partition: int, pid: int, epoch: int, commit: bool
+) -> ErrorCode:
+    """`--processes N`: a transaction's marker for the offsets it staged in this process's
+    `__consumer_offsets` (`coordinator/staged_offsets.py`); as Kafka's group coordinator's
+    `onTransactionCompleted`, a COMMIT makes them the group's committed offsets."""
+    if partition != ctx.services.node_id:
+        return ErrorCode.not_leader_or_follower
+    offsets = ctx.services.offsets
+    staged = offsets.staged.epoch(pid)
+    if staged is not None and epoch < staged:
+        return ErrorCode.invalid_producer_epoch
+    try:
+        offsets.end_txn(pid, epoch, commit)
+    except StorageError:
+        return ErrorCode.kafka_storage_error
+    return ErrorCode.none
+
+
 def _write(
     ctx: RequestContext, topic: str, partition: int, pid: int, epoch: int, commit: bool
 ) -> ErrorCode:
+    if topic == CONSUMER_OFFSETS and ctx.services.config.processes > 1:
+        return _write_offsets(ctx, partition, pid, epoch, commit)
     plog = ctx.services.logs.log(topic, partition)
     if plog is None:
         return ErrorCode.unknown_topic_or_partition
@@ -50,6 +73,8 @@ def _write(
     except StorageError:
         return ErrorCode.kafka_storage_error
     ctx.services.notifier.notify((topic, partition))  # read_committed fetches wait on the LSO
+    if (ctx.header.client_id or "").startswith(NODE_CLIENT_PREFIX):
+        return ErrorCode.none  # a coordinator of `--processes N`: routine, not an admin's abort
     _log.warning("transaction marker written by WriteTxnMarkers", topic=topic,
                  partition=partition, producer_id=pid, producer_epoch=epoch, commit=commit,
                  offset=result.base_offset)  # fmt: skip

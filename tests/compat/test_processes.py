@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka import KafkaError
-from confluent_kafka import KafkaException
 from confluent_kafka import Message
 from confluent_kafka import Producer
 from confluent_kafka import ShareConsumer
@@ -271,45 +270,3 @@ def test_the_readme_block_runs_as_written(tmp_path: Path) -> None:
     assert sorted(set(leaders)) == ["0", "1"] and len(leaders) == 4, done.stdout
     assert int(done.stdout.strip().splitlines()[-1]) > 0  # node 1's metrics answered
     assert '"stopped"' in done.stderr or "stopped" in done.stderr
-
-
-def test_a_transaction_across_two_processes_fails_whole_and_leaves_no_open_transaction(
-    tmp_path: Path,
-) -> None:
-    """Not built: a transaction whose partitions are led by a process other than its
-    coordinator's (docs/multicore.md). The leader verifies a transactional batch with its own
-    coordinator (KIP-890), which does not know the transactional id, so the batch is refused
-    (INVALID_PRODUCER_ID_MAPPING, abortable); the producer aborts and no partition is left with
-    an open transaction: read_committed and read_uncommitted see the same log ends, and a
-    read_committed consumer sees no record of it."""
-    broker, _ = start_two(tmp_path / "data")
-    try:
-        b = broker.bootstrap
-        create_topic(b, TOPIC, PARTITIONS, timeout=30)
-        p = Producer({"bootstrap.servers": b, "transactional.id": "across", **QUIET})
-        p.init_transactions(30)
-        p.begin_transaction()
-        for i in range(2 * PARTITIONS):
-            p.produce(TOPIC, value=b"%d" % i, partition=i % PARTITIONS)
-        with pytest.raises(KafkaException) as failed:
-            p.commit_transaction(30)
-        assert failed.value.args[0].txn_requires_abort()
-        p.abort_transaction(30)
-        ends = {}
-        for level in ("read_committed", "read_uncommitted"):
-            c = Consumer({"bootstrap.servers": b, "group.id": "ends", "isolation.level": level,
-                          **QUIET})  # fmt: skip
-            ends[level] = [
-                c.get_watermark_offsets(TopicPartition(TOPIC, part), 20)[1]
-                for part in range(PARTITIONS)
-            ]
-            c.close()
-        assert ends["read_committed"] == ends["read_uncommitted"]
-        committed = Consumer({"bootstrap.servers": b, "group.id": "rc",
-                              "isolation.level": "read_committed", **QUIET})  # fmt: skip
-        committed.assign([TopicPartition(TOPIC, part, 0) for part in range(PARTITIONS)])
-        seen = [m for _ in range(3) for m in committed.consume(100, 1) if m.error() is None]
-        committed.close()
-        assert seen == []
-    finally:
-        broker.stop(60)
