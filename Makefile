@@ -9,7 +9,7 @@ DATA ?= ./data
 METRICS_PORT ?= 9308
 FUZZ_FRAMES ?= 200000
 
-.PHONY: install run test test-uvloop test-asyncio test-integration compat bench stalls fuzz hypothesis-long lint fmt clean
+.PHONY: install run test test-uvloop test-asyncio test-integration compat bench mypyc-trial stalls fuzz hypothesis-long lint fmt clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,14 @@ compat: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# Issue 33's mypyc trial (not adopted, see bench/PROFILE.md): compile the steady-rate path's
+# modules (a patched copy in build/), then alternate pure and compiled bench runs; the tree is
+# pure again at the end. About 12 minutes; needs gcc and the Python headers.
+mypyc-trial: $(STAMP)
+	$(BIN)/python -m bench.mypyc_build build
+	$(BIN)/python -m bench.mypyc_build trial --pairs 3 --only latency
+	$(BIN)/python -m bench.mypyc_build trial --pairs 2 --only small,share
 
 # Every API's worst request at full size (a million partitions...) while a probe times other
 # clients' round trips; `make test` sends a smaller one per family. Minutes, not seconds.
