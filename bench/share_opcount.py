@@ -8,6 +8,7 @@ cycle before and takes the new one, as librdkafka's ShareConsumer does at a stea
 
 `--wait`: the ShareFetch comes first and waits (its long poll), the Produce wakes it, and the
 loop runs it on: the "records after one wait" case. Without it the record is there already.
+The loop is the broker's (uvloop unless SHOAL_LOOP=asyncio).
 
 Counts the Python opcodes executed inside the ShareFetch's `data_received` (and, with
 `--wait`, inside the loop passes that resume it), `sys.settrace` opcode events; C code counts
@@ -40,6 +41,7 @@ from bench.opcount import OpcodeCounter
 from bench.opcount import produce
 from broker.config import BrokerConfig
 from broker.connection import KafkaConnection
+from broker.loops import loop_factory
 from broker.server import Server
 from protocol.framing import frame
 from protocol.messages import build
@@ -200,7 +202,10 @@ def main() -> None:
     p.add_argument("--wait", action="store_true", help="the ShareFetch waits, a Produce wakes it")
     p.add_argument("--cpu", action="store_true", help="no tracing: CPU µs per cycle")
     args = p.parse_args()
-    counter, taken = asyncio.run(run(args.cycles, args.wait, args.cpu))
+    # The broker's own loop (uvloop unless SHOAL_LOOP=asyncio): asyncio's pure-Python loop
+    # would add its own opcodes to every wait.
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        counter, taken = runner.run(run(args.cycles, args.wait, args.cpu))
     n = args.cycles
     mode = "after a wait" if args.wait else "record there"
     if args.cpu:
