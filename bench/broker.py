@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -72,6 +73,7 @@ class BrokerProcess:
         max_open_files: int | None = None,
         profile_dir: Path | None = None,
         profiler: str = "cprofile",
+        metrics_port: int = -1,
     ) -> None:
         self.data_dir = data_dir
         self.port = port or free_port()
@@ -81,6 +83,7 @@ class BrokerProcess:
         self.max_open_files = max_open_files  # the child's RLIMIT_NOFILE (ulimit -n)
         self.profile_dir = profile_dir  # profile, writing <profile_dir>/<name>.prof ...
         self.profiler = profiler  # ... under cProfile, or <name>.pyspy.txt sampled by py-spy
+        self.metrics_port = metrics_port  # -1: no metrics endpoint (`requests_handled`: None)
         self._sampler: pyspy.Recorder | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}-broker.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -97,9 +100,26 @@ class BrokerProcess:
         return [
             sys.executable, "-m", module,
             "--host", "127.0.0.1", "--port", str(self.port),
-            "--data-dir", str(self.data_dir), "--metrics-port", "-1",
+            "--data-dir", str(self.data_dir), "--metrics-port", str(self.metrics_port),
             "--log-json", "--log-level", self.log_level, *self.extra,
         ]  # fmt: skip
+
+    def requests_handled(self, api: str) -> float | None:
+        """Requests of `api` (its name, e.g. "ShareFetch") the broker has handled, read from
+        its metrics endpoint; None without one, or if it does not answer."""
+        if self.metrics_port < 0:
+            return None
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                text = response.read().decode()
+        except OSError:
+            return None
+        series = f'kafka_network_requestmetrics_requests_total{{request="{api}"}} '
+        for line in text.splitlines():
+            if line.startswith(series):
+                return float(line[len(series) :])
+        return 0.0
 
     def start(self, timeout: float = 90.0) -> None:
         """Start the child and wait until it listens; raise with its last log lines if not,

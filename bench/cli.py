@@ -35,6 +35,7 @@ from bench import spark_phase  # noqa: F401 - registers the "spark" phase
 from bench import txn_phase  # noqa: F401 - registers the "txn" phase
 from bench import workers
 from bench.broker import BrokerProcess
+from bench.broker import free_port
 from bench.phases import PHASES
 from bench.phases import Bench
 from bench.phases import Row
@@ -227,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         profile_dir=args.profile,
         profiler=args.profiler,
         env=env,
+        metrics_port=free_port(),  # ShareFetches per record in the latency rows
     )
     began = time.monotonic()
     try:

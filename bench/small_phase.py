@@ -139,6 +139,8 @@ class _Side:
     consume_args: tuple[Any, ...]
     # Warm-up after every consumer's first delivery, before measuring: see `SHARE_SETTLE_S`.
     settle_s: float = 0.0
+    # Fetch requests handled so far (Shoal's ShareFetches), None where not counted.
+    fetches: Callable[[], float | None] = lambda: None
 
 
 def _small(b: Bench, side: _Side, what: str) -> list[Row]:
@@ -261,14 +263,14 @@ def _latency(b: Bench, side: _Side, label: str, key: str = "latency") -> Row:
         consumers.until(lambda: False, side.settle_s)  # keeps taking the warm-up's reports
         if not side.name:
             b.broker.profile_start()
-        cpu0 = side.cpu()
+        cpu0, fetches0 = side.cpu(), side.fetches()
         parent.send("measure")
         if not parent.poll(b.latency_seconds + 120):
             raise RuntimeError(f"{side.paced.__name__} did not finish")
         result: dict[str, Any] = parent.recv()
         expected = result["measured"]
         consumers.until(lambda: sum(consumers.measured) >= expected, 30)
-        cpu = side.cpu() - cpu0
+        cpu, fetches1 = side.cpu() - cpu0, side.fetches()
         if not side.name:
             b.broker.profile_stop(key)
     finally:
@@ -278,15 +280,8 @@ def _latency(b: Bench, side: _Side, label: str, key: str = "latency") -> Row:
             producer.kill()
     ordered = consumers.latencies()
     p50, p99, p999 = (_percentile(ordered, q) for q in (0.5, 0.99, 0.999))
-    notes = [f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, p99.9 {p999:.2f} ms, max {ordered[-1]:.1f}"]
-    if len(ordered) < expected:
-        notes.append(f"INCOMPLETE: {len(ordered):,} of {expected:,} measured records received")
-    if result["lag_ns"] > 5_000_000:
-        notes.append(f"producer fell behind by up to {result['lag_ns'] / 1e6:.0f} ms")
-    if result["errors"]:
-        notes.append(f"produce errors: {result['errors'][:3]}")
-    if result.get("client_logs"):
-        notes.append(_client_logs(result))
+    fetches = None if fetches0 is None or fetches1 is None else fetches1 - fetches0
+    notes = _latency_notes(ordered, expected, result, fetches, cpu)
     return Row(
         key=f"{side.name}{key}",
         label=label,
@@ -297,6 +292,38 @@ def _latency(b: Bench, side: _Side, label: str, key: str = "latency") -> Row:
         note="; ".join(notes) if ordered else "no measured record received",
         latency_ms=(p50, p99, p999),
         peer=bool(side.name),
+    )
+
+
+def _latency_notes(
+    ordered: list[float],
+    expected: int,
+    result: dict[str, Any],
+    fetches: float | None,
+    cpu: float,
+) -> list[str]:
+    p50, p99, p999 = (_percentile(ordered, q) for q in (0.5, 0.99, 0.999))
+    notes = [f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, p99.9 {p999:.2f} ms, max {ordered[-1]:.1f}"]
+    if len(ordered) < expected:
+        notes.append(f"INCOMPLETE: {len(ordered):,} of {expected:,} measured records received")
+    if fetches is not None and ordered:
+        notes.append(_per_fetch(fetches, len(ordered), cpu))
+    if result["lag_ns"] > 5_000_000:
+        notes.append(f"producer fell behind by up to {result['lag_ns'] / 1e6:.0f} ms")
+    if result["errors"]:
+        notes.append(f"produce errors: {result['errors'][:3]}")
+    if result.get("client_logs"):
+        notes.append(_client_logs(result))
+    return notes
+
+
+def _per_fetch(fetches: float, records: int, cpu: float) -> str:
+    """At a fixed rate the broker's CPU per record is (fetches per record) x (CPU per fetch):
+    a busy broker answers fewer fetches, with more records each."""
+    per_fetch = f"{cpu / fetches * 1e6:.0f}" if fetches else "-"
+    return (
+        f"{fetches / records:.2f} ShareFetch/record, "
+        f"{per_fetch} µs broker CPU per ShareFetch (all its CPU / ShareFetches)"
     )
 
 
@@ -316,6 +343,7 @@ def _shoal(b: Bench, topic: str, partitions: int | None = None) -> _Side:
         consume=explicit_share_worker,
         consume_args=(bootstrap, group, topic),
         settle_s=SHARE_SETTLE_S,
+        fetches=lambda: b.broker.requests_handled("ShareFetch"),
     )
 
 

@@ -62,8 +62,10 @@ from kio.serial._introspect import get_schema_field_type
 from kio.serial._introspect import is_optional
 
 from protocol.api_keys import PRODUCE
+from protocol.api_keys import SHARE_FETCH
 from protocol.errors import ProtocolException
 from protocol.produce_bounds import produce_walker
+from protocol.share_fetch_bounds import share_fetch_walker
 
 # The issue asks for the cap of Kafka 4.4; the Kafka sources we could read show only the
 # bytes-left check (MessageDataGenerator), so the cap stands on its own: no client sends a
@@ -127,6 +129,8 @@ def request_walker(request_type: type[Any]) -> Walker:
         walker = compiled[0]
         if request_type.__api_key__ == PRODUCE:  # the commonest request: a hand-written check
             walker = produce_walker(request_type.__version__, walker)
+        elif request_type.__api_key__ == SHARE_FETCH:  # a share consumer's: one too (issue 33)
+            walker = share_fetch_walker(request_type.__version__, walker)
         _WALKERS[request_type] = walker
     return walker
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import NamedTuple
 from typing import Protocol
 
@@ -23,8 +22,7 @@ class AppendResult(NamedTuple):
     duplicate: bool = False  # a retried idempotent batch: offsets are the original ones
 
 
-@dataclass(frozen=True, slots=True)
-class BatchSpan:
+class BatchSpan(NamedTuple):
     """Where one stored batch sits in a read result, from its header alone."""
 
     base_offset: int

@@ -150,23 +150,39 @@ async def acknowledge_all(
             await slicer.pause()
     out: AckResults = {}
     for key, batch_lists in listed.items():
-        if slices.busy((group_id, *key)):  # a big one of this share-partition is under way
-            start = partial(
-                service.begin_acknowledge, group_id, member_id, key, batch_lists,
-                renew_allowed=renew_allowed, now_ms=now_ms,
-            )  # fmt: skip
-            out[key] = await slices.acknowledge((group_id, *key), start)
-        else:  # nearly always: answered at once, or a big one starting now
-            started = service.begin_acknowledge(
-                group_id, member_id, key, batch_lists, renew_allowed=renew_allowed, now_ms=now_ms
-            )
-            out[key] = (
-                started
-                if isinstance(started, AckOutcome)
-                else await slices.run((group_id, *key), started)
-            )
+        out[key] = await acknowledge_one(
+            service, slices, group_id, member_id, key, batch_lists,
+            renew_allowed=renew_allowed, now_ms=now_ms,
+        )  # fmt: skip
         await slicer.pause()
     return out
+
+
+async def acknowledge_one(
+    service: ShareFetchService,
+    slices: AckSlices,
+    group_id: str,
+    member_id: str,
+    key: TopicIdPartition,
+    batch_lists: Sequence[Sequence[AckBatchLike]],
+    *,
+    renew_allowed: bool,
+    now_ms: int,
+) -> AckOutcome:
+    """One partition's acknowledgement batches (every listing of it), all or none."""
+    if slices.busy((group_id, *key)):  # a big one of this share-partition is under way
+        start = partial(
+            service.begin_acknowledge, group_id, member_id, key, batch_lists,
+            renew_allowed=renew_allowed, now_ms=now_ms,
+        )  # fmt: skip
+        return await slices.acknowledge((group_id, *key), start)
+    # Nearly always: answered at once, or a big one starting now.
+    started = service.begin_acknowledge(
+        group_id, member_id, key, batch_lists, renew_allowed=renew_allowed, now_ms=now_ms
+    )
+    if isinstance(started, AckOutcome):
+        return started
+    return await slices.run((group_id, *key), started)
 
 
 async def failed_by_topic(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kio.schema.errors import ErrorCode
 
@@ -34,8 +34,7 @@ MAX_READS_PER_FETCH = 8
 SCHEDULE_DECODE_RECORDS = 2000
 
 
-@dataclass(frozen=True, slots=True)
-class FetchedPartition:
+class FetchedPartition(NamedTuple):
     error_code: ErrorCode
     records: bytes
     acquired: list[AcquiredRecords]
@@ -44,8 +43,7 @@ class FetchedPartition:
 NOTHING = FetchedPartition(ErrorCode.none, b"", [])
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionRead:
+class PartitionRead(NamedTuple):
     """A fetch of one share-partition, as `read_and_acquire` does it."""
 
     member_id: str

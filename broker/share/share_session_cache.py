@@ -10,6 +10,7 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from dataclasses import field
+from typing import NamedTuple
 
 from kio.schema.errors import ErrorCode
 
@@ -27,8 +28,10 @@ class ShareSessionError(ShareException):
         self.error_code = error_code
 
 
-@dataclass(frozen=True, slots=True)
-class ShareSessionKey:
+class ShareSessionKey(NamedTuple):
+    """A tuple: hashed and compared in C (a frozen dataclass's `__hash__` and `__eq__` are
+    Python, run several times per ShareFetch)."""
+
     group_id: str
     member_id: str
 

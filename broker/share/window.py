@@ -59,7 +59,7 @@ from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
-from dataclasses import replace
+from typing import NamedTuple
 
 from broker.share.in_flight import InFlightBatch
 from broker.share.in_flight import InFlightRanges
@@ -73,8 +73,7 @@ ARCHIVING = RecordState.ARCHIVING
 ARCHIVED = RecordState.ARCHIVED
 
 
-@dataclass(frozen=True, slots=True)
-class BatchSpan:
+class BatchSpan(NamedTuple):
     """A record batch of the log as its header describes it; records are never decoded."""
 
     base_offset: int
@@ -105,8 +104,7 @@ class ReadCommitted:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class AcquiredRecords:
+class AcquiredRecords(NamedTuple):
     """One AcquiredRecords entry of a ShareFetch response."""
 
     first_offset: int
@@ -114,8 +112,7 @@ class AcquiredRecords:
     delivery_count: int
 
 
-@dataclass(frozen=True, slots=True)
-class StateRange:
+class StateRange(NamedTuple):
     """Durable form of a range: ACQUIRED is never stored (it is AVAILABLE with count - 1)."""
 
     first_offset: int
@@ -553,7 +550,7 @@ def append_merged(out: list[StateRange], r: StateRange) -> None:
             and p.delivery_count == r.delivery_count
             and p.not_before == r.not_before
         ):
-            out[-1] = replace(p, last_offset=r.last_offset)
+            out[-1] = p._replace(last_offset=r.last_offset)
             return
     out.append(r)
 
@@ -571,9 +568,9 @@ def normalise(changes: list[StateRange]) -> list[StateRange]:
                 kept.append(p)
                 continue
             if p.first_offset < c.first_offset:
-                kept.append(replace(p, last_offset=c.first_offset - 1))
+                kept.append(p._replace(last_offset=c.first_offset - 1))
             if p.last_offset > c.last_offset:
-                kept.append(replace(p, first_offset=c.last_offset + 1))
+                kept.append(p._replace(first_offset=c.last_offset + 1))
         kept.append(c)
         painted = sorted(kept, key=lambda r: r.first_offset)
     out: list[StateRange] = []

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 from typing import Protocol
 
 from broker.share.window import AcquiredRecords
@@ -33,8 +33,7 @@ KeyHashes = Mapping[int, int | None]
 offset the mapping lacks holds no record (a compacted gap): it is handed out unordered."""
 
 
-@dataclass(frozen=True, slots=True)
-class Fetch:
+class Fetch(NamedTuple):
     """One member's fetch of one share-partition, as a policy sees it.
 
     `spans` start at the batch holding `cursor` (the window's first AVAILABLE offset, or its
