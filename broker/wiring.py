@@ -109,8 +109,11 @@ def cluster_id(data_dir: Path) -> str:
 
 
 def group_configs(config: BrokerConfig, dynamic: DynamicBrokerConfigs) -> GroupConfigs:
-    """By Kafka name, from the group config table; read afresh as dynamic changes land."""
-    return GroupConfigs(config.data_dir / "share-group-configs.json", dynamic.current_value)
+    """By Kafka name, from the group config table; read afresh as dynamic changes land (the
+    values cached per group, `broker/share/limits.py`, are told when they do)."""
+    configs = GroupConfigs(config.data_dir / "share-group-configs.json", dynamic.current_value)
+    dynamic.on_change(lambda _: configs.broker_changed())
+    return configs
 
 
 def topic_lookup(logs: LogManager) -> TopicLookup:

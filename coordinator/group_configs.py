@@ -354,6 +354,9 @@ class GroupConfigs:
         self._stored: dict[str, dict[str, str]] = {}
         # Bumped on every change, so callers may cache effective values until it moves.
         self.version = 0
+        # Bumped when the broker configs behind the defaults and bounds change (dynamic
+        # `group.share.*`): effective values move then too, with nothing here to save.
+        self.broker_version = 0
         self._stamp = -1  # the file's mtime as last read or written here
         self._saved_version = 0  # the version last written to `path`
         if path is not None and path.exists():
@@ -376,6 +379,10 @@ class GroupConfigs:
         self.version += 1
         self._saved_version = self.version  # what was read is what is on disk
         return True
+
+    def broker_changed(self) -> None:
+        """The broker's defaults or bounds changed: values cached by version are stale."""
+        self.broker_version += 1
 
     def stored(self, group_id: str) -> dict[str, str]:
         return dict(self._stored.get(group_id, {}))

@@ -42,11 +42,13 @@ class ShareLimits:
 
 
 def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]:
-    """The group's effective limits, recomputed only after a group config changed."""
-    cached: list[tuple[int, ShareLimits]] = []
+    """The group's effective limits, recomputed only after a group config or a broker default
+    or bound behind them changed."""
+    cached: list[tuple[tuple[int, int], ShareLimits]] = []
 
     def limits() -> ShareLimits:
-        if cached and cached[0][0] == configs.version:
+        version = (configs.version, configs.broker_version)
+        if cached and cached[0][0] == version:
             return cached[0][1]
         value = ShareLimits(
             delivery_count_limit=configs.effective(group_id, "share.delivery.count.limit"),
@@ -64,7 +66,7 @@ def limits_of(configs: GroupConfigs, group_id: str) -> Callable[[], ShareLimits]
                 configs.effective(group_id, BACKOFF_MULTIPLIER),
             ),
         )
-        cached[:] = [(configs.version, value)]
+        cached[:] = [(version, value)]
         return value
 
     return limits

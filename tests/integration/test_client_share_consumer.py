@@ -214,6 +214,35 @@ async def test_explicit_release_redelivers_with_delivery_count_two(broker: Serve
         assert await consumer.commit_sync() == {(TOPIC, 0): ErrorCode.none}
 
 
+async def test_a_dynamic_broker_delivery_limit_reaches_a_loaded_share_partition(
+    broker: Server,
+) -> None:
+    """`group.share.delivery.count.limit` is a dynamic broker config (Kafka's
+    `GroupConfigManager` reads the broker's default afresh for a group without its own value);
+    lowering it to 2 archives a record released on its second delivery, also on a
+    share-partition whose limits were read before the change (they were cached by the group
+    configs' version alone, which a broker config change did not move)."""
+    await _prepare(broker)
+    await _produce(broker, 1)
+    async with ShareConsumer(
+        _bootstrap(broker), GROUP, acknowledgement_mode="explicit"
+    ) as consumer:
+        consumer.subscribe([TOPIC])
+        first = await _poll_until(consumer, 1)
+        assert [(r.offset, r.delivery_count) for r in first] == [(0, 1)]
+        consumer.acknowledge(first[0], AcknowledgeType.RELEASE)
+        assert await consumer.commit_sync() == {(TOPIC, 0): ErrorCode.none}
+        async with Admin(_bootstrap(broker)) as admin:
+            await admin.incremental_alter_configs(
+                ConfigResourceType.BROKER, "", {"group.share.delivery.count.limit": "2"}
+            )
+        second = await _poll_until(consumer, 1)
+        assert [(r.offset, r.delivery_count) for r in second] == [(0, 2)]
+        consumer.acknowledge(second[0], AcknowledgeType.RELEASE)
+        assert await consumer.commit_sync() == {(TOPIC, 0): ErrorCode.none}
+        assert [(r.offset, r.delivery_count) for r in await _poll_for(consumer, 0.6)] == []
+
+
 async def test_reject_and_accept_are_never_delivered_again(
     broker: Server, clock: ManualClock
 ) -> None:
