@@ -396,10 +396,11 @@ def _fields(buf: bytes, pos: int, end: int, out: list[IntArray]) -> int:
             for f in (0, 2):
                 length, start = read_varint(buf, pos)
                 pos = start + max(length, 0)
-                out[f][i], out[f + 1][i] = start, length
                 if pos > end:
                     raise corrupt("a header runs past its record")
-    except (IndexError, InvalidRecordBatch) as e:
+                out[f][i], out[f + 1][i] = start, length
+    except (IndexError, OverflowError, InvalidRecordBatch) as e:  # Overflow: a damaged
+        # length below int64's range (one above it runs past the record first)
         raise corrupt(f"record header at {pos}: {e}") from e
     return pos
 

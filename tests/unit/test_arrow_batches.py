@@ -12,6 +12,7 @@ import cramjam
 import pytest
 from hypothesis import HealthCheck
 from hypothesis import event
+from hypothesis import example
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -233,6 +234,16 @@ def test_acquired_ranges_agree_with_the_reference(
 @given(
     batch=st.tuples(st.lists(records, min_size=1, max_size=5), st.sampled_from(list(Compression))),
     flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), min_size=1, max_size=3),
+)
+@example(  # found in CI: a header's length flipped below int64's range (OverflowError)
+    batch=(
+        [
+            GenRecord(b"\x00", b"\x00", [(b"\xc2\x80\xc2\x80\xf0\x90\x80\x800", None)], 64, 0),
+            GenRecord(None, None, [], 8192, 0),
+        ],
+        Compression.NONE,
+    ),
+    flips=[(49690, 128)],
 )
 def test_damaged_records_are_refused_alike(
     batch: tuple[list[GenRecord], Compression], flips: list[tuple[int, int]]
