@@ -342,7 +342,8 @@ class KafkaConnection(asyncio.Protocol):
         """A request that waits, in its task: cancelled if the connection is lost."""
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        self._update_reading()
+        if not self._pumping:  # else `_pump`'s own check, after this dispatch, does it
+            self._update_reading()
 
     async def _raw_token(self, seq: int, sasl: SaslSession, token: bytes) -> None:
         """A token after a v0 SaslHandshake: answered by a bare frame; a failure closes the
