@@ -505,7 +505,11 @@ class KafkaConnection(asyncio.Protocol):
         sasl = self._sasl
         if sasl is not None and self._closed_by_sasl(sasl):
             return
-        if not self._pumping:  # else the dispatch loop on the stack goes on by itself
+        # Else the dispatch loop on the stack goes on by itself. With no frame waiting and
+        # reading on, an answer has nothing to start or resume (reading pauses only where
+        # `_pump`, `_track` or `pause_writing` see it busy): a long poll answered from its
+        # task skips the call (~60 opcodes).
+        if not self._pumping and (self._waiting or self._reading_paused):
             self._pump()
 
     def _closed_by_sasl(self, sasl: SaslSession) -> bool:
