@@ -62,7 +62,9 @@ class PartitionAnswer(NamedTuple):
     leader_id: int
     leader_epoch: int
     records: bytes
-    acquired: Sequence[AcquiredRange]
+    # (first offset, last offset, delivery count) each: AcquiredRange, or any such tuple (the
+    # share window's own AcquiredRecords, written as they are, with no copy).
+    acquired: Sequence[tuple[int, int, int]]
 
 
 TopicAnswers = tuple[uuid.UUID, Sequence[PartitionAnswer]]
