@@ -154,25 +154,21 @@ class BrokerMetrics:
         # read from /proc at scrape time; absent where /proc is not (macOS).
         ProcessCollector(registry=r)
         # Share groups (KIP-932, KIP-1103, KIP-1222).
-        self.record_acks = Counter(
+        # Counted per acknowledgement: plain numbers, each series shown at 0 from the start.
+        self.record_acks = LoopCounter(
             f"{SHARE}_recordacknowledgementspersec",
             "RecordAcknowledgementsPerSec: records acknowledged, by acknowledgement type.",
-            ["ackType"],
-            registry=r,
+            "ackType",
+            ACK_TYPE_NAMES.values(),
         )
-        # Children bound once (each shown at 0 from the start): acks are counted per request.
-        self._record_acks_by_type = {
-            ack_type: self.record_acks.labels(ackType=name)
-            for ack_type, name in ACK_TYPE_NAMES.items()
-        }
-        self.share_acks = Counter(
+        r.register(self.record_acks)
+        self.share_acks = LoopCounter(
             f"{SHARE}_shareacknowledgementpersec",
             "ShareAcknowledgement: acknowledgement requests per partition, and failures.",
-            ["result"],
-            registry=r,
+            "result",
+            ("ok", "failed"),
         )
-        self._share_acks_ok = self.share_acks.labels(result="ok")
-        self._share_acks_failed = self.share_acks.labels(result="failed")
+        r.register(self.share_acks)
         self.lock_timeouts = Counter(
             f"{SHARE}_acquisitionlocktimeoutpersec",
             "Records whose acquisition lock expired before they were acknowledged.",
@@ -221,11 +217,10 @@ class BrokerMetrics:
             buckets=LOAD_BUCKETS,
             registry=r,
         )
-        self.records_acquired = Counter(
-            f"{SHARE}_recordsacquiredpersec",
-            "Records handed out by ShareFetch (deliveries).",
-            registry=r,
+        self.records_acquired = LoopCounter(
+            f"{SHARE}_recordsacquiredpersec", "Records handed out by ShareFetch (deliveries)."
         )
+        r.register(self.records_acquired)
 
         # The log cleaner (kafka.log:type=LogCleaner).
         self.cleaner_bytes = Counter(
@@ -256,16 +251,17 @@ class BrokerMetrics:
         self.records_released.labels(reason="member_left").inc(records)
 
     def on_records_acquired(self, records: int) -> None:
-        self.records_acquired.inc(records)
+        self.records_acquired.values[""] += records
 
     def on_acknowledgement(self, ok: bool, records: Mapping[AcknowledgeType, int]) -> None:
-        (self._share_acks_ok if ok else self._share_acks_failed).inc()
+        self.share_acks.values["ok" if ok else "failed"] += 1
         if not ok:
             return
+        by_type = self.record_acks.values
         for ack_type, n in records.items():
-            child = self._record_acks_by_type.get(ack_type)
-            if child is not None:  # GAP is not an acknowledgement type to count
-                child.inc(n)
+            name = ACK_TYPE_NAMES.get(ack_type)
+            if name is not None:  # GAP is not an acknowledgement type to count
+                by_type[name] += n
 
     def on_lock_timeouts(self, records: int) -> None:
         self.lock_timeouts.inc(records)
@@ -422,6 +418,29 @@ class PlainCounter(Collector):
         family = CounterMetricFamily(self._name, self._documentation, labels=[self._label])
         for value, n in sorted(self.values.items()):  # one C-level copy, as RequestStats does
             family.add_metric([value], n)
+        yield family
+
+
+class LoopCounter(Collector):
+    """A counter added to by the loop alone, its series (`label`'s `values`, or one with no
+    label) made up front and shown in that order: the exposition of a prometheus_client
+    Counter with those children made at once (`_created` series are off), without its lock
+    and four Python calls per increment (~55 opcodes; three increments a steady-rate
+    ShareFetch: 11,095 -> 10,977 opcodes)."""
+
+    def __init__(
+        self, name: str, documentation: str, label: str | None = None, values: Iterable[str] = ()
+    ) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._labels = [label] if label is not None else []
+        self.values: dict[str, float] = dict.fromkeys(values if label is not None else [""], 0.0)
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(self._name, self._documentation, labels=self._labels)
+        labelled = bool(self._labels)
+        for value, n in list(self.values.items()):  # in the order made, as Counter shows them
+            family.add_metric([value] if labelled else [], n)
         yield family
 
 

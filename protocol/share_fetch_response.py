@@ -28,12 +28,21 @@ from protocol.wire import uvarint
 
 VERSIONS = (1, 2)
 
+# The response up to its topics' count, in one pack when there is no error message and fewer
+# than 127 topics (a one-byte compact count): throttle time, error code, a null error message,
+# acquisition lock timeout, the count.
+_HEAD = struct.Struct(">ihbiB")
 _TOP = struct.Struct(">ih")  # throttle time, error code
 _LOCK_TIMEOUT = struct.Struct(">i")
+# A partition up to its records, in one pack when there is no acknowledgement error message:
+# partition index, error code, a null error message, acknowledgement error code, a null
+# message, leader id, leader epoch, the leader's empty tagged fields (six appends before).
+_PARTITION_HEAD = struct.Struct(">ihbhbiib")
 _PARTITION = struct.Struct(">ih")  # partition index, error code
 _ACK_CODE = struct.Struct(">h")
 _LEADER = struct.Struct(">iib")  # leader id, leader epoch, its empty tagged fields
 _ACQUIRED = struct.Struct(">qqhb")  # first, last, delivery count, empty tagged fields
+_TAIL = b"\x01\x00"  # no node endpoints, the response's empty tagged fields
 
 
 class AcquiredRange(NamedTuple):
@@ -53,7 +62,9 @@ class PartitionAnswer(NamedTuple):
     leader_id: int
     leader_epoch: int
     records: bytes
-    acquired: Sequence[AcquiredRange]
+    # (first offset, last offset, delivery count) each: AcquiredRange, or any such tuple (the
+    # share window's own AcquiredRecords, written as they are, with no copy).
+    acquired: Sequence[tuple[int, int, int]]
 
 
 TopicAnswers = tuple[uuid.UUID, Sequence[PartitionAnswer]]
@@ -71,27 +82,37 @@ def encode_share_fetch_response(
     """The response body (no header) for a request of `version`."""
     if version not in VERSIONS:
         raise ValueError(f"ShareFetchResponse v{version} is not served by this encoder")
-    out = [
-        _TOP.pack(throttle_time_ms, error_code),
-        nullable_string(error_message, True),
-        _LOCK_TIMEOUT.pack(lock_timeout_ms),
-        array_length(len(topics), True),
-    ]
+    if error_message is None and len(topics) < 0x7F:
+        out = [_HEAD.pack(throttle_time_ms, error_code, 0, lock_timeout_ms, len(topics) + 1)]
+    else:
+        out = [
+            _TOP.pack(throttle_time_ms, error_code),
+            nullable_string(error_message, True),
+            _LOCK_TIMEOUT.pack(lock_timeout_ms),
+            array_length(len(topics), True),
+        ]
+    append = out.append
     for topic_id, partitions in topics:
-        out.append(topic_id.bytes)
-        out.append(array_length(len(partitions), True))
+        append(topic_id.bytes)
+        append(array_length(len(partitions), True))
         for p in partitions:
-            out.append(_PARTITION.pack(p.partition, p.error_code))
-            out.append(b"\x00")  # error_message: null
-            out.append(_ACK_CODE.pack(p.acknowledge_error_code))
-            out.append(nullable_string(p.acknowledge_error_message, True))
-            out.append(_LEADER.pack(p.leader_id, p.leader_epoch, 0))
-            out.append(uvarint(len(p.records) + 1))
-            out.append(p.records)
-            out.append(array_length(len(p.acquired), True))
-            out.extend(_ACQUIRED.pack(*a, 0) for a in p.acquired)
-            out.append(NO_TAGGED_FIELDS)  # of the partition
-        out.append(NO_TAGGED_FIELDS)  # of the topic
-    out.append(array_length(0, True))  # node endpoints
-    out.append(NO_TAGGED_FIELDS)  # of the response
+            if p.acknowledge_error_message is None:
+                append(_PARTITION_HEAD.pack(p.partition, p.error_code, 0,
+                                            p.acknowledge_error_code, 0, p.leader_id,
+                                            p.leader_epoch, 0))  # fmt: skip
+            else:
+                append(_PARTITION.pack(p.partition, p.error_code))
+                append(b"\x00")  # error_message: null
+                append(_ACK_CODE.pack(p.acknowledge_error_code))
+                append(nullable_string(p.acknowledge_error_message, True))
+                append(_LEADER.pack(p.leader_id, p.leader_epoch, 0))
+            append(uvarint(len(p.records) + 1))
+            append(p.records)
+            acquired = p.acquired
+            append(array_length(len(acquired), True))
+            for a in acquired:  # a range each (a batch at most), never a record each
+                append(_ACQUIRED.pack(a[0], a[1], a[2], 0))
+            append(NO_TAGGED_FIELDS)  # of the partition
+        append(NO_TAGGED_FIELDS)  # of the topic
+    append(_TAIL)
     return b"".join(out)

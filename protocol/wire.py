@@ -20,6 +20,8 @@ def uvarint(value: int) -> bytes:
     """An unsigned varint (compact lengths, tag counts)."""
     if 0 <= value < 0x80:
         return _ONE_BYTE[value]  # nearly every length and count on the hot path
+    if 0x80 <= value < 0x4000:  # a small record batch's length: no loop (~60 opcodes less)
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)

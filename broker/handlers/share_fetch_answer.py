@@ -19,7 +19,6 @@ from broker.share.share_session_cache import TopicIdPartition
 from broker.slicing import Slicer
 from protocol.api_keys import SHARE_FETCH
 from protocol.messages import EncodedResponse
-from protocol.share_fetch_response import AcquiredRange
 from protocol.share_fetch_response import PartitionAnswer
 from protocol.share_fetch_response import encode_share_fetch_response
 
@@ -40,10 +39,7 @@ def partition_answer(
         leader_id=ctx.services.node_id,
         leader_epoch=0,
         records=fetched.records if fetched else b"",
-        acquired=[
-            AcquiredRange(a.first_offset, a.last_offset, a.delivery_count)
-            for a in (fetched.acquired if fetched else ())
-        ],
+        acquired=fetched.acquired if fetched else (),  # AcquiredRecords: the same 3 fields
     )
 
 

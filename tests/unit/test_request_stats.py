@@ -7,6 +7,9 @@ requests; the same ones go through both, and the two expositions are compared li
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
@@ -14,10 +17,13 @@ from prometheus_client import CollectorRegistry
 from prometheus_client import Counter
 from prometheus_client import Histogram
 from prometheus_client import generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 
+from broker.metrics import ACK_TYPE_NAMES
 from broker.metrics import LATENCY_BUCKETS
 from broker.metrics import BrokerMetrics
 from broker.metrics import RequestStats
+from protocol.acknowledge_type import AcknowledgeType
 
 APIS = ["Produce", "ShareFetch", "ShareAcknowledge"]
 CODES = [
@@ -186,3 +192,65 @@ def test_share_topic_counters_as_prometheus_client_counts_them(
         if any(name in k for name in SHARE_COUNTERS)
     }
     assert mine == theirs
+
+
+ACK_NAMES = {
+    "recordacknowledgementspersec": "RecordAcknowledgementsPerSec: records acknowledged, by "
+    "acknowledgement type.",
+    "shareacknowledgementpersec": "ShareAcknowledgement: acknowledgement requests per "
+    "partition, and failures.",
+    "recordsacquiredpersec": "Records handed out by ShareFetch (deliveries).",
+}
+acknowledgements = st.lists(
+    st.one_of(
+        st.tuples(st.just("ack"), st.booleans(),
+                  st.dictionaries(st.sampled_from(list(AcknowledgeType)), st.integers(0, 500))),
+        st.tuples(st.just("acquired"), st.integers(0, 500), st.just({})),
+    ),
+    max_size=30,
+)  # fmt: skip
+
+
+def _families(exposition: bytes, names: Iterable[str]) -> list[str]:
+    """The lines (HELP, TYPE, samples) of the named share families, in exposition order."""
+    return [line for line in exposition.decode().splitlines() if any(n in line for n in names)]
+
+
+@given(acknowledgements)
+def test_share_acknowledgement_counters_as_prometheus_client_counts_them(
+    observed: list[tuple[str, Any, dict[AcknowledgeType, int]]],
+) -> None:
+    """Acknowledgements (ok or failed, records by type, GAP not counted) and records acquired,
+    counted in plain numbers (`LoopCounter`): the same lines in the same order, in both the
+    text and the OpenMetrics expositions, as the prometheus_client Counters they replace, made
+    as they were (every child bound up front, in ACK_TYPE_NAMES' order, then ok and failed)."""
+    metrics = BrokerMetrics()
+    reference = CollectorRegistry()
+    share = "kafka_server_sharegroupmetrics_"
+    by_type = Counter(
+        share + "recordacknowledgementspersec",
+        ACK_NAMES["recordacknowledgementspersec"],
+        ["ackType"],
+        registry=reference,
+    )
+    children = {t: by_type.labels(ackType=name) for t, name in ACK_TYPE_NAMES.items()}
+    acks = Counter(share + "shareacknowledgementpersec", ACK_NAMES["shareacknowledgementpersec"],
+                   ["result"], registry=reference)  # fmt: skip
+    ok, failed = acks.labels(result="ok"), acks.labels(result="failed")
+    acquired = Counter(share + "recordsacquiredpersec", ACK_NAMES["recordsacquiredpersec"],
+                       registry=reference)  # fmt: skip
+    for kind, value, records in observed:
+        if kind == "acquired":
+            metrics.on_records_acquired(value)
+            acquired.inc(value)
+            continue
+        metrics.on_acknowledgement(value, records)
+        (ok if value else failed).inc()
+        if value:
+            for t, n in records.items():
+                if t in children:
+                    children[t].inc(n)
+    for write in (generate_latest, openmetrics_latest):
+        assert _families(write(metrics.registry), ACK_NAMES) == _families(
+            write(reference), ACK_NAMES
+        )

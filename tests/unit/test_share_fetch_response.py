@@ -32,6 +32,7 @@ from protocol.share_fetch_response import AcquiredRange
 from protocol.share_fetch_response import PartitionAnswer
 from protocol.share_fetch_response import TopicAnswers
 from protocol.share_fetch_response import encode_share_fetch_response
+from protocol.wire import uvarint
 
 SHARE_FETCH = 78
 codes = st.sampled_from([int(c) for c in ErrorCode])
@@ -51,7 +52,8 @@ partitions = st.lists(
         acknowledge_error_message=messages,
         leader_id=int32,
         leader_epoch=int32,
-        records=st.binary(max_size=300),
+        # Past 127 bytes the records' compact length takes 2 bytes, past 16,382 three.
+        records=st.binary(max_size=300) | st.integers(16_000, 17_000).map(lambda n: b"r" * n),
         acquired=ranges,
     ),
     max_size=4,
@@ -138,6 +140,19 @@ def test_bytes_match_kio(
     )
     assert encode_response(ours, correlation_id, version) == expected
     assert response_frame(ours, correlation_id, version) == frame(expected)  # as sent
+
+
+@given(value=st.integers(0, 2**35) | st.integers(0, 0x4100))
+def test_uvarint_is_the_varint_loop(value: int) -> None:
+    """`uvarint`'s one- and two-byte shortcuts write what the plain 7-bits-at-a-time loop
+    (Kafka's ByteUtils.writeUnsignedVarint) writes."""
+    expected = bytearray()
+    rest = value
+    while rest > 0x7F:
+        expected.append((rest & 0x7F) | 0x80)
+        rest >>= 7
+    expected.append(rest)
+    assert uvarint(value) == bytes(expected)
 
 
 def test_an_unserved_version_is_refused() -> None:
