@@ -109,7 +109,7 @@ class SharePartitionManager:
         sp = open_partition(self._logs, self._configs, self._persister, key, now_ms, self._metrics)
         if sp is None:
             return None
-        self._partitions[key] = sp
+        self._partitions[sp.key] = sp  # sp.key: the topic's own id object (open_partition)
         self._book.arm_wake(sp, now_ms)  # records recovered waiting (retry backoff)
         if sp.archiving.count():  # copies a crash left unfinished are made again
             self._dead_letters.note(key)
