@@ -220,11 +220,11 @@ def share_fetch(
     logs: LogManager,
     configs: GroupConfigs,
 ) -> ShareFetchService:
-    def partition_count(topic_id: uuid.UUID) -> int | None:
+    def topic_of(topic_id: uuid.UUID) -> tuple[uuid.UUID, int] | None:
         topic = logs.topic_by_id(topic_id)
         if topic is None and logs.refresh_topics():  # made by the controller since
             topic = logs.topic_by_id(topic_id)
-        return topic.partitions if topic else None
+        return (topic.topic_id, topic.partitions) if topic else None
 
     owner = config.ownership
     if owner.single:
@@ -232,7 +232,7 @@ def share_fetch(
             ShareSessionCache(config.group_share_max_share_sessions),
             manager,
             is_member=coordinator.is_member,
-            partition_count=partition_count,
+            topic_of=topic_of,
         )
 
     def is_member(group_id: str, member_id: str) -> bool:
@@ -248,7 +248,7 @@ def share_fetch(
         ShareSessionCache(config.group_share_max_share_sessions),
         manager,
         is_member=is_member,
-        partition_count=partition_count,
+        topic_of=topic_of,
         led_elsewhere=lambda topic_id, p: not owner.leads(topic_id, p),
     )
 

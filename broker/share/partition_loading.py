@@ -42,12 +42,13 @@ def open_partition(
     group_id, topic_id, partition = key
     topic = logs.topic_by_id(topic_id)
     plog = logs.log(topic.name, partition) if topic else None
-    if plog is None:
+    if plog is None or topic is None:
         return None
     earliest = configs.effective(group_id, "share.auto.offset.reset") == "earliest"
     start = plog.log_start_offset if earliest else plog.log_end_offset
     limits = limits_of(configs, group_id)
-    sp = SharePartition(group_id, topic_id, partition, start_offset=start, limits=limits)
+    # The topic's own id object: keys made of it hit by identity (`UUID.__eq__` is Python).
+    sp = SharePartition(group_id, topic.topic_id, partition, start_offset=start, limits=limits)
     started = time.perf_counter()  # a duration, not a point in time: not the clock's now
     if load(persister, sp, plog.log_start_offset, now_ms):
         # Control offsets in the recovered window are not data (a fetch would pass them):

@@ -72,15 +72,17 @@ class ShareFetchService:
         partitions: SharePartitionManager,
         *,
         is_member: Callable[[str, str], bool],
-        partition_count: Callable[[uuid.UUID], int | None],
+        topic_of: Callable[[uuid.UUID], tuple[uuid.UUID, int] | None],
         led_elsewhere: Callable[[uuid.UUID, int], bool] | None = None,
     ) -> None:
-        """`led_elsewhere`: with `--processes N`, whether another process leads a partition
+        """`topic_of`: a topic id's partition count and the broker's own object of that id
+        (session keys made of it hit by identity in every look-up after: `UUID.__eq__` is
+        Python). `led_elsewhere`: with `--processes N`, whether another process leads a partition
         (it is refused with NOT_LEADER_OR_FOLLOWER: the client goes to the leader)."""
         self.sessions = sessions
         self.partitions = partitions
         self._is_member = is_member
-        self._partition_count = partition_count
+        self._topic_of = topic_of
         self._led_elsewhere = led_elsewhere
 
     # Sessions
@@ -120,9 +122,9 @@ class ShareFetchService:
         """Add and forget partitions of an open session; those it cannot hold, with why."""
         unknown: dict[TopicIdPartition, FetchedPartition] = {}
         for tp in added:
-            code = self._unknown(tp)
+            code, known = self._unknown(tp)
             if code is None:
-                session.partitions[tp] = None
+                session.partitions[known] = None
             else:
                 unknown[tp] = FetchedPartition(code, b"", [])
         for tp in forgotten:
@@ -151,15 +153,16 @@ class ShareFetchService:
         if epoch != CLOSE_EPOCH:
             self.sessions.advance(ShareSessionKey(group_id, member_id), epoch)
 
-    def _unknown(self, tp: TopicIdPartition) -> ErrorCode | None:
-        count = self._partition_count(tp[0])
-        if count is None:
-            return ErrorCode.unknown_topic_id
-        if not 0 <= tp[1] < count:
-            return ErrorCode.unknown_topic_or_partition
+    def _unknown(self, tp: TopicIdPartition) -> tuple[ErrorCode | None, TopicIdPartition]:
+        """Why the session cannot hold `tp`, or None and `tp` with the broker's own id."""
+        topic = self._topic_of(tp[0])
+        if topic is None:
+            return ErrorCode.unknown_topic_id, tp
+        if not 0 <= tp[1] < topic[1]:
+            return ErrorCode.unknown_topic_or_partition, tp
         if self._led_elsewhere is not None and self._led_elsewhere(*tp):
-            return ErrorCode.not_leader_or_follower
-        return None
+            return ErrorCode.not_leader_or_follower, tp
+        return None, (topic[0], tp[1])
 
     # Acquisition
 

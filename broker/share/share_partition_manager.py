@@ -7,8 +7,7 @@ at `share.auto.offset.reset`), and the entry point of every operation on them:
   once, acquire over their headers, return the batches unchanged);
 - commit: acknowledgements, lock expiry and departures, each planned, written through the
   Persister and only then applied (`share_changes.py`), and moves of the log start;
-- bookkeeping after every change (`bookkeeping.py`: the broker-wide acquisition-lock timer,
-  wake-ups, records given up on);
+- bookkeeping after every change (`bookkeeping.py`: lock timer, wake-ups, records given up);
 - dead letters, behind the `DeadLetters` protocol (`dead_letter_duty.py`).
 
 What it needs from the rest of the broker comes in as protocols: the logs (`ShareLogs`), the
@@ -34,6 +33,7 @@ from broker.share.dead_letter_duty import DEAD_LETTER_BUDGET
 from broker.share.dead_letter_duty import DeadLetterCopier
 from broker.share.dead_letter_duty import DeadLetters
 from broker.share.dead_letter_duty import NoDeadLetters
+from broker.share.limits import GroupLimits
 from broker.share.log_start_moves import LogStartMoves
 from broker.share.partition_loading import load_recorded
 from broker.share.partition_loading import open_partition
@@ -65,6 +65,7 @@ class SharePartitionManager:
     ) -> None:
         self._logs = logs
         self._configs = configs
+        self._group_limits = GroupLimits(configs)  # lock duration, key ordering: per fetch
         # None: share state is not durable (group.share.persister.class.name empty, unit tests)
         self._persister: Persister = persister if persister is not None else NoPersister()
         self._metrics = metrics
@@ -108,7 +109,7 @@ class SharePartitionManager:
         sp = open_partition(self._logs, self._configs, self._persister, key, now_ms, self._metrics)
         if sp is None:
             return None
-        self._partitions[key] = sp
+        self._partitions[sp.key] = sp  # sp.key: the topic's own id object (open_partition)
         self._book.arm_wake(sp, now_ms)  # records recovered waiting (retry backoff)
         if sp.archiving.count():  # copies a crash left unfinished are made again
             self._dead_letters.note(key)
@@ -136,11 +137,11 @@ class SharePartitionManager:
             del self._partitions[key]
 
     def lock_duration_ms(self, group_id: str) -> int:
-        return int(self._configs.effective(group_id, "share.record.lock.duration.ms"))
+        return self._group_limits(group_id).lock_duration_ms
 
     def key_ordered(self, group_id: str) -> bool:
         """A record may then be for one waiting fetch only: every waiter is woken, not one."""
-        return bool(self._configs.effective(group_id, "share.key.ordering.enable"))
+        return self._group_limits(group_id).key_ordering
 
     # fetch ----------------------------------------------------------------------------------
 

@@ -54,12 +54,12 @@ class World:
             ShareSessionCache(10),
             self.partitions,
             is_member=lambda g, m: (g, m) in self.members,
-            partition_count=self.partition_count,
+            topic_of=self.topic_of,
         )
 
-    def partition_count(self, topic_id: uuid.UUID) -> int | None:
+    def topic_of(self, topic_id: uuid.UUID) -> tuple[uuid.UUID, int] | None:
         topic = self.logs.topic_by_id(topic_id)
-        return topic.partitions if topic else None
+        return (topic.topic_id, topic.partitions) if topic else None
 
     def open(self, partitions: range) -> ShareSession:
         update = self.service.update_session(G, M, 0, [(self.topic_id, p) for p in partitions], [])
@@ -218,3 +218,19 @@ def test_closing_the_session_releases_what_the_member_holds(tmp_path: Path) -> N
     w.service.acquire(session, session_epoch=0, max_records=500, max_bytes=1 << 20, now_ms=NOW)
     w.service.close_session(G, M, NOW)
     assert w.held() == 0
+
+
+def test_session_and_share_partition_keys_hold_the_brokers_own_topic_id(tmp_path: Path) -> None:
+    """A request's topic id is a new `uuid.UUID` each time, equal to the broker's: the session
+    and the share-partition keep the broker's object, so every later dict look-up of a fetch
+    hits by identity (`UUID.__eq__` is Python; bench/PROFILE.md "acquisition")."""
+    w = World(tmp_path, 1, 1)
+    asked = uuid.UUID(int=w.topic_id.int)
+    assert asked == w.topic_id and asked is not w.topic_id
+    update = w.service.update_session(G, M, 0, [(asked, 0)], [])
+    assert update.session is not None and not update.unknown
+    ((tid, _),) = update.session.partitions
+    assert tid is w.topic_id
+    sp = w.partitions.get(G, asked, 0, 0)
+    assert sp is not None and sp.topic_id is w.topic_id
+    assert all(key[1] is w.topic_id for key in w.partitions.partitions())

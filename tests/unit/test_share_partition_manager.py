@@ -323,3 +323,21 @@ def test_a_record_written_behind_other_data_is_left_to_the_read() -> None:
     sp = b.partition()
     assert (sp.spso, sp.speo) == (11, 11)
     assert b.fetch("m", 3) == [(11, 12, 1)]
+
+
+def test_per_fetch_group_reads_follow_group_and_broker_config_changes() -> None:
+    """The lock duration (ShareFetch's AcquisitionLockTimeoutMs) and key ordering a fetch reads
+    by group are cached (`GroupLimits`): a group config change and a dynamic broker default
+    change (`GroupConfigs.broker_changed`) each show at the next read."""
+    broker = {name: value for name, (value, _) in BROKER_DEFAULTS.items()}
+    configs = GroupConfigs(None, lambda name: broker[name])
+    manager = SharePartitionManager(MemoryLogs(), configs)
+    assert (manager.lock_duration_ms("G"), manager.key_ordered("G")) == (30_000, False)
+    configs.alter("G", {"share.record.lock.duration.ms": "20000"})
+    configs.alter("G", {"share.key.ordering.enable": "true"})
+    assert (manager.lock_duration_ms("G"), manager.key_ordered("G")) == (20_000, True)
+    assert (manager.lock_duration_ms("H"), manager.key_ordered("H")) == (30_000, False)
+    broker["group.share.record.lock.duration.ms"] = 45_000
+    configs.broker_changed()
+    assert manager.lock_duration_ms("H") == 45_000
+    assert manager.lock_duration_ms("G") == 20_000  # the group's own value still wins
