@@ -27,7 +27,7 @@ from protocol.share_state import ShareDelta
 from protocol.share_state import ShareStateRecord
 from protocol.share_state import StateBatch
 from protocol.share_state import decode_batch
-from protocol.share_state import encode_batch
+from protocol.share_state import encode_control_batch
 from protocol.share_state import next_epoch
 from storage.errors import OffsetOutOfRange
 from storage.fsutil import atomic_write
@@ -187,7 +187,8 @@ class ShareStateStore:
 
     def append(self, record: ShareStateRecord, now_ms: int) -> int:
         """Append one record as a control batch; its offset."""
-        offset = self._log.append_control(encode_batch(record, now_ms), now_ms=now_ms).base_offset
+        batch, header = encode_control_batch(record, now_ms)
+        offset = self._log.append_control(batch, now_ms=now_ms, header=header).base_offset
         if self._recorded is not None:
             self._recorded.add(record.group_id)
         return offset
