@@ -16,7 +16,6 @@ import bisect
 import json
 from dataclasses import dataclass
 from dataclasses import field
-from dataclasses import replace
 from pathlib import Path
 
 import structlog
@@ -67,11 +66,11 @@ def overwrite(states: list[StateBatch], new: tuple[StateBatch, ...]) -> list[Sta
         pieces: list[StateBatch] = []
         if lo < hi and out[lo].base_offset < n.base_offset:
             first = out[lo]
-            pieces.append(replace(first, last_offset=n.base_offset - 1))
+            pieces.append(first._replace(last_offset=n.base_offset - 1))
         pieces.append(n)
         if lo < hi and out[hi - 1].last_offset > n.last_offset:
             last = out[hi - 1]
-            pieces.append(replace(last, base_offset=n.last_offset + 1))
+            pieces.append(last._replace(base_offset=n.last_offset + 1))
         out[lo:hi] = pieces
     return out
 
