@@ -5,6 +5,7 @@ header is the one `validate_batches` reads back: the log appends it without pars
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import settings
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from protocol.record_batch import NO_PRODUCER_EPOCH
 from protocol.record_batch import NO_PRODUCER_ID
+from protocol.record_batch import build_batch
 from protocol.record_batch import build_control_batch
 from protocol.record_batch import control_record_key
 from protocol.record_batch import validate_batches
@@ -25,6 +27,11 @@ from protocol.share_state import decode_batch
 from protocol.share_state import encode_batch
 from protocol.share_state import encode_control_batch
 from protocol.share_state import encode_value
+from storage import LogConfig
+from storage import SegmentLog
+
+TS = 1_764_000_000_000
+DATA = build_batch([(b"k", b"v")], timestamp_ms=TS)
 
 I64 = st.integers(-(2**63), 2**63 - 1)
 STATES = st.builds(
@@ -106,3 +113,26 @@ def test_the_steady_rate_checkpoint() -> None:
     batch, header = encode_control_batch(record, 1_764_000_000_000)
     assert batch == generic(record, 1_764_000_000_000)
     assert [header] == validate_batches(batch)
+
+
+def test_a_batch_appended_as_built_is_stored_as_a_validated_one(tmp_path: Path) -> None:
+    """The log stores a batch appended with its header (no re-parse) exactly as it stores the
+    same batch validated: the same segment files, indexes and non-data ranges, across rolls."""
+    config = LogConfig(segment_bytes=400, index_interval_bytes=100)
+    trusted = SegmentLog.open(tmp_path / "trusted", config)
+    checked = SegmentLog.open(tmp_path / "checked", config)
+    for i in range(40):
+        states = tuple(StateBatch(j, j + i, 0, 1) for j in range(i % 3))
+        record = ShareCheckpoint("g", i + 1, i, i, states) if i % 4 else ShareDelta("g", 1, i, ())
+        batch, header = encode_control_batch(record, TS + i)
+        a = trusted.append_control(batch, now_ms=TS + i, header=header)
+        b = checked.append_control(batch, now_ms=TS + i)
+        assert a == b
+        checked.append(DATA, now_ms=TS + i)
+        trusted.append(DATA, now_ms=TS + i)
+    assert len(trusted.segments) > 1
+    assert trusted.data_records(0, trusted.log_end_offset) == 40
+    trusted.close()
+    checked.close()
+    for path in sorted((tmp_path / "checked").iterdir()):
+        assert (tmp_path / "trusted" / path.name).read_bytes() == path.read_bytes(), path.name
