@@ -172,7 +172,13 @@ class SegmentedLog(ABC):
             )
         return self._append(records, headers, now_ms, defer_sync)
 
-    def append_control(self, batch: Buffer, *, now_ms: int) -> AppendResult:
+    def append_control(
+        self, batch: Buffer, *, now_ms: int, header: BatchHeader | None = None
+    ) -> AppendResult:
+        # A batch the broker built with its header in hand (`share_state.encode_control_batch`)
+        # is not parsed and CRC-checked again as a client's would be.
+        if header is not None:
+            return self._append(batch, [header], now_ms)
         headers = validate_batches(batch)
         if not all(h.is_control for h in headers):
             raise InvalidRecordBatch("control", "append_control takes control batches only")

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 from typing import Protocol
 
+from protocol.record_batch import BatchHeader
 from protocol.record_batch import Buffer
 from storage.producer_state import AbortedTxn
 from storage.segment import PendingSync
@@ -63,8 +64,11 @@ class PartitionLog(Protocol):
         """
         ...
 
-    def append_control(self, batch: Buffer, *, now_ms: int) -> AppendResult:
-        """Append a control batch built by the broker itself."""
+    def append_control(
+        self, batch: Buffer, *, now_ms: int, header: BatchHeader | None = None
+    ) -> AppendResult:
+        """Append a control batch built by the broker itself; with its `header` (as built, one
+        batch), the batch is trusted as it is and not validated again."""
         ...
 
     def append_marker(

@@ -29,7 +29,6 @@ import uuid
 from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
-from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -106,7 +105,7 @@ class SnapshotWrite:
 def _from(batches: Sequence[StateBatch], start: int) -> tuple[StateBatch, ...]:
     """Recorded batches from `start` on, those below cut off (SPSO moved past them)."""
     return tuple(
-        replace(b, base_offset=max(b.base_offset, start)) for b in batches if b.last_offset >= start
+        b._replace(base_offset=max(b.base_offset, start)) for b in batches if b.last_offset >= start
     )
 
 
@@ -209,10 +208,19 @@ class ShareStateLog:
             chain.last_offset = offset
             chain.length += 1
             return offset
-        # An emptied window (a consumer at the log end acknowledging all it holds: the common
-        # case) is recorded as it will be, with no range to merge.
-        start, states = (end_offset, ()) if empties else after()
+        if empties:
+            return self.write_emptied(key, end_offset, now_ms)
+        start, states = after()
         return self._write_checkpoint(key, start, end_offset, states, now_ms)
+
+    def write_emptied(self, key: ShareKey, end_offset: int, now_ms: int) -> int | None:
+        """`write_change` of a change that empties the window (a consumer at the log end
+        acknowledging all it holds: each ACCEPT at a steady rate), its ranges not needed: a
+        checkpoint of the empty window at `end_offset`, as it will be. The offset written.
+
+        :raises storage.errors.KafkaStorageError: nothing was written; drop the plan.
+        """
+        return self._write_checkpoint(key, end_offset, end_offset, (), now_ms)
 
     def write_window(
         self, key: ShareKey, start_offset: int, end_offset: int, batches: tuple[StateBatch, ...],

@@ -16,7 +16,6 @@ import bisect
 import json
 from dataclasses import dataclass
 from dataclasses import field
-from dataclasses import replace
 from pathlib import Path
 
 import structlog
@@ -27,7 +26,7 @@ from protocol.share_state import ShareDelta
 from protocol.share_state import ShareStateRecord
 from protocol.share_state import StateBatch
 from protocol.share_state import decode_batch
-from protocol.share_state import encode_batch
+from protocol.share_state import encode_control_batch
 from protocol.share_state import next_epoch
 from storage.errors import OffsetOutOfRange
 from storage.fsutil import atomic_write
@@ -67,11 +66,11 @@ def overwrite(states: list[StateBatch], new: tuple[StateBatch, ...]) -> list[Sta
         pieces: list[StateBatch] = []
         if lo < hi and out[lo].base_offset < n.base_offset:
             first = out[lo]
-            pieces.append(replace(first, last_offset=n.base_offset - 1))
+            pieces.append(first._replace(last_offset=n.base_offset - 1))
         pieces.append(n)
         if lo < hi and out[hi - 1].last_offset > n.last_offset:
             last = out[hi - 1]
-            pieces.append(replace(last, base_offset=n.last_offset + 1))
+            pieces.append(last._replace(base_offset=n.last_offset + 1))
         out[lo:hi] = pieces
     return out
 
@@ -187,7 +186,8 @@ class ShareStateStore:
 
     def append(self, record: ShareStateRecord, now_ms: int) -> int:
         """Append one record as a control batch; its offset."""
-        offset = self._log.append_control(encode_batch(record, now_ms), now_ms=now_ms).base_offset
+        batch, header = encode_control_batch(record, now_ms)
+        offset = self._log.append_control(batch, now_ms=now_ms, header=header).base_offset
         if self._recorded is not None:
             self._recorded.add(record.group_id)
         return offset

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 from typing import Protocol
 
 from broker.share.record_state import RecordState
@@ -27,12 +28,12 @@ from protocol.share_state import StateBatch
 from storage.share_state_store import overwrite
 
 
-@dataclass(frozen=True, slots=True)
-class ShareChange:
+class ShareChange(NamedTuple):
     """A planned change as the Persister records it (`Plan.changes`, made durable before the
     plan is applied). `end_offset` is SPEO; `empties`: no record of the window stays open
     once it is applied; `after`: the window then, (SPSO, durable ranges), asked for only when
-    a checkpoint of it is due (it costs O(window), a delta O(change))."""
+    a checkpoint of it is due (it costs O(window), a delta O(change)). A NamedTuple: one is
+    made per write, and a frozen dataclass's __init__ costs several times as much."""
 
     ranges: tuple[StateRange, ...]
     end_offset: int
@@ -179,7 +180,10 @@ def change_of(sp: SharePartition, ranges: Sequence[StateRange]) -> ShareChange:
 def empties(sp: SharePartition, changes: Sequence[StateRange]) -> bool:
     """Whether applying `changes` leaves no record open in the window. A plan only changes
     records that are open now, so the window empties when its terminal changes cover them all."""
-    terminal = sum(c.last_offset - c.first_offset + 1 for c in changes if c.state.is_terminal)
+    terminal = 0
+    for c in changes:  # one or two ranges, nearly always: a loop costs less than a generator
+        if c.state.is_terminal:
+            terminal += c.last_offset - c.first_offset + 1
     return terminal == sp.open_records()
 
 

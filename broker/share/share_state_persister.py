@@ -36,6 +36,8 @@ class ShareStatePersister(ShareStateLog):
 
         :raises storage.errors.KafkaStorageError: nothing was written; drop the plan.
         """
+        if change.empties and change.ranges:  # the common case: no range to convert
+            return self.write_emptied(key, change.end_offset, now_ms)
 
         def after() -> tuple[int, tuple[StateBatch, ...]]:
             start, ranges = change.after()
