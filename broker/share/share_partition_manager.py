@@ -116,8 +116,7 @@ class SharePartitionManager:
         return sp
 
     def load_recorded(self, now_ms: Callable[[], int]) -> Iterator[None]:
-        """Load every share-partition with recorded state, yielding between them
-        (`partition_loading.load_recorded`)."""
+        """Load every share-partition with state, yielding between (`load_recorded`)."""
         return load_recorded(self, self._persister, self._logs, now_ms)
 
     def partitions(self) -> Mapping[SharePartitionKey, SharePartition]:
