@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime
 import random
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,9 +14,11 @@ from protocol.messages import build
 from protocol.messages import encode_request
 from protocol.messages import request_type
 from protocol.produce_bounds import produce_walker
-from protocol.request_bounds import OutOfBounds
 from protocol.request_bounds import compile_walker
 from protocol.request_bounds import request_walker
+from tests.unit.hand_walk_support import mutated
+from tests.unit.hand_walk_support import outcome
+from tests.unit.hand_walk_support import refusing
 
 VERSIONS = range(3, 13)  # the Produce versions served
 SEED = 932
@@ -64,24 +65,13 @@ def _produce(
     return encode_request(body, rng.randint(0, 2**31 - 1), client_id)
 
 
-def _outcome(walk: Callable[[Any], int], frame: bytes) -> int | str:
-    try:
-        return walk(frame)
-    except OutOfBounds as e:
-        return f"refused: {e}"
-
-
-def _refusing(frame: Any) -> int:
-    raise AssertionError("handed to the generated walk")
-
-
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_one_partition_shape_is_checked_by_hand_and_ends_where_the_walk_ends(
     version: int,
 ) -> None:
     rng = random.Random(SEED + version)
     generated = compile_walker(request_type(0, version))[0]
-    by_hand = produce_walker(version, _refusing)
+    by_hand = produce_walker(version, refusing)
     for _ in range(100):
         frame = _produce(version, rng)
         assert by_hand(frame) == generated(frame)
@@ -125,7 +115,6 @@ def test_mutated_frames_get_the_walks_answer(version: int) -> None:
     rng = random.Random(SEED * 7 + version)
     generated = compile_walker(request_type(0, version))[0]
     served = request_walker(request_type(0, version))
-    hostile = [b"\xff\xff\xff\xff\x0f", b"\x7f\xff\xff\xff", b"\x80\x00", b"\xff\xff", b"\x00"]
     handed: list[bytes] = []
 
     def walk(b: Any) -> int:
@@ -134,24 +123,10 @@ def test_mutated_frames_get_the_walks_answer(version: int) -> None:
 
     alone = 0
     for _ in range(600):
-        frame = bytearray(_produce(version, rng, records_len=rng.choice([0, 30, 300])))
-        for _ in range(rng.randint(1, 3)):
-            pos = rng.randrange(8, len(frame))  # past the key, version and correlation id
-            how = rng.randrange(4)
-            if how == 0:
-                frame[pos] = rng.randrange(256)
-            elif how == 1:
-                del frame[pos:]
-            elif how == 2:
-                frame[pos:pos] = rng.randbytes(rng.randint(1, 4))
-            else:
-                frame[pos : pos + 4] = rng.choice(hostile)
-            if len(frame) <= 8:
-                break
-        data = bytes(frame)
+        data = mutated(_produce(version, rng, records_len=rng.choice([0, 30, 300])), rng)
         handed.clear()
-        assert _outcome(produce_walker(version, walk), data) == _outcome(generated, data)
-        assert _outcome(served, data) == _outcome(generated, data)
+        assert outcome(produce_walker(version, walk), data) == outcome(generated, data)
+        assert outcome(served, data) == outcome(generated, data)
         alone += not handed
     assert alone > 40  # the mutations left many frames in the shape checked by hand
 
@@ -198,7 +173,7 @@ def test_a_producer_s_repeated_bytes_are_compared_whole_and_mutations_get_the_wa
             data = bytes(mutated)
             reads.clear()
             handed.clear()
-            assert _outcome(by_hand, data) == _outcome(generated, data)
+            assert outcome(by_hand, data) == outcome(generated, data)
             compared += not reads and not handed
             assert by_hand(frame) == generated(frame)
     assert compared > 40  # many mutations left the repeated bytes as they were

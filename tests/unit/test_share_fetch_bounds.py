@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime
 import random
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,6 +20,9 @@ from protocol.request_bounds import compile_walker
 from protocol.request_bounds import request_walker
 from protocol.share_fetch_bounds import MAX_BATCHES
 from protocol.share_fetch_bounds import share_fetch_walker
+from tests.unit.hand_walk_support import mutated
+from tests.unit.hand_walk_support import outcome
+from tests.unit.hand_walk_support import refusing
 
 VERSIONS = (1, 2)  # the ShareFetch versions served
 SEED = 33
@@ -85,24 +87,13 @@ def _share_fetch(
     return encode_request(body, rng.randint(0, 2**31 - 1), client_id)
 
 
-def _outcome(walk: Callable[[Any], int], frame: bytes) -> int | str:
-    try:
-        return walk(frame)
-    except OutOfBounds as e:
-        return f"refused: {e}"
-
-
-def _refusing(frame: Any) -> int:
-    raise AssertionError("handed to the generated walk")
-
-
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_one_partition_shape_is_checked_by_hand_and_ends_where_the_walk_ends(
     version: int,
 ) -> None:
     rng = random.Random(SEED + version)
     generated = compile_walker(request_type(78, version))[0]
-    by_hand = share_fetch_walker(version, _refusing)
+    by_hand = share_fetch_walker(version, refusing)
     for _ in range(200):
         frame = _share_fetch(version, rng)
         assert by_hand(frame) == generated(frame)
@@ -164,7 +155,6 @@ def test_mutated_frames_get_the_walks_answer(version: int) -> None:
     rng = random.Random(SEED * 7 + version)
     generated = compile_walker(request_type(78, version))[0]
     served = request_walker(request_type(78, version))
-    hostile = [b"\xff\xff\xff\xff\x0f", b"\x7f\xff\xff\xff", b"\x80\x00", b"\xff\xff", b"\x00"]
     handed: list[bytes] = []
 
     def walk(b: Any) -> int:
@@ -174,23 +164,9 @@ def test_mutated_frames_get_the_walks_answer(version: int) -> None:
     by_hand = share_fetch_walker(version, walk)
     alone = 0
     for _ in range(800):
-        frame = bytearray(_share_fetch(version, rng, batches=rng.randint(0, 3)))
-        for _ in range(rng.randint(1, 3)):
-            pos = rng.randrange(8, len(frame))  # past the key, version and correlation id
-            how = rng.randrange(4)
-            if how == 0:
-                frame[pos] = rng.randrange(256)
-            elif how == 1:
-                del frame[pos:]
-            elif how == 2:
-                frame[pos:pos] = rng.randbytes(rng.randint(1, 4))
-            else:
-                frame[pos : pos + 4] = rng.choice(hostile)
-            if len(frame) <= 8:
-                break
-        data = bytes(frame)
+        data = mutated(_share_fetch(version, rng, batches=rng.randint(0, 3)), rng)
         handed.clear()
-        assert _outcome(by_hand, data) == _outcome(generated, data)
-        assert _outcome(served, data) == _outcome(generated, data)
+        assert outcome(by_hand, data) == outcome(generated, data)
+        assert outcome(served, data) == outcome(generated, data)
         alone += not handed
     assert alone > 60  # the mutations left many frames in the shape checked by hand
