@@ -106,6 +106,16 @@ def _send(p: Producer, prefix: str, count: int) -> dict[int, list[bytes]]:
     return sent
 
 
+def _open_transaction(bootstrap: str) -> tuple[str, Producer, dict[int, list[bytes]]]:
+    """The topic made, a transaction coordinated by node 0 begun, and 8 records a partition
+    sent in it and acknowledged: its id, its producer and what each partition got."""
+    create_topic(bootstrap, TOPIC, PARTITIONS, timeout=30)
+    txn_id = _txn_id(0)
+    p = _transactional(bootstrap, txn_id)
+    p.begin_transaction()
+    return txn_id, p, _send(p, "kept", 8 * PARTITIONS)
+
+
 def _state(bootstrap: str, txn_id: str) -> str:
     async def ask() -> str:
         cluster = Cluster(bootstrap, client_id="txn-test")
@@ -171,11 +181,7 @@ def test_a_leader_killed_before_it_wrote_the_marker_gets_it_after_its_restart(
     broker, nodes = start_two(tmp_path / "data")
     try:
         b = broker.bootstrap
-        create_topic(b, TOPIC, PARTITIONS, timeout=30)
-        txn_id = _txn_id(0)
-        p = _transactional(b, txn_id)
-        p.begin_transaction()
-        sent = _send(p, "kept", 8 * PARTITIONS)
+        txn_id, p, sent = _open_transaction(b)
         os.kill(nodes[1], 9)  # the coordinator (node 0) commits while node 1 is down
         p.commit_transaction(120)
         wait_for_nodes(broker, 2, timeout=90, not_pids={nodes[1]})
@@ -214,11 +220,7 @@ def test_a_coordinator_killed_between_prepare_and_complete_finishes_after_its_re
     stopped = False
     try:
         b = broker.bootstrap
-        create_topic(b, TOPIC, PARTITIONS, timeout=30)
-        txn_id = _txn_id(0)
-        p = _transactional(b, txn_id)
-        p.begin_transaction()
-        sent = _send(p, "kept", 8 * PARTITIONS)
+        txn_id, p, sent = _open_transaction(b)
         os.kill(nodes[1], signal.SIGSTOP)
         stopped = True
         failures: list[BaseException] = []
