@@ -191,8 +191,12 @@ def test_five_thousand_records_acknowledged_alternately_commit_without_error(
     member gets none of them, even once their 2 s locks would have run out."""
     total = 5000
     topic, group = fresh(broker, 1, **{"share.record.lock.duration.ms": "2000"})
-    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 2000, **QUIET})
-    for i in range(total):  # all queued within the linger: one produce, one batch
+    # One batch of exactly `total`: librdkafka sends a batch once it holds batch.num.messages,
+    # and the linger is longer than any loaded machine takes to queue them (a 2 s linger once
+    # split them in two under CI's load, and the poll held only the first).
+    settings = {"linger.ms": 60_000, "batch.num.messages": total}
+    p = Producer({"bootstrap.servers": broker.bootstrap, **settings, **QUIET})
+    for i in range(total):
         p.produce(topic, key=b"k%06d" % i, value=b"v%06d" % i)
     assert p.flush(20) == 0
     settings = {"share.acknowledgement.mode": "explicit", "max.poll.records": total}
