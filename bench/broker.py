@@ -33,6 +33,26 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_ports(count: int, avoid: frozenset[int] = frozenset()) -> int:
+    """The first of `count` consecutive local ports, each free now and none in `avoid`:
+    `--processes N` listens on port + i for node i, so all N must be free, not only the
+    first (a taken port + 1 left node 1 restarting forever and a test waiting on it)."""
+    while True:
+        first = free_port()
+        ports = range(first, first + count)
+        if avoid.isdisjoint(ports) and all(_bindable(port) for port in ports[1:]):
+            return first
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def process_cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process (its threads included), from /proc/<pid>/stat."""
     with open(f"/proc/{pid}/stat", "rb") as f:

@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient
 
 from bench import security
 from bench.broker import BrokerProcess
+from bench.broker import free_ports
 from bench.broker import listens
 from bench.broker import process_cpu_seconds
 from bench.phases import Bench
@@ -46,7 +47,9 @@ def _children(pid: int) -> list[int]:
 def _broker_set(processes: int) -> Iterator[BrokerProcess]:
     """`shoal serve --processes N` (its supervisor) in a fresh data dir, every node up."""
     tmp = Path(tempfile.mkdtemp(prefix=f"shoal-bench-n{processes}-"))
-    broker = BrokerProcess(tmp / "data", log_level="warning", extra=["--processes", str(processes)])
+    broker = BrokerProcess(
+        tmp / "data", free_ports(processes), ["--processes", str(processes)], log_level="warning"
+    )
     try:
         broker.start()
         deadline = time.monotonic() + 120

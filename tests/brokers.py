@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bench.broker import BrokerProcess
 from bench.broker import free_port
+from bench.broker import free_ports
 from bench.broker import listens
 from broker.clock import Clock
 from broker.config import BrokerConfig
@@ -21,8 +22,8 @@ from protocol.record_batch import build_batch
 from storage.log_manager import LogManager
 
 __all__ = [
-    "BrokerProcess", "configured_broker", "free_port", "make_server", "node_pids", "start_broker",
-    "wait_for_nodes",
+    "BrokerProcess", "configured_broker", "free_port", "free_ports", "make_server", "node_pids",
+    "start_broker", "wait_for_nodes",
 ]  # fmt: skip
 
 

@@ -11,8 +11,10 @@ again. The README's "Every core" block runs here as written.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -30,7 +32,7 @@ from confluent_kafka import TopicPartition
 
 from tests.brokers import BrokerProcess
 from tests.brokers import configured_broker
-from tests.brokers import free_port
+from tests.brokers import free_ports
 from tests.brokers import wait_for_nodes
 from tests.compat.support import QUIET
 from tests.compat.support import SHORT_SESSION_CONFIG
@@ -54,6 +56,7 @@ def _coordinator(group: str) -> int:
 
 def start_two(data: Path) -> tuple[BrokerProcess, dict[int, int]]:
     broker = configured_broker(data, SHORT_SESSION_CONFIG)
+    broker.port = free_ports(2)
     broker.extra += ["--processes", "2"]
     broker.start(timeout=90)
     return broker, wait_for_nodes(broker, 2, timeout=90)
@@ -257,16 +260,31 @@ def test_the_readme_block_runs_as_written(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text()
     section = readme.split("\n## Every core: `--processes N`\n", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"^```sh\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
-    port, metrics = free_port(), free_port()
+    port = free_ports(2)
+    metrics = free_ports(2, avoid=frozenset((port, port + 1)))
     for old, new in (("9192", port), ("9193", port + 1), ("9408", metrics), ("9409", metrics + 1)):
         block = block.replace(old, str(new))
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))
-    done = subprocess.run(
-        ["bash", "-e", "-c", block], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    leaders = re.findall(r"Partition: \d+\tLeader: (\d+)", done.stdout)
-    assert sorted(set(leaders)) == ["0", "1"] and len(leaders) == 4, done.stdout
-    assert int(done.stdout.strip().splitlines()[-1]) > 0  # node 1's metrics answered
-    assert '"stopped"' in done.stderr or "stopped" in done.stderr
+    # Output to files, not pipes, and a session of its own: if a line fails, `bash -e` exits
+    # while the backgrounded supervisor lives on; it would hold pipes open (run() waiting the
+    # whole timeout for their end) and outlive the test. Its group is killed either way.
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        bash = subprocess.Popen(
+            ["bash", "-e", "-c", block], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=stdout, stderr=stderr, start_new_session=True,
+        )  # fmt: skip
+        try:
+            code: int | None = bash.wait(timeout=240)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(bash.pid, signal.SIGKILL)
+            bash.wait()
+    printed, logged = out.read_text(), err.read_text()
+    assert code == 0, f"exit {code}:\n{printed[-3000:]}\n{logged[-5000:]}"
+    leaders = re.findall(r"Partition: \d+\tLeader: (\d+)", printed)
+    assert sorted(set(leaders)) == ["0", "1"] and len(leaders) == 4, printed
+    assert int(printed.strip().splitlines()[-1]) > 0  # node 1's metrics answered
+    assert '"stopped"' in logged or "stopped" in logged

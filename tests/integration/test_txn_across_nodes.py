@@ -37,7 +37,7 @@ from protocol.messages import decode_response
 from protocol.messages import encode_request
 from protocol.record_batch import TRANSACTIONAL_MASK
 from protocol.record_batch import build_batch
-from tests.brokers import free_port
+from tests.brokers import free_ports
 from tests.brokers import make_server
 from tests.probe import read_frame
 
@@ -49,17 +49,6 @@ MINUTE = datetime.timedelta(minutes=1)
 TXN = next(f"t{i}" for i in range(100) if zlib.crc32(f"t{i}".encode()) % 2 == 0)
 
 
-def _two_free_ports() -> int:
-    while True:
-        port = free_port()
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
-
-
 def _node(data: Path, port: int, node: int) -> Server:
     return make_server(
         data, listeners=f"PLAINTEXT://127.0.0.1:{port + node}", processes=2, **{"node.id": node}
@@ -69,7 +58,7 @@ def _node(data: Path, port: int, node: int) -> Server:
 @pytest.fixture
 async def nodes(tmp_path: Path) -> AsyncIterator[tuple[Server, Server, int]]:
     """Node 0 (started: it made the topic) and node 1 (not started), on port and port + 1."""
-    port = _two_free_ports()
+    port = free_ports(2)
     zero, one = _node(tmp_path, port, 0), _node(tmp_path, port, 1)
     await zero.start()
     zero.services.logs.create_topic(TOPIC, 4)
