@@ -1,4 +1,5 @@
-"""Bytecodes per steady-rate ShareFetch: `python bench/share_opcount.py [--top K] [--cpu]`.
+"""Bytecodes per steady-rate ShareFetch: `python bench/share_opcount.py [--top K] [--cpu]
+[--records K] [--no-ack]`.
 
 The steady-rate phase's cycle, driven through a real broker's `KafkaConnection`s on null
 transports (as `bench/opcount.py` drives Produce): one share consumer (a ShareGroupHeartbeat
@@ -9,6 +10,12 @@ cycle before and takes the new one, as librdkafka's ShareConsumer does at a stea
 `--wait`: the ShareFetch comes first and waits (its long poll), the Produce wakes it, and the
 loop runs it on: the "records after one wait" case. Without it the record is there already.
 The loop is the broker's (uvloop unless SHOAL_LOOP=asyncio).
+
+`--records K`: each cycle is K one-record Produces, then one ShareFetch that ACCEPTs the K
+records of the cycle before (one range) and takes the K new ones: how the cost of a ShareFetch
+splits into a part per request and a part per record (at a fixed rate a busy broker hands out
+more records per ShareFetch). `--no-ack`: the ShareFetches acknowledge nothing (the cost of the
+piggybacked ACCEPT, by difference; the records stay acquired, so at most 4,000 in a run).
 
 Counts the Python opcodes executed inside the ShareFetch's `data_received` (and, with
 `--wait`, inside the loop passes that resume it), `sys.settrace` opcode events; C code counts
@@ -49,6 +56,7 @@ from protocol.messages import decode_response
 from protocol.messages import encode_request
 
 CHUNK = 1_000
+NO_ACK_LOCKS = 4_000  # group.share.max.partition.max.record.locks' default
 GROUP, MEMBER = "bench", "m" * 22
 ACCEPT = 1
 
@@ -77,12 +85,15 @@ class _Transport(asyncio.Transport):
         pass
 
 
-def share_fetch(epoch: int, topic_id: Any, ack: int | None, cid: int, wait_ms: int) -> bytes:
+def share_fetch(
+    epoch: int, topic_id: Any, ack: tuple[int, int] | None, cid: int, wait_ms: int
+) -> bytes:
+    """A ShareFetch v1 of partition 0 that ACCEPTs the offsets `ack` (first, last)."""
     m = fetch_v1
     batches = (
         ()
         if ack is None
-        else (build(m.AcknowledgementBatch, first_offset=ack, last_offset=ack,
+        else (build(m.AcknowledgementBatch, first_offset=ack[0], last_offset=ack[1],
                     acknowledge_types=(ACCEPT,)),)
     )  # fmt: skip
     body = build(
@@ -115,8 +126,9 @@ async def _cycle(
     request: bytes,
     wait: bool,
     counter: OpcodeCounter | None,
+    records: int = 1,
 ) -> None:
-    """One Produce and one ShareFetch; the ShareFetch's steps traced into `counter`."""
+    """`records` Produces and one ShareFetch; the ShareFetch's steps traced into `counter`."""
     traced = counter if counter is not None else contextlib.nullcontext()
     if wait:
         with traced:
@@ -126,8 +138,9 @@ async def _cycle(
         with traced:
             await _settle()
     else:
-        producer.data_received(producer_frame)
-        await _settle()
+        for _ in range(records):
+            producer.data_received(producer_frame)
+            await _settle()
         with traced:
             consumer.data_received(request)
         await _settle()
@@ -146,11 +159,15 @@ def _taken(got: Any) -> tuple[int | None, int]:
     return last, n
 
 
-async def run(cycles: int, wait: bool, cpu: bool) -> tuple[OpcodeCounter, int]:
+async def run(
+    cycles: int, wait: bool, cpu: bool, records: int = 1, acks: bool = True
+) -> tuple[OpcodeCounter, int]:
     counter = OpcodeCounter()
     taken = 0
     with tempfile.TemporaryDirectory() as tmp:
         overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tmp, "metrics.port": -1}
+        if not acks:  # every record stays acquired: the most a share-partition may hold
+            overrides["group.share.partition.max.record.locks"] = NO_ACK_LOCKS
         server = Server(BrokerConfig.load(environ={}, overrides=overrides))
         await server.start()
         server.services.logs.create_topic("bench", 1, {})
@@ -171,7 +188,7 @@ async def run(cycles: int, wait: bool, cpu: bool) -> tuple[OpcodeCounter, int]:
         await _settle()
         _answer(consumer_t, 78, 1)
         producer_frame = produce(0, 1)
-        ack: int | None = None
+        ack: tuple[int, int] | None = None
         spent = 0.0  # `--cpu`: the loop thread's CPU inside the broker's steps of this chunk
         for i in range(WARM_UP + cycles):
             traced = not cpu and i >= WARM_UP
@@ -179,15 +196,17 @@ async def run(cycles: int, wait: bool, cpu: bool) -> tuple[OpcodeCounter, int]:
             request = share_fetch(i + 1, topic_id, ack, i + 3, 500 if wait else 0)
             started = time.thread_time()
             await _cycle(
-                producer, consumer, producer_frame, request, wait, counter if traced else None
-            )
+                producer, consumer, producer_frame, request, wait, counter if traced else None,
+                records,
+            )  # fmt: skip
             spent += time.thread_time() - started
             producer_t.written.clear()
             got = _answer(consumer_t, 78, 1)
-            ack, n = _taken(got)
+            last, n = _taken(got)
             taken += n
-            assert ack is not None, f"cycle {i} took no record"
-            if cpu and (i + 1 - WARM_UP) % CHUNK == 0:
+            assert last is not None and n == records, f"cycle {i} took {n} of {records} records"
+            ack = (last - n + 1, last) if acks else None
+            if cpu and (i + 1 - WARM_UP) % min(CHUNK, cycles) == 0:
                 if i >= WARM_UP:
                     counter.loop_chunks.append(spent)
                 spent = 0.0
@@ -201,18 +220,29 @@ def main() -> None:
     p.add_argument("--top", type=int, default=0, help="also list the K costliest functions")
     p.add_argument("--wait", action="store_true", help="the ShareFetch waits, a Produce wakes it")
     p.add_argument("--cpu", action="store_true", help="no tracing: CPU µs per cycle")
+    p.add_argument("--records", type=int, default=1, help="K Produces, one ShareFetch of K")
+    p.add_argument("--no-ack", action="store_true", help="the ShareFetches ACCEPT nothing")
     args = p.parse_args()
+    if args.wait and args.records != 1:
+        p.error("--records K > 1 is the records-there cycle: not with --wait")
+    if args.no_ack and (WARM_UP + args.cycles) * args.records > NO_ACK_LOCKS:
+        p.error(f"--no-ack holds every record acquired: ({WARM_UP:,} + cycles) x records"
+                f" <= {NO_ACK_LOCKS:,}")  # fmt: skip
     # The broker's own loop (uvloop unless SHOAL_LOOP=asyncio): asyncio's pure-Python loop
     # would add its own opcodes to every wait.
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        counter, taken = runner.run(run(args.cycles, args.wait, args.cpu))
-    n = args.cycles
-    mode = "after a wait" if args.wait else "record there"
+        counter, taken = runner.run(
+            run(args.cycles, args.wait, args.cpu, args.records, not args.no_ack)
+        )
+    n, k = args.cycles, args.records
+    mode = "after a wait" if args.wait else "record there" if k == 1 else f"{k} records there"
+    mode += ", no acknowledgement" if args.no_ack else ""
     if args.cpu:
         chunks = sorted(counter.loop_chunks)
-        best, median = chunks[0] / CHUNK * 1e6, chunks[len(chunks) // 2] / CHUNK * 1e6
-        print(f"tree {os.getcwd()} ({mode}): {best:.2f} µs CPU per Produce+ShareFetch cycle"
-              f" at best, {median:.2f} median")  # fmt: skip
+        chunk = min(CHUNK, n)
+        best, median = chunks[0] / chunk / k * 1e6, chunks[len(chunks) // 2] / chunk / k * 1e6
+        print(f"tree {os.getcwd()} ({mode}): {best:.2f} µs CPU per record (its Produce and its"
+              f" share of the ShareFetch) at best, {median:.2f} median")  # fmt: skip
         return
     print(f"tree {os.getcwd()} ({mode}): {counter.total / n:,.1f} opcodes per ShareFetch"
           f" ({n:,}, {taken:,} records taken)")  # fmt: skip
