@@ -115,9 +115,9 @@ def test_a_full_disk_costs_no_acknowledged_record(small_disk: Path) -> None:
         accepted = accept_some(broker.bootstrap, 100)
         assert accepted
 
-        more, errors = produce(broker.bootstrap, 300, 6000)  # more than the disk holds
+        more, refused = produce(broker.bootstrap, 300, 6000)  # more than the disk holds
         acked += more
-        assert errors and set(errors) == {KafkaError.KAFKA_STORAGE_ERROR}
+        assert refused and set(refused) == {KafkaError.KAFKA_STORAGE_ERROR}
         assert sorted(read_all(broker.bootstrap)) == sorted(acked)  # reads go on
 
         filler.unlink()  # space is back: writes resume without a restart
@@ -126,8 +126,18 @@ def test_a_full_disk_costs_no_acknowledged_record(small_disk: Path) -> None:
         acked += resumed
         broker.kill()
     lines = [json.loads(x) for x in broker.log_path.read_text().splitlines() if x.startswith("{")]
-    failed = [e for e in lines if e.get("event", "").startswith("log write failed")]
-    assert len(failed) == 1  # once per episode, not per request
+    said = [
+        e["event"].split(";")[0] for e in lines
+        if e.get("log", "").endswith("full-0")
+        and e.get("event", "").startswith(("log write failed", "log writes resumed"))
+    ]  # fmt: skip
+    # Once per episode, not per request: an episode ends when a write succeeds, and on a
+    # nearly full disk a smaller batch may fit after a bigger one failed (CI's load once
+    # made two episodes), so failures and resumptions alternate, the last one resumed.
+    assert said[::2] == ["log write failed"] * len(said[::2]), said
+    assert said[1::2] == ["log writes resumed"] * len(said[1::2]), said
+    assert said and said[-1] == "log writes resumed", said
+    assert len(said) // 2 <= max(1, len(refused) // 20), (said, len(refused))
 
     with BrokerProcess(small_disk, port=broker.port) as broker:
         assert sorted(read_all(broker.bootstrap)) == sorted(acked)
