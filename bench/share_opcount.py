@@ -56,6 +56,7 @@ from protocol.messages import decode_response
 from protocol.messages import encode_request
 
 CHUNK = 1_000
+SESSION_MS = 3_600_000
 NO_ACK_LOCKS = 4_000  # group.share.max.partition.max.record.locks' default
 GROUP, MEMBER = "bench", "m" * 22
 ACCEPT = 1
@@ -166,6 +167,9 @@ async def run(
     taken = 0
     with tempfile.TemporaryDirectory() as tmp:
         overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tmp, "metrics.port": -1}
+        # The harness sends no heartbeats: a traced run may outlast the default 45 s session.
+        overrides["group.share.max.session.timeout.ms"] = SESSION_MS
+        overrides["group.share.session.timeout.ms"] = SESSION_MS
         if not acks:  # every record stays acquired: the most a share-partition may hold
             overrides["group.share.partition.max.record.locks"] = NO_ACK_LOCKS
         server = Server(BrokerConfig.load(environ={}, overrides=overrides))
