@@ -14,6 +14,7 @@ SIGTERM, and the supervisor waits for their clean stop (each within its
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import signal
 import subprocess
@@ -131,7 +132,7 @@ def port_refusal(config: BrokerConfig, processes: int) -> str | None:
             return f"listener {lst.name}: port {lst.port} + {last} is above 65535"
     for i, a in enumerate(listeners):
         for b in listeners[i + 1 :]:
-            if abs(a.port - b.port) <= last:
+            if abs(a.port - b.port) <= last and not _other_families(a.host, b.host):
                 return (
                     f"listeners {a.name} ({a.port}-{a.port + last}) and {b.name} "
                     f"({b.port}-{b.port + last}) overlap: with --processes {processes} node i "
@@ -144,6 +145,15 @@ def port_refusal(config: BrokerConfig, processes: int) -> str | None:
                 f"must lie within 1 and {65535 - last} (it is {adv.port})"
             )
     return None
+
+
+def _other_families(a: str, b: str) -> bool:
+    """An IPv4 and an IPv6 address: listeners on both may share ports, as Kafka allows
+    (KIP-797; `listenerListToEndPoints`: one IPv4, the other IPv6, never a host name)."""
+    try:
+        return ipaddress.ip_address(a).version != ipaddress.ip_address(b).version
+    except ValueError:  # a host name (or a wildcard spelled as one): could be either
+        return False
 
 
 def inter_node_refusal(config: BrokerConfig) -> str | None:

@@ -89,6 +89,12 @@ def test_two_listeners_and_advertised_listeners_are_served() -> None:
     config = _config(listeners=plain_second)
     assert check(config, 2) is None
     assert config.inter_node_listener.name == "PLAINTEXT"
+    # An IPv4 and an IPv6 listener may share ports (KIP-797), so their ranges may overlap.
+    dual = "PLAINTEXT://0.0.0.0:9092,V6://[::]:9092"
+    assert (
+        check(_config(listeners=dual, **{"listener.security.protocol.map": "V6:PLAINTEXT"}), 2)
+        is None
+    )
     # None named PLAINTEXT: the first (the one listener of before).
     config = _config(**{**TWO, "inter.broker.listener.name": ""})
     assert config.inter_node_listener.name == "EXTERNAL"
