@@ -32,6 +32,7 @@ from broker.authorizer import KAFKA_AUTHORIZER
 from broker.authorizer import KNOWN_AUTHORIZERS
 from broker.authorizer import SHOAL_AUTHORIZER
 from broker.listeners import Listener
+from broker.listeners import inter_node_listener
 from broker.listeners import parse_address
 from broker.listeners import parse_listeners
 from broker.listeners import parse_protocol_map
@@ -104,6 +105,9 @@ class BrokerConfig:
     listeners: str = "PLAINTEXT://127.0.0.1:9092"
     advertised_listeners: str = ""
     listener_security_protocol_map: str = ""  # over Kafka's default: each protocol to itself
+    # With --processes N, the listener the processes reach each other on (transactions, topic
+    # auto-creation); empty: the one named PLAINTEXT, else the first. Unused with N = 1.
+    inter_broker_listener_name: str = ""
     # TLS, from PEM files as Kafka 2.7+ reads them: the keystore holds the private key and the
     # certificate chain; the truststore, the CAs that client certificates must chain to.
     ssl_keystore_type: str = "PEM"
@@ -353,6 +357,13 @@ class BrokerConfig:
             if self.advertised_listeners
             else []
         )
+
+    @property
+    def inter_node_listener(self) -> Listener:
+        """The listener other processes of `--processes N` send their requests to.
+
+        :raises ValueError: inter.broker.listener.name names no listener."""
+        return inter_node_listener(self.listener_list, self.inter_broker_listener_name)
 
     @property
     def sasl_mechanisms(self) -> tuple[str, ...]:

@@ -24,7 +24,8 @@ WILDCARDS = ("", "0.0.0.0", "::")
 
 def controller_address(s: BrokerServices) -> str:
     owner = s.config.ownership
-    host, port = s.config.listener
+    inter = s.config.inter_node_listener  # one host: its own address, never the advertised
+    host, port = inter.host, inter.port
     return (
         f"{'127.0.0.1' if host in WILDCARDS else host}:{owner.port_of(owner.controller_id, port)}"
     )

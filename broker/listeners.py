@@ -70,6 +70,40 @@ def parse_listeners(text: str, protocol_map: dict[str, str]) -> list[Listener]:
     return listeners
 
 
+def moved(text: str, by: int) -> str:
+    """`listeners` or `advertised.listeners` text with every port moved by `by` (names, hosts
+    and order kept): node `by` of `shoal serve --processes N` (docs/multicore.md).
+
+    :raises ValueError: a bad address (as `parse_address`).
+    """
+    items = []
+    for item in filter(None, (i.strip() for i in text.split(","))):
+        _, port = parse_address(item)
+        head, _, _ = item.rpartition(":")
+        items.append(f"{head}:{port + by}")
+    return ",".join(items)
+
+
+def inter_node_listener(listeners: list[Listener], name: str) -> Listener:
+    """The listener the processes of `--processes N` reach each other on: `name`
+    (inter.broker.listener.name) when set, else the one named PLAINTEXT, Kafka's default
+    (`KafkaConfig.getInterBrokerListenerNameAndSecurityProtocol`: the listener named by
+    security.inter.broker.protocol, itself PLAINTEXT by default), else the first.
+
+    :raises ValueError: `name` names no listener (Kafka refuses it too).
+    """
+    wanted = name.strip().upper()
+    if wanted:
+        found = next((lst for lst in listeners if lst.name == wanted), None)
+        if found is None:
+            names = ",".join(lst.name for lst in listeners)
+            raise ValueError(
+                f"inter.broker.listener.name={name} is not one of the listeners ({names})"
+            )
+        return found
+    return next((lst for lst in listeners if lst.name == PLAINTEXT), listeners[0])
+
+
 def advertised_endpoint(
     listener: Listener, bound_port: int, advertised: list[Listener]
 ) -> tuple[str, int]:

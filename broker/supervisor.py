@@ -1,9 +1,10 @@
 """`shoal serve --processes N`: one supervisor, N broker processes (docs/multicore.md).
 
 The supervisor runs no broker itself. It starts `python -m broker` N times with the same
-options plus `--node-id i --processes N`, the first listener on port + i and metrics on
-metrics port + i; each child is a whole broker that leads its own partitions and groups
-(`broker.ownership`). A child that exits while the supervisor is not stopping is started
+options plus `--node-id i --processes N`, every listener and advertised listener on its
+port + i (as SHOAL_LISTENERS and SHOAL_ADVERTISED_LISTENERS, which win over the file) and
+metrics on metrics port + i; each child is a whole broker that leads its own partitions and
+groups (`broker.ownership`). A child that exits while the supervisor is not stopping is started
 again after a back-off (doubling from 0.5 s to 30 s; back to 0.5 s once a child has run for a
 minute), with one log line each time. SIGTERM or SIGINT is forwarded to every child as
 SIGTERM, and the supervisor waits for their clean stop (each within its
@@ -13,17 +14,22 @@ SIGTERM, and the supervisor waits for their clean stop (each within its
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import os
 import signal
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
+from dataclasses import field
 from types import FrameType
 
 import structlog
 
 from broker.config import BrokerConfig
+from broker.listeners import PLAINTEXT
+from broker.listeners import moved
 from storage.dir_lock import DataDirLock
 
 log = structlog.get_logger("shoal.supervisor")
@@ -39,6 +45,7 @@ KILL_MARGIN_S = 5.0  # beyond the children's own shutdown.timeout.ms
 class Child:
     node_id: int
     command: list[str]
+    env: dict[str, str] = field(default_factory=dict)  # over the supervisor's own
     proc: subprocess.Popen[bytes] | None = None
     started: float = 0.0
     backoff_s: float = FIRST_BACKOFF_S
@@ -46,20 +53,38 @@ class Child:
     restarts: int = 0
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(self.command)
+        self.proc = subprocess.Popen(self.command, env={**os.environ, **self.env})
         self.started = time.monotonic()
         self.restart_at = None
-        log.info("broker process started", node_id=self.node_id, pid=self.proc.pid)
+        log.info(
+            "broker process started", node_id=self.node_id, pid=self.proc.pid,
+            listeners=self.env.get(LISTENERS_ENV),
+        )  # fmt: skip
+
+
+LISTENERS_ENV = "SHOAL_LISTENERS"
+ADVERTISED_ENV = "SHOAL_ADVERTISED_LISTENERS"
+
+
+@dataclass(frozen=True)
+class NodeCommand:
+    """How the supervisor starts node `node_id`: its command line and its own settings."""
+
+    node_id: int
+    argv: list[str]
+    env: dict[str, str]
 
 
 def child_commands(
     args: argparse.Namespace, config: BrokerConfig, processes: int
-) -> list[list[str]]:
-    """`python -m broker` for each node: the supervisor's own options, the node's id, its
-    first listener's port and its metrics port moved by the id."""
-    host, port = config.listener
+) -> list[NodeCommand]:
+    """`python -m broker` for each node: the supervisor's own options, the node's id, every
+    listener and advertised listener on its port + the id, and the metrics port + the id.
+
+    The listeners go in the environment (as config names: they win over the file, and no
+    `--host/--port` is passed to move the first one again); the rest on the command line."""
     metrics = config.metrics_port
-    base = [sys.executable, "-m", "broker", "--host", host]
+    base = [sys.executable, "-m", "broker"]
     if args.config is not None:
         base += ["--config", str(args.config)]
     base += ["--data-dir", str(config.data_dir), "--log-level", args.log_level]
@@ -67,11 +92,13 @@ def child_commands(
         base += ["--loop", args.loop]
     if args.log_json is not None:
         base += ["--log-json" if args.log_json else "--no-log-json"]
-    return [
-        [
+    nodes = []
+    for node in range(processes):
+        env = {LISTENERS_ENV: moved(config.listeners, node)}
+        if config.advertised_listeners:
+            env[ADVERTISED_ENV] = moved(config.advertised_listeners, node)
+        argv = [
             *base,
-            "--port",
-            str(port + node),
             "--processes",
             str(processes),
             "--node-id",
@@ -79,26 +106,76 @@ def child_commands(
             "--metrics-port",
             str(metrics + node if metrics >= 0 else -1),
         ]
-        for node in range(processes)
-    ]
+        nodes.append(NodeCommand(node, argv, env))
+    return nodes
 
 
-def check(config: BrokerConfig) -> str | None:
+def check(config: BrokerConfig, processes: int) -> str | None:
     """Why N processes cannot serve this configuration, or None."""
-    if len(config.listener_list) > 1:
-        return "--processes > 1 serves one listener only (listeners names several)"
-    if config.advertised_listeners:
-        return "--processes > 1 advertises each node's own port: unset advertised.listeners"
     if config.authorizer_class_name:
         return "--processes > 1 has no authorizer yet (ACLs would be followed by node 0 only)"
-    if config.listener[1] == 0:
-        return "--processes > 1 needs a fixed port (each node listens on port + its id)"
+    return port_refusal(config, processes) or inter_node_refusal(config)
+
+
+def port_refusal(config: BrokerConfig, processes: int) -> str | None:
+    """Node i listens on each listener's port + i and advertises each advertised port + i:
+    why that cannot be (a port 0, past 65535, two listeners' ranges overlapping), or None."""
+    last = processes - 1
+    listeners = config.listener_list
+    for lst in listeners:
+        if lst.port == 0:
+            return (
+                f"--processes > 1 needs fixed ports: listener {lst.name} has port 0 (node i "
+                "listens on each port + i, where the clients and the other nodes look for it)"
+            )
+        if lst.port + last > 65535:
+            return f"listener {lst.name}: port {lst.port} + {last} is above 65535"
+    for i, a in enumerate(listeners):
+        for b in listeners[i + 1 :]:
+            if abs(a.port - b.port) <= last and not _other_families(a.host, b.host):
+                return (
+                    f"listeners {a.name} ({a.port}-{a.port + last}) and {b.name} "
+                    f"({b.port}-{b.port + last}) overlap: with --processes {processes} node i "
+                    f"listens on each port + i, so space the ports at least {processes} apart"
+                )
+    for adv in config.advertised_list:
+        if adv.port == 0 or adv.port + last > 65535:
+            return (
+                f"advertised listener {adv.name}: node i advertises its port + i, so the port "
+                f"must lie within 1 and {65535 - last} (it is {adv.port})"
+            )
     return None
 
 
+def _other_families(a: str, b: str) -> bool:
+    """An IPv4 and an IPv6 address: listeners on both may share ports, as Kafka allows
+    (KIP-797; `listenerListToEndPoints`: one IPv4, the other IPv6, never a host name)."""
+    try:
+        return ipaddress.ip_address(a).version != ipaddress.ip_address(b).version
+    except ValueError:  # a host name (or a wildcard spelled as one): could be either
+        return False
+
+
+def inter_node_refusal(config: BrokerConfig) -> str | None:
+    """The processes reach each other as a client without credentials: their listener must
+    be a PLAINTEXT one. Why it is not, or None."""
+    try:
+        inter = config.inter_node_listener
+    except ValueError as e:
+        return str(e)
+    if inter.security_protocol == PLAINTEXT:
+        return None
+    return (
+        f"the processes send each other requests (transactions, topic auto-creation) over "
+        f"listener {inter.name}, a {inter.security_protocol} one, and hold no credentials "
+        "or certificates of their own: set inter.broker.listener.name to a PLAINTEXT "
+        "listener (one on 127.0.0.1 keeps it off the network)"
+    )
+
+
 class Supervisor:
-    def __init__(self, commands: list[list[str]], shutdown_timeout_s: float) -> None:
-        self.children = [Child(node, command) for node, command in enumerate(commands)]
+    def __init__(self, commands: list[NodeCommand], shutdown_timeout_s: float) -> None:
+        self.children = [Child(c.node_id, c.argv, c.env) for c in commands]
         self._stop = threading.Event()
         self._shutdown_timeout_s = shutdown_timeout_s
 
@@ -160,7 +237,7 @@ class Supervisor:
 
 def supervise(args: argparse.Namespace, config: BrokerConfig, processes: int) -> int:
     """Run N broker processes until SIGTERM or SIGINT; the exit code."""
-    refused = check(config)
+    refused = check(config, processes)
     if refused is not None:
         print(f"shoal: bad configuration: {refused}", file=sys.stderr)
         return 2

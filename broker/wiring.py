@@ -301,7 +301,8 @@ def transactions(
     share_acks = TxnShareAcks(share_partitions)
     links = remote = None
     if not owner.single:
-        links = NodeLinks(owner, config.listener)
+        inter = config.inter_node_listener  # its port here; node n's is that + n - our id
+        links = NodeLinks(owner, (inter.host, inter.port))
         channel = MarkerChannel(links, lambda topic: logs.topic(topic) is not None)
         remote = RemoteMarkers(logs, owner, channel)
     coordinator = transaction_coordinator(
