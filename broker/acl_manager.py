@@ -3,6 +3,10 @@
 Changes are serialized by one lock so two CreateAcls cannot each write a file missing the
 other's bindings; the write (an fsync) runs in a thread, and until it has succeeded the
 authorizer in force is the old one, so memory is never ahead of what a restart would load.
+
+With `--processes N` node 0 alone changes the file; the others `follow` it: when its stamp
+moves they read it and build the authorizer in threads, then swap it in, so they are never
+ahead of node 0's file and never see half of it (it is replaced atomically).
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from broker.authorizer import StandardAuthorizer
 from protocol.acl import AclBinding
 from protocol.acl import AclBindingFilter
 from protocol.acl import InvalidAcl
+from storage.acl_store import AclFileDamaged
 from storage.acl_store import AclStore
+from storage.fsutil import FileStamp
 
 log: structlog.typing.FilteringBoundLogger = structlog.get_logger("shoal.acls")
 
@@ -27,8 +33,11 @@ class AclManager:
     def __init__(self, store: AclStore, settings: AuthorizerSettings) -> None:
         """:raises AclFileDamaged: the ACL file in the data dir does not parse."""
         self._store = store
+        self._settings = settings
         self._lock = asyncio.Lock()
-        self.authorizer = StandardAuthorizer(settings, store.load())
+        self._stamp: FileStamp | None
+        self._stamp, bindings = store.load_stamped()
+        self.authorizer = StandardAuthorizer(settings, bindings)
         log.info("authorizer on", acls=len(self.authorizer), super_users=len(settings.super_users))
 
     def describe(self, f: AclBindingFilter) -> list[AclBinding]:
@@ -61,6 +70,32 @@ class AclManager:
         log.info("acls deleted", **_listed("acls", list(itertools.islice(
             (b for m in matched for b in m), LOGGED_BINDINGS + 1))))  # fmt: skip
         return matched
+
+    async def follow(self) -> bool:
+        """Take the file as another process (node 0) left it, if it changed since the last
+        look (a stat when it did not); True if it did. A file that does not parse keeps the
+        ACLs in force (one log line per version of it): it is replaced atomically, so that
+        is damage, and opening what the ACLs closed would be worse."""
+        if self._store.stamp() == self._stamp:
+            return False
+        async with self._lock:
+            try:
+                stamp, bindings = await asyncio.to_thread(self._store.load_stamped)
+            except AclFileDamaged as e:
+                self._stamp = self._store.stamp()
+                log.error("acl file not followed; the acls in force stay", error=str(e))
+                return False
+            except OSError as e:
+                log.error("acl file not read; the acls in force stay", error=str(e))
+                return False
+            if stamp == self._stamp:
+                return False
+            new = await asyncio.to_thread(StandardAuthorizer, self._settings, bindings)
+            # Connections cache decisions by version: a new one must drop them.
+            new.version = self.authorizer.version + 1
+            self._stamp, self.authorizer = stamp, new
+        log.info("acls followed", acls=len(new))
+        return True
 
     async def _commit(self, new: StandardAuthorizer) -> None:
         await asyncio.to_thread(lambda: self._store.save(list(new)))  # list(): a million, maybe

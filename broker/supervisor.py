@@ -13,6 +13,7 @@ SIGTERM, and the supervisor waits for their clean stop (each within its
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import subprocess
 import sys
@@ -24,6 +25,8 @@ from types import FrameType
 import structlog
 
 from broker.config import BrokerConfig
+from broker.node_identity import SECRET_ENV
+from broker.node_identity import new_secret
 from storage.dir_lock import DataDirLock
 
 log = structlog.get_logger("shoal.supervisor")
@@ -39,6 +42,7 @@ KILL_MARGIN_S = 5.0  # beyond the children's own shutdown.timeout.ms
 class Child:
     node_id: int
     command: list[str]
+    env: dict[str, str]
     proc: subprocess.Popen[bytes] | None = None
     started: float = 0.0
     backoff_s: float = FIRST_BACKOFF_S
@@ -46,7 +50,7 @@ class Child:
     restarts: int = 0
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(self.command)
+        self.proc = subprocess.Popen(self.command, env=self.env)
         self.started = time.monotonic()
         self.restart_at = None
         log.info("broker process started", node_id=self.node_id, pid=self.proc.pid)
@@ -89,8 +93,6 @@ def check(config: BrokerConfig) -> str | None:
         return "--processes > 1 serves one listener only (listeners names several)"
     if config.advertised_listeners:
         return "--processes > 1 advertises each node's own port: unset advertised.listeners"
-    if config.authorizer_class_name:
-        return "--processes > 1 has no authorizer yet (ACLs would be followed by node 0 only)"
     if config.listener[1] == 0:
         return "--processes > 1 needs a fixed port (each node listens on port + its id)"
     return None
@@ -98,7 +100,10 @@ def check(config: BrokerConfig) -> str | None:
 
 class Supervisor:
     def __init__(self, commands: list[list[str]], shutdown_timeout_s: float) -> None:
-        self.children = [Child(node, command) for node, command in enumerate(commands)]
+        # The processes log in to one another with a secret made for this run
+        # (`broker.node_identity`); a restarted child gets the same.
+        env = {**os.environ, SECRET_ENV: new_secret()}
+        self.children = [Child(node, command, env) for node, command in enumerate(commands)]
         self._stop = threading.Event()
         self._shutdown_timeout_s = shutdown_timeout_s
 

@@ -23,7 +23,10 @@ from protocol.acl import ResourcePattern
 from protocol.acl import ResourceType
 from storage.errors import StorageException
 from storage.fsutil import PRIVATE
+from storage.fsutil import FileStamp
 from storage.fsutil import atomic_write
+from storage.fsutil import file_stamp
+from storage.fsutil import read_stamped
 
 ACL_FILE: Final = "acls.json"
 _FORMAT_VERSION: Final = 1
@@ -53,11 +56,24 @@ class AclStore:
 
     def load(self) -> list[AclBinding]:
         """:raises AclFileDamaged: the file is there but is not a valid ACL file."""
-        if not self.path.exists():
-            return []
+        return self.load_stamped()[1]
+
+    def stamp(self) -> FileStamp | None:
+        """Which version of the file is there now (a stat): `--processes N` follows it."""
+        return file_stamp(self.path)
+
+    def load_stamped(self) -> tuple[FileStamp | None, list[AclBinding]]:
+        """The bindings and the stamp of the file they were read from (blocking: a million
+        bindings take seconds to parse; call it off the event loop but at start).
+
+        :raises AclFileDamaged: the file is there but is not a valid ACL file."""
+        found = read_stamped(self.path)
+        if found is None:
+            return None, []
+        stamp, raw = found
         try:
-            doc = json.loads(self.path.read_bytes())
-            return [_decode(d) for d in doc["acls"]]
+            doc = json.loads(raw)
+            return stamp, [_decode(d) for d in doc["acls"]]
         except (ValueError, KeyError, TypeError) as e:
             raise AclFileDamaged(f"{self.path}: {e!r}") from e
 

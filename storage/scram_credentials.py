@@ -18,7 +18,10 @@ from pathlib import Path
 
 from storage.errors import StorageException
 from storage.fsutil import PRIVATE
+from storage.fsutil import FileStamp
 from storage.fsutil import atomic_write
+from storage.fsutil import file_stamp
+from storage.fsutil import read_stamped
 
 CREDENTIALS_FILE = "scram-credentials.json"
 DEFAULT_ITERATIONS = 4096  # Kafka's default, and RFC 7677's minimum
@@ -122,18 +125,32 @@ def check_upsert(user: str, mechanism: str, iterations: int) -> Mechanism:
     return m
 
 
+Users = dict[str, dict[str, ScramCredential]]  # user -> mechanism -> credential
+
+
+def _parse(raw: bytes) -> Users:
+    doc = json.loads(raw)
+    return {
+        name: {m: ScramCredential.from_json(c) for m, c in by_mechanism.items()}
+        for name, by_mechanism in doc.get("users", {}).items()
+    }
+
+
 class ScramCredentialStore:
-    """Every user's credentials by mechanism; in memory, written through to one file."""
+    """Every user's credentials by mechanism; in memory, written through to one file.
+
+    With `--processes N` node 0 alone writes the file; the others `read_file` again when its
+    `stamp` moves (`broker.security_follow`). `reserved` holds credentials that log in but
+    are in no file and no answer: the processes' own user (`broker.node_identity`)."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
-        self._users: dict[str, dict[str, ScramCredential]] = {}
-        if path.exists():
-            raw = json.loads(path.read_text())
-            for name, by_mechanism in raw.get("users", {}).items():
-                self._users[name] = {
-                    m: ScramCredential.from_json(c) for m, c in by_mechanism.items()
-                }
+        self._users: Users = {}
+        self.reserved: Users = {}
+        found = read_stamped(path)
+        self.stamp: FileStamp | None = None if found is None else found[0]
+        if found is not None:
+            self._users = _parse(found[1])
 
     @classmethod
     def in_data_dir(cls, data_dir: Path) -> ScramCredentialStore:
@@ -141,6 +158,23 @@ class ScramCredentialStore:
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
         return self._users.get(user, {}).get(mechanism)
+
+    def login(self, user: str, mechanism: str) -> ScramCredential | None:
+        """The credential a SASL login checks: a reserved user's first, whatever the file has."""
+        reserved = self.reserved.get(user)
+        return reserved.get(mechanism) if reserved is not None else self.get(user, mechanism)
+
+    def file_stamp(self) -> FileStamp | None:
+        """Which version of the file is there now (a stat)."""
+        return file_stamp(self._path)
+
+    def read_file(self) -> tuple[FileStamp | None, Users]:
+        """Every credential the file holds now, and the stamp of what was read (blocking:
+        call it off the event loop). :raises ValueError: the file does not parse."""
+        found = read_stamped(self._path)
+        if found is None:
+            return None, {}
+        return found[0], _parse(found[1])
 
     def mechanisms(self, user: str) -> dict[str, ScramCredential]:
         return dict(self._users.get(user, {}))
@@ -172,6 +206,8 @@ class ScramCredentialStore:
         other = object.__new__(ScramCredentialStore)
         other._path = self._path
         other._users = self.export()
+        other.reserved = {}
+        other.stamp = self.stamp
         return other
 
     def snapshot(self) -> bytes:
