@@ -12,11 +12,14 @@ ahead of node 0's file and never see half of it (it is replaced atomically).
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 from collections.abc import Sequence
 
 import structlog
 
+from broker import gc_freeze
+from broker import gc_pause
 from broker.authorizer import AuthorizerSettings
 from broker.authorizer import StandardAuthorizer
 from protocol.acl import AclBinding
@@ -79,8 +82,15 @@ class AclManager:
         if self._store.stamp() == self._stamp:
             return False
         async with self._lock:
+            # A million bindings are millions of objects: the collections their making would
+            # trigger walk them all, holding the loop (`broker.gc_pause`).
+            paused = gc_pause.hold()
             try:
-                stamp, bindings = await asyncio.to_thread(self._store.load_stamped)
+                stamp, new, count = await asyncio.to_thread(_loaded, self._store, self._settings)
+                if stamp == self._stamp:
+                    return False
+                if count >= gc_freeze.BULK_PARTITIONS:  # they live until the next change
+                    gc.freeze()
             except AclFileDamaged as e:
                 self._stamp = self._store.stamp()
                 log.error("acl file not followed; the acls in force stay", error=str(e))
@@ -88,18 +98,27 @@ class AclManager:
             except OSError as e:
                 log.error("acl file not read; the acls in force stay", error=str(e))
                 return False
-            if stamp == self._stamp:
-                return False
-            new = await asyncio.to_thread(StandardAuthorizer, self._settings, bindings)
+            finally:
+                if paused:
+                    gc_pause.release()
             # Connections cache decisions by version: a new one must drop them.
             new.version = self.authorizer.version + 1
             self._stamp, self.authorizer = stamp, new
-        log.info("acls followed", acls=len(new))
+        log.info("acls followed", acls=count)
         return True
 
     async def _commit(self, new: StandardAuthorizer) -> None:
         await asyncio.to_thread(lambda: self._store.save(list(new)))  # list(): a million, maybe
         self.authorizer = new
+
+
+def _loaded(
+    store: AclStore, settings: AuthorizerSettings
+) -> tuple[FileStamp | None, StandardAuthorizer, int]:
+    """The file's stamp, an authorizer of its bindings and their count (in a thread: there
+    may be a million, and counting an authorizer's walks them)."""
+    stamp, bindings = store.load_stamped()
+    return stamp, StandardAuthorizer(settings, bindings), len(bindings)
 
 
 # An audit line lists each binding in full, up to this many (a real admin changes a handful;
