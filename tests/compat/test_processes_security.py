@@ -19,6 +19,7 @@ import hashlib
 import json
 import secrets
 import time
+import uuid
 import zlib
 from collections.abc import Callable
 from collections.abc import Iterator
@@ -47,6 +48,7 @@ from kio.schema.delete_acls import v3 as delete_acls
 from kio.schema.describe_acls import v3 as describe_acls
 from kio.schema.describe_user_scram_credentials import v0 as describe_users
 from kio.schema.errors import ErrorCode
+from kio.schema.metadata import v12 as metadata
 from kio.static.primitive import i8
 from kio.static.primitive import i32
 
@@ -418,6 +420,22 @@ async def test_transactions_across_both_processes_with_the_authorizer_on(nodes: 
                 p.abort_transaction(60)
     seen = _read_committed(nodes, topic, partitions, len(kept))
     assert sorted(seen) == sorted(kept)
+
+
+async def test_a_topic_auto_created_through_node_1_is_made_by_node_0(nodes: Nodes) -> None:
+    """Node 1 asks node 0 with CreateTopics (KIP-590, `AutoTopicCreationManager`) as the
+    processes' own principal: admin's Metadata through node 1 finds the topic made."""
+    request = metadata.MetadataRequest(
+        topics=(metadata.request.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name="ps-auto"),),
+        allow_auto_topic_creation=True, include_topic_authorized_operations=False,
+    )  # fmt: skip
+
+    async def made() -> bool:
+        answer = await nodes.ask(1, request)
+        return bool(answer.topics[0].error_code == ErrorCode.none)
+
+    await _await(made, "ps-auto made through node 1")
+    assert "ps-auto" in nodes.admin().list_topics(timeout=30).topics
 
 
 def test_the_processes_own_user_is_not_a_user_anyone_can_log_in_as(nodes: Nodes) -> None:
