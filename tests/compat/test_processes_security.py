@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import secrets
+import signal
 import time
 import uuid
 import zlib
@@ -59,6 +61,7 @@ from client.security import Security
 from tests.brokers import BrokerProcess
 from tests.brokers import configured_broker
 from tests.brokers import free_ports
+from tests.brokers import node_pids
 from tests.brokers import wait_for_nodes
 from tests.compat.support import QUIET
 from tests.compat.support import error_code
@@ -442,3 +445,15 @@ def test_the_processes_own_user_is_not_a_user_anyone_can_log_in_as(nodes: Nodes)
     """The processes log in to each other with a secret of this run, not a stored password."""
     assert not asyncio.run(nodes.login(0, "__shoal_node", ""))
     assert not asyncio.run(nodes.login(1, "__shoal_node", "__shoal_node-secret"))
+
+
+async def test_a_change_forwarded_while_node_0_restarts_waits_for_it(nodes: Nodes) -> None:
+    """Node 0 killed -9 (the supervisor starts it again within a second or so): a user made
+    through node 1 meanwhile is forwarded once node 0 listens again, as Kafka's
+    `NodeToControllerChannelManager` keeps a forwarded request queued while the controller is
+    away (REQUEST_TIMED_OUT only past the deadline), and logs in on both."""
+    pids = node_pids(nodes.broker)
+    os.kill(pids[0], signal.SIGKILL)
+    assert await _alter(nodes, 1, upsert=("erin",)) == [0]
+    wait_for_nodes(nodes.broker, 2, timeout=90, not_pids={pids[0]})
+    assert await _logs_in(nodes, "erin")
