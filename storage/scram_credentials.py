@@ -11,10 +11,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import io
+import itertools
 import json
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from storage.errors import StorageException
 from storage.fsutil import PRIVATE
@@ -128,12 +131,40 @@ def check_upsert(user: str, mechanism: str, iterations: int) -> Mechanism:
 Users = dict[str, dict[str, ScramCredential]]  # user -> mechanism -> credential
 
 
-def _parse(raw: bytes) -> Users:
-    doc = json.loads(raw)
+# A user per line, so a reader parses a batch of lines at a time: with `--processes N` the
+# other processes read the file again in a thread while they serve, and one `json.loads` of a
+# million users would hold the interpreter lock (their event loop) for seconds. The document
+# is still one JSON value; a file written before (one indented document) is read whole.
+_HEADER = b'{"version": 1, "users": {'
+_END = b"}}"
+_BATCH = 500  # lines per json.loads
+
+
+def _users(doc: dict[str, Any]) -> Users:
     return {
         name: {m: ScramCredential.from_json(c) for m, c in by_mechanism.items()}
-        for name, by_mechanism in doc.get("users", {}).items()
+        for name, by_mechanism in doc.items()
     }
+
+
+def _parse(raw: bytes) -> Users:
+    """:raises ValueError, KeyError, TypeError: not a credentials file, or one cut short."""
+    f = io.BytesIO(raw)
+    if f.readline().rstrip() != _HEADER:  # the format before
+        return _users(json.loads(raw).get("users", {}))
+    users: Users = {}
+    while batch := list(itertools.islice(f, _BATCH)):
+        lines = [line.strip().removesuffix(b",") for line in batch]
+        ended = _END in lines
+        if ended:
+            end = lines.index(_END)
+            if any(lines[end + 1 :]) or f.read().strip():
+                raise ValueError("content after the end of the users")
+            lines = lines[:end]
+        users.update(_users(json.loads(b"{%s}" % b",".join(x for x in lines if x))))
+        if ended:
+            return users
+    raise ValueError("the file ends before its users do")
 
 
 class ScramCredentialStore:
@@ -212,11 +243,12 @@ class ScramCredentialStore:
 
     def snapshot(self) -> bytes:
         """The file's next content (taken on the loop, written by `write` anywhere)."""
-        users = {
-            name: {m: c.to_json() for m, c in sorted(by_m.items())}
+        lines = [
+            b"%s: %s" % (json.dumps(name).encode(),
+                         json.dumps({m: c.to_json() for m, c in sorted(by_m.items())}).encode())
             for name, by_m in sorted(self._users.items())
-        }
-        return json.dumps({"version": 1, "users": users}, indent=2).encode()
+        ]  # fmt: skip
+        return b"%s\n%s\n%s\n" % (_HEADER, b",\n".join(lines), _END)
 
     def write(self, data: bytes) -> None:
         """Atomically replace the file (fsyncs: run it off the event loop)."""

@@ -84,6 +84,27 @@ def test_a_file_cut_short_or_followed_by_more_is_damaged(tmp_path: Path, cut: st
         store.load()
 
 
+def test_the_credentials_file_has_a_user_per_line_and_reads_the_one_of_before(
+    tmp_path: Path,
+) -> None:
+    store = ScramCredentialStore.in_data_dir(tmp_path)
+    credential = ScramCredential.from_password(SCRAM_SHA_512, "pw", 4096)
+    for user in ("alice", '"}}', "bob\n"):  # names JSON escapes, or the end's characters
+        store.upsert(user, SCRAM_SHA_512.name, credential)
+    store.save()
+    path = tmp_path / "scram-credentials.json"
+    assert len(path.read_bytes().splitlines()) == 5  # header, three users, end
+    assert len(json.loads(path.read_bytes())["users"]) == 3
+    assert ScramCredentialStore.in_data_dir(tmp_path).export() == store.export()
+    before = {"version": 1, "users": {"alice": {SCRAM_SHA_512.name: credential.to_json()}}}
+    path.write_text(json.dumps(before, indent=2))
+    assert ScramCredentialStore.in_data_dir(tmp_path).users() == ["alice"]
+    store.save()
+    path.write_bytes(path.read_bytes()[: path.read_bytes().rindex(b"}}")])
+    with pytest.raises(ValueError):
+        ScramCredentialStore.in_data_dir(tmp_path)
+
+
 async def test_a_failed_write_changes_nothing(tmp_path: Path) -> None:
     """Two-phase: the data dir is gone, so the file cannot be written; the ACLs in force and
     those a restart would load stay as they were."""
