@@ -3,22 +3,31 @@
 Changes are serialized by one lock so two CreateAcls cannot each write a file missing the
 other's bindings; the write (an fsync) runs in a thread, and until it has succeeded the
 authorizer in force is the old one, so memory is never ahead of what a restart would load.
+
+With `--processes N` node 0 alone changes the file; the others `follow` it: when its stamp
+moves they read it and build the authorizer in threads, then swap it in, so they are never
+ahead of node 0's file and never see half of it (it is replaced atomically).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 from collections.abc import Sequence
 
 import structlog
 
+from broker import gc_freeze
+from broker import gc_pause
 from broker.authorizer import AuthorizerSettings
 from broker.authorizer import StandardAuthorizer
 from protocol.acl import AclBinding
 from protocol.acl import AclBindingFilter
 from protocol.acl import InvalidAcl
+from storage.acl_store import AclFileDamaged
 from storage.acl_store import AclStore
+from storage.fsutil import FileStamp
 
 log: structlog.typing.FilteringBoundLogger = structlog.get_logger("shoal.acls")
 
@@ -27,8 +36,11 @@ class AclManager:
     def __init__(self, store: AclStore, settings: AuthorizerSettings) -> None:
         """:raises AclFileDamaged: the ACL file in the data dir does not parse."""
         self._store = store
+        self._settings = settings
         self._lock = asyncio.Lock()
-        self.authorizer = StandardAuthorizer(settings, store.load())
+        self._stamp: FileStamp | None
+        self._stamp, bindings = store.load_stamped()
+        self.authorizer = StandardAuthorizer(settings, bindings)
         log.info("authorizer on", acls=len(self.authorizer), super_users=len(settings.super_users))
 
     def describe(self, f: AclBindingFilter) -> list[AclBinding]:
@@ -62,9 +74,51 @@ class AclManager:
             (b for m in matched for b in m), LOGGED_BINDINGS + 1))))  # fmt: skip
         return matched
 
+    async def follow(self) -> bool:
+        """Take the file as another process (node 0) left it, if it changed since the last
+        look (a stat when it did not); True if it did. A file that does not parse keeps the
+        ACLs in force (one log line per version of it): it is replaced atomically, so that
+        is damage, and opening what the ACLs closed would be worse."""
+        if self._store.stamp() == self._stamp:
+            return False
+        async with self._lock:
+            # A million bindings are millions of objects: the collections their making would
+            # trigger walk them all, holding the loop (`broker.gc_pause`).
+            paused = gc_pause.hold()
+            try:
+                stamp, new, count = await asyncio.to_thread(_loaded, self._store, self._settings)
+                if stamp == self._stamp:
+                    return False
+                if count >= gc_freeze.BULK_PARTITIONS:  # they live until the next change
+                    gc.freeze()
+            except AclFileDamaged as e:
+                self._stamp = self._store.stamp()
+                log.error("acl file not followed; the acls in force stay", error=str(e))
+                return False
+            except OSError as e:
+                log.error("acl file not read; the acls in force stay", error=str(e))
+                return False
+            finally:
+                if paused:
+                    gc_pause.release()
+            # Connections cache decisions by version: a new one must drop them.
+            new.version = self.authorizer.version + 1
+            self._stamp, self.authorizer = stamp, new
+        log.info("acls followed", acls=count)
+        return True
+
     async def _commit(self, new: StandardAuthorizer) -> None:
         await asyncio.to_thread(lambda: self._store.save(list(new)))  # list(): a million, maybe
         self.authorizer = new
+
+
+def _loaded(
+    store: AclStore, settings: AuthorizerSettings
+) -> tuple[FileStamp | None, StandardAuthorizer, int]:
+    """The file's stamp, an authorizer of its bindings and their count (in a thread: there
+    may be a million, and counting an authorizer's walks them)."""
+    stamp, bindings = store.load_stamped()
+    return stamp, StandardAuthorizer(settings, bindings), len(bindings)
 
 
 # An audit line lists each binding in full, up to this many (a real admin changes a handful;

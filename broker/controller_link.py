@@ -36,8 +36,11 @@ async def create_on_controller(s: BrokerServices, name: str, partitions: int) ->
 
     The controller's own answer (an invalid name...) is logged and the client sees the topic
     as unknown, as it would on a refused auto-creation."""
+    security = s.node_links.security if s.node_links is not None else None
     try:
-        async with Admin(controller_address(s), client_id=f"shoal-node-{s.node_id}") as admin:
+        async with Admin(
+            controller_address(s), client_id=f"shoal-node-{s.node_id}", security=security
+        ) as admin:
             await admin.create_topic(name, partitions)
     except KafkaError as e:
         if e.error_code != ErrorCode.topic_already_exists:

@@ -20,6 +20,7 @@ from kio.static.protocol import RequestPayload
 
 from broker.ownership import Ownership
 from client.connection import Connection
+from client.security import Security
 
 log = structlog.get_logger("shoal.node_link")
 
@@ -33,8 +34,12 @@ NODE_CLIENT_PREFIX = "shoal-node-"  # the client id of these requests (`shoal-no
 class NodeLinks:
     """A kept connection to each other node, reused by every request to it."""
 
-    def __init__(self, ownership: Ownership, listener: tuple[str, int]) -> None:
+    def __init__(
+        self, ownership: Ownership, listener: tuple[str, int], security: Security | None = None
+    ) -> None:
+        """`security`: how to log in to the others (`broker.node_identity`); None: no SASL."""
         self._owner = ownership
+        self.security = security
         host, self._port = listener
         self._host = "127.0.0.1" if host in WILDCARDS else host
         self._connections: dict[int, Connection] = {}
@@ -58,7 +63,7 @@ class NodeLinks:
             if conn is None or conn.closed:
                 host, port = self.address(node)
                 conn = await Connection.open(
-                    host, port, client_id=f"{NODE_CLIENT_PREFIX}{self.node_id}"
+                    host, port, f"{NODE_CLIENT_PREFIX}{self.node_id}", self.security
                 )
                 self._connections[node] = conn
                 self.opened += 1

@@ -52,8 +52,12 @@ from broker.listeners import Listener
 from broker.listeners import advertised_endpoint
 from broker.log_cleaning import LogCleaner
 from broker.metrics import BrokerMetrics
+from broker.node_identity import node_secret
+from broker.node_identity import node_security
+from broker.node_identity import reserve
 from broker.notifier import Notifier
 from broker.record_deletion import RecordDeletion
+from broker.security_follow import follow_security
 from broker.tls import server_context
 from storage.dir_lock import DataDirLock
 from storage.scram_credentials import ScramCredentialStore
@@ -102,7 +106,15 @@ class Server:
         groups = wiring.group_coordinators(
             dynamic, group_configs, logs, share_partitions.durable_groups, clock.now_ms
         )
-        txns = wiring.transactions(config, logs, notifier, dynamic, clock.now_ms, share_partitions)
+        # --processes N: how the processes log in to one another (None with N = 1).
+        secret = node_secret(config)
+        credentials = ScramCredentialStore.in_data_dir(data_dir)
+        if secret is not None:
+            reserve(credentials, secret)
+        txns = wiring.transactions(
+            config, logs, notifier, dynamic, clock.now_ms, share_partitions,
+            node_security(config, secret),
+        )  # fmt: skip
         self._txn_log = txns.txn_log
         # Periodic fsyncs and group commits run here, one at a time, never on the event loop.
         self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-flush")
@@ -125,7 +137,7 @@ class Server:
                 write_snapshots=self._snapshots,
                 min_retained_offset=wiring.earliest_share_offset(self._share_state),
             ),
-            credentials=ScramCredentialStore.in_data_dir(data_dir),
+            credentials=credentials,
             offsets=txns.offsets,
             transactions=txns.coordinator,
             txn_share_acks=txns.share_acks,
@@ -141,7 +153,7 @@ class Server:
             host=host,
             port=port,
             clock=clock,
-            acls=wiring.acl_manager(config),
+            acls=wiring.acl_manager(config, secret),
         )
         wiring.join_offsets_to_groups(txns.offsets, groups)
         self._start_producer_ids()  # at once if there is no log to open (a new data dir)
@@ -252,6 +264,7 @@ class Server:
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
         if not self.config.ownership.is_controller:  # --processes N: node 0 writes, we read
             self._every(FOLLOW_INTERVAL_MS, lambda: follow_controller(self.services))
+            self._every(FOLLOW_INTERVAL_MS, lambda: follow_security(self.services))
         self._every(self._sweep.interval_ms, self._sweep.run)
         # Share-partitions with recorded state are loaded now, in the background: their lag
         # is known before any member comes back.

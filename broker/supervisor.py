@@ -30,6 +30,9 @@ import structlog
 from broker.config import BrokerConfig
 from broker.listeners import PLAINTEXT
 from broker.listeners import moved
+from broker.node_identity import SECRET_ENV
+from broker.node_identity import new_secret
+from broker.node_identity import node_mechanism
 from storage.dir_lock import DataDirLock
 
 log = structlog.get_logger("shoal.supervisor")
@@ -112,8 +115,6 @@ def child_commands(
 
 def check(config: BrokerConfig, processes: int) -> str | None:
     """Why N processes cannot serve this configuration, or None."""
-    if config.authorizer_class_name:
-        return "--processes > 1 has no authorizer yet (ACLs would be followed by node 0 only)"
     return port_refusal(config, processes) or inter_node_refusal(config)
 
 
@@ -157,25 +158,30 @@ def _other_families(a: str, b: str) -> bool:
 
 
 def inter_node_refusal(config: BrokerConfig) -> str | None:
-    """The processes reach each other as a client without credentials: their listener must
-    be a PLAINTEXT one. Why it is not, or None."""
+    """The processes reach each other on the inter-node listener as a plain client, or on a
+    SASL_PLAINTEXT one as their own user (`broker.node_identity`); they hold no certificates.
+    Why they cannot on this one, or None."""
     try:
         inter = config.inter_node_listener
     except ValueError as e:
         return str(e)
-    if inter.security_protocol == PLAINTEXT:
+    if inter.security_protocol == PLAINTEXT or node_mechanism(config) is not None:
         return None
     return (
-        f"the processes send each other requests (transactions, topic auto-creation) over "
-        f"listener {inter.name}, a {inter.security_protocol} one, and hold no credentials "
-        "or certificates of their own: set inter.broker.listener.name to a PLAINTEXT "
-        "listener (one on 127.0.0.1 keeps it off the network)"
+        f"the processes send each other requests (transactions, topic auto-creation, ACL and "
+        f"SCRAM changes) over listener {inter.name}, a {inter.security_protocol} one, and hold "
+        "no certificates of their own: set inter.broker.listener.name to a PLAINTEXT listener "
+        "(one on 127.0.0.1 keeps it off the network) or a SASL_PLAINTEXT one with SCRAM or "
+        "PLAIN enabled"
     )
 
 
 class Supervisor:
     def __init__(self, commands: list[NodeCommand], shutdown_timeout_s: float) -> None:
-        self.children = [Child(c.node_id, c.argv, c.env) for c in commands]
+        # The processes log in to one another with a secret made for this run
+        # (`broker.node_identity`); a restarted child gets the same.
+        secret = {SECRET_ENV: new_secret()}
+        self.children = [Child(c.node_id, c.argv, {**c.env, **secret}) for c in commands]
         self._stop = threading.Event()
         self._shutdown_timeout_s = shutdown_timeout_s
 

@@ -30,6 +30,7 @@ from broker.lag_readings import LagReader
 from broker.lag_readings import LagReadings
 from broker.loop_readings import LoopReadings
 from broker.metrics import BrokerMetrics
+from broker.node_identity import NODE_PRINCIPAL
 from broker.node_link import NodeLinks
 from broker.notifier import Notifier
 from broker.producer_ids import ProducerIdAllocator
@@ -43,6 +44,7 @@ from broker.transactions import finishing
 from broker.transactions import transaction_coordinator
 from broker.txn_markers import MarkerChannel
 from broker.txn_metrics import TransactionCollector
+from client.security import Security
 from coordinator.classic_group import ClassicGroupCoordinator
 from coordinator.classic_group import ClassicLimits
 from coordinator.consumer_assignors import parse_assignors
@@ -286,6 +288,7 @@ def transactions(
     dynamic: DynamicBrokerConfigs,
     now_ms: Callable[[], int],
     share_partitions: SharePartitionManager,
+    node_security: Security | None = None,
 ) -> Transactions:
     offsets = OffsetStore.open(logs, now_ms)
     txn_log = TransactionLog.open(logs, now_ms)
@@ -302,7 +305,7 @@ def transactions(
     links = remote = None
     if not owner.single:
         inter = config.inter_node_listener  # its port here; node n's is that + n - our id
-        links = NodeLinks(owner, (inter.host, inter.port))
+        links = NodeLinks(owner, (inter.host, inter.port), node_security)
         channel = MarkerChannel(links, lambda topic: logs.topic(topic) is not None)
         remote = RemoteMarkers(logs, owner, channel)
     coordinator = transaction_coordinator(
@@ -317,15 +320,17 @@ def transactions(
 # Security
 
 
-def acl_manager(config: BrokerConfig) -> AclManager | None:
-    """None when `authorizer.class.name` is empty: every request is allowed."""
+def acl_manager(config: BrokerConfig, node_secret: str | None = None) -> AclManager | None:
+    """None when `authorizer.class.name` is empty: every request is allowed. With
+    `--processes N` the processes' own principal is a super user (`broker.node_identity`)."""
     if not config.authorizer_class_name:
         return None
+    super_users = parse_super_users(config.super_users)
+    if node_secret is not None:
+        super_users |= {NODE_PRINCIPAL}
     return AclManager(
         AclStore(config.data_dir),
-        AuthorizerSettings(
-            parse_super_users(config.super_users), config.allow_everyone_if_no_acl_found
-        ),
+        AuthorizerSettings(super_users, config.allow_everyone_if_no_acl_found),
     )
 
 

@@ -47,3 +47,29 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
         raise
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+# Which version of a file `atomic_write` left: each write renames a new inode into place, so
+# inode, modification time and size together tell a reader that it changed, even when two
+# writes fall within one tick of the file system's clock.
+FileStamp = tuple[int, int, int]
+
+
+def file_stamp(path: Path) -> FileStamp | None:
+    """The stamp of the file at `path` now (a stat); None if there is none."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def read_stamped(path: Path) -> tuple[FileStamp, bytes] | None:
+    """The file's content and the stamp of that very content (read from one open file, so a
+    replacement meanwhile cannot pair an old stamp with new bytes); None if there is none."""
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            return (st.st_ino, st.st_mtime_ns, st.st_size), f.read()
+    except FileNotFoundError:
+        return None

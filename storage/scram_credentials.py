@@ -11,14 +11,20 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import io
+import itertools
 import json
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from storage.errors import StorageException
 from storage.fsutil import PRIVATE
+from storage.fsutil import FileStamp
 from storage.fsutil import atomic_write
+from storage.fsutil import file_stamp
+from storage.fsutil import read_stamped
 
 CREDENTIALS_FILE = "scram-credentials.json"
 DEFAULT_ITERATIONS = 4096  # Kafka's default, and RFC 7677's minimum
@@ -122,18 +128,60 @@ def check_upsert(user: str, mechanism: str, iterations: int) -> Mechanism:
     return m
 
 
+Users = dict[str, dict[str, ScramCredential]]  # user -> mechanism -> credential
+
+
+# A user per line, so a reader parses a batch of lines at a time: with `--processes N` the
+# other processes read the file again in a thread while they serve, and one `json.loads` of a
+# million users would hold the interpreter lock (their event loop) for seconds. The document
+# is still one JSON value; a file written before (one indented document) is read whole.
+_HEADER = b'{"version": 1, "users": {'
+_END = b"}}"
+_BATCH = 500  # lines per json.loads
+
+
+def _users(doc: dict[str, Any]) -> Users:
+    return {
+        name: {m: ScramCredential.from_json(c) for m, c in by_mechanism.items()}
+        for name, by_mechanism in doc.items()
+    }
+
+
+def _parse(raw: bytes) -> Users:
+    """:raises ValueError, KeyError, TypeError: not a credentials file, or one cut short."""
+    f = io.BytesIO(raw)
+    if f.readline().rstrip() != _HEADER:  # the format before
+        return _users(json.loads(raw).get("users", {}))
+    users: Users = {}
+    while batch := list(itertools.islice(f, _BATCH)):
+        lines = [line.strip().removesuffix(b",") for line in batch]
+        ended = _END in lines
+        if ended:
+            end = lines.index(_END)
+            if any(lines[end + 1 :]) or f.read().strip():
+                raise ValueError("content after the end of the users")
+            lines = lines[:end]
+        users.update(_users(json.loads(b"{%s}" % b",".join(x for x in lines if x))))
+        if ended:
+            return users
+    raise ValueError("the file ends before its users do")
+
+
 class ScramCredentialStore:
-    """Every user's credentials by mechanism; in memory, written through to one file."""
+    """Every user's credentials by mechanism; in memory, written through to one file.
+
+    With `--processes N` node 0 alone writes the file; the others `read_file` again when its
+    `stamp` moves (`broker.security_follow`). `reserved` holds credentials that log in but
+    are in no file and no answer: the processes' own user (`broker.node_identity`)."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
-        self._users: dict[str, dict[str, ScramCredential]] = {}
-        if path.exists():
-            raw = json.loads(path.read_text())
-            for name, by_mechanism in raw.get("users", {}).items():
-                self._users[name] = {
-                    m: ScramCredential.from_json(c) for m, c in by_mechanism.items()
-                }
+        self._users: Users = {}
+        self.reserved: Users = {}
+        found = read_stamped(path)
+        self.stamp: FileStamp | None = None if found is None else found[0]
+        if found is not None:
+            self._users = _parse(found[1])
 
     @classmethod
     def in_data_dir(cls, data_dir: Path) -> ScramCredentialStore:
@@ -141,6 +189,23 @@ class ScramCredentialStore:
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
         return self._users.get(user, {}).get(mechanism)
+
+    def login(self, user: str, mechanism: str) -> ScramCredential | None:
+        """The credential a SASL login checks: a reserved user's first, whatever the file has."""
+        reserved = self.reserved.get(user)
+        return reserved.get(mechanism) if reserved is not None else self.get(user, mechanism)
+
+    def file_stamp(self) -> FileStamp | None:
+        """Which version of the file is there now (a stat)."""
+        return file_stamp(self._path)
+
+    def read_file(self) -> tuple[FileStamp | None, Users]:
+        """Every credential the file holds now, and the stamp of what was read (blocking:
+        call it off the event loop). :raises ValueError: the file does not parse."""
+        found = read_stamped(self._path)
+        if found is None:
+            return None, {}
+        return found[0], _parse(found[1])
 
     def mechanisms(self, user: str) -> dict[str, ScramCredential]:
         return dict(self._users.get(user, {}))
@@ -172,15 +237,18 @@ class ScramCredentialStore:
         other = object.__new__(ScramCredentialStore)
         other._path = self._path
         other._users = self.export()
+        other.reserved = {}
+        other.stamp = self.stamp
         return other
 
     def snapshot(self) -> bytes:
         """The file's next content (taken on the loop, written by `write` anywhere)."""
-        users = {
-            name: {m: c.to_json() for m, c in sorted(by_m.items())}
+        lines = [
+            b"%s: %s" % (json.dumps(name).encode(),
+                         json.dumps({m: c.to_json() for m, c in sorted(by_m.items())}).encode())
             for name, by_m in sorted(self._users.items())
-        }
-        return json.dumps({"version": 1, "users": users}, indent=2).encode()
+        ]  # fmt: skip
+        return b"%s\n%s\n%s\n" % (_HEADER, b",\n".join(lines), _END)
 
     def write(self, data: bytes) -> None:
         """Atomically replace the file (fsyncs: run it off the event loop)."""

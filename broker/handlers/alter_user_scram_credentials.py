@@ -4,6 +4,10 @@ The client salts the password itself (it sends salt, iterations and SaltedPasswo
 broker keeps only the stored key and server key derived from them. Each user's changes are
 checked first and applied all or none, as Kafka does; the credential file is then rewritten
 atomically in a thread. If it cannot be written, memory goes back to what the file holds.
+
+With `--processes N` node 0 alone writes the file: another process forwards the request to it
+once the client is authorized here (`broker.controller_forward`), answers with its answer and
+takes the file at once, so the user can log in here as soon as the client has the answer.
 """
 
 from __future__ import annotations
@@ -19,8 +23,12 @@ from kio.schema.errors import ErrorCode
 
 from broker.authorization import authorize_cluster
 from broker.context import RequestContext
+from broker.controller_forward import NotForwarded
+from broker.controller_forward import forward
+from broker.controller_forward import forwards
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.security_follow import follow_credentials
 from broker.slicing import sliced_map
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -86,6 +94,13 @@ async def handle(
     if not authorize_cluster(ctx, AclOperation.ALTER):
         denied = (ErrorCode.cluster_authorization_failed, "ALTER on the cluster is denied")
         return await _response(_Everyone(denied), changes)
+    if forwards(ctx.services):
+        try:
+            answer: v0.AlterUserScramCredentialsResponse = await forward(ctx.services, request)
+        except NotForwarded as e:
+            return await _response(_Everyone((e.error_code, str(e))), changes)
+        await follow_credentials(ctx.services)
+        return answer
     async with ctx.services.credentials_lock:
         # Planned and written in threads (a request may change a million users), then swapped
         # in: memory is never ahead of the file.

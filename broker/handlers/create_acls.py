@@ -1,4 +1,8 @@
-"""CreateAcls (30): add bindings; each is refused or created on its own, all in one write."""
+"""CreateAcls (30): add bindings; each is refused or created on its own, all in one write.
+
+With `--processes N` node 0 writes the ACLs: another process forwards the request to it,
+once the client is authorized here (`broker.controller_forward`), and follows the file at once.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,16 @@ from kio.schema.create_acls import v3
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.controller_forward import NotForwarded
+from broker.controller_forward import fields
+from broker.controller_forward import forward
+from broker.controller_forward import forwards
 from broker.handlers.acl_common import code
 from broker.handlers.acl_common import refusal
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.slicing import Slicer
+from broker.slicing import sliced_map
 from protocol.acl import AccessControlEntry
 from protocol.acl import AclBinding
 from protocol.acl import AclOperation
@@ -57,6 +66,15 @@ async def handle(ctx: RequestContext, request: Request) -> v3.CreateAclsResponse
     if acls is None:
         error, message = refused or (ErrorCode.unknown_server_error, None)
         return v3.CreateAclsResponse(throttle_time=NO_THROTTLE, results=_all(error, message, n))
+    if forwards(ctx.services):
+        try:
+            answer: v3.CreateAclsResponse = await forward(ctx.services, await _newest(request))
+        except NotForwarded as e:
+            return v3.CreateAclsResponse(
+                throttle_time=NO_THROTTLE, results=_all(e.error_code, str(e), n)
+            )
+        await acls.follow()
+        return answer
     bindings: list[AclBinding | str] = []
     slicer = Slicer()  # a request may list a million bindings
     for c in request.creations:
@@ -82,6 +100,16 @@ async def handle(ctx: RequestContext, request: Request) -> v3.CreateAclsResponse
         )
         await slicer.pause()
     return v3.CreateAclsResponse(throttle_time=NO_THROTTLE, results=tuple(out))
+
+
+async def _newest(request: Request) -> v3.CreateAclsRequest:
+    """The same request as v3 (v1 and v2 have the same fields), to forward."""
+    if isinstance(request, v3.CreateAclsRequest):
+        return request
+    return v3.CreateAclsRequest(
+        creations=tuple(await sliced_map(lambda c: v3.request.AclCreation(**fields(c)),
+                                         request.creations))
+    )  # fmt: skip
 
 
 HANDLER = handler(

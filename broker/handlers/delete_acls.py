@@ -1,4 +1,8 @@
-"""DeleteAcls (31): remove what each filter selects, all filters in one write."""
+"""DeleteAcls (31): remove what each filter selects, all filters in one write.
+
+With `--processes N` node 0 writes the ACLs: another process forwards the request to it,
+once the client is authorized here (`broker.controller_forward`), and follows the file at once.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +14,16 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 
 from broker.context import RequestContext
+from broker.controller_forward import NotForwarded
+from broker.controller_forward import fields
+from broker.controller_forward import forward
+from broker.controller_forward import forwards
 from broker.handlers.acl_common import binding_filter
 from broker.handlers.acl_common import refusal
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.slicing import Slicer
+from broker.slicing import sliced_map
 from protocol.acl import AclBinding
 from protocol.acl import AclBindingFilter
 from protocol.acl import AclOperation
@@ -51,6 +60,14 @@ async def handle(ctx: RequestContext, request: Request) -> v3.DeleteAclsResponse
     if acls is None:
         failed = _failed(*(refused or (ErrorCode.unknown_server_error, None)))
         return v3.DeleteAclsResponse(throttle_time=NO_THROTTLE, filter_results=(failed,) * n)
+    if forwards(ctx.services):
+        try:
+            answer: v3.DeleteAclsResponse = await forward(ctx.services, await _newest(request))
+        except NotForwarded as e:
+            failed = _failed(e.error_code, str(e))
+            return v3.DeleteAclsResponse(throttle_time=NO_THROTTLE, filter_results=(failed,) * n)
+        await acls.follow()
+        return answer
     filters: list[AclBindingFilter | str] = []
     slicer = Slicer()  # a request may list a million filters
     for f in request.filters:
@@ -79,6 +96,16 @@ async def handle(ctx: RequestContext, request: Request) -> v3.DeleteAclsResponse
         filters,
     )
     return v3.DeleteAclsResponse(throttle_time=NO_THROTTLE, filter_results=tuple(results))
+
+
+async def _newest(request: Request) -> v3.DeleteAclsRequest:
+    """The same request as v3 (v1 and v2 have the same fields), to forward."""
+    if isinstance(request, v3.DeleteAclsRequest):
+        return request
+    return v3.DeleteAclsRequest(
+        filters=tuple(await sliced_map(lambda f: v3.request.DeleteAclsFilter(**fields(f)),
+                                       request.filters))
+    )  # fmt: skip
 
 
 HANDLER = handler(

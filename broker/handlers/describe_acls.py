@@ -1,4 +1,8 @@
-"""DescribeAcls (29): the bindings a filter selects, grouped by resource pattern."""
+"""DescribeAcls (29): the bindings a filter selects, grouped by resource pattern.
+
+With `--processes N` a process other than node 0 first takes node 0's file if it changed (a
+stat when it did not), so every process lists what node 0 last wrote.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 
 from broker.context import RequestContext
+from broker.controller_forward import forwards
 from broker.handlers.acl_common import binding_filter
 from broker.handlers.acl_common import refusal
 from broker.handlers.common import NO_THROTTLE
@@ -61,6 +66,8 @@ async def handle(ctx: RequestContext, request: Request) -> Response:
         wanted = binding_filter(request)
     except InvalidAcl as e:
         return _error(ErrorCode.invalid_request, str(e))
+    if forwards(ctx.services):
+        await acls.follow()
     # In a thread: there may be a million bindings to walk and answer. The authorizer in force
     # is never changed in place (AclManager swaps in a new one).
     resources = await asyncio.to_thread(lambda: _resources(acls.describe(wanted)))

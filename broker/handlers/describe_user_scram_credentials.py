@@ -15,8 +15,10 @@ from kio.static.primitive import i32
 
 from broker.authorization import authorize_cluster
 from broker.context import RequestContext
+from broker.controller_forward import forwards
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
+from broker.security_follow import follow_credentials
 from broker.slicing import sliced_map
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -56,6 +58,8 @@ async def handle(
             error_message=None,
             results=(),
         )
+    if forwards(ctx.services):  # --processes N: what node 0 last wrote
+        await follow_credentials(ctx.services)
     store = ctx.services.credentials
     users = request.users
     # A request may name a million users: counted in a thread, answered in slices.

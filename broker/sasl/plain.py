@@ -38,7 +38,7 @@ class PlainServer:
             (
                 (m, c)
                 for m in (SCRAM_SHA_512, SCRAM_SHA_256)
-                if (c := self._credentials.get(user, m.name)) is not None
+                if (c := self._credentials.login(user, m.name)) is not None
             ),
             None,
         )

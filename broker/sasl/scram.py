@@ -84,7 +84,7 @@ class ScramServer:
         authzid = parts[1].removeprefix("a=")
         if authzid and authzid != user:
             raise AuthenticationFailed("Authentication failed: authorization id is not the user")
-        credential = self._credentials.get(user, self._mechanism.name)
+        credential = self._credentials.login(user, self._mechanism.name)
         if credential is None:
             raise AuthenticationFailed(INVALID_CREDENTIALS)
         self._credential = credential

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -51,6 +52,57 @@ def test_a_damaged_file_stops_the_broker_rather_than_open_everything(tmp_path: P
     (tmp_path / "acls.json").write_text('{"acls": [{"resource_type": "NOPE"}]}')
     with pytest.raises(AclFileDamaged):
         AclStore(tmp_path).load()
+
+
+def test_the_file_has_a_binding_per_line_and_stays_one_json_document(tmp_path: Path) -> None:
+    """A reader parses it a batch of lines at a time (`--processes N` followers, in a thread),
+    any JSON reader whole; the indented document written before is still read."""
+    store = AclStore(tmp_path)
+    store.save([READ_ORDERS, DENY_PAY])
+    lines = store.path.read_bytes().splitlines()
+    assert len(lines) == 4  # header, two bindings, end
+    assert len(json.loads(store.path.read_bytes())["acls"]) == 2
+    store.save([])
+    assert AclStore(tmp_path).load() == []
+    before = {"version": 1, "acls": [READ_ORDERS.fields(), DENY_PAY.fields()]}
+    store.path.write_text(json.dumps(before, indent=1))
+    assert sorted(AclStore(tmp_path).load()) == sorted([READ_ORDERS, DENY_PAY])
+
+
+@pytest.mark.parametrize("cut", ["end", "binding", "after"])
+def test_a_file_cut_short_or_followed_by_more_is_damaged(tmp_path: Path, cut: str) -> None:
+    store = AclStore(tmp_path)
+    store.save([READ_ORDERS, DENY_PAY])
+    data = store.path.read_bytes()
+    damaged = {
+        "end": data[: data.rindex(b"]}")],  # every binding, no end
+        "binding": data[: data.index(b"\n") + 30],  # half a binding
+        "after": data + b'{"more": 1}\n',
+    }[cut]
+    store.path.write_bytes(damaged)
+    with pytest.raises(AclFileDamaged):
+        store.load()
+
+
+def test_the_credentials_file_has_a_user_per_line_and_reads_the_one_of_before(
+    tmp_path: Path,
+) -> None:
+    store = ScramCredentialStore.in_data_dir(tmp_path)
+    credential = ScramCredential.from_password(SCRAM_SHA_512, "pw", 4096)
+    for user in ("alice", '"}}', "bob\n"):  # names JSON escapes, or the end's characters
+        store.upsert(user, SCRAM_SHA_512.name, credential)
+    store.save()
+    path = tmp_path / "scram-credentials.json"
+    assert len(path.read_bytes().splitlines()) == 5  # header, three users, end
+    assert len(json.loads(path.read_bytes())["users"]) == 3
+    assert ScramCredentialStore.in_data_dir(tmp_path).export() == store.export()
+    before = {"version": 1, "users": {"alice": {SCRAM_SHA_512.name: credential.to_json()}}}
+    path.write_text(json.dumps(before, indent=2))
+    assert ScramCredentialStore.in_data_dir(tmp_path).users() == ["alice"]
+    store.save()
+    path.write_bytes(path.read_bytes()[: path.read_bytes().rindex(b"}}")])
+    with pytest.raises(ValueError):
+        ScramCredentialStore.in_data_dir(tmp_path)
 
 
 async def test_a_failed_write_changes_nothing(tmp_path: Path) -> None:

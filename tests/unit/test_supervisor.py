@@ -95,9 +95,14 @@ def test_two_listeners_and_advertised_listeners_are_served() -> None:
         check(_config(listeners=dual, **{"listener.security.protocol.map": "V6:PLAINTEXT"}), 2)
         is None
     )
-    # None named PLAINTEXT: the first (the one listener of before).
+    # None named PLAINTEXT: the first (the one listener of before), here a SASL_PLAINTEXT one
+    # with SCRAM, on which the processes log in as their own user (broker.node_identity).
     config = _config(**{**TWO, "inter.broker.listener.name": ""})
     assert config.inter_node_listener.name == "EXTERNAL"
+    assert check(config, 2) is None
+    # An authorizer with N > 1: the ACLs are forwarded to node 0 and followed.
+    authorizer = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    assert check(_config(**TWO, **{"authorizer.class.name": authorizer}), 2) is None
 
 
 @pytest.mark.parametrize(
@@ -121,24 +126,19 @@ def test_two_listeners_and_advertised_listeners_are_served() -> None:
             "advertised listener PLAINTEXT: node i advertises its port + i",
         ),
         (
-            {**TWO, "inter.broker.listener.name": "EXTERNAL"},
+            {
+                **TWO,
+                "listener.security.protocol.map": "EXTERNAL:SASL_SSL,INTERNAL:PLAINTEXT",
+                "inter.broker.listener.name": "",
+                "ssl.keystore.location": "/etc/shoal/broker.pem",  # read at start, not here
+            },
             2,
-            "over listener EXTERNAL, a SASL_PLAINTEXT one",
-        ),
-        (
-            {**TWO, "inter.broker.listener.name": ""},
-            2,
-            "over listener EXTERNAL, a SASL_PLAINTEXT one",
+            "over listener EXTERNAL, a SASL_SSL one",
         ),
         (
             {**TWO, "inter.broker.listener.name": "REPLICATION"},
             2,
             "inter.broker.listener.name=REPLICATION is not one of the listeners",
-        ),
-        (
-            {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"},
-            2,
-            "no authorizer yet",
         ),
     ],
 )
