@@ -82,6 +82,10 @@ class InFlightRanges:
         """The range objects at indices [i, j) (a copy of the list, the objects themselves)."""
         return self._batches[i:j]
 
+    def first_range(self) -> InFlightBatch:
+        """The range at the start (the window must not be empty)."""
+        return self._batches[0]
+
     def overlapping(self, first: int, last: int) -> tuple[int, int]:
         """Indices [i, j) of the ranges meeting [first, last], which must lie in the window."""
         i = bisect_right(self._batches, first, key=_first) - 1

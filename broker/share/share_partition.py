@@ -287,6 +287,17 @@ class SharePartition:
         refused = self.plan_more(draft, runs)
         return refused if refused is not None else draft.plan()
 
+    def sole_hold(self, member_id: str, first: int, last: int) -> InFlightBatch | None:
+        """The common ACCEPT's check (`ShareWindow.sole_hold`): [first, last] is the first
+        range of the window and all it holds open, held by `member_id` under a lock; that
+        range, or None."""
+        return self._window.sole_hold(member_id, first, last)
+
+    def accept_sole(self, b: InFlightBatch) -> None:
+        """Apply the ACCEPT of the range `sole_hold` returned (its durable change written):
+        what `apply` of its plan does, the window emptied and SPSO moved past it."""
+        self._window.accept_sole(b)
+
     def draft(self, member_id: str | None, now_ms: int = 0) -> PlanDraft:
         """An empty plan for `member_id`'s acknowledgement at `now_ms` (when released records
         start their retry backoff), under the limits in force now."""

@@ -69,6 +69,7 @@ from broker.share.record_state import RecordState
 
 AVAILABLE = RecordState.AVAILABLE
 ACQUIRED = RecordState.ACQUIRED
+ACKNOWLEDGED = RecordState.ACKNOWLEDGED
 ARCHIVING = RecordState.ARCHIVING
 ARCHIVED = RecordState.ARCHIVED
 
@@ -397,6 +398,33 @@ class ShareWindow:
                 moved += b.size
         ranges.merge(i, j)
         return moved
+
+    def sole_hold(self, member_id: str, first: int, last: int) -> InFlightBatch | None:
+        """The window's first range if it is exactly [first, last], ACQUIRED by `member_id`
+        under a lock deadline, and every open record of the window (what follows it is
+        ACKNOWLEDGED or ARCHIVED: the control batch of the last write, typically), else None:
+        the check that chooses `accept_sole` (a steady-rate ACCEPT of all a member holds)."""
+        ranges = self._ranges
+        if ranges.start != first or last < first or self.open_records != last - first + 1:
+            return None
+        b = ranges.first_range()
+        if (
+            b.last != last
+            or b.state is not ACQUIRED
+            or b.member_id != member_id
+            or b.deadline is None
+        ):
+            return None
+        return b
+
+    def accept_sole(self, b: InFlightBatch) -> None:
+        """ACCEPT of the range `sole_hold` returned, nothing changed since: what `finish`
+        over it with the target ACKNOWLEDGED, then `advance_start`, do (the same move, the
+        same durable change recorded; every range is terminal then, so SPSO moves to SPEO),
+        without isolating or merging."""
+        self._move(b, ACKNOWLEDGED)
+        self._changes.append(StateRange(b.first, b.last, ACKNOWLEDGED, b.delivery_count, 0))
+        self._ranges.drop_leading_terminal()
 
     def renew(self, first: int, last: int, deadline: int) -> None:
         """ACQUIRED records of [first, last] (clipped to the window) keep their owner, state
