@@ -78,6 +78,8 @@ class SharePartition:
         self.group_id = group_id
         self.topic_id = topic_id
         self.partition = partition
+        # Read several times a request (timers, stores, bookkeeping): built once.
+        self.key: SharePartitionKey = (group_id, topic_id, partition)
         self._limits = limits
         self._window = ShareWindow(start_offset)
         self._key_order = KeyOrdered(start_offset)  # state for key-ordered groups only
@@ -89,10 +91,6 @@ class SharePartition:
     def limits(self) -> ShareLimits:
         """The group's limits in force now."""
         return self._limits()
-
-    @property
-    def key(self) -> SharePartitionKey:
-        return (self.group_id, self.topic_id, self.partition)
 
     @property
     def spso(self) -> int:
