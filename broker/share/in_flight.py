@@ -46,6 +46,9 @@ class InFlightBatch:
         )
 
 
+ARCHIVED = RecordState.ARCHIVED
+
+
 def _first(batch: InFlightBatch) -> int:
     return batch.first
 
@@ -81,6 +84,10 @@ class InFlightRanges:
     def view(self, i: int, j: int) -> list[InFlightBatch]:
         """The range objects at indices [i, j) (a copy of the list, the objects themselves)."""
         return self._batches[i:j]
+
+    def first_range(self) -> InFlightBatch:
+        """The range at the start (the window must not be empty)."""
+        return self._batches[0]
 
     def overlapping(self, first: int, last: int) -> tuple[int, int]:
         """Indices [i, j) of the ranges meeting [first, last], which must lie in the window."""
@@ -128,6 +135,28 @@ class InFlightRanges:
             raise ValueError(f"range {batch.first} does not start at the window end {self._end}")
         self._batches.append(batch)
         self._end = batch.last + 1
+
+    def append_archived(self, first: int, last: int) -> None:
+        """Extend the window by [first, last] ARCHIVED, never delivered (`first` must be the
+        end), joined to the last range if that is alike: what appending it AVAILABLE, moving
+        it to ARCHIVED and `merge_tail` leave, in one step."""
+        if first != self._end:
+            raise ValueError(f"range {first} does not start at the window end {self._end}")
+        batches = self._batches
+        if batches:
+            p = batches[-1]
+            if (
+                p.state is ARCHIVED
+                and p.delivery_count == 0
+                and p.member_id is None
+                and p.deadline is None
+                and not p.not_before
+            ):
+                p.last = last
+                self._end = last + 1
+                return
+        batches.append(InFlightBatch(first, last, ARCHIVED, 0))
+        self._end = last + 1
 
     def merge_tail(self) -> None:
         n = len(self._batches)

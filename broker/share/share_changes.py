@@ -22,8 +22,11 @@ from broker.share.ack_runs import AckBatch
 from broker.share.ack_runs import Run
 from broker.share.acquisition_lock_timer import AcquisitionLockTimer
 from broker.share.bookkeeping import Bookkeeping
+from broker.share.in_flight import InFlightBatch
 from broker.share.persister import Persister
+from broker.share.persister import ShareChange
 from broker.share.persister import change_of
+from broker.share.persister import window_after
 from broker.share.plans import Outcome
 from broker.share.plans import Plan
 from broker.share.record_state import AcknowledgeType
@@ -31,10 +34,15 @@ from broker.share.share_logs import ShareLogs
 from broker.share.share_metrics import ShareMetrics
 from broker.share.share_partition import SharePartition
 from broker.share.share_partition import SharePartitionKey
+from broker.share.window import ACKNOWLEDGED
+from broker.share.window import StateRange
 from storage.errors import StorageError
 
 log = structlog.get_logger("shoal.share")
 
+ACCEPT = int(AcknowledgeType.ACCEPT)
+# False: every acknowledgement is planned (the tests comparing the two paths set it).
+ACCEPT_SOLE = True
 RETRY_WRITE_MS = 1000  # a lock expiry whose share-state write failed is tried again after this
 
 
@@ -101,6 +109,13 @@ class ShareChanges:
             self.finish_acknowledgement(sp.key)
         # Only a window that held fetchers back has waiters for the room an ack makes.
         spso = sp.spso if sp.holds_back_fetchers() else None
+        # The common case: one range, all ACCEPT, exactly what the member holds from SPSO.
+        if ACCEPT_SOLE and len(batches) == 1:
+            first, last, types = batches[0]
+            if len(types) == 1 and types[0] == ACCEPT:
+                held = sp.sole_hold(member_id, first, last)
+                if held is not None:
+                    return self._accept_sole(sp, held, member_id, now_ms, spso)
         plan = sp.plan_acknowledge(member_id, batches, now_ms)
         result = plan if isinstance(plan, ErrorCode) else self.commit(sp, plan, now_ms)
         if isinstance(result, ErrorCode):
@@ -109,6 +124,29 @@ class ShareChanges:
         assert isinstance(plan, Plan)
         self._metrics.on_acknowledgement(True, count_ack_types(plan.runs))
         self._book.after(sp, now_ms, result, [member_id], spso_before=spso)
+        return ErrorCode.none
+
+    def _accept_sole(
+        self, sp: SharePartition, b: InFlightBatch, member_id: str, now_ms: int, spso: int | None
+    ) -> ErrorCode:
+        """`acknowledge_in` of an ACCEPT of exactly the one range of the window, which the
+        member holds (`SharePartition.sole_hold`): the plan the general path would make
+        (one change, the range ACKNOWLEDGED, emptying the window) written and applied with
+        no planning, then the same metrics and bookkeeping. Held to the general path by
+        `tests/unit/test_share_accept_sole.py`."""
+        changes = (StateRange(b.first, b.last, ACKNOWLEDGED, b.delivery_count, 0),)
+        change = ShareChange(changes, sp.speo, True, lambda: window_after(sp, changes))
+        written = self._write(sp, change, now_ms)
+        if isinstance(written, ErrorCode):
+            self._metrics.on_acknowledgement(False, {})
+            return written
+        records = b.last - b.first + 1
+        sp.accept_sole(b)
+        if written is not None:
+            sp.pass_own_record(written)
+        self._metrics.on_acknowledgement(True, {AcknowledgeType.ACCEPT: records})
+        # No outcome: an ACCEPT rejects nothing and reaches no delivery limit.
+        self._book.after(sp, now_ms, None, [member_id], spso_before=spso)
         return ErrorCode.none
 
     def begin_acknowledge(
@@ -276,8 +314,13 @@ class ShareChanges:
     def write(self, sp: SharePartition, plan: Plan, now_ms: int) -> int | ErrorCode | None:
         """Write the plan's durable ranges: the offset written (None: nothing to write), or
         the error that drops the plan."""
+        return self._write(sp, change_of(sp, plan.changes), now_ms)
+
+    def _write(
+        self, sp: SharePartition, change: ShareChange, now_ms: int
+    ) -> int | ErrorCode | None:
         try:
-            return self._persister.write(sp.key, change_of(sp, plan.changes), now_ms)
+            return self._persister.write(sp.key, change, now_ms)
         except StorageError as e:
             self._metrics.on_share_state_write_failure()
             log.warning(

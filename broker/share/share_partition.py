@@ -78,6 +78,8 @@ class SharePartition:
         self.group_id = group_id
         self.topic_id = topic_id
         self.partition = partition
+        # Read several times a request (timers, stores, bookkeeping): built once.
+        self.key: SharePartitionKey = (group_id, topic_id, partition)
         self._limits = limits
         self._window = ShareWindow(start_offset)
         self._key_order = KeyOrdered(start_offset)  # state for key-ordered groups only
@@ -89,10 +91,6 @@ class SharePartition:
     def limits(self) -> ShareLimits:
         """The group's limits in force now."""
         return self._limits()
-
-    @property
-    def key(self) -> SharePartitionKey:
-        return (self.group_id, self.topic_id, self.partition)
 
     @property
     def spso(self) -> int:
@@ -286,6 +284,17 @@ class SharePartition:
         draft = self.draft(member_id, now_ms)
         refused = self.plan_more(draft, runs)
         return refused if refused is not None else draft.plan()
+
+    def sole_hold(self, member_id: str, first: int, last: int) -> InFlightBatch | None:
+        """The common ACCEPT's check (`ShareWindow.sole_hold`): [first, last] is the first
+        range of the window and all it holds open, held by `member_id` under a lock; that
+        range, or None."""
+        return self._window.sole_hold(member_id, first, last)
+
+    def accept_sole(self, b: InFlightBatch) -> None:
+        """Apply the ACCEPT of the range `sole_hold` returned (its durable change written):
+        what `apply` of its plan does, the window emptied and SPSO moved past it."""
+        self._window.accept_sole(b)
 
     def draft(self, member_id: str | None, now_ms: int = 0) -> PlanDraft:
         """An empty plan for `member_id`'s acknowledgement at `now_ms` (when released records

@@ -69,6 +69,7 @@ from broker.share.record_state import RecordState
 
 AVAILABLE = RecordState.AVAILABLE
 ACQUIRED = RecordState.ACQUIRED
+ACKNOWLEDGED = RecordState.ACKNOWLEDGED
 ARCHIVING = RecordState.ARCHIVING
 ARCHIVED = RecordState.ARCHIVED
 
@@ -231,7 +232,8 @@ class ShareWindow:
     def take_changes(self) -> list[StateRange]:
         """Durable ranges `finish` changed since the last call (later changes win), then clear."""
         changes, self._changes = self._changes, []
-        return normalise(changes)
+        # One change or none (each ACCEPT at a steady rate) is normalised already.
+        return changes if len(changes) < 2 else normalise(changes)
 
     # ---------------------------------------------------------------------------- acquiring
 
@@ -333,6 +335,17 @@ class ShareWindow:
     def archive_absent(self, first: int, last: int) -> None:
         """Archive [first, last]: the log holds nothing deliverable there. Not recorded as a
         durable change: the next fetch after a restart archives it again from the log."""
+        ranges = self._ranges
+        if first >= ranges.end:  # nearly always (a control batch met at the end): appended
+            if first <= last:
+                ranges.append_archived(first, last)
+                ranges.drop_leading_terminal()
+            return
+        self.archive_absent_in_place(first, last)
+
+    def archive_absent_in_place(self, first: int, last: int) -> None:
+        """`archive_absent` by moving ranges (whatever [first, last] meets): what the one-step
+        append of the common case must equal (`tests/unit/test_share_window.py`)."""
         first = max(first, self.start)
         if first > last:
             return
@@ -397,6 +410,40 @@ class ShareWindow:
                 moved += b.size
         ranges.merge(i, j)
         return moved
+
+    def sole_hold(self, member_id: str, first: int, last: int) -> InFlightBatch | None:
+        """The window's first range if it is exactly [first, last], ACQUIRED by `member_id`
+        under a lock deadline, and every open record of the window (what follows it is
+        ACKNOWLEDGED or ARCHIVED: the control batch of the last write, typically), else None:
+        the check that chooses `accept_sole` (a steady-rate ACCEPT of all a member holds)."""
+        ranges = self._ranges
+        if ranges.start != first or last < first or self.open_records != last - first + 1:
+            return None
+        b = ranges.first_range()
+        if (
+            b.last != last
+            or b.state is not ACQUIRED
+            or b.member_id != member_id
+            or b.deadline is None
+        ):
+            return None
+        return b
+
+    def accept_sole(self, b: InFlightBatch) -> None:
+        """ACCEPT of the range `sole_hold` returned, nothing changed since: what `finish`
+        over it with the target ACKNOWLEDGED, then `advance_start`, do (the same move, the
+        same durable change recorded; every range is terminal then, so SPSO moves to SPEO),
+        without isolating or merging."""
+        # `_move(b, ACKNOWLEDGED)` for an ACQUIRED range under a lock (never waiting): the
+        # lock counted off, the watchers told; AVAILABLE and ARCHIVING counts stay.
+        size = b.last - b.first + 1
+        assert b.deadline is not None and not b.not_before
+        self._locks.remove(b.deadline, size)
+        for watcher in self._watchers:
+            watcher(b.first, b.last)
+        b.state, b.member_id, b.deadline = ACKNOWLEDGED, None, None
+        self._changes.append(StateRange(b.first, b.last, ACKNOWLEDGED, b.delivery_count, 0))
+        self._ranges.drop_leading_terminal()
 
     def renew(self, first: int, last: int, deadline: int) -> None:
         """ACQUIRED records of [first, last] (clipped to the window) keep their owner, state

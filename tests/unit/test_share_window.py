@@ -8,6 +8,9 @@ what came back (a new rule in `broker/share/acquire/` gets a test like the last 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
 
 from broker.share.acquire.batch_optimized import BATCH_OPTIMIZED
 from broker.share.acquire.policy import Fetch
@@ -129,3 +132,107 @@ def test_hand_over_passes_acquired_records_to_a_transaction_without_a_lock() -> 
     ]  # fmt: skip
     assert w.acquired == 6  # locks held: the handed-over records left the lock timer
     assert [b.delivery_count for b in w] == [1, 1, 1]
+
+
+# The one-step paths of the common case, held to the general ones on twin windows ---------
+
+_ops = st.lists(
+    st.tuples(
+        st.sampled_from(("extend", "acquire", "archive", "finish", "hand_over")),
+        st.integers(0, 6),
+        st.integers(0, 3),
+        st.sampled_from((ACKNOWLEDGED, ARCHIVED, AVAILABLE)),
+    ),
+    max_size=12,
+)
+
+
+def _built(ops: list[tuple[str, int, int, RecordState]]) -> ShareWindow:
+    """A window after some extends, acquisitions, archivals, finished attempts and
+    records staged in a transaction."""
+    w = ShareWindow(0)
+    for kind, a, n, target in ops:
+        lo = min(w.start + a, w.end)  # the window grows from its end only
+        if kind == "extend":
+            w.extend(w.end, w.end + n)
+        elif kind == "acquire":
+            w.acquire(lo, lo + n, "m" if a % 2 else "n", 100 + a, [])
+        elif kind == "archive":
+            w.archive_absent(lo, lo + n)
+        elif kind == "hand_over" and lo + n < w.end:  # to "m", with no lock (a transaction)
+            if all(b.state is ACQUIRED for b in w.ranges_in(lo, lo + n)):
+                w.hand_over(lo, lo + n, "m")
+        elif kind == "finish" and lo + n < w.end:
+            w.finish(lo, lo + n, lambda b, t=target: t if b.state is ACQUIRED else None)
+            w.advance_start()
+    return w
+
+
+def _seen(w: ShareWindow) -> object:
+    return (
+        [(b.first, b.last, b.state, b.delivery_count, b.member_id, b.deadline, b.not_before)
+         for b in w],
+        w.start, w.end, w.available, w.acquired, w.archiving, w.next_deadline(),
+        w.take_changes(),
+    )  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops=_ops, gap=st.integers(0, 3), size=st.integers(0, 3), at_end=st.booleans())
+def test_archive_absent_at_the_end_equals_archiving_in_place(
+    ops: list[tuple[str, int, int, RecordState]], gap: int, size: int, at_end: bool
+) -> None:
+    """A control batch met at (or past) the window's end is appended ARCHIVED in one step:
+    the same ranges, counters and changes as appending it AVAILABLE and archiving it."""
+    one, two = _built(ops), _built(ops)
+    first = one.end + (0 if at_end else gap)
+    outcomes = []
+    for call in (one.archive_absent, two.archive_absent_in_place):
+        try:
+            call(first, first + size - 1)
+            outcomes.append(None)
+        except ValueError as e:  # past the end: refused alike
+            outcomes.append(str(e))
+    assert outcomes[0] == outcomes[1]
+    assert _seen(one) == _seen(two)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops=_ops, member=st.sampled_from(("m", "n")), cut=st.integers(0, 2))
+def test_accept_sole_equals_finishing_the_range(
+    ops: list[tuple[str, int, int, RecordState]], member: str, cut: int
+) -> None:
+    """Where `sole_hold` finds the member's range, `accept_sole` leaves what `finish` to
+    ACKNOWLEDGED and `advance_start` leave; where it finds none, finishing would not be the
+    common case (another range open, another member, no lock, or not [first, last])."""
+    one, two = _built(ops), _built(ops)
+    first = one.start
+    last = first + cut
+    b = one.sole_hold(member, first, last)
+    if b is None:
+        open_ = [x for x in two if not x.state.is_terminal]
+        assert not (
+            len(open_) == 1
+            and open_[0].first == first
+            and open_[0].last == last
+            and open_[0].state is ACQUIRED
+            and open_[0].member_id == member
+            and open_[0].deadline is not None
+        )
+        return
+    one.accept_sole(b)
+    two.finish(first, last, lambda x: ACKNOWLEDGED)
+    two.advance_start()
+    assert _seen(one) == _seen(two)
+
+
+def test_records_staged_in_a_transaction_are_not_the_common_accept() -> None:
+    """A range held with no lock (staged by a transaction, `hand_over`) is not counted as
+    acquired, so an AVAILABLE range of its size would make the open records add up: the lock
+    is checked too, and the general path decides."""
+    w = ShareWindow(0)
+    w.extend(0, 1)
+    w.acquire(0, 0, "m", 100, [])
+    w.hand_over(0, 0, "m")
+    assert w.open_records == 1  # record 1, AVAILABLE
+    assert w.sole_hold("m", 0, 0) is None
