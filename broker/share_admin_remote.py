@@ -37,6 +37,7 @@ from kio.static.protocol import RequestPayload
 
 from broker.context import BrokerServices
 from broker.share.share_group_offsets import PartitionOffsets
+from broker.slicing import Slicer
 from storage.topics import TopicInfo
 
 log = structlog.get_logger("shoal.groups")
@@ -55,24 +56,27 @@ def led_elsewhere(s: BrokerServices, topic: TopicInfo, partition: int) -> bool:
     return s.node_links is not None and not s.config.ownership.leads(topic.topic_id, partition)
 
 
-def partitions_led_elsewhere(s: BrokerServices) -> list[Partition]:
+async def partitions_led_elsewhere(s: BrokerServices) -> list[Partition]:
     """Every partition of every topic that another process leads (the ones a share group
-    may have state on without this process knowing it)."""
+    may have state on without this process knowing it); a slice at a time."""
     if s.node_links is None:
         return []
-    return [
-        (t, p)
-        for t in sorted(s.logs.topics(), key=lambda t: t.name)
-        for p in range(t.partitions)
-        if led_elsewhere(s, t, p)
-    ]
+    owner, slicer = s.config.ownership, Slicer()
+    out: list[Partition] = []
+    for t in sorted(s.logs.topics(), key=lambda t: t.name):
+        for p in range(t.partitions):
+            if not owner.leads(t.topic_id, p):
+                out.append((t, p))
+            await slicer.pause()
+    return out
 
 
-def _by_node(s: BrokerServices, parts: Iterable[Partition]) -> dict[int, list[Partition]]:
-    owner = s.config.ownership
+async def _by_node(s: BrokerServices, parts: Iterable[Partition]) -> dict[int, list[Partition]]:
+    owner, slicer = s.config.ownership, Slicer()
     nodes: dict[int, list[Partition]] = {}
     for topic, p in parts:
         nodes.setdefault(owner.leader(topic.topic_id, p), []).append((topic, p))
+        await slicer.pause()
     return nodes
 
 
@@ -111,12 +115,12 @@ async def _ask(
             out.update(read(answer))
             for t, p in chunk:
                 out.setdefault((t.topic_id, p), ErrorCode.unknown_server_error)
+            await asyncio.sleep(0)  # a chunk at a time: others are served between
         return out
 
+    nodes = await _by_node(s, parts)
     results: dict[Key, Any] = {}
-    for answer in await asyncio.gather(
-        *(one_node(n, mine) for n, mine in _by_node(s, parts).items())
-    ):
+    for answer in await asyncio.gather(*(one_node(n, mine) for n, mine in nodes.items())):
         results.update(answer)
     return results
 

@@ -123,7 +123,7 @@ async def _delete_elsewhere(ctx: RequestContext, group_id: str) -> ErrorCode:
         code = await _forget_configs_on_controller(ctx, group_id)
         if code != ErrorCode.none:
             return code
-    parts = remote.partitions_led_elsewhere(s)
+    parts = await remote.partitions_led_elsewhere(s)
     answers = await remote.deletes(s, group_id, parts) if parts else {}
     for code in answers.values():
         if code not in (ErrorCode.none, ErrorCode.unknown_topic_or_partition):

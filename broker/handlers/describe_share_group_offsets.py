@@ -76,12 +76,14 @@ async def _started_elsewhere(
     """`--processes N`, all the group's topics: the share-partitions other processes lead and
     the group started, described by their leaders."""
     s = ctx.services
-    parts = remote.partitions_led_elsewhere(s)
+    parts = await remote.partitions_led_elsewhere(s)
     if not parts:
         return {}
     answers = await remote.summaries(s, group_id, parts)
     out = {}
+    slicer = Slicer()  # every partition of every topic: may be a million
     for topic, p in parts:
+        await slicer.pause()
         got = answers[(topic.topic_id, p)]
         if isinstance(got, ErrorCode):
             if got in (ErrorCode.unknown_topic_or_partition, ErrorCode.not_coordinator):

@@ -268,12 +268,12 @@ def test_a_stopped_leader_is_coordinator_not_available_within_the_timeout(
         assert time.monotonic() - started < 3
     finally:
         os.kill(nodes[1], signal.SIGCONT)
-    # The group is still there, every partition too; the reset took on node 0's partitions
-    # only (each partition has its own outcome, as in Kafka's AlterShareGroupOffsets answer).
+    # The group is still there; the reset took on node 0's partitions (each partition has its
+    # own outcome, as in Kafka's AlterShareGroupOffsets answer). Node 1's may yet apply what
+    # it read after SIGCONT: a request that timed out may still take effect, as in Kafka.
     described = _describe(bootstrap, group)
-    assert {p: o.start_offset == 0 for (_, p), o in described.items()} == {
-        p: leaders[p] == 0 for p in range(PARTITIONS)
-    }
+    assert sorted(described) == [(TOPIC, p) for p in range(PARTITIONS)]
+    assert all(o.start_offset == 0 for (_, p), o in described.items() if leaders[p] == 0)
     assert _admin(bootstrap, lambda a: a.delete_groups([group])) == {group: None}
 
 
