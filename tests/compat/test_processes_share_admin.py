@@ -365,3 +365,66 @@ def test_the_share_state_rpcs_refuse_a_client(
         codes = {p.error_code for t in answer.results for p in t.partitions}
         assert codes == {ErrorCode.cluster_authorization_failed}
     assert _describe(b.bootstrap, group) == before
+
+
+def test_a_share_state_rpc_names_only_partitions_its_receiver_leads(
+    broker: tuple[BrokerProcess, dict[int, int]],
+) -> None:
+    """Whoever sends them, each partition is checked before anything is applied: a topic id
+    unknown here or a partition out of range is UNKNOWN_TOPIC_OR_PARTITION, a partition the
+    other node leads NOT_COORDINATOR (Kafka's share coordinator for a key whose shard is
+    elsewhere), a negative start offset INVALID_REQUEST; the partition it leads is reset."""
+    import uuid
+
+    from kio.schema.initialize_share_group_state import v0 as init_v0
+    from kio.static.primitive import i32
+    from kio.static.primitive import i64
+
+    from client.connection import Connection
+
+    b, _ = broker
+    group = _group_on(0, "checked-")
+    topic_id = _admin(b.bootstrap, lambda a: a.list_topics())[TOPIC].topic_id
+    leaders = _leaders(b.bootstrap)
+    mine = min(p for p in leaders if leaders[p] == 0)
+    theirs = min(p for p in leaders if leaders[p] == 1)
+    m = init_v0.request
+    _admin(b.bootstrap, lambda a: a.alter_share_group_offsets(group, {(TOPIC, mine): 5}))
+
+    def ask(tid: uuid.UUID, partitions: list[tuple[int, int]]) -> Any:
+        async def send() -> Any:
+            conn = await Connection.open("127.0.0.1", b.port, client_id="shoal-node-1")
+            try:
+                return await conn.request(
+                    init_v0.InitializeShareGroupStateRequest(
+                        group_id=group,
+                        topics=(
+                            m.InitializeStateData(
+                                topic_id=tid,
+                                partitions=tuple(
+                                    m.PartitionData(
+                                        partition=i32(p), state_epoch=i32(0), start_offset=i64(o)
+                                    )
+                                    for p, o in partitions
+                                ),
+                            ),
+                        ),
+                    )
+                )
+            finally:
+                await conn.close()
+
+        return asyncio.run(send())
+
+    answer = ask(topic_id, [(theirs, 0), (PARTITIONS, 0), (-1, 0), (mine, -5), (mine, 0)])
+    codes = [p.error_code for p in answer.results[0].partitions]
+    assert codes == [ErrorCode.not_coordinator, ErrorCode.unknown_topic_or_partition,
+                     ErrorCode.unknown_topic_or_partition, ErrorCode.invalid_request,
+                     ErrorCode.none]  # fmt: skip
+    answer = ask(uuid.uuid4(), [(mine, 0)])
+    assert [p.error_code for p in answer.results[0].partitions] == [
+        ErrorCode.unknown_topic_or_partition
+    ]
+    described = _describe(b.bootstrap, group)
+    assert described[(TOPIC, mine)].start_offset == 0
+    assert described[(TOPIC, theirs)].start_offset == -1
