@@ -19,6 +19,7 @@ from broker.handlers import delete_acls
 from broker.handlers import delete_groups
 from broker.handlers import delete_records
 from broker.handlers import delete_share_group_offsets
+from broker.handlers import delete_share_group_state
 from broker.handlers import delete_topics
 from broker.handlers import describe_acls
 from broker.handlers import describe_cluster
@@ -35,6 +36,7 @@ from broker.handlers import find_coordinator
 from broker.handlers import heartbeat
 from broker.handlers import incremental_alter_configs
 from broker.handlers import init_producer_id
+from broker.handlers import initialize_share_group_state
 from broker.handlers import join_group
 from broker.handlers import leave_group
 from broker.handlers import list_groups
@@ -45,6 +47,7 @@ from broker.handlers import offset_commit
 from broker.handlers import offset_delete
 from broker.handlers import offset_fetch
 from broker.handlers import produce
+from broker.handlers import read_share_group_state_summary
 from broker.handlers import sasl_authenticate
 from broker.handlers import sasl_handshake
 from broker.handlers import share_acknowledge
@@ -102,6 +105,9 @@ HANDLERS: tuple[RequestHandler, ...] = (
     describe_share_group_offsets.HANDLER,
     alter_share_group_offsets.HANDLER,
     delete_share_group_offsets.HANDLER,
+    initialize_share_group_state.HANDLER,
+    delete_share_group_state.HANDLER,
+    read_share_group_state_summary.HANDLER,
     describe_acls.HANDLER,
     create_acls.HANDLER,
     delete_acls.HANDLER,

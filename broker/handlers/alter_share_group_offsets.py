@@ -10,10 +10,13 @@ GROUP_ID_NOT_FOUND and nothing is made over it, as Kafka's `getOrMaybeCreateShar
 
 from __future__ import annotations
 
+import uuid
+
 import structlog
 from kio.schema.alter_share_group_offsets import v0
 from kio.schema.errors import ErrorCode
 
+from broker import share_admin_remote as remote
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
@@ -120,9 +123,40 @@ async def handle(ctx: RequestContext, request: v0.AlterShareGroupOffsetsRequest)
         )
     slicer = Slicer()
     last = await _last_offsets(request, slicer)
-    done: dict[Partition, ErrorCode] = {}
+    done: dict[Partition, ErrorCode] = await _reset_elsewhere(ctx, request.group_id, last)
     topics = [await _topic(ctx, request.group_id, t, last, done, slicer) for t in request.topics]
     return Response(throttle_time=NO_THROTTLE, error_code=ErrorCode.none, responses=tuple(topics))
+
+
+async def _reset_elsewhere(
+    ctx: RequestContext, group_id: str, last: dict[Partition, int]
+) -> dict[Partition, ErrorCode]:
+    """`--processes N`: the partitions other processes lead are reset by their leaders
+    (InitializeShareGroupState, as Kafka's coordinator initialises them through its persister);
+    their outcomes, by partition. Partitions unknown or not readable are left to `_topic`."""
+    s = ctx.services
+    if s.node_links is None:
+        return {}
+    parts: list[tuple[TopicInfo, int]] = []
+    starts: dict[tuple[uuid.UUID, int], int] = {}
+    for (name, p), start in last.items():
+        topic = s.logs.topic(name)
+        if (
+            topic is not None
+            and 0 <= p < topic.partitions
+            and remote.led_elsewhere(s, topic, p)
+            and authorize(ctx, AclOperation.READ, ResourceType.TOPIC, name)
+        ):
+            parts.append((topic, p))
+            starts[(topic.topic_id, p)] = start
+    if not parts:
+        return {}
+    answers = await remote.resets(s, group_id, parts, starts)
+    for topic, p in parts:
+        if answers[(topic.topic_id, p)] == ErrorCode.none:
+            log.info("share group offset reset", group=group_id, topic=topic.name, partition=p,
+                     start_offset=starts[(topic.topic_id, p)], by="leader")  # fmt: skip
+    return {(t.name, p): answers[(t.topic_id, p)] for t, p in parts}
 
 
 def _reset(

@@ -16,13 +16,18 @@ from kio.schema.delete_groups import v0
 from kio.schema.delete_groups import v1
 from kio.schema.delete_groups import v2
 from kio.schema.errors import ErrorCode
+from kio.schema.incremental_alter_configs import v1 as incremental_alter_configs
+from kio.static.primitive import i8
 
+from broker import share_admin_remote as remote
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.ownership import CONTROLLER
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
+from broker.slicing import Slicer
 from broker.slicing import sliced_map
 from coordinator.group_registry import GroupKind
 from coordinator.share_group import CoordinatorError
@@ -31,6 +36,7 @@ from protocol.acl import ResourceType
 from storage.errors import StorageError
 
 log = structlog.get_logger("shoal.groups")
+GROUP_RESOURCE, DELETE = 32, 1  # ConfigResource type GROUP; IncrementalAlterConfigs DELETE
 Request = v0.DeleteGroupsRequest | v1.DeleteGroupsRequest | v2.DeleteGroupsRequest
 
 
@@ -83,11 +89,94 @@ def _logged(ctx: RequestContext, group_id: str) -> ErrorCode:
     return code
 
 
+def _share_group_to_delete(ctx: RequestContext, group_id: str) -> bool:
+    """Whether `_delete` would delete this group as a share group (an empty one)."""
+    s = ctx.services
+    if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, group_id):
+        return False
+    if s.groups.holds(GroupKind.CLASSIC, group_id) or s.groups.holds(GroupKind.CONSUMER, group_id):
+        return False
+    if not s.groups.holds(GroupKind.SHARE, group_id) and s.offsets.has_group(group_id):
+        return False
+    try:
+        group_admin(s.coordinator, s.share_partitions).require_empty(group_id)
+    except CoordinatorError:
+        return False  # `_delete` answers the error
+    return True
+
+
+async def _delete_elsewhere(ctx: RequestContext, group_id: str) -> ErrorCode:
+    """`--processes N`: before an empty share group is deleted here, node 0 forgets its
+    configs (it alone writes them: IncrementalAlterConfigs DELETE of each, when it is not this
+    process), durably, so that every leader's tombstones start where the defaults say, as with
+    one process; then every other leader forgets its share-partitions (DeleteShareGroupState,
+    as Kafka's coordinator deletes a share group's state through its persister before the
+    group, `deleteShareGroups`). An error keeps the group, as Kafka keeps a share group whose
+    state deletion failed: deleting again finishes the job."""
+    s = ctx.services
+    if not _share_group_to_delete(ctx, group_id):
+        return ErrorCode.none
+    if s.config.ownership.is_controller:  # forgotten first: the leaders' tombstones start
+        s.group_configs.forget_group(group_id)  # where the defaults say, as ours
+        await s.group_config_saves.durable(s.group_configs)
+    else:
+        code = await _forget_configs_on_controller(ctx, group_id)
+        if code != ErrorCode.none:
+            return code
+    parts = await remote.partitions_led_elsewhere(s)
+    answers = await remote.deletes(s, group_id, parts) if parts else {}
+    for code in answers.values():
+        if code not in (ErrorCode.none, ErrorCode.unknown_topic_or_partition):
+            return code  # UNKNOWN_TOPIC_OR_PARTITION: a topic deleted meanwhile
+    return ErrorCode.none
+
+
+async def _forget_configs_on_controller(ctx: RequestContext, group_id: str) -> ErrorCode:
+    s = ctx.services
+    s.group_configs.reload()  # what node 0 wrote last (one stat when nothing changed)
+    stored = s.group_configs.stored(group_id)
+    if not stored:
+        return ErrorCode.none
+    assert s.node_links is not None
+    m = incremental_alter_configs.request
+    request = incremental_alter_configs.IncrementalAlterConfigsRequest(
+        resources=(
+            m.AlterConfigsResource(
+                resource_type=i8(GROUP_RESOURCE), resource_name=group_id,
+                configs=tuple(m.AlterableConfig(name=n, config_operation=i8(DELETE), value=None)
+                              for n in stored),
+            ),
+        ),
+        validate_only=False,
+    )  # fmt: skip
+    try:
+        answer = await s.node_links.request(CONTROLLER, request, remote.ADMIN_TIMEOUT_S)
+    except (OSError, TimeoutError):
+        return ErrorCode.coordinator_not_available
+    code = ErrorCode(answer.responses[0].error_code) if answer.responses else ErrorCode.none
+    if code != ErrorCode.none:
+        log.warning("node 0 did not forget a deleted group's configs", group=group_id,
+                    error=code.name)  # fmt: skip
+        return code
+    s.group_configs.reload()  # this process's own share-partitions start from the defaults
+    return ErrorCode.none
+
+
 async def handle(ctx: RequestContext, request: Request) -> v2.DeleteGroupsResponse:
-    results = await sliced_map(  # a request may name a million groups
-        lambda g: v2.response.DeletableGroupResult(group_id=g, error_code=_logged(ctx, g)),
-        request.groups_names,
-    )
+    if ctx.services.node_links is None:
+        results = await sliced_map(  # a request may name a million groups
+            lambda g: v2.response.DeletableGroupResult(group_id=g, error_code=_logged(ctx, g)),
+            request.groups_names,
+        )
+    else:  # --processes N: other processes hold share state and configs of the group
+        results = []
+        slicer = Slicer()
+        for g in request.groups_names:
+            code = await _delete_elsewhere(ctx, g)
+            if code == ErrorCode.none:
+                code = _logged(ctx, g)
+            results.append(v2.response.DeletableGroupResult(group_id=g, error_code=code))
+            await slicer.pause()
     await ctx.services.group_config_saves.durable(ctx.services.group_configs)
     return v2.DeleteGroupsResponse(throttle_time=NO_THROTTLE, results=tuple(results))
 

@@ -10,6 +10,7 @@ import structlog
 from kio.schema.delete_share_group_offsets import v0
 from kio.schema.errors import ErrorCode
 
+from broker import share_admin_remote as remote
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
@@ -39,8 +40,15 @@ async def _delete(
         return None, ErrorCode.unknown_topic_or_partition, f"no topic {name!r}"
     s = ctx.services
     offsets = ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms)
-    started = [p for p in range(topic.partitions) if offsets.initialised(group_id, topic, p)]
-    if not started:
+    started = [
+        p
+        for p in range(topic.partitions)
+        if not remote.led_elsewhere(s, topic, p) and offsets.initialised(group_id, topic, p)
+    ]
+    code, elsewhere = await _delete_elsewhere(ctx, group_id, topic)
+    if code != ErrorCode.none:
+        return topic, code, "a partition leader did not delete its share-partition"
+    if not started and not elsewhere:
         return topic, ErrorCode.unknown_topic_or_partition, f"{group_id} has no offsets on {name}"
     try:
         for p in started:
@@ -48,8 +56,37 @@ async def _delete(
             await slicer.pause()
     except StorageError as e:
         return topic, e.error_code, str(e)
-    log.info("share group offsets deleted", group=group_id, topic=name, partitions=started)
+    log.info("share group offsets deleted", group=group_id, topic=name, partitions=started,
+             elsewhere=elsewhere)  # fmt: skip
     return topic, ErrorCode.none, None
+
+
+async def _delete_elsewhere(
+    ctx: RequestContext, group_id: str, topic: TopicInfo
+) -> tuple[ErrorCode, list[int]]:
+    """`--processes N`: the topic's share-partitions of the group that other processes lead,
+    deleted by their leaders (ReadShareGroupStateSummary finds those the group started,
+    DeleteShareGroupState forgets them, as Kafka's coordinator does through its persister);
+    the first error, and the partitions deleted."""
+    s = ctx.services
+    parts = [(topic, p) for p in range(topic.partitions) if remote.led_elsewhere(s, topic, p)]
+    if not parts:
+        return ErrorCode.none, []
+    described = await remote.summaries(s, group_id, parts)
+    started = []
+    for t, p in parts:
+        got = described[(t.topic_id, p)]
+        if isinstance(got, ErrorCode):
+            return got, []
+        if got.start_offset >= 0:
+            started.append((t, p))
+    if not started:
+        return ErrorCode.none, []
+    deleted = await remote.deletes(s, group_id, started)
+    for t, p in started:
+        if deleted[(t.topic_id, p)] != ErrorCode.none:
+            return deleted[(t.topic_id, p)], []
+    return ErrorCode.none, [p for _, p in started]
 
 
 async def handle(ctx: RequestContext, request: v0.DeleteShareGroupOffsetsRequest) -> Response:

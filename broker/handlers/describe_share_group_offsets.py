@@ -17,6 +17,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i32
 from kio.static.primitive import i64
 
+from broker import share_admin_remote as remote
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
@@ -28,6 +29,7 @@ from broker.share.share_group_offsets import group_admin
 from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+from storage.topics import TopicInfo
 
 DESCRIBE, TOPIC = AclOperation.DESCRIBE, ResourceType.TOPIC
 
@@ -60,27 +62,86 @@ def _partition(index: int, code: ErrorCode, offsets: PartitionOffsets | None = N
     )
 
 
+class _Unreachable(Exception):
+    """A leader did not answer a describe of all the group's topics: the answer would miss
+    its partitions, so the group gets the error (COORDINATOR_NOT_AVAILABLE)."""
+
+    def __init__(self, code: ErrorCode) -> None:
+        self.code = code
+
+
+async def _started_elsewhere(
+    ctx: RequestContext, group_id: str
+) -> dict[tuple[str, int], Partition]:
+    """`--processes N`, all the group's topics: the share-partitions other processes lead and
+    the group started, described by their leaders."""
+    s = ctx.services
+    parts = await remote.partitions_led_elsewhere(s)
+    if not parts:
+        return {}
+    answers = await remote.summaries(s, group_id, parts)
+    out = {}
+    slicer = Slicer()  # every partition of every topic: may be a million
+    for topic, p in parts:
+        await slicer.pause()
+        got = answers[(topic.topic_id, p)]
+        if isinstance(got, ErrorCode):
+            if got in (ErrorCode.unknown_topic_or_partition, ErrorCode.not_coordinator):
+                continue  # deleted, or led elsewhere since: nothing the group holds there
+            raise _Unreachable(got)
+        if got.start_offset >= 0:
+            out[(topic.name, p)] = _partition(p, ErrorCode.none, got)
+    return out
+
+
+async def _requested(
+    ctx: RequestContext,
+    offsets: ShareGroupOffsets,
+    group_id: str,
+    wanted: Sequence[RequestTopic] | None,
+) -> tuple[list[tuple[str, list[int]]], dict[tuple[str, int], Partition]]:
+    """The (topic, partitions) to describe, and those described already (other processes'
+    share-partitions of the group, when all its topics are asked for)."""
+    if wanted is not None:
+        return [(t.topic_name, list(t.partitions)) for t in wanted], {}
+    by_topic: dict[str, list[int]] = {}
+    for topic, p in offsets.partitions(group_id):
+        by_topic.setdefault(topic.name, []).append(p)
+    described = await _started_elsewhere(ctx, group_id)
+    for name, p in sorted(described):
+        by_topic.setdefault(name, []).append(p)
+    # All the group's topics: those the principal may not DESCRIBE are left out.
+    return [(n, ps) for n, ps in by_topic.items() if authorize(ctx, DESCRIBE, TOPIC, n)], described
+
+
+async def _described_elsewhere(
+    ctx: RequestContext,
+    group_id: str,
+    elsewhere: dict[tuple[str, int], tuple[TopicInfo, int]],
+    described: dict[tuple[str, int], Partition],
+) -> None:
+    """The rows of share-partitions other processes lead, as their leaders describe them."""
+    answers = await remote.summaries(ctx.services, group_id, elsewhere.values())
+    for key, (info, p) in elsewhere.items():
+        got = answers[(info.topic_id, p)]
+        described[key] = (
+            _partition(p, got) if isinstance(got, ErrorCode) else _partition(p, ErrorCode.none, got)
+        )
+
+
 async def _topics(
     ctx: RequestContext, group_id: str, wanted: Sequence[RequestTopic] | None, slicer: Slicer
 ) -> tuple[Topic, ...]:
     s = ctx.services
     offsets = ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms)
     logs = ctx.services.logs
-    requested: list[tuple[str, list[int]]]
-    if wanted is None:
-        by_topic: dict[str, list[int]] = {}
-        for topic, p in offsets.partitions(group_id):
-            by_topic.setdefault(topic.name, []).append(p)
-        # All the group's topics: those the principal may not DESCRIBE are left out.
-        requested = [(n, ps) for n, ps in by_topic.items() if authorize(ctx, DESCRIBE, TOPIC, n)]
-    else:
-        requested = [(t.topic_name, list(t.partitions)) for t in wanted]
-    described: dict[tuple[str, int], Partition] = {}  # a partition named again is not redone
+    requested, described = await _requested(ctx, offsets, group_id, wanted)
+    elsewhere: dict[tuple[str, int], tuple[TopicInfo, int]] = {}  # led by other processes
     out = []
     for name, partitions in requested:
         info = logs.topic(name)
         denied = not authorize(ctx, DESCRIBE, TOPIC, name)
-        rows = []
+        rows: list[Partition | tuple[str, int]] = []
         for p in partitions:
             if denied:
                 rows.append(_partition(p, ErrorCode.topic_authorization_failed))
@@ -88,6 +149,9 @@ async def _topics(
                 rows.append(_partition(p, ErrorCode.unknown_topic_or_partition))
             elif (row := described.get((name, p))) is not None:
                 rows.append(row)
+            elif remote.led_elsewhere(s, info, p):
+                elsewhere[(name, p)] = (info, p)
+                rows.append((name, p))  # filled in once its leader answered
             else:
                 plog = logs.log(name, p)
                 if plog is not None:  # a segment sealed before non-data ranges were kept
@@ -95,14 +159,17 @@ async def _topics(
                 row = _partition(p, ErrorCode.none, offsets.describe(group_id, info, p))
                 rows.append(described.setdefault((name, p), row))
             await slicer.pause()
-        out.append(
-            Topic(
-                topic_name=TopicName(name),
-                topic_id=info.topic_id if info and not denied else None,
-                partitions=tuple(rows),
-            )
+        out.append((name, info if info and not denied else None, rows))
+    if elsewhere:
+        await _described_elsewhere(ctx, group_id, elsewhere, described)
+    return tuple(
+        Topic(
+            topic_name=TopicName(name),
+            topic_id=info.topic_id if info else None,
+            partitions=tuple(described[r] if isinstance(r, tuple) else r for r in rows),
         )
-    return tuple(out)
+        for name, info, rows in out
+    )
 
 
 async def handle(ctx: RequestContext, request: Request) -> v1.DescribeShareGroupOffsetsResponse:
@@ -132,13 +199,13 @@ async def handle(ctx: RequestContext, request: Request) -> v1.DescribeShareGroup
                 )
             )
             continue
-        groups.append(
-            Group(
-                group_id=g.group_id,
-                topics=await _topics(ctx, g.group_id, g.topics, slicer),
-                error_code=ErrorCode.none,
-            )
-        )
+        try:
+            topics = await _topics(ctx, g.group_id, g.topics, slicer)
+        except _Unreachable as e:
+            groups.append(Group(group_id=g.group_id, topics=(), error_code=e.code,
+                                error_message="a partition leader did not answer"))  # fmt: skip
+            continue
+        groups.append(Group(group_id=g.group_id, topics=topics, error_code=ErrorCode.none))
     return v1.DescribeShareGroupOffsetsResponse(throttle_time=NO_THROTTLE, groups=tuple(groups))
 
 

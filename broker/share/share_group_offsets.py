@@ -54,6 +54,35 @@ class PartitionOffsets:
             f"archiving={self.archiving} control={self.control} delayed={self.delayed}"
         )
 
+    def summary(self) -> str:
+        """The lag and the extension, as a leader's ReadShareGroupStateSummary (87) carries them
+        to the group's coordinator in its (otherwise unused) success error_message: Kafka's
+        coordinator asks the leaders for the latest offsets to compute the lag; Shoal's leader
+        computes it (data records only, the LSO for read_committed) as for its own partitions."""
+        return f"lag={self.lag} {self.extension()}"
+
+    @classmethod
+    def from_summary(cls, start_offset: int, message: str | None) -> PartitionOffsets:
+        """What `summary` wrote, read back; words missing or malformed count as -1 or 0."""
+        words: dict[str, int] = {}
+        for word in (message or "").split():
+            name, _, value = word.partition("=")
+            try:
+                words[name] = int(value)
+            except ValueError:
+                continue
+        if start_offset < 0:
+            return cls(-1)
+        return cls(
+            start_offset,
+            words.get("speo", -1),
+            words.get("lag", -1),
+            *(words.get(n, 0) for n in _COUNTS),
+        )
+
+
+_COUNTS = ("available", "acquired", "acknowledged", "archived", "control", "archiving", "delayed")
+
 
 def group_admin(
     coordinator: ShareGroupCoordinator, manager: SharePartitionManager

@@ -483,6 +483,36 @@ def write_txn_markers(env: Env, n: int) -> bytes:
     return grown(body, SENTINEL_BYTES, n, SENTINEL_BYTES, _index)
 
 
+def initialize_share_group_state(env: Env, n: int) -> bytes:
+    return _partitions(
+        n, 83, 0,
+        lambda m, ps: build(m.InitializeShareGroupStateRequest, group_id=env.share_group,
+                            topics=(build(m.InitializeStateData, topic_id=env.topic_id,
+                                          partitions=ps),)),
+        lambda m: build(m.PartitionData, partition=SENTINEL, state_epoch=0, start_offset=0),
+    )  # fmt: skip
+
+
+def delete_share_group_state(env: Env, n: int) -> bytes:
+    return _partitions(
+        n, 86, 0,
+        lambda m, ps: build(m.DeleteShareGroupStateRequest, group_id=env.share_group,
+                            topics=(build(m.DeleteStateData, topic_id=env.topic_id,
+                                          partitions=ps),)),
+        lambda m: build(m.PartitionData, partition=SENTINEL),
+    )  # fmt: skip
+
+
+def read_share_group_state_summary(env: Env, n: int) -> bytes:
+    return _partitions(
+        n, 87, 1,
+        lambda m, ps: build(m.ReadShareGroupStateSummaryRequest, group_id=env.share_group,
+                            topics=(build(m.ReadStateSummaryData, topic_id=env.topic_id,
+                                          partitions=ps),)),
+        lambda m: build(m.PartitionData, partition=SENTINEL, leader_epoch=0),
+    )  # fmt: skip
+
+
 def txn_offset_commit(env: Env, n: int) -> bytes:
     return _partitions(
         n, 28, 3,
@@ -564,6 +594,12 @@ CASES = [
             quick=50 * K),
     Hostile("transactions", "txn_offset_commit", 28, 3, txn_offset_commit, quick=50 * K),
     Hostile("transactions", "write_txn_markers", 27, 1, write_txn_markers, quick=50 * K),
+    Hostile("share state", "initialize_share_group_state", 83, 0, initialize_share_group_state,
+            quick=50 * K),
+    Hostile("share state", "delete_share_group_state", 86, 0, delete_share_group_state,
+            quick=50 * K),
+    Hostile("share state", "read_share_group_state_summary", 87, 1,
+            read_share_group_state_summary, quick=50 * K),
     Hostile("transactions", "describe_producers", 61, 0, describe_producers, quick=50 * K),
     Hostile("transactions", "describe_transactions", 65, 0, describe_transactions,
             quick=50 * K),

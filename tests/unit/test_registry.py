@@ -291,6 +291,11 @@ KAFKA_ACL_TABLE: dict[str, set[tuple[AclOperation, AclResourceType]]] = {
     "ListTransactions": {(_O.DESCRIBE, _R.TRANSACTIONAL_ID)},
     "DescribeProducers": {(_O.READ, _R.TOPIC)},
     "WriteTxnMarkers": {(_O.CLUSTER_ACTION, _R.CLUSTER)},
+    # The share-state RPCs a group coordinator sends the share coordinator (KIP-932; Kafka's
+    # `KafkaApis.handleInitializeShareGroupStateRequest` and siblings check CLUSTER_ACTION).
+    "InitializeShareGroupState": {(_O.CLUSTER_ACTION, _R.CLUSTER)},
+    "DeleteShareGroupState": {(_O.CLUSTER_ACTION, _R.CLUSTER)},
+    "ReadShareGroupStateSummary": {(_O.CLUSTER_ACTION, _R.CLUSTER)},
     "TxnOffsetCommit": {(_O.WRITE, _R.TRANSACTIONAL_ID), (_O.READ, _R.GROUP), (_O.READ, _R.TOPIC)},
     "DescribeAcls": {(_O.DESCRIBE, _R.CLUSTER)},
     "CreateAcls": {(_O.ALTER, _R.CLUSTER)},
@@ -364,6 +369,8 @@ KAFKA_4_VERSIONS: dict[str, tuple[int, int]] = {
     "AddPartitionsToTxn": (0, 5), "AddOffsetsToTxn": (0, 4), "EndTxn": (0, 5),
     "TxnOffsetCommit": (0, 5), "DescribeTransactions": (0, 0), "ListTransactions": (0, 2),
     "DescribeProducers": (0, 0), "WriteTxnMarkers": (1, 2),
+    "InitializeShareGroupState": (0, 0), "DeleteShareGroupState": (0, 0),
+    "ReadShareGroupStateSummary": (0, 1),
 }  # fmt: skip
 # Newer versions Kafka 4.x serves that Shoal does not yet, and the newest Shoal serves:
 # Produce v13, OffsetCommit v10 and OffsetFetch v10 name topics by id only (KIP-516, KIP-848);

@@ -1,0 +1,63 @@
+"""What the share-state RPCs (KIP-932: InitializeShareGroupState 83, DeleteShareGroupState 86,
+ReadShareGroupStateSummary 87) check on the node that receives them (`--processes N`).
+
+In Kafka these are inter-broker requests: the group coordinator's persister sends them to the
+share coordinator, and `KafkaApis` answers CLUSTER_AUTHORIZATION_FAILED for each partition
+unless the sender has CLUSTER_ACTION on the cluster (`handleInitializeShareGroupStateRequest`
+and its siblings). Between Shoal's processes the group's coordinator sends them to each
+partition's leader (`broker/share_admin_remote.py`), which applies them to its share-partitions
+with the code the coordinator uses for its own.
+
+With an authorizer the sender needs CLUSTER_ACTION, as in Kafka (the processes have it: a
+super user on a SASL_PLAINTEXT inter-node listener, `broker/node_identity.py`). Without one,
+CLUSTER_ACTION alone would let any client through (as Kafka with no authorizer does), so a
+request is also taken only when N > 1 and its client id names another node of the set
+(`shoal-node-<k>`, k in 0..N-1, not this one), as `broker/node_link.py` sends them; anything
+else gets CLUSTER_AUTHORIZATION_FAILED. Without an authorizer that is identification, not
+proof: a client on the host that names itself a node gets through, and can then do no more
+than the admin APIs (AlterShareGroupOffsets, DeleteShareGroupOffsets) already let any client
+do without an authorizer. Each partition is still checked: a topic id unknown
+here or a partition out of range is UNKNOWN_TOPIC_OR_PARTITION, one another node leads
+NOT_COORDINATOR (Kafka's share coordinator answers so for a key whose shard is elsewhere), a
+negative start offset INVALID_REQUEST, an empty group id INVALID_REQUEST for every partition
+(`ShareCoordinatorService`).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from kio.schema.errors import ErrorCode
+
+from broker.authorization import authorize_cluster
+from broker.context import RequestContext
+from broker.node_link import NODE_CLIENT_PREFIX
+from protocol.acl import AclOperation
+from storage.topics import TopicInfo
+
+
+def from_peer(ctx: RequestContext) -> bool:
+    """Whether the request comes from another node of this `--processes N` set."""
+    owner = ctx.services.config.ownership
+    if owner.single or not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        return False
+    client_id = ctx.header.client_id or ""
+    if not client_id.startswith(NODE_CLIENT_PREFIX):
+        return False
+    node = client_id[len(NODE_CLIENT_PREFIX) :]
+    return node.isdigit() and int(node) in owner.node_ids() and int(node) != owner.node_id
+
+
+def led_partition(
+    ctx: RequestContext, topic_id: uuid.UUID | None, partition: int
+) -> tuple[TopicInfo | None, ErrorCode]:
+    """The topic when this node leads the partition, else the error for it."""
+    logs = ctx.services.logs
+    topic = logs.topic_by_id(topic_id) if topic_id is not None else None
+    if topic is None and topic_id is not None and logs.refresh_topics():  # made a moment ago
+        topic = logs.topic_by_id(topic_id)
+    if topic is None or not 0 <= partition < topic.partitions:
+        return None, ErrorCode.unknown_topic_or_partition
+    if not ctx.services.config.ownership.leads(topic.topic_id, partition):
+        return None, ErrorCode.not_coordinator
+    return topic, ErrorCode.none
