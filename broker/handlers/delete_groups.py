@@ -28,7 +28,6 @@ from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share.share_group_offsets import group_admin
 from broker.slicing import Slicer
-from broker.slicing import sliced_map
 from coordinator.group_registry import GroupKind
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
@@ -40,7 +39,7 @@ GROUP_RESOURCE, DELETE = 32, 1  # ConfigResource type GROUP; IncrementalAlterCon
 Request = v0.DeleteGroupsRequest | v1.DeleteGroupsRequest | v2.DeleteGroupsRequest
 
 
-def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
+async def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
     s = ctx.services
     if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed
@@ -58,14 +57,26 @@ def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
         return _delete_offsets(ctx, group_id)
     if not s.groups.holds(GroupKind.SHARE, group_id) and s.offsets.has_group(group_id):
         return _delete_offsets(ctx, group_id)
+    return await _delete_share_group(ctx, group_id)
+
+
+async def _delete_share_group(ctx: RequestContext, group_id: str) -> ErrorCode:
+    s = ctx.services
     try:
         group_admin(s.coordinator, s.share_partitions).delete_group(group_id)
     except CoordinatorError as e:
         return e.error_code
     if s.config.ownership.is_controller:  # --processes N: node 0 alone writes group configs
         s.group_configs.forget_group(group_id)  # written before the answer (`durable`)
+
+    def still_empty() -> bool:
+        group = s.coordinator.groups.get(group_id)
+        return group is None or not group.members
+
     try:
-        ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms).delete_group(group_id)
+        offsets = ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms)
+        if not await offsets.delete_group(group_id, still_empty):
+            return ErrorCode.non_empty_group  # a member came back while its state went
     except StorageError as e:
         return e.error_code  # a tombstone was not written: deleting again finishes the job
     return ErrorCode.none
@@ -82,8 +93,8 @@ def _delete_offsets(ctx: RequestContext, group_id: str) -> ErrorCode:
     return ErrorCode.none
 
 
-def _logged(ctx: RequestContext, group_id: str) -> ErrorCode:
-    code = _delete(ctx, group_id)
+async def _logged(ctx: RequestContext, group_id: str) -> ErrorCode:
+    code = await _delete(ctx, group_id)
     if code == ErrorCode.none:
         log.info("group deleted", group=group_id)
     return code
@@ -163,20 +174,16 @@ async def _forget_configs_on_controller(ctx: RequestContext, group_id: str) -> E
 
 
 async def handle(ctx: RequestContext, request: Request) -> v2.DeleteGroupsResponse:
-    if ctx.services.node_links is None:
-        results = await sliced_map(  # a request may name a million groups
-            lambda g: v2.response.DeletableGroupResult(group_id=g, error_code=_logged(ctx, g)),
-            request.groups_names,
-        )
-    else:  # --processes N: other processes hold share state and configs of the group
-        results = []
-        slicer = Slicer()
-        for g in request.groups_names:
-            code = await _delete_elsewhere(ctx, g)
-            if code == ErrorCode.none:
-                code = _logged(ctx, g)
-            results.append(v2.response.DeletableGroupResult(group_id=g, error_code=code))
-            await slicer.pause()
+    results = []
+    slicer = Slicer()  # a request may name a million groups
+    for g in request.groups_names:
+        code = ErrorCode.none
+        if ctx.services.node_links is not None:  # --processes N: other processes hold share
+            code = await _delete_elsewhere(ctx, g)  # state and configs of the group
+        if code == ErrorCode.none:
+            code = await _logged(ctx, g)
+        results.append(v2.response.DeletableGroupResult(group_id=g, error_code=code))
+        await slicer.pause()
     await ctx.services.group_config_saves.durable(ctx.services.group_configs)
     return v2.DeleteGroupsResponse(throttle_time=NO_THROTTLE, results=tuple(results))
 
