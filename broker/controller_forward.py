@@ -21,6 +21,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import RequestPayload
 
 from broker.context import BrokerServices
+from broker.errors import BrokerException
 from broker.ownership import CONTROLLER
 from client.security import AuthenticationError
 
@@ -31,7 +32,7 @@ FIRST_RETRY_S = 0.1
 MAX_RETRY_S = 1.0
 
 
-class NotForwarded(Exception):
+class NotForwarded(BrokerException):
     """Node 0 did not answer: the code to answer the client with."""
 
     def __init__(self, error_code: ErrorCode, message: str) -> None:

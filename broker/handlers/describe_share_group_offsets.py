@@ -20,6 +20,7 @@ from kio.static.primitive import i64
 from broker import share_admin_remote as remote
 from broker.authorization import authorize
 from broker.context import RequestContext
+from broker.errors import BrokerException
 from broker.handlers.common import NO_THROTTLE
 from broker.lag_readings import learn_non_data
 from broker.registry import handler
@@ -62,7 +63,7 @@ def _partition(index: int, code: ErrorCode, offsets: PartitionOffsets | None = N
     )
 
 
-class _Unreachable(Exception):
+class _Unreachable(BrokerException):
     """A leader did not answer a describe of all the group's topics: the answer would miss
     its partitions, so the group gets the error (COORDINATOR_NOT_AVAILABLE)."""
 
