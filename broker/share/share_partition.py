@@ -13,7 +13,6 @@ changes) and the group's limits, and it does four things:
 - restore: the window from durable state after a restart, or reset by an admin.
 
 The records given up on, waiting for their dead-letter copy, are `archiving.py`'s (KIP-1191).
-
 Cost per fetch or acknowledgement is O(ranges touched + log batches), never O(records).
 """
 
@@ -78,8 +77,7 @@ class SharePartition:
         self.group_id = group_id
         self.topic_id = topic_id
         self.partition = partition
-        # Read several times a request (timers, stores, bookkeeping): built once.
-        self.key: SharePartitionKey = (group_id, topic_id, partition)
+        self.key: SharePartitionKey = (group_id, topic_id, partition)  # read often: made once
         self._limits = limits
         self._window = ShareWindow(start_offset)
         self._key_order = KeyOrdered(start_offset)  # state for key-ordered groups only
@@ -107,17 +105,15 @@ class SharePartition:
 
     @property
     def read_committed(self) -> bool:
-        """Whether the group reads committed records only (share.isolation.level): the
-        broker then gives each fetch the LSO and the aborted transactions it meets."""
+        """Whether the group reads committed records only (share.isolation.level)."""
         return self._limits().read_committed
 
     def in_flight_count(self) -> int:
         return self.speo - self.spso
 
     def holds_back_fetchers(self) -> bool:
-        """Whether a fetch may now find records in the log past SPEO and still acquire none:
-        the window is at its record-lock limit, or the group orders by key (a record waits
-        while its key is held). Otherwise an append's notification is all a waiter needs."""
+        """Whether a fetch may find records past SPEO and acquire none (the record-lock
+        limit reached, or key order): else an append's notification is all a waiter needs."""
         limits = self._limits()
         return self.speo - self.spso >= limits.max_record_locks or limits.key_ordering
 
@@ -286,14 +282,11 @@ class SharePartition:
         return refused if refused is not None else draft.plan()
 
     def sole_hold(self, member_id: str, first: int, last: int) -> InFlightBatch | None:
-        """The common ACCEPT's check (`ShareWindow.sole_hold`): [first, last] is the first
-        range of the window and all it holds open, held by `member_id` under a lock; that
-        range, or None."""
+        """The range of the common ACCEPT of [first, last], or None (`ShareWindow`'s)."""
         return self._window.sole_hold(member_id, first, last)
 
     def accept_sole(self, b: InFlightBatch) -> None:
-        """Apply the ACCEPT of the range `sole_hold` returned (its durable change written):
-        what `apply` of its plan does, the window emptied and SPSO moved past it."""
+        """Apply that ACCEPT (its change written first): what `apply` of its plan does."""
         self._window.accept_sole(b)
 
     def draft(self, member_id: str | None, now_ms: int = 0) -> PlanDraft:

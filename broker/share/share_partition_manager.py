@@ -282,19 +282,6 @@ class SharePartitionManager:
         key = (group_id, topic_id, partition)
         return key in self._partitions or self._persister.has_state(key)
 
-    def initialised_keys(self, group_id: str) -> set[SharePartitionKey]:
-        """Every share-partition of the group `initialised` says was started, found from what
-        is loaded and what is recorded, not by asking each partition of the broker (a
-        `has_state` per partition opened a file each: 2,000 partitions held the loop ~50 ms
-        for a group started on 40)."""
-        keys = {k for k in self._partitions if k[0] == group_id}
-        persister = self._persister
-        keys.update(
-            k for k in persister.recorded()
-            if k[0] == group_id and k not in keys and persister.has_state(k)
-        )  # fmt: skip
-        return keys
-
     def delete(self, group_id: str, topic_id: uuid.UUID, partition: int, now_ms: int) -> None:
         """Forget one share-partition durably; the next member starts it again from
         `share.auto.offset.reset`. Its tombstone starts at the log start (earliest: 0, which
