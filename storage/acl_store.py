@@ -14,7 +14,6 @@ is read whole.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from collections.abc import Iterable
@@ -30,6 +29,7 @@ from protocol.acl import AclPermissionType
 from protocol.acl import PatternType
 from protocol.acl import ResourcePattern
 from protocol.acl import ResourceType
+from storage import json_lines
 from storage.errors import StorageException
 from storage.fsutil import PRIVATE
 from storage.fsutil import FileStamp
@@ -40,7 +40,6 @@ ACL_FILE: Final = "acls.json"
 _FORMAT_VERSION: Final = 1
 _HEADER: Final = b'{"version": %d, "acls": [' % _FORMAT_VERSION
 _END: Final = b"]}"
-_BATCH: Final = 500  # lines per json.loads: about 1 ms of holding the interpreter lock
 
 
 class AclFileDamaged(StorageException):
@@ -93,27 +92,18 @@ class AclStore:
         :raises OSError: the file was not replaced; the old one stands.
         """
         lines = [json.dumps(b.fields(), sort_keys=True).encode() for b in sorted(bindings)]
-        data = b"%s\n%s\n%s\n" % (_HEADER, b",\n".join(lines), _END)
+        data = json_lines.encode(_HEADER, lines, _END)
         atomic_write(self.path, data, PRIVATE)
 
 
 def _read(f: BinaryIO) -> list[AclBinding]:
-    """The bindings, `_BATCH` lines per `json.loads` (see the module's doc).
+    """The bindings, `json_lines.BATCH` lines per `json.loads` (see the module's doc).
 
     :raises ValueError, KeyError, TypeError: not an ACL file, or one cut short."""
     first = f.readline()
     if first.rstrip() != _HEADER:  # the format before: one indented document
         return [_decode(d) for d in json.loads(first + f.read())["acls"]]
     bindings: list[AclBinding] = []
-    while batch := list(itertools.islice(f, _BATCH)):
-        lines = [line.strip().removesuffix(b",") for line in batch]
-        ended = _END in lines
-        if ended:
-            end = lines.index(_END)
-            if any(lines[end + 1 :]) or f.read().strip():
-                raise ValueError("content after the end of the bindings")
-            lines = lines[:end]
-        bindings += map(_decode, json.loads(b"[%s]" % b",".join(x for x in lines if x)))
-        if ended:
-            return bindings
-    raise ValueError("the file ends before its bindings do")
+    for entries in json_lines.batches(f, b"[]", _END, "bindings"):
+        bindings += map(_decode, entries)
+    return bindings

@@ -12,13 +12,13 @@ import base64
 import hashlib
 import hmac
 import io
-import itertools
 import json
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from storage import json_lines
 from storage.errors import StorageException
 from storage.fsutil import PRIVATE
 from storage.fsutil import FileStamp
@@ -137,7 +137,6 @@ Users = dict[str, dict[str, ScramCredential]]  # user -> mechanism -> credential
 # is still one JSON value; a file written before (one indented document) is read whole.
 _HEADER = b'{"version": 1, "users": {'
 _END = b"}}"
-_BATCH = 500  # lines per json.loads
 
 
 def _users(doc: dict[str, Any]) -> Users:
@@ -153,18 +152,9 @@ def _parse(raw: bytes) -> Users:
     if f.readline().rstrip() != _HEADER:  # the format before
         return _users(json.loads(raw).get("users", {}))
     users: Users = {}
-    while batch := list(itertools.islice(f, _BATCH)):
-        lines = [line.strip().removesuffix(b",") for line in batch]
-        ended = _END in lines
-        if ended:
-            end = lines.index(_END)
-            if any(lines[end + 1 :]) or f.read().strip():
-                raise ValueError("content after the end of the users")
-            lines = lines[:end]
-        users.update(_users(json.loads(b"{%s}" % b",".join(x for x in lines if x))))
-        if ended:
-            return users
-    raise ValueError("the file ends before its users do")
+    for entries in json_lines.batches(f, b"{}", _END, "users"):
+        users.update(_users(entries))
+    return users
 
 
 class ScramCredentialStore:
@@ -248,7 +238,7 @@ class ScramCredentialStore:
                          json.dumps({m: c.to_json() for m, c in sorted(by_m.items())}).encode())
             for name, by_m in sorted(self._users.items())
         ]  # fmt: skip
-        return b"%s\n%s\n%s\n" % (_HEADER, b",\n".join(lines), _END)
+        return json_lines.encode(_HEADER, lines, _END)
 
     def write(self, data: bytes) -> None:
         """Atomically replace the file (fsyncs: run it off the event loop)."""
