@@ -12,14 +12,12 @@ ahead of node 0's file and never see half of it (it is replaced atomically).
 from __future__ import annotations
 
 import asyncio
-import gc
 import itertools
 from collections.abc import Sequence
 
 import structlog
 
 from broker import gc_freeze
-from broker import gc_pause
 from broker.authorizer import AuthorizerSettings
 from broker.authorizer import StandardAuthorizer
 from protocol.acl import AclBinding
@@ -82,15 +80,12 @@ class AclManager:
         if self._store.stamp() == self._stamp:
             return False
         async with self._lock:
-            # A million bindings are millions of objects: the collections their making would
-            # trigger walk them all, holding the loop (`broker.gc_pause`).
-            paused = gc_pause.hold()
             try:
-                stamp, new, count = await asyncio.to_thread(_loaded, self._store, self._settings)
+                stamp, new, count = await gc_freeze.loaded_in_bulk(
+                    lambda: _loaded(self._store, self._settings), lambda r: r[2]
+                )
                 if stamp == self._stamp:
                     return False
-                if count >= gc_freeze.BULK_PARTITIONS:  # they live until the next change
-                    gc.freeze()
             except AclFileDamaged as e:
                 self._stamp = self._store.stamp()
                 log.error("acl file not followed; the acls in force stay", error=str(e))
@@ -98,9 +93,6 @@ class AclManager:
             except OSError as e:
                 log.error("acl file not read; the acls in force stay", error=str(e))
                 return False
-            finally:
-                if paused:
-                    gc_pause.release()
             # Connections cache decisions by version: a new one must drop them.
             new.version = self.authorizer.version + 1
             self._stamp, self.authorizer = stamp, new

@@ -14,7 +14,14 @@ little cyclic garbage made since the last collection, once per such creation.
 
 from __future__ import annotations
 
+import asyncio
 import gc
+from collections.abc import Callable
+from typing import TypeVar
+
+from broker import gc_pause
+
+T = TypeVar("T")
 
 # Fewer partitions than this add less than a tenth of a broker's own frozen objects.
 BULK_PARTITIONS = 1_000
@@ -24,3 +31,19 @@ def after_bulk(partitions: int) -> None:
     """`partitions` logs were just opened: freeze them if they are many."""
     if partitions >= BULK_PARTITIONS:
         gc.freeze()
+
+
+async def loaded_in_bulk(load: Callable[[], T], count: Callable[[T], int]) -> T:
+    """`load()` in a thread, with automatic collection paused meanwhile (`broker.gc_pause`: a
+    million ACL bindings or users are millions of objects, whose making would trigger
+    collections walking them all on the loop), and what it made frozen if `count` of it is
+    `BULK_PARTITIONS` or more (they live until the next change)."""
+    paused = gc_pause.hold()
+    try:
+        loaded = await asyncio.to_thread(load)
+        if count(loaded) >= BULK_PARTITIONS:
+            gc.freeze()
+        return loaded
+    finally:
+        if paused:
+            gc_pause.release()

@@ -10,13 +10,9 @@ threads (a million bindings), the result is swapped in whole: a process is never
 
 from __future__ import annotations
 
-import asyncio
-import gc
-
 import structlog
 
 from broker import gc_freeze
-from broker import gc_pause
 from broker.context import BrokerServices
 
 log = structlog.get_logger("shoal.credentials")
@@ -30,11 +26,8 @@ async def follow_credentials(s: BrokerServices) -> bool:
     if store.file_stamp() == store.stamp:
         return False
     async with s.credentials_lock:
-        paused = gc_pause.hold()  # a million users: the collections would walk them all
         try:
-            stamp, users = await asyncio.to_thread(store.read_file)
-            if len(users) >= gc_freeze.BULK_PARTITIONS:  # they live until the next change
-                gc.freeze()
+            stamp, users = await gc_freeze.loaded_in_bulk(store.read_file, lambda r: len(r[1]))
         except (ValueError, KeyError, TypeError) as e:
             store.stamp = store.file_stamp()
             log.error("credentials file not followed; the users in force stay", error=str(e))
@@ -42,9 +35,6 @@ async def follow_credentials(s: BrokerServices) -> bool:
         except OSError as e:
             log.error("credentials file not read; the users in force stay", error=str(e))
             return False
-        finally:
-            if paused:
-                gc_pause.release()
         if stamp == store.stamp:
             return False
         store.restore(users)
