@@ -6,7 +6,10 @@ partitions stalled every client for 14.5 s. The file-system steps of `storage.to
 the loop, yielding between slices; the outcome is the synchronous calls'. Changes of one topic
 name, or of names that collide (`a.b`, `a_b`), run one after another: a second waits for the
 first, then sees its outcome. A change runs to its end even if the client that asked goes
-away meanwhile, as a Kafka controller's does.
+away meanwhile, as a Kafka controller's does, and so does what its handler does once it is made
+(`then`: the audit line, a deleted topic's offsets and share state forgotten): a request task
+is cancelled when its connection is lost, so steps left to the handler after the change were
+skipped for a client that closed at once.
 """
 
 from __future__ import annotations
@@ -37,37 +40,67 @@ class TopicAdmin:
         self._running: set[asyncio.Task[Any]] = set()
 
     async def create_topic(
-        self, logs: LogManager, name: str, partitions: int, configs: Mapping[str, str]
+        self,
+        logs: LogManager,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str],
+        then: Callable[[TopicInfo], None] | None = None,
     ) -> TopicInfo:
-        """`LogManager.create_topic`, off the loop.
+        """`LogManager.create_topic`, off the loop; `then(info)` once it is made, whether or
+        not the caller still waits.
 
         :raises StorageError: as `LogManager.create_topic`.
         """
-        return await self._change(name, lambda: _add(logs.begin_topic(name, partitions, configs)))
+        return await self._change(
+            name, lambda: _add(logs.begin_topic(name, partitions, configs)), then
+        )
 
-    async def create_partitions(self, logs: LogManager, name: str, new_total: int) -> TopicInfo:
-        """`LogManager.create_partitions`, off the loop."""
-        return await self._change(name, lambda: _add(logs.begin_partitions(name, new_total)))
+    async def create_partitions(
+        self,
+        logs: LogManager,
+        name: str,
+        new_total: int,
+        then: Callable[[TopicInfo], None] | None = None,
+    ) -> TopicInfo:
+        """`LogManager.create_partitions`, off the loop; `then(info)` as `create_topic`'s."""
+        return await self._change(name, lambda: _add(logs.begin_partitions(name, new_total)), then)
 
-    async def delete_topic(self, logs: LogManager, name: str) -> None:
-        """`LogManager.delete_topic`, off the loop."""
-        await self._change(name, lambda: _delete(logs.begin_delete(name)))
+    async def delete_topic(
+        self, logs: LogManager, name: str, then: Callable[[None], None] | None = None
+    ) -> None:
+        """`LogManager.delete_topic`, off the loop; `then(None)` as `create_topic`'s."""
+        await self._change(name, lambda: _delete(logs.begin_delete(name)), then)
 
-    async def _change(self, name: str, start: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        """Run the change `start` makes once no other change of `name` runs, in a task of its
-        own: it goes on if the request's task is cancelled."""
-        task = asyncio.ensure_future(self._exclusive(name, start))
+    async def _change(
+        self,
+        name: str,
+        start: Callable[[], Coroutine[Any, Any, T]],
+        then: Callable[[T], None] | None,
+    ) -> T:
+        """Run the change `start` makes, and `then` with its outcome, once no other change of
+        `name` runs, in a task of its own: both go on if the request's task is cancelled (the
+        task has a copy of the request's context: its log lines say who asked)."""
+        task = asyncio.ensure_future(self._exclusive(name, start, then))
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         return await asyncio.shield(task)
 
-    async def _exclusive(self, name: str, start: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    async def _exclusive(
+        self,
+        name: str,
+        start: Callable[[], Coroutine[Any, Any, T]],
+        then: Callable[[T], None] | None,
+    ) -> T:
         key = collision_key(name)
         while (busy := self._busy.get(key)) is not None:
             await busy.wait()
         done = self._busy[key] = asyncio.Event()
         try:
-            return await start()
+            outcome = await start()
+            if then is not None:  # before the next change of the name: it sees this one whole
+                then(outcome)
+            return outcome
         finally:
             del self._busy[key]
             done.set()

@@ -36,15 +36,21 @@ async def topic_or_create(
         made = await create_on_controller(s, name, s.config.num_partitions)
         return (made, ErrorCode.none) if made else (None, ErrorCode.leader_not_available)
     try:
-        created = await s.topic_admin.create_topic(s.logs, name, s.config.num_partitions, {})
+        created = await s.topic_admin.create_topic(
+            s.logs, name, s.config.num_partitions, {}, _logged_auto
+        )
     except TopicAlreadyExists:  # made meanwhile, by another request
         topic = s.logs.topic(name)
         return (topic, ErrorCode.none) if topic else (None, ErrorCode.leader_not_available)
     except Exception as e:  # an invalid name, most often
         return None, getattr(e, "error_code", ErrorCode.invalid_topic_exception)
-    log.info("topic created", topic=name, partitions=created.partitions,
-             topic_id=str(created.topic_id), auto=True)  # fmt: skip
     return created, ErrorCode.none
+
+
+def _logged_auto(created: TopicInfo) -> None:
+    """Said by the creation itself (`TopicAdmin`): the client may have gone meanwhile."""
+    log.info("topic created", topic=created.name, partitions=created.partitions,
+             topic_id=str(created.topic_id), auto=True)  # fmt: skip
 
 
 NOT_CONTROLLER_MESSAGE = "node 0 is the controller: it alone writes topics and configs"

@@ -47,10 +47,10 @@ async def _grow(
         return ErrorCode.none, None
     s = ctx.services
     try:
-        await s.topic_admin.create_partitions(s.logs, name, count)
+        await s.topic_admin.create_partitions(s.logs, name, count, lambda _: log.info(
+            "partitions added", topic=name, partitions=count, was=info.partitions))  # fmt: skip
     except StorageError as e:
         return e.error_code, str(e)
-    log.info("partitions added", topic=name, partitions=count, was=info.partitions)
     return ErrorCode.none, None
 
 

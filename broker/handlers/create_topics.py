@@ -97,7 +97,7 @@ async def _create(
         return (
             ErrorCode.none,
             None,
-            await s.topic_admin.create_topic(s.logs, topic.name, partitions, configs),
+            await s.topic_admin.create_topic(s.logs, topic.name, partitions, configs, _logged),
         )
     except StorageError as e:
         return e.error_code, str(e), None
@@ -109,18 +109,18 @@ def _requested(ctx: RequestContext, topic: Topic) -> int:
     return max(partitions, 0) if isinstance(partitions, int) else 0
 
 
+def _logged(info: TopicInfo) -> None:
+    """Said by the creation itself (`TopicAdmin`): the client may have gone meanwhile."""
+    log.info(
+        "topic created", topic=info.name, partitions=info.partitions, topic_id=str(info.topic_id)
+    )
+
+
 def _result(
     topic: Topic, code: ErrorCode, message: str | None, info: TopicInfo | None
 ) -> v7.response.CreatableTopicResult:
     if code != ErrorCode.none:
         log.info("create topic refused", topic=topic.name, error=code.name, reason=message)
-    elif info is not None:
-        log.info(
-            "topic created",
-            topic=info.name,
-            partitions=info.partitions,
-            topic_id=str(info.topic_id),
-        )
     return v7.response.CreatableTopicResult(
         name=topic.name,
         topic_id=info.topic_id if info else None,

@@ -59,9 +59,16 @@ async def _delete(
     if not name and not authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, info.name):
         return ErrorCode.topic_authorization_failed, None
     try:
-        await ctx.services.topic_admin.delete_topic(logs, info.name)
+        await ctx.services.topic_admin.delete_topic(logs, info.name, lambda _: _forget(ctx, info))
     except UnknownTopicOrPartition:  # deleted meanwhile, by another request
         return (ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id), None
+    return ErrorCode.none, info
+
+
+def _forget(ctx: RequestContext, info: TopicInfo) -> None:
+    """What goes with a deleted topic, run by the deletion itself (`TopicAdmin`), even when
+    the client that asked has gone: its committed offsets (a topic made again under the name
+    must not start a group at the old offsets), its share state and its metrics."""
     log.info("topic deleted", topic=info.name, topic_id=str(info.topic_id))
     ctx.services.share_partitions.forget_topic(info.name, info.topic_id)
     ctx.services.metrics.forget_topic(info.name)
@@ -70,7 +77,6 @@ async def _delete(
     except StorageError as e:  # the topic is gone; its offsets stay until deleted by hand
         log.error("committed offsets of a deleted topic not deleted", topic=info.name,
                   error=str(e))  # fmt: skip
-    return ErrorCode.none, info
 
 
 async def handle(ctx: RequestContext, request: Request) -> v6.DeleteTopicsResponse:

@@ -4,18 +4,24 @@ the internal log staying out of sight, and the lag metric."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime
 import importlib
+import socket
+import time
 from collections.abc import Mapping
 from types import ModuleType
 from typing import TypeVar
 
 import pytest
+from kio.schema.delete_topics import v6 as delete_v6
 from kio.schema.errors import ErrorCode
 from kio.schema.offset_commit import v8 as commit
 from kio.schema.offset_fetch import v9 as fetch
 from kio.schema.types import GroupId
 from kio.schema.types import TopicName
 from kio.static.primitive import i32
+from kio.static.primitive import i32Timedelta
 from kio.static.primitive import i64
 
 from broker.server import Server
@@ -23,7 +29,9 @@ from client import Admin
 from client import Producer
 from client.errors import KafkaError
 from coordinator.offset_store import OffsetStore
+from protocol.framing import frame
 from protocol.messages import build
+from protocol.messages import encode_request
 from storage.log_manager import LogManager
 from storage.topics import CONSUMER_OFFSETS
 from tests.clock import ManualClock
@@ -172,6 +180,39 @@ async def test_deleting_offsets_a_topic_and_a_group(broker: Server) -> None:
             "g": ErrorCode.none, "h": ErrorCode.group_id_not_found
         }  # fmt: skip
         assert await admin.list_groups() == []
+        assert await admin.list_consumer_group_offsets("g") == {}
+
+
+async def test_a_topic_deleted_for_a_client_gone_at_once_takes_its_offsets_along(
+    broker: Server,
+) -> None:
+    """A DeleteTopics whose client closes its connection right after sending it. The deletion
+    runs to its end, as a Kafka controller's does, and so must what goes with it: the groups'
+    committed offsets of the topic (Kafka's `GroupMetadataManager` drops them when a topic
+    is deleted: `onPartitionsDeleted` / `cleanupGroupMetadata`). Left behind, a topic made
+    again under the name would have its consumer group start at the old offsets in a new log,
+    skipping the first records produced to it. (They were skipped before: the request's task,
+    cancelled when its connection is lost, did them after the deletion.)"""
+    bootstrap = f"127.0.0.1:{broker.port}"
+    async with Admin(bootstrap) as admin:
+        await admin.create_topic("b", 60)  # its deletion spans several loop turns
+        assert set((await admin.alter_consumer_group_offsets("g", {("b", 0): 3})).values()) == {
+            None
+        }
+    request = delete_v6.DeleteTopicsRequest(
+        topics=(delete_v6.request.DeleteTopicState(name=TopicName("b"), topic_id=None),),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+    )
+    with socket.create_connection(("127.0.0.1", broker.port)) as sock:
+        sock.sendall(frame(encode_request(request, 1, "gone-at-once")))
+    async with Admin(bootstrap) as admin:
+        deadline = time.monotonic() + 30
+        while broker.services.logs.topic("b") is not None or (
+            await admin.list_consumer_group_offsets("g")
+        ):
+            assert time.monotonic() < deadline, "the deleted topic's offsets stayed"
+            await asyncio.sleep(0.02)
+        await admin.create_topic("b", 1)
         assert await admin.list_consumer_group_offsets("g") == {}
 
 
