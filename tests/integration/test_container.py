@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -30,7 +31,10 @@ from client.admin import Admin
 from client.errors import KafkaError
 from client.security import Security
 from tests.brokers import BrokerProcess
+from tests.brokers import configured_broker
 from tests.brokers import free_port
+from tests.brokers import free_ports
+from tests.brokers import wait_for_nodes
 from tests.tls_files import make_tls_files
 
 pytestmark = pytest.mark.integration
@@ -193,6 +197,28 @@ def test_the_healthcheck_passes_on_a_live_broker_and_fails_on_a_dead_port(
     dead = [sys.executable, "-m", "broker.healthcheck", "127.0.0.1", str(free_port())]
     result = subprocess.run(dead, capture_output=True, text=True, timeout=20)
     assert result.returncode == 1 and "unhealthy" in result.stderr
+
+
+def test_the_healthcheck_checks_every_node_of_processes_n(tmp_path: Path) -> None:
+    """With `--processes 2` node 1 (port + 1) is checked too, from node 0's listener alone
+    (what the image's argument-less check knocks on): a stopped node 1 is unhealthy."""
+    broker = configured_broker(tmp_path / "data", {})
+    broker.port = free_ports(2)
+    broker.extra += ["--processes", "2"]
+    broker.start(timeout=90)
+    try:
+        nodes = wait_for_nodes(broker, 2, timeout=90)
+        check = [sys.executable, "-m", "broker.healthcheck", "127.0.0.1", str(broker.port)]
+        assert subprocess.run(check, capture_output=True, timeout=30).returncode == 0
+        os.kill(nodes[1], signal.SIGSTOP)
+        try:
+            result = subprocess.run(check, capture_output=True, text=True, timeout=30)
+        finally:
+            os.kill(nodes[1], signal.SIGCONT)
+        assert result.returncode == 1, result.stdout
+        assert f"127.0.0.1:{broker.port + 1} (another node" in result.stderr, result.stderr
+    finally:
+        broker.stop(60)
 
 
 SASL_SSL_COMPOSE = DOCKERFILE.parent / "compose.sasl-ssl.yaml"
