@@ -20,6 +20,7 @@ import structlog
 from broker import gc_freeze
 from broker.authorizer import AuthorizerSettings
 from broker.authorizer import StandardAuthorizer
+from broker.to_the_end import to_the_end
 from protocol.acl import AclBinding
 from protocol.acl import AclBindingFilter
 from protocol.acl import InvalidAcl
@@ -45,10 +46,23 @@ class AclManager:
         return self.authorizer.matching(f)
 
     async def create(self, bindings: Sequence[AclBinding]) -> list[str | None]:
-        """Add the valid bindings; per binding, None or why it was refused.
+        """Add the valid bindings; per binding, None or why it was refused. Run to its end
+        (`broker.to_the_end`), the file written and the ACLs in force, even if the request
+        is cancelled meanwhile.
 
         :raises OSError: the file was not written; nothing changed.
         """
+        return await to_the_end(self._create(bindings))
+
+    async def delete(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+        """Remove what each filter selects; the bindings removed, per filter. Run to its end,
+        as `create`.
+
+        :raises OSError: the file was not written; nothing changed.
+        """
+        return await to_the_end(self._delete(filters))
+
+    async def _create(self, bindings: Sequence[AclBinding]) -> list[str | None]:
         async with self._lock:
             # The new authorizer is planned in a thread too: a request may add a million
             # bindings. The one in force is never changed in place, so reading it meanwhile
@@ -60,11 +74,7 @@ class AclManager:
         log.info("acls created", **_listed("acls", valid), **_listed("refused", refused))
         return errors
 
-    async def delete(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
-        """Remove what each filter selects; the bindings removed, per filter.
-
-        :raises OSError: the file was not written; nothing changed.
-        """
+    async def _delete(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
         async with self._lock:
             matched, new = await asyncio.to_thread(_removed, self.authorizer, filters)
             await self._commit(new)

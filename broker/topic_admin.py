@@ -24,6 +24,7 @@ from typing import TypeVar
 
 from broker import gc_freeze
 from broker.slicing import Slicer
+from broker.to_the_end import to_the_end
 from storage.log_manager import LogManager
 from storage.topic_changes import NewPartitions
 from storage.topic_changes import TopicDeletion
@@ -37,7 +38,6 @@ T = TypeVar("T")
 class TopicAdmin:
     def __init__(self) -> None:
         self._busy: dict[str, asyncio.Event] = {}  # collision key -> set when its change ends
-        self._running: set[asyncio.Task[Any]] = set()
 
     async def create_topic(
         self,
@@ -81,10 +81,7 @@ class TopicAdmin:
         """Run the change `start` makes, and `then` with its outcome, once no other change of
         `name` runs, in a task of its own: both go on if the request's task is cancelled (the
         task has a copy of the request's context: its log lines say who asked)."""
-        task = asyncio.ensure_future(self._exclusive(name, start, then))
-        self._running.add(task)
-        task.add_done_callback(self._running.discard)
-        return await asyncio.shield(task)
+        return await to_the_end(self._exclusive(name, start, then))
 
     async def _exclusive(
         self,

@@ -30,6 +30,7 @@ from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.security_follow import follow_credentials
 from broker.slicing import sliced_map
+from broker.to_the_end import to_the_end
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.scram_credentials import BY_KAFKA_TYPE
@@ -101,9 +102,17 @@ async def handle(
             return await _response(_Everyone((e.error_code, str(e))), changes)
         await follow_credentials(ctx.services)
         return answer
+    refused = await to_the_end(_change(ctx, store, changes))
+    return await _response(refused, changes)
+
+
+async def _change(
+    ctx: RequestContext, store: ScramCredentialStore, changes: Sequence[Change]
+) -> dict[str, Refusal]:
+    """Planned and written in threads (a request may change a million users), then swapped
+    in: memory is never ahead of the file, nor left behind it by a cancelled request
+    (`broker.to_the_end`)."""
     async with ctx.services.credentials_lock:
-        # Planned and written in threads (a request may change a million users), then swapped
-        # in: memory is never ahead of the file.
         refused, users, data, accepted = await asyncio.to_thread(_plan, store, changes)
         if accepted:
             try:
@@ -115,7 +124,7 @@ async def handle(
                 store.restore(users)
                 log.info("credentials changed", users=sorted(accepted)[:LOGGED_USERS],
                          count=len(accepted), principal=ctx.principal)  # fmt: skip
-    return await _response(refused, changes)
+    return refused
 
 
 LOGGED_USERS = 100  # a log line names this many users at most

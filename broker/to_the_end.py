@@ -1,0 +1,30 @@
+"""Changes that run to their end whether or not the request that asked still waits.
+
+A request's task is cancelled when its connection is lost. A change made in steps around an
+await (write the file in a thread, then put the new state in force) would stop between them:
+the file changed, memory not, until a restart; and a lock released by the cancelled request
+lets the next change plan from the old state and write over the first. So a change whose
+steps must all happen runs here, in a task of its own, as a Kafka controller finishes a
+change whatever happened to the client's connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any
+from typing import TypeVar
+
+T = TypeVar("T")
+
+_running: set[asyncio.Task[Any]] = set()  # strong references: the loop keeps only weak ones
+
+
+async def to_the_end(change: Coroutine[Any, Any, T]) -> T:
+    """Run `change` in a task of its own that a cancelled caller does not stop (the task has a
+    copy of the caller's context: its log lines say who asked); its outcome, if the caller is
+    still there."""
+    task = asyncio.ensure_future(change)
+    _running.add(task)
+    task.add_done_callback(_running.discard)
+    return await asyncio.shield(task)
