@@ -31,6 +31,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.share.share_partition_manager import SharePartitionManager
+from broker.to_the_end import to_the_end
 from storage.errors import KafkaStorageError
 from storage.errors import StorageError
 from storage.log import PartitionLog
@@ -83,8 +84,15 @@ class RecordDeletion:
 
         UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE past the log end, KAFKA_STORAGE_ERROR
         when a write failed (the log start is then as it was). At or below the current log
-        start nothing changes and the current one is answered.
+        start nothing changes and the current one is answered. Run to its end (share
+        partitions moved, log start written and applied) even if the request is cancelled
+        meanwhile (`broker.to_the_end`).
         """
+        return await to_the_end(self._delete_records(topic, partition, offset))
+
+    async def _delete_records(
+        self, topic: str, partition: int, offset: int
+    ) -> tuple[ErrorCode, int]:
         info = self._logs.topic(topic)
         plog = self._logs.log(topic, partition)
         if info is None or plog is None:
