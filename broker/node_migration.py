@@ -101,28 +101,37 @@ def migrate(data_dir: Path, processes: int, config: LogConfig, node_id: int = 0)
 
     :raises OSError: a file not read or written; the next start tries again.
     """
-    # A node left running by a supervisor killed -9 holds its directory's lock: refuse.
-    locks = [DataDirLock(data_dir / NODES_DIR / str(i)) for i in _node_ids(data_dir)]
-    try:
-        _migrate(data_dir, processes, config, node_id)
-    finally:
-        for lock in locks:
-            lock.release()
-
-
-def _migrate(data_dir: Path, processes: int, config: LogConfig, node_id: int) -> None:
     work = data_dir / WORK
-    ready = _ready(work)
-    if ready is not None:  # a change interrupted in its switch: finish it first
-        _switch(data_dir, ready)
     before = recorded(data_dir)
     expected = {node_dir(data_dir, processes, j) for j in range(processes)}
-    if before == processes or (before is None and {s.path for s in sources(data_dir)} <= expected):
+    laid_out = before == processes or (
+        before is None and {s.path for s in sources(data_dir)} <= expected
+    )
+    if laid_out and _ready(work) is None:
         if work.exists():  # a build a crash interrupted, for an N since given up
             shutil.rmtree(work)
         if before is None:
             atomic_write(data_dir / RECORD, f"{processes}\n".encode())
         return
+    # A node a supervisor killed -9 left running holds its directory's lock: refuse.
+    locks: list[DataDirLock] = []
+    try:
+        for i in _node_ids(data_dir):
+            locks.append(DataDirLock(data_dir / NODES_DIR / str(i)))
+        ready = _ready(work)
+        if ready is not None:  # a change interrupted in its switch: finish it first
+            _switch(data_dir, ready)
+            if ready == processes:
+                return
+        _rewrite(data_dir, processes, config, node_id)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _rewrite(data_dir: Path, processes: int, config: LogConfig, node_id: int) -> None:
+    work = data_dir / WORK
+    before = recorded(data_dir)
     started = time.monotonic()
     found = sources(data_dir)
     log.warning(

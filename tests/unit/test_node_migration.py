@@ -35,6 +35,8 @@ from protocol.transaction_log import TransactionRecord
 from storage.config import LogConfig
 from storage.dir_checkpoints import CLEAN_SHUTDOWN_FILE
 from storage.dir_checkpoints import RECOVERY_POINT_FILE
+from storage.dir_lock import DataDirLock
+from storage.dir_lock import DataDirLocked
 from storage.segment_log import SegmentLog
 from storage.topics import CONSUMER_OFFSETS
 from storage.topics import TRANSACTION_STATE
@@ -254,3 +256,21 @@ def test_the_first_block_is_above_the_highest_id(
     assert first_block(highest, Ownership(node, nodes)) == block
     offset = 0 if nodes == 1 else node
     assert offset + nodes * block > highest
+
+
+def test_a_change_refuses_while_an_old_node_still_runs(tmp_path: Path) -> None:
+    """A node a supervisor killed -9 left running holds `__nodes/<id>/.lock` and may still
+    commit: the change is refused, nothing moved, and done once it is gone."""
+    data = tmp_path / "data"
+    _one_process_data_dir(data)
+    migrate(data, 2, CONFIG)
+    held = DataDirLock(node_dir(data, 2, 1))
+    try:
+        with pytest.raises(DataDirLocked):
+            migrate(data, 1, CONFIG)
+        assert recorded(data) == 2 and not (data / WORK).exists()
+        migrate(data, 2, CONFIG)  # the same N: nothing to lock
+    finally:
+        held.release()
+    migrate(data, 1, CONFIG)
+    assert set(_served(data, 1)[0]) == set(GROUPS)
