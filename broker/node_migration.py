@@ -111,7 +111,7 @@ def migrate(data_dir: Path, processes: int, config: LogConfig, node_id: int = 0)
         if work.exists():  # a build a crash interrupted, for an N since given up
             shutil.rmtree(work)
         if before is None:
-            atomic_write(data_dir / RECORD, f"{processes}\n".encode())
+            _record_best_effort(data_dir, processes)
         return
     # A node a supervisor killed -9 left running holds its directory's lock: refuse.
     locks: list[DataDirLock] = []
@@ -127,6 +127,14 @@ def migrate(data_dir: Path, processes: int, config: LogConfig, node_id: int = 0)
     finally:
         for lock in locks:
             lock.release()
+
+
+def _record_best_effort(data_dir: Path, processes: int) -> None:
+    """Nothing moves: a full disk must not stop the start (the layout is inferred again)."""
+    try:
+        atomic_write(data_dir / RECORD, f"{processes}\n".encode())
+    except OSError as e:
+        log.warning("--processes not recorded in the data dir", error=e.strerror or str(e))
 
 
 def _rewrite(data_dir: Path, processes: int, config: LogConfig, node_id: int) -> None:
