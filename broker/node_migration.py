@@ -40,6 +40,8 @@ from broker.ownership import Ownership
 from storage.config import LogConfig
 from storage.dir_checkpoints import CLEAN_SHUTDOWN_FILE
 from storage.dir_checkpoints import RECOVERY_POINT_FILE
+from storage.dir_checkpoints import had_clean_shutdown
+from storage.dir_checkpoints import mark_clean_shutdown
 from storage.dir_lock import DataDirLock
 from storage.fsutil import atomic_write
 from storage.fsutil import fsync_dir
@@ -49,6 +51,7 @@ log = structlog.get_logger("shoal.node_migration")
 RECORD = "processes"  # in the data dir: the N its node directories are laid out for
 WORK = "__resize"  # no partition directory's name: those end in `-<partition>`
 READY, MOVED, OLD = "ready", "moved", "old"
+CLEAN = "clean"  # in READY: every old node had stopped cleanly
 CRASH_ENV = "SHOAL_RESIZE_CRASH"
 
 
@@ -120,8 +123,8 @@ def migrate(data_dir: Path, processes: int, config: LogConfig, node_id: int = 0)
             locks.append(DataDirLock(data_dir / NODES_DIR / str(i)))
         ready = _ready(work)
         if ready is not None:  # a change interrupted in its switch: finish it first
-            _switch(data_dir, ready)
-            if ready == processes:
+            _switch(data_dir, *ready)
+            if ready[0] == processes:
                 return
         _rewrite(data_dir, processes, config, node_id)
     finally:
@@ -155,9 +158,10 @@ def _rewrite(data_dir: Path, processes: int, config: LogConfig, node_id: int) ->
         write_node(merged, work / str(j), owner, config, lambda: int(time.time() * 1000))
         _crash_point(f"built-{j}")
     fsync_dir(work)
-    atomic_write(work / READY, f"{processes}\n".encode())
+    clean = _stopped_clean(data_dir, before)
+    atomic_write(work / READY, f"{processes} {CLEAN if clean else ''}\n".encode())
     _crash_point("ready")
-    _switch(data_dir, processes)
+    _switch(data_dir, processes, clean)
     log.warning(
         "--processes changed: nodes' files rewritten", processes=processes,
         groups=len(merged.offsets), transactional_ids=len(merged.txns),
@@ -165,15 +169,25 @@ def _rewrite(data_dir: Path, processes: int, config: LogConfig, node_id: int) ->
     )  # fmt: skip
 
 
-def _ready(work: Path) -> int | None:
+def _ready(work: Path) -> tuple[int, bool] | None:
+    """The N a built change is for, and whether every old node had stopped cleanly."""
     try:
-        text = (work / READY).read_text().strip()
+        words = (work / READY).read_text().split()
     except FileNotFoundError:
         return None
-    return int(text) if text.isdigit() else None
+    if not words or not words[0].isdigit():
+        return None
+    return int(words[0]), words[1:] == [CLEAN]
 
 
-def _switch(data_dir: Path, processes: int) -> None:
+def _stopped_clean(data_dir: Path, before: int | None) -> bool:
+    """Whether every node of the old layout closed all its logs (its clean-shutdown marker):
+    then the partitions it led need no check, whichever node leads them now."""
+    old = before or (_node_ids(data_dir)[-1] + 1 if _node_ids(data_dir) else 1)
+    return all(had_clean_shutdown(node_dir(data_dir, old, j)) for j in range(old))
+
+
+def _switch(data_dir: Path, processes: int, clean: bool) -> None:
     work = data_dir / WORK
     old = work / OLD
     if not (work / MOVED).exists():
@@ -199,20 +213,24 @@ def _switch(data_dir: Path, processes: int) -> None:
                 os.replace(built / name, target / name)
                 _crash_point("moving-new")
         fsync_dir(target)
-    _forget_checkpoints(data_dir, processes)
+    _forget_checkpoints(data_dir, processes, clean)
     _crash_point("switched")
     atomic_write(data_dir / RECORD, f"{processes}\n".encode())
     shutil.rmtree(work)
     fsync_dir(data_dir)
 
 
-def _forget_checkpoints(data_dir: Path, processes: int) -> None:
+def _forget_checkpoints(data_dir: Path, processes: int, clean: bool) -> None:
     """Recovery points and clean-shutdown markers speak of the partitions a node led under
-    the old N: dropped from every node directory; leftover node directories removed."""
+    the old N: dropped from every node directory, and each new node marked clean only if
+    every old one was (every log was closed); leftover node directories removed."""
     for directory in (data_dir, *(data_dir / NODES_DIR / str(i) for i in _node_ids(data_dir))):
         for name in (RECOVERY_POINT_FILE, CLEAN_SHUTDOWN_FILE):
             (directory / name).unlink(missing_ok=True)
         fsync_dir(directory)
+    if clean:
+        for j in range(processes):
+            mark_clean_shutdown(node_dir(data_dir, processes, j))
     keep = {node_dir(data_dir, processes, j) for j in range(processes)}
     for i in _node_ids(data_dir):
         path = data_dir / NODES_DIR / str(i)

@@ -164,8 +164,27 @@ def test_one_to_two_places_every_group_and_id_with_its_new_coordinator(tmp_path:
         assert j + 2 * block > 2000 >= j + 2 * (block - 1)
     assert recorded(data) == 2 and not (data / WORK).exists()
     assert not (data / f"{CONSUMER_OFFSETS}-0").exists()
-    for d in (data, *(node_dir(data, 2, j) for j in range(2))):  # a full check at next start
-        assert not (d / RECOVERY_POINT_FILE).exists() and not (d / CLEAN_SHUTDOWN_FILE).exists()
+    # The one process had stopped cleanly: every log was closed, so both new nodes may trust
+    # the partitions they now lead; the old recovery points (its partitions') are gone.
+    assert not (data / RECOVERY_POINT_FILE).exists()
+    for j in range(2):
+        d = node_dir(data, 2, j)
+        assert (d / CLEAN_SHUTDOWN_FILE).exists() and not (d / RECOVERY_POINT_FILE).exists()
+
+
+def test_after_an_unclean_stop_every_new_node_checks_its_logs(tmp_path: Path) -> None:
+    """Node 1 of two was killed -9 (no clean-shutdown marker): with one process, or three, no
+    node may trust the partitions node 1 led, nor use recovery points of another layout."""
+    data = tmp_path / "data"
+    _one_process_data_dir(data)
+    migrate(data, 2, CONFIG)
+    for j in range(2):
+        (node_dir(data, 2, j) / RECOVERY_POINT_FILE).write_text("0\n1\nt 0 5\n")
+    (node_dir(data, 2, 1) / CLEAN_SHUTDOWN_FILE).unlink()
+    migrate(data, 3, CONFIG)
+    for j in range(3):
+        d = node_dir(data, 3, j)
+        assert not (d / CLEAN_SHUTDOWN_FILE).exists() and not (d / RECOVERY_POINT_FILE).exists()
 
 
 def test_one_two_one_three_one_keeps_every_offset_and_id(tmp_path: Path) -> None:
@@ -175,7 +194,7 @@ def test_one_two_one_three_one_keeps_every_offset_and_id(tmp_path: Path) -> None
     assert recorded(data) == 1 and (data / f"{CONSUMER_OFFSETS}-0").exists()
     migrate(data, 2, CONFIG)
     after_two = _served(data, 2)
-    for n in (1, 3, 2, 1):
+    for n in (3, 1, 3, 2, 1):
         migrate(data, n, CONFIG)
         assert _served(data, n) == after_two
         nodes = data / "__nodes"
