@@ -293,3 +293,43 @@ def test_a_change_refuses_while_an_old_node_still_runs(tmp_path: Path) -> None:
         held.release()
     migrate(data, 1, CONFIG)
     assert set(_served(data, 1)[0]) == set(GROUPS)
+
+
+def test_offsets_staged_on_another_node_follow_their_transactions_decision(
+    tmp_path: Path,
+) -> None:
+    """With two processes, a transaction's offsets for a group coordinated by the other node
+    are staged in that node's offsets log until the marker (`staged_offsets`). At a change a
+    prepared commit's staged offsets are committed (Kafka completes PrepareCommit on load),
+    an open transaction's are dropped (it is aborted)."""
+    data = tmp_path / "data"
+    node0, node1 = (data / "__nodes" / str(j) for j in range(2))
+    node0.mkdir(parents=True)
+    node1.mkdir(parents=True)
+    (data / "processes").write_text("2\n")
+    log = SegmentLog.open(
+        node0 / f"{TRANSACTION_STATE}-0", CONFIG.with_overrides(TRANSACTION_LOG_CONFIGS)
+    )
+    txns = TransactionLog(log, _now)
+    txns.append(TransactionRecord(
+        "committing", 9, 1, 60_000, "PrepareCommit", {("t", 1), (CONSUMER_OFFSETS, 1)},
+        start_ms=NOW, update_ms=NOW,
+    ))  # fmt: skip
+    txns.append(TransactionRecord(
+        "open", 10, 0, 60_000, "Ongoing", {("t", 2), (CONSUMER_OFFSETS, 1)}, start_ms=NOW,
+        update_ms=NOW,
+    ))  # fmt: skip
+    log.close()
+    log = SegmentLog.open(
+        node1 / f"{CONSUMER_OFFSETS}-0", CONFIG.with_overrides(OFFSETS_LOG_CONFIGS)
+    )
+    store = OffsetStore(log, _now)
+    store.commit("g", {("t", 0): OffsetValue(1, -1, "", NOW)})
+    store.stage_txn(9, 1, "g", {("t", 1): OffsetValue(41, -1, "", NOW)})
+    store.stage_txn(10, 0, "g", {("t", 2): OffsetValue(42, -1, "", NOW)})
+    log.close()
+    migrate(data, 1, CONFIG)
+    offsets, moved = _served(data, 1)
+    assert _without_times(offsets) == {"g": {("t", 0): (1, -1, ""), ("t", 1): (41, -1, "")}}
+    assert moved["committing"].partitions == {("t", 1)}
+    assert (moved["open"].state, moved["open"].partitions) == ("PrepareAbort", {("t", 2)})
