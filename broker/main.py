@@ -108,6 +108,9 @@ def serve(args: argparse.Namespace) -> int:
         node_id=config.ownership.node_id if config.processes > 1 else None,
     )
 
+    if config.processes == 1 and not _lay_out_for_one(config):
+        return 1
+
     async def run() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -122,6 +125,26 @@ def serve(args: argparse.Namespace) -> int:
             structlog.get_logger("shoal").error("cannot start", error=str(e))
             return 1
     return 0
+
+
+def _lay_out_for_one(config: BrokerConfig) -> bool:
+    """One process on a data dir that N > 1 processes served: their own files rewritten for
+    it first (`broker.node_migration`), under the data dir's lock. Whether it may start."""
+    from broker.config import log_config
+    from broker.node_migration import migrate
+    from storage.dir_lock import DataDirLock
+
+    try:
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        lock = DataDirLock(config.data_dir)
+        try:
+            migrate(config.data_dir, 1, log_config(config), config.ownership.node_id)
+        finally:
+            lock.release()
+    except OSError as e:
+        structlog.get_logger("shoal").error("cannot start", error=str(e))
+        return False
+    return True
 
 
 def parser() -> argparse.ArgumentParser:

@@ -28,11 +28,13 @@ from types import FrameType
 import structlog
 
 from broker.config import BrokerConfig
+from broker.config import log_config
 from broker.listeners import PLAINTEXT
 from broker.listeners import moved
 from broker.node_identity import SECRET_ENV
 from broker.node_identity import new_secret
 from broker.node_identity import node_mechanism
+from broker.node_migration import migrate
 from storage.dir_lock import DataDirLock
 
 log = structlog.get_logger("shoal.supervisor")
@@ -259,6 +261,13 @@ def supervise(args: argparse.Namespace, config: BrokerConfig, processes: int) ->
         return 1
     try:
         cluster_id(config.data_dir)  # made here, before any process reads it: one writer
+        # A change of N rewrites the nodes' own files before any of them starts.
+        try:
+            migrate(config.data_dir, processes, log_config(config))
+        except OSError as e:
+            log.error("cannot start: the nodes' files not laid out for --processes",
+                      processes=processes, error=str(e))  # fmt: skip
+            return 1
         commands = child_commands(args, config, processes)
         return Supervisor(commands, config.shutdown_timeout_ms / 1000).run()
     finally:

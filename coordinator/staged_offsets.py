@@ -57,6 +57,10 @@ class StagedOffsets:
             return {}
         return entry.groups
 
+    def open_transactions(self) -> list[tuple[int, int, GroupOffsets]]:
+        """(producer id, epoch, offsets by group) of every transaction still open here."""
+        return [(pid, e.epoch, e.groups) for pid, e in self._open.items()]
+
     def has_pending(self, group: str, partition: TopicPartition) -> bool:
         return any(partition in e.groups.get(group, ()) for e in self._open.values())
 
