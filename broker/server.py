@@ -90,7 +90,8 @@ class Server:
         config.node_dir.mkdir(parents=True, exist_ok=True)
         self._dir_lock = DataDirLock(config.node_dir)
         # Dynamic broker configs stored in the data dir win over file, environment and flags.
-        dynamic = DynamicBrokerConfigs(config)
+        # --processes N: this node's own (BROKER "<id>") in its node dir, over the cluster's.
+        dynamic = DynamicBrokerConfigs(config, None if config.ownership.single else config.node_dir)
         host, port = config.advertised
         logs = wiring.partition_logs(config, dynamic)
         # max.connections(.per.ip): read at each accept; a change wakes waiting listeners.
