@@ -68,11 +68,13 @@ class ShareGroupRecords:
         return self._frozen
 
     def record(self, group_id: str, epoch: int) -> None:
-        """Record a group made here (nothing when it is recorded already, or with N = 1).
+        """Record a group made here (nothing when it is recorded already, with N = 1, or for a
+        group another process coordinates: a request sent to the wrong node).
 
         :raises storage.errors.StorageError: not written; it stays unrecorded.
         """
-        if self._coordinates is not None and group_id not in self._groups:
+        mine = self._coordinates
+        if mine is not None and group_id not in self._groups and mine(group_id):
             self._write(group_id, encode_value(epoch))
 
     def forget(self, group_id: str) -> None:

@@ -80,6 +80,8 @@ def test_a_record_of_a_group_another_process_coordinates_is_left_at_replay(
     log = logs.internal_log(CONSUMER_OFFSETS, OFFSETS_LOG_CONFIGS)
     ShareGroupRecords(log, now, lambda g: True).record("theirs-1", 1)
     records.record("mine-1", 1)
+    records.record("theirs-2", 1)  # sent to the wrong node: not this one's to record
+    assert records.groups() == {"mine-1"}
     logs.close()
     _, records, _ = open_records(tmp_path)
     assert records.groups() == {"mine-1"}
