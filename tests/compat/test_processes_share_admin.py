@@ -484,13 +484,36 @@ def _listed(port: int, group: str) -> list[str]:
         time.sleep(0.2)
 
 
+def _classic_described(port: int, group: str) -> tuple[int, str | None]:
+    """DescribeGroups v6 (the classic API) to the group's coordinator, node 1: Kafka 4 answers a
+    share group's id "Group g is not a classic group.", an unknown one "Group g not found."
+    (`GroupMetadataManager.classicGroup`, KIP-1043)."""
+    from kio.schema.describe_groups import v6
+
+    from client.connection import Connection
+
+    async def ask() -> tuple[int, str | None]:
+        conn = await Connection.open("127.0.0.1", port + 1, client_id="describer")
+        try:
+            answer = await conn.request(
+                v6.DescribeGroupsRequest(groups=(group,), include_authorized_operations=False)
+            )
+        finally:
+            await conn.close()
+        (g,) = answer.groups
+        return g.error_code, g.error_message
+
+    return asyncio.run(ask())
+
+
 def _seen(bootstrap: str, port: int, group: str, topic: str) -> tuple[Any, ...]:
     """What the admin APIs answer for the group: its share-partition described (named, and
     with Topics null), its state by ShareGroupDescribe, and its ListGroups entries."""
     named = _retried(bootstrap, lambda a: a.describe_share_group_offsets(group, [(topic, 0)]))
     everything = _retried(bootstrap, lambda a: a.describe_share_group_offsets(group))
     described = _retried(bootstrap, lambda a: a.describe_share_groups([group]))[group]
-    return named, everything, described.state, _listed(port, group)
+    classic = _classic_described(port, group)
+    return named, everything, described.state, _listed(port, group), classic
 
 
 def test_a_restarted_coordinator_knows_a_group_whose_state_is_all_on_the_other_node(
@@ -501,11 +524,13 @@ def test_a_restarted_coordinator_knows_a_group_whose_state_is_all_on_the_other_n
     coordinator knows every share group after a restart: it replays the ShareGroupMetadata
     records of `__consumer_offsets` (`GroupCoordinatorShard.replay` ->
     `GroupMetadataManager.replay`; a tombstone, written when DeleteGroups deletes the group,
-    removes it), so DescribeShareGroupOffsets, ShareGroupDescribe and ListGroups (an Empty
-    group, listed by its coordinator only) answer as before, AlterShareGroupOffsets and
-    DeleteShareGroupOffsets apply, and DeleteGroups deletes it: GROUP_ID_NOT_FOUND after,
-    restart or not. Before, node 1 answered GROUP_ID_NOT_FOUND after the restart, and node 0
-    listed the group too (from its share-partition state)."""
+    removes it). So DescribeShareGroupOffsets, ShareGroupDescribe, ListGroups (an Empty group,
+    listed by its coordinator only) and DescribeGroups ("not a classic group") answer as
+    before; AlterShareGroupOffsets and DeleteShareGroupOffsets apply; DeleteGroups deletes it:
+    GROUP_ID_NOT_FOUND and not listed after, restart or not. Before, a node knew a group from
+    the share-state snapshot files of every partition, read once: node 0 listed the group too,
+    node 1 kept a deleted group, and a group whose snapshot node 0 had not yet written (it
+    writes them each second) was GROUP_ID_NOT_FOUND after node 1's restart."""
     b, nodes = broker
     bootstrap = b.bootstrap
     group = _group_on(1, "restarted-")
@@ -522,10 +547,11 @@ def test_a_restarted_coordinator_knows_a_group_whose_state_is_all_on_the_other_n
         nodes.update(wait_for_nodes(b, 2, timeout=90, not_pids={_kill(nodes[1])}))
 
     before = _seen(bootstrap, b.port, group, topic)
-    named, everything, state, listed = before
+    named, everything, state, listed, classic = before
     assert named[(topic, 0)].start_offset >= 10 and named[(topic, 0)].lag == 5  # share state
     # records lie in the partition's log too: offsets, not records, past the 10 consumed
     assert everything == named and state == "Empty" and listed == ["Empty"]
+    assert classic == (ErrorCode.group_id_not_found, f"Group {group} is not a classic group.")
     restart()
     assert _seen(bootstrap, b.port, group, topic) == before
 
@@ -544,6 +570,7 @@ def test_a_restarted_coordinator_knows_a_group_whose_state_is_all_on_the_other_n
             _retried(bootstrap, lambda a: a.describe_share_group_offsets(group))
         assert e.value.error_code == ErrorCode.group_id_not_found, restarted
         assert _listed(b.port, group) == [], restarted
+        assert _classic_described(b.port, group)[1] == f"Group {group} not found.", restarted
 
 
 def _kill(pid: int) -> int:
