@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from coordinator.group_registry import GroupRegistry
     from coordinator.offset_store import OffsetStore
     from coordinator.share_group import ShareGroupCoordinator
+    from coordinator.share_group_admin import ShareGroupAdmin
+    from coordinator.share_group_records import ShareGroupRecords
     from coordinator.transaction_coordinator import TransactionCoordinator
     from storage.log_manager import LogManager
     from storage.scram_credentials import ScramCredentialStore
@@ -58,6 +60,9 @@ class BrokerServices:
     port: int
     group_configs: GroupConfigs
     coordinator: ShareGroupCoordinator
+    # The share groups known beside those in memory (`coordinator.share_group_records`).
+    share_groups: ShareGroupRecords
+    share_group_admin: ShareGroupAdmin
     classic_groups: ClassicGroupService  # classic consumer groups (JoinGroup, SyncGroup...)
     consumer_groups: ConsumerGroupCoordinator  # KIP-848 consumer groups
     groups: GroupRegistry  # which kind of group (share, classic, consumer) owns a group id

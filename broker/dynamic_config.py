@@ -19,6 +19,8 @@ Changes are stored in `<data dir>/dynamic-broker-configs.json` and win over the 
 file, the environment and the command line, as Kafka's dynamic configs win over
 `server.properties`. Deleting one goes back to its static value. A single broker has no other
 broker to differ from, so its node id and the cluster default ("") name the same settings.
+With `--processes N` node i's own configs (BROKER "i") are in `__nodes/<i>/` and win over the
+cluster default (""): see `DynamicBrokerConfigs`.
 
 Refusals follow Kafka: a broker config that is not dynamic is INVALID_REQUEST with Kafka's
 "Cannot update these configs dynamically" (what its ConfigAdminManager answers); an unknown
@@ -36,6 +38,7 @@ import json
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -131,23 +134,41 @@ def _units(names: Iterable[str]) -> list[list[str]]:
 
 
 class DynamicBrokerConfigs:
-    """The dynamic configs of one broker; `current` is the settings in force."""
+    """The dynamic configs of one broker; `current` is the settings in force.
 
-    def __init__(self, config: BrokerConfig) -> None:
+    Two layers with `--processes N` (`node_dir` given): the cluster default (`stored`, in
+    `<data dir>/dynamic-broker-configs.json`, written by node 0 alone) and this node's own
+    (`node_stored`, in `<node dir>/dynamic-broker-configs.json`, written by this node alone),
+    which wins, as Kafka's per-broker dynamic configs win over the cluster default
+    (DYNAMIC_BROKER_CONFIG over DYNAMIC_DEFAULT_BROKER_CONFIG over the static file). `cluster`
+    is the static settings under the cluster default. With N = 1 there is one layer: a single
+    broker has no other broker to differ from, so its node id and "" name the same settings.
+    """
+
+    def __init__(self, config: BrokerConfig, node_dir: Path | None = None) -> None:
         self._static = config
-        self.current = config
+        self.cluster = self.current = config
         self._listeners: list[Callable[[BrokerConfig], None]] = []
         self._path = config.data_dir / FILE_NAME
+        self._node_path = node_dir / FILE_NAME if node_dir is not None else None
         self.stored: dict[str, str] = {}
+        self.node_stored: dict[str, str] = {}
         self._stamp = self._mtime()
-        if self._path.exists():
-            self._load()
+        self._load()
 
-    def _mtime(self) -> int:
+    @property
+    def per_node(self) -> bool:
+        """Whether this node has configs of its own besides the cluster default (N > 1)."""
+        return self._node_path is not None
+
+    def _mtime(self) -> tuple[int, int, int]:
+        """The file's stamp: `atomic_write` renames a new inode into place, so two writes in
+        one tick of the file system's clock still differ (as `broker.security_follow`)."""
         try:
-            return self._path.stat().st_mtime_ns
+            st = self._path.stat()
         except OSError:
-            return -1
+            return (-1, -1, -1)
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def reload(self) -> bool:
         """Read the file again if another process (the controller of `--processes N`)
@@ -156,7 +177,6 @@ class DynamicBrokerConfigs:
         if stamp == self._stamp:
             return False
         self._stamp = stamp
-        self.current, self.stored = self._static, {}
         self._load()
         for listener in self._listeners:
             listener(self.current)
@@ -171,51 +191,91 @@ class DynamicBrokerConfigs:
         return self.current.by_name(name)
 
     def _load(self) -> None:
-        try:
-            stored = json.loads(self._path.read_text())
-        except (OSError, ValueError) as e:
-            log.warning("unreadable dynamic broker configs", path=str(self._path), error=str(e))
-            return
-        parsed: dict[str, Any] = {}
-        for name, value in stored.items():
-            try:
-                if name not in DYNAMIC:
-                    raise InvalidBrokerConfig(f"{name} is not a dynamic broker config")
-                parsed[name] = parse(name, str(value))
-            except InvalidBrokerConfig as e:
-                log.warning("ignoring stored dynamic broker config", name=name, error=str(e))
-        # A default and its bounds are applied together (they may only fit as a set); a set
-        # that no longer fits the properties file is dropped whole, the others still apply.
-        for unit in _units(parsed):
-            try:
-                self.current = _replace(self.current, {n: parsed[n] for n in unit})
-            except InvalidBrokerConfig as e:
-                for name in unit:
-                    log.warning("ignoring stored dynamic broker config", name=name, error=str(e))
-                continue
-            self.stored.update({name: str(stored[name]) for name in unit})
+        self.cluster, self.stored = _applied(self._static, _read(self._path))
+        if self._node_path is None:
+            self.current, self.node_stored = self.cluster, {}
+        else:
+            self.current, self.node_stored = _applied(self.cluster, _read(self._node_path))
 
-    def alter(self, changes: Mapping[str, str | None], *, validate_only: bool = False) -> None:
-        """Set (None: back to the static value) dynamic configs, all or nothing.
+    def alter(
+        self, changes: Mapping[str, str | None], *, validate_only: bool = False,
+        node: bool = False,
+    ) -> None:  # fmt: skip
+        """Set (None: back to the value below) dynamic configs, all or nothing: the cluster
+        default, or with `node` this node's own (N > 1; a deleted one goes back to the
+        cluster default).
 
         :raises InvalidBrokerConfig: unknown or read-only name, bad value, inconsistent bounds.
         """
         _check_names(changes)
+        node = node and self._node_path is not None
+        below = self.cluster if node else self._static
         values = {
-            name: self._static.by_name(name) if value is None else parse(name, value)
+            name: below.by_name(name) if value is None else parse(name, value)
             for name, value in changes.items()
         }
-        changed = _replace(self.current, values)
+        if node:
+            cluster = self.cluster
+            changed = _replace(self.current, values)
+        else:  # this node's own values stay in force over the new default
+            cluster = _replace(self.cluster, values)
+            mine = {n: v for n, v in values.items() if n not in self.node_stored}
+            changed = _replace(self.current, mine)
         if validate_only:
             return
-        stored = {k: v for k, v in self.stored.items() if k not in changes}
+        before = self.node_stored if node else self.stored
+        stored = {k: v for k, v in before.items() if k not in changes}
         stored.update({k: v for k, v in changes.items() if v is not None})
-        atomic_write(self._path, json.dumps(stored, sort_keys=True, indent=1).encode())
-        self.stored = stored
-        self.current = changed
-        log.info("dynamic broker configs changed", changes=dict(changes))
+        path = self._node_path if node else self._path
+        assert path is not None
+        atomic_write(path, json.dumps(stored, sort_keys=True, indent=1).encode())
+        if node:
+            self.node_stored = stored
+        else:
+            self.stored = stored
+        self.cluster, self.current = cluster, changed
+        log.info("dynamic broker configs changed", changes=dict(changes),
+                 level="node" if node else "cluster")  # fmt: skip
         for listener in self._listeners:
             listener(changed)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        log.warning("unreadable dynamic broker configs", path=str(path), error=str(e))
+        return {}
+    if not isinstance(stored, dict):
+        log.warning("unreadable dynamic broker configs", path=str(path), error="not an object")
+        return {}
+    return stored
+
+
+def _applied(base: BrokerConfig, stored: Mapping[str, Any]) -> tuple[BrokerConfig, dict[str, str]]:
+    """`base` under the stored configs that parse and fit, and those configs (as text)."""
+    parsed: dict[str, Any] = {}
+    for name, value in stored.items():
+        try:
+            if name not in DYNAMIC:
+                raise InvalidBrokerConfig(f"{name} is not a dynamic broker config")
+            parsed[name] = parse(name, str(value))
+        except InvalidBrokerConfig as e:
+            log.warning("ignoring stored dynamic broker config", name=name, error=str(e))
+    # A default and its bounds are applied together (they may only fit as a set); a set
+    # that no longer fits the properties file is dropped whole, the others still apply.
+    kept: dict[str, str] = {}
+    for unit in _units(parsed):
+        try:
+            base = _replace(base, {n: parsed[n] for n in unit})
+        except InvalidBrokerConfig as e:
+            for name in unit:
+                log.warning("ignoring stored dynamic broker config", name=name, error=str(e))
+            continue
+        kept.update({name: str(stored[name]) for name in unit})
+    return base, kept
 
 
 def _check_names(names: Iterable[str]) -> None:

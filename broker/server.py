@@ -59,6 +59,8 @@ from broker.notifier import Notifier
 from broker.record_deletion import RecordDeletion
 from broker.security_follow import follow_security
 from broker.tls import server_context
+from coordinator.share_group_admin import ShareGroupAdmin
+from coordinator.share_group_records import known_share_groups
 from storage.dir_lock import DataDirLock
 from storage.scram_credentials import ScramCredentialStore
 from storage.segment import PendingSync
@@ -88,7 +90,8 @@ class Server:
         config.node_dir.mkdir(parents=True, exist_ok=True)
         self._dir_lock = DataDirLock(config.node_dir)
         # Dynamic broker configs stored in the data dir win over file, environment and flags.
-        dynamic = DynamicBrokerConfigs(config)
+        # --processes N: this node's own (BROKER "<id>") in its node dir, over the cluster's.
+        dynamic = DynamicBrokerConfigs(config, None if config.ownership.single else config.node_dir)
         host, port = config.advertised
         logs = wiring.partition_logs(config, dynamic)
         # max.connections(.per.ip): read at each accept; a change wakes waiting listeners.
@@ -103,9 +106,13 @@ class Server:
             logs, group_configs, notifier, self._share_state, metrics, dynamic
         )
         clock = clock or WallClock()
-        groups = wiring.group_coordinators(
-            dynamic, group_configs, logs, share_partitions.durable_groups, clock.now_ms
+        # --processes N: the share groups this process coordinates, recorded in its own
+        # offsets log, are known after a restart whichever nodes hold their state.
+        share_groups = wiring.share_group_records(config, logs, clock.now_ms)
+        known_share = known_share_groups(
+            share_groups, share_partitions.durable_groups, single=config.ownership.single
         )
+        groups = wiring.group_coordinators(dynamic, group_configs, logs, known_share, clock.now_ms)
         # --processes N: how the processes log in to one another (None with N = 1).
         secret = node_secret(config)
         credentials = ScramCredentialStore.in_data_dir(data_dir)
@@ -113,7 +120,7 @@ class Server:
             reserve(credentials, secret)
         txns = wiring.transactions(
             config, logs, notifier, dynamic, clock.now_ms, share_partitions,
-            node_security(config, secret),
+            node_security(config, secret), share_groups,
         )  # fmt: skip
         self._txn_log = txns.txn_log
         # Periodic fsyncs and group commits run here, one at a time, never on the event loop.
@@ -122,6 +129,8 @@ class Server:
             logs=logs,
             group_configs=group_configs,
             coordinator=groups.share,
+            share_groups=share_groups,
+            share_group_admin=ShareGroupAdmin(groups.share, known_share),
             classic_groups=groups.classic,
             consumer_groups=groups.consumer,
             groups=groups.registry,

@@ -26,14 +26,35 @@ negative start offset INVALID_REQUEST, an empty group id INVALID_REQUEST for eve
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterable
+from typing import Protocol
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.node_link import NODE_CLIENT_PREFIX
+from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from storage.topics import TopicInfo
+
+P = TypeVar("P")  # a partition entry of the request
+P_co = TypeVar("P_co", covariant=True)
+R = TypeVar("R")  # a partition's answer
+T = TypeVar("T")  # a topic's answer
+
+
+class StateTopic(Protocol[P_co]):
+    """A topic entry of a share-state RPC: its id and the partitions it names."""
+
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+
+    @property
+    def partitions(self) -> tuple[P_co, ...]: ...
 
 
 def from_peer(ctx: RequestContext) -> bool:
@@ -61,3 +82,38 @@ def led_partition(
     if not ctx.services.config.ownership.leads(topic.topic_id, partition):
         return None, ErrorCode.not_coordinator
     return topic, ErrorCode.none
+
+
+async def per_partition(
+    topics: Iterable[StateTopic[P]],
+    answer: Callable[[uuid.UUID | None, P], Awaitable[R]],
+    topic_result: Callable[[uuid.UUID | None, tuple[R, ...]], T],
+) -> tuple[T, ...]:
+    """Every partition the request names answered by `answer`, in the request's order, a slice
+    at a time (a request may name a million partitions); each topic's answers made into its
+    result by `topic_result`."""
+    slicer = Slicer()
+    results = []
+    for t in topics:
+        rows = []
+        for p in t.partitions:
+            rows.append(await answer(t.topic_id, p))
+            await slicer.pause()
+        results.append(topic_result(t.topic_id, tuple(rows)))
+    return tuple(results)
+
+
+async def per_partition_code(
+    allowed: bool,
+    topics: Iterable[StateTopic[P]],
+    code: Callable[[uuid.UUID | None, P], ErrorCode],
+    row: Callable[[P, ErrorCode], R],
+    topic_result: Callable[[uuid.UUID | None, tuple[R, ...]], T],
+) -> tuple[T, ...]:
+    """`per_partition` for the RPCs that answer a partition with an error code: `code`'s, or
+    CLUSTER_AUTHORIZATION_FAILED unless the request is `allowed` (`from_peer`)."""
+
+    async def answer(topic_id: uuid.UUID | None, p: P) -> R:
+        return row(p, code(topic_id, p) if allowed else ErrorCode.cluster_authorization_failed)
+
+    return await per_partition(topics, answer, topic_result)

@@ -53,14 +53,17 @@ from coordinator.consumer_group import ConsumerLimits
 from coordinator.group_configs import GroupConfigs
 from coordinator.group_registry import GroupKind
 from coordinator.group_registry import GroupRegistry
+from coordinator.offset_store import OFFSETS_LOG_CONFIGS
 from coordinator.offset_store import OffsetStore
 from coordinator.share_group import CoordinatorLimits
 from coordinator.share_group import ShareGroupCoordinator
+from coordinator.share_group_records import ShareGroupRecords
 from coordinator.transaction_coordinator import TransactionCoordinator
 from coordinator.transaction_log import TransactionLog
 from storage.acl_store import AclStore
 from storage.log_manager import LogManager
 from storage.share_state_store import SHARE_STATE_DIR
+from storage.topics import CONSUMER_OFFSETS
 
 log = structlog.get_logger("shoal.server")
 
@@ -187,6 +190,16 @@ def group_coordinators(
     return Groups(groups, share, consumer, ClassicGroupService(classic, now_ms))
 
 
+def share_group_records(
+    config: BrokerConfig, logs: LogManager, now_ms: Callable[[], int]
+) -> ShareGroupRecords:
+    """The share groups this coordinator recorded in its offsets log (`--processes N` only);
+    replayed with the offsets (`transactions`)."""
+    log = logs.internal_log(CONSUMER_OFFSETS, OFFSETS_LOG_CONFIGS)
+    owner = config.ownership
+    return ShareGroupRecords(log, now_ms, None if owner.single else owner.coordinates)
+
+
 def join_offsets_to_groups(offsets: OffsetStore, groups: Groups) -> None:
     """Committed offsets follow the group coordinators' verdicts (generation, membership)."""
     for group_coordinator in (groups.classic.coordinator, groups.consumer):
@@ -289,8 +302,9 @@ def transactions(
     now_ms: Callable[[], int],
     share_partitions: SharePartitionManager,
     node_security: Security | None = None,
+    share_groups: ShareGroupRecords | None = None,
 ) -> Transactions:
-    offsets = OffsetStore.open(logs, now_ms)
+    offsets = OffsetStore.open(logs, now_ms, share_groups.replay if share_groups else None)
     txn_log = TransactionLog.open(logs, now_ms)
     # Above every id any partition or transactional id recorded, whatever happened to its
     # own file: it starts once every log is open (`Server._start_producer_ids`).

@@ -83,8 +83,11 @@ class OffsetStore:
         now_ms: Callable[[], int],
         validators: Sequence[CommitValidator] = (),
         coordinators: Sequence[GroupMembership] = (),
+        other_records: Callable[[bytes, bytes | None], None] | None = None,
     ) -> None:
         self._log = log
+        # Given each replayed record that is no offset (a share group's, `share_group_records`).
+        self._other_records = other_records
         self._now_ms = now_ms
         self.validators = list(validators)
         self.coordinators = list(coordinators)
@@ -93,9 +96,13 @@ class OffsetStore:
         self._recover()
 
     @classmethod
-    def open(cls, logs: LogManager, now_ms: Callable[[], int]) -> OffsetStore:
+    def open(
+        cls, logs: LogManager, now_ms: Callable[[], int],
+        other_records: Callable[[bytes, bytes | None], None] | None = None,
+    ) -> OffsetStore:  # fmt: skip
         """The store over the data dir's `__consumer_offsets`, recovered from it."""
-        return cls(logs.internal_log(CONSUMER_OFFSETS, OFFSETS_LOG_CONFIGS), now_ms)
+        log = logs.internal_log(CONSUMER_OFFSETS, OFFSETS_LOG_CONFIGS)
+        return cls(log, now_ms, other_records=other_records)
 
     # --- recovery ---------------------------------------------------------------------
 
@@ -116,13 +123,14 @@ class OffsetStore:
                 elif header.attributes & TRANSACTIONAL_MASK:  # staged (`staged_offsets`)
                     self._replay(batch, header.base_offset, self._stager(header))
                 else:
-                    self._replay(batch, header.base_offset, self._apply)
+                    self._replay(batch, header.base_offset, self._apply, self._other_records)
         _log.info("committed offsets recovered", groups=len(self._groups),
                   partitions=sum(map(len, self._groups.values())), log_end=end)  # fmt: skip
 
     def _replay(
         self, batch: bytes, base_offset: int,
         apply: Callable[[OffsetKey, OffsetValue | None], None],
+        other: Callable[[bytes, bytes | None], None] | None = None,
     ) -> None:  # fmt: skip
         try:
             _, records = decode_records(batch)
@@ -131,6 +139,8 @@ class OffsetStore:
                 if key is not None:
                     value = record_value(record)
                     apply(key, decode_value(value) if value is not None else None)
+                elif other is not None and record.key is not None:
+                    other(record.key, record_value(record))
         except (InvalidRecordBatch, InvalidOffsetRecord) as e:
             _log.error("unreadable committed-offset batch stepped over",
                        base_offset=base_offset, error=str(e))  # fmt: skip

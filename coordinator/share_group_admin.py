@@ -1,9 +1,10 @@
 """Share-group admin operations at the group level: list, describe, delete, and the checks the
 offset APIs make before touching share-partition state (KIP-932 admin APIs).
 
-A group is known when the coordinator holds it in memory or when share-partition state for it
-lies on disk (`durable`): the coordinator's membership is not persisted, so after a restart a
-group with recorded state is listed as Empty until a member joins again, as Kafka lists a
+A group is known when the coordinator holds it in memory or from what lies on disk
+(`durable`: its share-partition state here and, with `--processes N`, the coordinator's
+record of it, `share_group_records`): the coordinator's membership is not persisted, so after
+a restart such a group is listed as Empty until a member joins again, as Kafka lists a
 persisted share group.
 """
 
@@ -56,11 +57,10 @@ class ShareGroupAdmin:
         if wanted_types and GROUP_TYPE not in wanted_types:
             return []
         wanted_states = {s.lower() for s in states}
-        ids = set(self._coordinator.groups) | set(self._durable())
+        held = self._coordinator.groups
         out = []
-        for group_id in sorted(ids):
-            group = self.group(group_id)
-            assert group is not None
+        for group_id in sorted(set(held) | set(self._durable())):  # the durable ones read once
+            group = held.get(group_id) or ShareGroup(group_id)
             if not wanted_states or group.state.lower() in wanted_states:
                 out.append(GroupListing(group_id, group.state))
         return out

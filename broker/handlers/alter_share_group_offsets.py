@@ -22,12 +22,12 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
-from broker.share.share_group_offsets import group_admin
 from broker.slicing import Slicer
 from coordinator.group_registry import GroupKind
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+from storage.errors import StorageError
 from storage.topics import TopicInfo
 
 # KIP-932: READ on the group, READ on each topic.
@@ -116,11 +116,15 @@ async def handle(ctx: RequestContext, request: v0.AlterShareGroupOffsetsRequest)
             responses=(),
         )
     try:
-        group_admin(s.coordinator, s.share_partitions).require_empty(request.group_id, create=True)
-    except CoordinatorError as e:
+        group = s.share_group_admin.require_empty(request.group_id, create=True)
+        s.share_groups.record(group.group_id, group.group_epoch)  # --processes N: known after
+    except CoordinatorError as e:  # a restart whichever nodes hold its state
         return Response(
             throttle_time=NO_THROTTLE, error_code=e.error_code, error_message=str(e), responses=()
         )
+    except StorageError as e:
+        return Response(throttle_time=NO_THROTTLE, error_code=e.error_code,
+                        error_message="the share group was not recorded", responses=())  # fmt: skip
     slicer = Slicer()
     last = await _last_offsets(request, slicer)
     done: dict[Partition, ErrorCode] = await _reset_elsewhere(ctx, request.group_id, last)

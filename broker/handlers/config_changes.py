@@ -5,7 +5,8 @@ AlterConfigs share. A change maps a name to its new value, or to None to remove 
   (seed 002).
 - TOPIC: the configs Shoal's logs act on, and a few Kafka topic configs that are stored.
 - BROKER (node id, or "" for the cluster default): the dynamic `group.share.*` and `log.*`
-  configs (`broker.dynamic_config`).
+  configs (`broker.dynamic_config`). With `--processes N` node i alone writes its own ("i"),
+  in its node dir, whatever node the controller is; node 0 the cluster default.
 """
 
 from __future__ import annotations
@@ -79,12 +80,26 @@ def _topic(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: 
     return ErrorCode.none, None
 
 
+def other_broker(node_id: int, name: str, *, describing: bool = False) -> str | None:
+    """Kafka's INVALID_REQUEST message for a BROKER resource that names no broker or another
+    one (`ConfigAdminManager.validateResourceNameIsCurrentNodeId`, and
+    `ConfigHelper.describeConfigs`), or None for "" or this node's id."""
+    if not name or name == str(node_id):
+        return None
+    if describing:
+        return f"Unexpected broker id, expected {node_id} or empty string, but received {name}"
+    if not name.lstrip("-").isdigit():
+        return f"Node id must be an integer, but it is: {name}"
+    return f"Unexpected broker id, expected {node_id}, but received {name}"
+
+
 def _broker(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: bool) -> Result:
     s = ctx.services
-    if name not in ("", str(s.node_id)):
-        return ErrorCode.invalid_request, f"this broker is node {s.node_id}, not {name!r}"
-    try:
-        s.dynamic_configs.alter(changes, validate_only=dry)
+    refused = other_broker(s.node_id, name)
+    if refused is not None:
+        return ErrorCode.invalid_request, refused
+    try:  # --processes N: "<id>" is this node's own configs, "" the cluster default
+        s.dynamic_configs.alter(changes, validate_only=dry, node=bool(name))
     except InvalidBrokerConfig as e:
         return e.error_code, str(e)
     return ErrorCode.none, None
@@ -103,7 +118,10 @@ def alter_configs(
     refused = config_refusal(ctx, resource_type, name, AclOperation.ALTER_CONFIGS)
     if refused is not None:
         return refused, None
-    if not_controller(ctx):
+    # A named broker is this node's own file, or refused here (Kafka's brokers check the name
+    # before they forward: `ConfigAdminManager.preprocess`); "" is the cluster's, node 0's.
+    named_broker = resource_type == BROKER and name != ""
+    if not_controller(ctx) and not named_broker:
         return ErrorCode.not_controller, NOT_CONTROLLER_MESSAGE
     alter = _BY_TYPE.get(resource_type)
     if alter is None:
@@ -129,5 +147,6 @@ def current_configs(ctx: RequestContext, resource_type: int, name: str) -> Mappi
         topic = ctx.services.logs.topic(name)
         return topic.configs if topic else {}
     if resource_type == BROKER:
-        return ctx.services.dynamic_configs.stored
+        dynamic = ctx.services.dynamic_configs
+        return dynamic.node_stored if name and dynamic.per_node else dynamic.stored
     return {}

@@ -26,7 +26,6 @@ from broker.handlers.common import NO_THROTTLE
 from broker.ownership import CONTROLLER
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
-from broker.share.share_group_offsets import group_admin
 from broker.slicing import Slicer
 from coordinator.group_registry import GroupKind
 from coordinator.share_group import CoordinatorError
@@ -63,7 +62,7 @@ async def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
 async def _delete_share_group(ctx: RequestContext, group_id: str) -> ErrorCode:
     s = ctx.services
     try:
-        group_admin(s.coordinator, s.share_partitions).delete_group(group_id)
+        s.share_group_admin.delete_group(group_id)
     except CoordinatorError as e:
         return e.error_code
     if s.config.ownership.is_controller:  # --processes N: node 0 alone writes group configs
@@ -77,6 +76,7 @@ async def _delete_share_group(ctx: RequestContext, group_id: str) -> ErrorCode:
         offsets = ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms)
         if not await offsets.delete_group(group_id, still_empty):
             return ErrorCode.non_empty_group  # a member came back while its state went
+        s.share_groups.forget(group_id)  # --processes N: its record, last (a tombstone)
     except StorageError as e:
         return e.error_code  # a tombstone was not written: deleting again finishes the job
     return ErrorCode.none
@@ -110,7 +110,7 @@ def _share_group_to_delete(ctx: RequestContext, group_id: str) -> bool:
     if not s.groups.holds(GroupKind.SHARE, group_id) and s.offsets.has_group(group_id):
         return False
     try:
-        group_admin(s.coordinator, s.share_partitions).require_empty(group_id)
+        s.share_group_admin.require_empty(group_id)
     except CoordinatorError:
         return False  # `_delete` answers the error
     return True

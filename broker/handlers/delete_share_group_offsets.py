@@ -16,7 +16,6 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
-from broker.share.share_group_offsets import group_admin
 from broker.slicing import Slicer
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
@@ -98,9 +97,7 @@ async def handle(ctx: RequestContext, request: v0.DeleteShareGroupOffsetsRequest
             responses=(),
         )
     try:
-        group_admin(ctx.services.coordinator, ctx.services.share_partitions).require_empty(
-            request.group_id
-        )
+        ctx.services.share_group_admin.require_empty(request.group_id)
     except CoordinatorError as e:
         return Response(
             throttle_time=NO_THROTTLE, error_code=e.error_code, error_message=str(e), responses=()

@@ -13,6 +13,8 @@ has forgotten its configs.
 
 from __future__ import annotations
 
+import uuid
+
 import structlog
 from kio.schema.delete_share_group_state import v0
 from kio.schema.errors import ErrorCode
@@ -23,7 +25,7 @@ from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share_state_peer import from_peer
 from broker.share_state_peer import led_partition
-from broker.slicing import Slicer
+from broker.share_state_peer import per_partition_code
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.errors import StorageError
@@ -32,11 +34,11 @@ log = structlog.get_logger("shoal.groups")
 r = v0.response
 
 
-def _delete(ctx: RequestContext, offsets: ShareGroupOffsets, group_id: str, topic_id: object,
-            partition: int) -> ErrorCode:  # fmt: skip
+def _delete(ctx: RequestContext, offsets: ShareGroupOffsets, group_id: str,
+            topic_id: uuid.UUID | None, partition: int) -> ErrorCode:  # fmt: skip
     if not group_id:
         return ErrorCode.invalid_request
-    topic, code = led_partition(ctx, topic_id, partition)  # type: ignore[arg-type]
+    topic, code = led_partition(ctx, topic_id, partition)
     if topic is None:
         return code
     if not offsets.initialised(group_id, topic, partition):
@@ -58,20 +60,13 @@ async def handle(
     if allowed and not s.config.ownership.is_controller:  # node 0 writes them; we read
         s.group_configs.reload()  # one stat when nothing changed
     offsets = ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms)
-    slicer = Slicer()  # a request may name a million partitions
-    results = []
-    for t in request.topics:
-        rows = []
-        for p in t.partitions:
-            code = (
-                _delete(ctx, offsets, request.group_id, t.topic_id, p.partition)
-                if allowed
-                else ErrorCode.cluster_authorization_failed
-            )
-            rows.append(r.PartitionResult(partition=i32(p.partition), error_code=code))
-            await slicer.pause()
-        results.append(r.DeleteStateResult(topic_id=t.topic_id, partitions=tuple(rows)))
-    return v0.DeleteShareGroupStateResponse(results=tuple(results))
+    results = await per_partition_code(
+        allowed, request.topics,
+        lambda tid, p: _delete(ctx, offsets, request.group_id, tid, p.partition),
+        lambda p, code: r.PartitionResult(partition=i32(p.partition), error_code=code),
+        lambda tid, rows: r.DeleteStateResult(topic_id=tid, partitions=rows),
+    )  # fmt: skip
+    return v0.DeleteShareGroupStateResponse(results=results)
 
 
 HANDLER = handler(

@@ -24,6 +24,7 @@ from broker.config import SENSITIVE
 from broker.context import RequestContext
 from broker.dynamic_config import DYNAMIC
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.config_changes import other_broker
 from broker.registry import handler
 from broker.slicing import sliced_map
 from coordinator.group_configs import DEFS as GROUP_CONFIGS
@@ -94,11 +95,15 @@ def _topic(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list[
 
 def _broker(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list[Row]]:
     s = ctx.services
-    if name not in ("", str(s.node_id)):
-        return ErrorCode.invalid_request, f"this broker is node {s.node_id}, not {name!r}", []
+    refused = other_broker(s.node_id, name, describing=True)
+    if refused is not None:
+        return ErrorCode.invalid_request, refused, []
+    dynamic = s.dynamic_configs
+    # --processes N: "" is the cluster default, without this node's own configs over it.
+    values = dynamic.cluster if dynamic.per_node and not name else s.config
     rows = [
         (n, _text(v), _broker_source(ctx, n, cluster=not name), n not in DYNAMIC)
-        for n, v in sorted(s.config.values.items())
+        for n, v in sorted(values.values.items())
     ]
     return ErrorCode.none, None, rows
 
@@ -110,11 +115,15 @@ def _default_source(ctx: RequestContext, topic_config: str) -> int:
 
 
 def _broker_source(ctx: RequestContext, name: str, *, cluster: bool = True) -> int:
-    """Where a broker setting's value comes from. One broker's dynamic configs are the
-    cluster's: described as the cluster default ("", and topics) or as this node's."""
+    """Where a broker setting's value comes from. With N = 1 the one broker's dynamic configs
+    are the cluster's: described as the cluster default ("", and topics) or as this node's;
+    with N > 1 this node's own are DYNAMIC_BROKER, the cluster default's DYNAMIC_DEFAULT_BROKER."""
     config = ctx.services.config
-    if name in ctx.services.dynamic_configs.stored:
-        return DYNAMIC_DEFAULT_BROKER if cluster else DYNAMIC_BROKER
+    dynamic = ctx.services.dynamic_configs
+    if not cluster and name in dynamic.node_stored:
+        return DYNAMIC_BROKER
+    if name in dynamic.stored:
+        return DYNAMIC_DEFAULT_BROKER if cluster or dynamic.per_node else DYNAMIC_BROKER
     if name in DEFAULTS and DEFAULTS[name][0] == config.by_name(name):
         return DEFAULT
     return STATIC_BROKER

@@ -26,7 +26,6 @@ from broker.lag_readings import learn_non_data
 from broker.registry import handler
 from broker.share.share_group_offsets import PartitionOffsets
 from broker.share.share_group_offsets import ShareGroupOffsets
-from broker.share.share_group_offsets import group_admin
 from broker.slicing import Slicer
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -174,7 +173,7 @@ async def _topics(
 
 
 async def handle(ctx: RequestContext, request: Request) -> v1.DescribeShareGroupOffsetsResponse:
-    admin = group_admin(ctx.services.coordinator, ctx.services.share_partitions)
+    admin = ctx.services.share_group_admin
     groups = []
     slicer = Slicer()  # a request may name a million groups, or partitions
     for g in request.groups:

@@ -12,6 +12,8 @@ empty; StateEpoch is not kept (Shoal's checkpoints count their own epochs).
 
 from __future__ import annotations
 
+import uuid
+
 import structlog
 from kio.schema.errors import ErrorCode
 from kio.schema.initialize_share_group_state import v0
@@ -22,7 +24,7 @@ from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.share_state_peer import from_peer
 from broker.share_state_peer import led_partition
-from broker.slicing import Slicer
+from broker.share_state_peer import per_partition_code
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -30,11 +32,11 @@ log = structlog.get_logger("shoal.groups")
 r = v0.response
 
 
-def _reset(ctx: RequestContext, offsets: ShareGroupOffsets, group_id: str, topic_id: object,
-           p: v0.request.PartitionData) -> ErrorCode:  # fmt: skip
+def _reset(ctx: RequestContext, offsets: ShareGroupOffsets, group_id: str,
+           topic_id: uuid.UUID | None, p: v0.request.PartitionData) -> ErrorCode:  # fmt: skip
     if not group_id or p.start_offset < 0:
         return ErrorCode.invalid_request
-    topic, code = led_partition(ctx, topic_id, p.partition)  # type: ignore[arg-type]
+    topic, code = led_partition(ctx, topic_id, p.partition)
     if topic is None:
         return code
     code = offsets.reset(group_id, topic, p.partition, p.start_offset)
@@ -50,20 +52,12 @@ async def handle(
     allowed = from_peer(ctx)
     s = ctx.services
     offsets = ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms)
-    slicer = Slicer()  # a request may name a million partitions
-    results = []
-    for t in request.topics:
-        rows = []
-        for p in t.partitions:
-            code = (
-                _reset(ctx, offsets, request.group_id, t.topic_id, p)
-                if allowed
-                else ErrorCode.cluster_authorization_failed
-            )
-            rows.append(r.PartitionResult(partition=i32(p.partition), error_code=code))
-            await slicer.pause()
-        results.append(r.InitializeStateResult(topic_id=t.topic_id, partitions=tuple(rows)))
-    return v0.InitializeShareGroupStateResponse(results=tuple(results))
+    results = await per_partition_code(
+        allowed, request.topics, lambda tid, p: _reset(ctx, offsets, request.group_id, tid, p),
+        lambda p, code: r.PartitionResult(partition=i32(p.partition), error_code=code),
+        lambda tid, rows: r.InitializeStateResult(topic_id=tid, partitions=rows),
+    )  # fmt: skip
+    return v0.InitializeShareGroupStateResponse(results=results)
 
 
 HANDLER = handler(

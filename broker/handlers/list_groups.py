@@ -25,7 +25,6 @@ from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
-from broker.share.share_group_offsets import group_admin
 from broker.slicing import Slicer
 from coordinator.group_registry import GroupKind
 from protocol.acl import AclOperation
@@ -93,7 +92,7 @@ async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse
     s = ctx.services
     # Every state here, filtered below: each kind of group would otherwise lower the filter's
     # values again (a million, each); and a group of another state is known all the same.
-    coordinated = group_admin(s.coordinator, s.share_partitions).list_groups(types=types)
+    coordinated = s.share_group_admin.list_groups(types=types)
     coordinated += s.consumer_groups.list_groups((), types)
     classic = _classic(ctx, (), types)
     listed_ids = {g.group_id for g in coordinated} | {g.group_id for g in classic}

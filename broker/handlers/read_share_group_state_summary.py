@@ -12,6 +12,9 @@ extra detail (`PartitionOffsets.summary`), which the coordinator copies into its
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterable
+
 from kio.schema.errors import ErrorCode
 from kio.schema.read_share_group_state_summary import v0
 from kio.schema.read_share_group_state_summary import v1
@@ -22,14 +25,16 @@ from broker.context import RequestContext
 from broker.lag_readings import learn_non_data
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
+from broker.share_state_peer import StateTopic
 from broker.share_state_peer import from_peer
 from broker.share_state_peer import led_partition
-from broker.slicing import Slicer
+from broker.share_state_peer import per_partition
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
 Request = v0.ReadShareGroupStateSummaryRequest | v1.ReadShareGroupStateSummaryRequest
 Result = v1.response.PartitionResult
+PartitionData = v0.request.PartitionData | v1.request.PartitionData
 
 
 def _error(p: int, code: ErrorCode, message: str | None = None) -> Result:
@@ -38,9 +43,10 @@ def _error(p: int, code: ErrorCode, message: str | None = None) -> Result:
 
 
 async def _partition(
-    ctx: RequestContext, offsets: ShareGroupOffsets, group_id: str, topic_id: object, p: int
-) -> Result:
-    topic, code = led_partition(ctx, topic_id, p)  # type: ignore[arg-type]
+    ctx: RequestContext, offsets: ShareGroupOffsets, group_id: str, topic_id: uuid.UUID | None,
+    p: int,
+) -> Result:  # fmt: skip
+    topic, code = led_partition(ctx, topic_id, p)
     if topic is None:
         return _error(p, code)
     plog = ctx.services.logs.log(topic.name, p)
@@ -60,22 +66,18 @@ async def handle(ctx: RequestContext, request: Request) -> v1.ReadShareGroupStat
     allowed = from_peer(ctx)
     s = ctx.services
     offsets = ShareGroupOffsets(s.share_partitions, s.logs, s.now_ms)
-    slicer = Slicer()  # a request may name a million partitions
-    results = []
-    for t in request.topics:
-        rows = []
-        for pd in t.partitions:
-            if not allowed:
-                rows.append(_error(pd.partition, ErrorCode.cluster_authorization_failed))
-            elif not request.group_id:
-                rows.append(_error(pd.partition, ErrorCode.invalid_request, "no group id"))
-            else:
-                rows.append(await _partition(ctx, offsets, request.group_id, t.topic_id,
-                                             pd.partition))  # fmt: skip
-            await slicer.pause()
-        results.append(v1.response.ReadStateSummaryResult(topic_id=t.topic_id,
-                                                          partitions=tuple(rows)))  # fmt: skip
-    return v1.ReadShareGroupStateSummaryResponse(results=tuple(results))
+
+    async def answer(topic_id: uuid.UUID | None, pd: PartitionData) -> Result:
+        if not allowed:
+            return _error(pd.partition, ErrorCode.cluster_authorization_failed)
+        if not request.group_id:
+            return _error(pd.partition, ErrorCode.invalid_request, "no group id")
+        return await _partition(ctx, offsets, request.group_id, topic_id, pd.partition)
+
+    topics: Iterable[StateTopic[PartitionData]] = request.topics  # v0's or v1's
+    results = await per_partition(topics, answer, lambda topic_id, rows: (
+        v1.response.ReadStateSummaryResult(topic_id=topic_id, partitions=rows)))  # fmt: skip
+    return v1.ReadShareGroupStateSummaryResponse(results=results)
 
 
 HANDLER = handler(

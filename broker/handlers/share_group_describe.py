@@ -15,7 +15,6 @@ from broker.authorized_operations import NOT_REQUESTED
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
-from broker.share.share_group_offsets import group_admin
 from broker.slicing import sliced_map
 from coordinator.share_group import ShareGroup
 from coordinator.share_group import ShareGroupMember
@@ -93,7 +92,7 @@ def _described(
 async def handle(
     ctx: RequestContext, request: v1.ShareGroupDescribeRequest
 ) -> v1.ShareGroupDescribeResponse:
-    admin = group_admin(ctx.services.coordinator, ctx.services.share_partitions)
+    admin = ctx.services.share_group_admin
     with_ops = request.include_authorized_operations
     groups = await sliced_map(  # a request may name a million groups
         lambda g: _described(ctx, g, admin.group(g) if g else None, with_ops), request.group_ids

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Sequence
 
+import structlog
 from kio.schema.errors import ErrorCode
 from kio.schema.share_group_heartbeat import v1
 from kio.static.primitive import i32
@@ -20,9 +21,12 @@ from coordinator.group_registry import GroupKind
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
+from storage.errors import StorageError
 
 Response = v1.ShareGroupHeartbeatResponse
 DESCRIBE = AclOperation.DESCRIBE
+
+log = structlog.get_logger("shoal.groups")
 
 
 def _assignment(assignment: Assignment | None) -> v1.response.Assignment | None:
@@ -53,6 +57,22 @@ def _unreadable(ctx: RequestContext, topics: Sequence[str] | None) -> list[str]:
     """Subscribed topics the principal may not DESCRIBE: Kafka refuses the heartbeat for them,
     as for a consumer group (reading the records then takes READ, checked by ShareFetch)."""
     return [t for t in topics or () if not authorize(ctx, DESCRIBE, ResourceType.TOPIC, t)]
+
+
+def _record(ctx: RequestContext, group_id: str) -> None:
+    """`--processes N`: a group made here is recorded in this process's offsets log, so that
+    it is known after a restart whichever nodes hold its state (`share_group_records`); a
+    write that fails is tried again at the group's next heartbeat (a set lookup when
+    recorded)."""
+    s = ctx.services
+    group = s.coordinator.groups.get(group_id)
+    if group is None:
+        return
+    try:
+        s.share_groups.record(group_id, group.group_epoch)
+    except StorageError as e:
+        log.warning("share group not recorded; tried again at its next heartbeat",
+                    group=group_id, error=str(e))  # fmt: skip
 
 
 async def handle(ctx: RequestContext, request: v1.ShareGroupHeartbeatRequest) -> Response:
@@ -87,6 +107,7 @@ async def handle(ctx: RequestContext, request: v1.ShareGroupHeartbeatRequest) ->
         )
     except CoordinatorError as e:
         return _error(request, e.error_code, str(e))
+    _record(ctx, request.group_id)
     if departure is not None:
         s.share_fetch.member_departed(departure, now)
     return Response(

@@ -108,10 +108,12 @@ def _records(bootstrap: str, p: int) -> list[tuple[int, bytes]]:
     return out
 
 
-def _consume(bootstrap: str, group: str, wanted: int) -> list[tuple[int, bytes, int]]:
+def _consume(
+    bootstrap: str, group: str, wanted: int, topic: str = TOPIC
+) -> list[tuple[int, bytes, int]]:
     """(partition, value, delivery count) of `wanted` records, each ACCEPTed; then closed and
     the acknowledgements confirmed by the leaders (every record acknowledged)."""
-    c = explicit_consumer(bootstrap, group, TOPIC)
+    c = explicit_consumer(bootstrap, group, topic)
     got: list[tuple[int, bytes, int]] = []
     deadline = time.monotonic() + 90
     while len(got) < wanted and time.monotonic() < deadline:
@@ -428,3 +430,149 @@ def test_a_share_state_rpc_names_only_partitions_its_receiver_leads(
     described = _describe(b.bootstrap, group)
     assert described[(TOPIC, mine)].start_offset == 0
     assert described[(TOPIC, theirs)].start_offset == -1
+
+
+def _topic_led_by(bootstrap: str, node: int, prefix: str) -> str:
+    """A new one-partition topic that `node` leads (its leader follows its random topic id)."""
+    for i in range(40):
+        name = f"{prefix}{i}"
+        create_topic(bootstrap, name, 1, timeout=30)
+        md = admin(bootstrap).list_topics(name, 20).topics[name]
+        if md.partitions[0].leader == node:
+            return name
+    raise AssertionError(f"no topic led by node {node}")
+
+
+def _retried(bootstrap: str, call: Callable[[Admin], Awaitable[T]]) -> T:
+    """`call`, again while the restarted node is not yet reachable or not yet serving (a
+    retriable error or a refused connection); any other answer is returned or raised."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return _admin(bootstrap, call)
+        except (ClientKafkaError, OSError) as e:
+            fatal = isinstance(e, ClientKafkaError) and not e.retriable
+            if fatal or time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
+
+
+def _listed(port: int, group: str) -> list[str]:
+    """The states the group is listed with by ListGroups v5 to each node (an admin client asks
+    every broker): one entry, from its coordinator, as in a Kafka cluster. confluent-kafka
+    2.16 lists no share groups, so the requests are our own client's."""
+    from kio.schema.list_groups import v5
+
+    from client.connection import Connection
+
+    async def ask(node: int) -> list[str]:
+        conn = await Connection.open("127.0.0.1", port + node, client_id="lister")
+        try:
+            answer = await conn.request(v5.ListGroupsRequest(states_filter=(), types_filter=()))
+        finally:
+            await conn.close()
+        assert answer.error_code == ErrorCode.none
+        return [g.group_state for g in answer.groups if g.group_id == group]
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return [s for node in (0, 1) for s in asyncio.run(ask(node))]
+        except OSError:  # a node starting again
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
+
+
+def _classic_described(port: int, group: str) -> tuple[int, str | None]:
+    """DescribeGroups v6 (the classic API) to the group's coordinator, node 1: Kafka 4 answers a
+    share group's id "Group g is not a classic group.", an unknown one "Group g not found."
+    (`GroupMetadataManager.classicGroup`, KIP-1043)."""
+    from kio.schema.describe_groups import v6
+
+    from client.connection import Connection
+
+    async def ask() -> tuple[int, str | None]:
+        conn = await Connection.open("127.0.0.1", port + 1, client_id="describer")
+        try:
+            answer = await conn.request(
+                v6.DescribeGroupsRequest(groups=(group,), include_authorized_operations=False)
+            )
+        finally:
+            await conn.close()
+        (g,) = answer.groups
+        return g.error_code, g.error_message
+
+    return asyncio.run(ask())
+
+
+def _seen(bootstrap: str, port: int, group: str, topic: str) -> tuple[Any, ...]:
+    """What the admin APIs answer for the group: its share-partition described (named, and
+    with Topics null), its state by ShareGroupDescribe, and its ListGroups entries."""
+    named = _retried(bootstrap, lambda a: a.describe_share_group_offsets(group, [(topic, 0)]))
+    everything = _retried(bootstrap, lambda a: a.describe_share_group_offsets(group))
+    described = _retried(bootstrap, lambda a: a.describe_share_groups([group]))[group]
+    classic = _classic_described(port, group)
+    return named, everything, described.state, _listed(port, group), classic
+
+
+def test_a_restarted_coordinator_knows_a_group_whose_state_is_all_on_the_other_node(
+    broker: tuple[BrokerProcess, dict[int, int]],
+) -> None:
+    """A share group coordinated by node 1 whose only share-partition node 0 leads: node 1 is
+    killed -9 (the supervisor starts it again) and the admin APIs answer as before. In Kafka the
+    coordinator knows every share group after a restart: it replays the ShareGroupMetadata
+    records of `__consumer_offsets` (`GroupCoordinatorShard.replay` ->
+    `GroupMetadataManager.replay`; a tombstone, written when DeleteGroups deletes the group,
+    removes it). So DescribeShareGroupOffsets, ShareGroupDescribe, ListGroups (an Empty group,
+    listed by its coordinator only) and DescribeGroups ("not a classic group") answer as
+    before; AlterShareGroupOffsets and DeleteShareGroupOffsets apply; DeleteGroups deletes it:
+    GROUP_ID_NOT_FOUND and not listed after, restart or not. Before, a node knew a group from
+    the share-state snapshot files of every partition, read once: node 0 listed the group too,
+    node 1 kept a deleted group, and a group whose snapshot node 0 had not yet written (it
+    writes them each second) was GROUP_ID_NOT_FOUND after node 1's restart."""
+    b, nodes = broker
+    bootstrap = b.bootstrap
+    group = _group_on(1, "restarted-")
+    topic = _topic_led_by(bootstrap, 0, "led-by-0-")
+    p = Producer({"bootstrap.servers": bootstrap, **QUIET})
+    for i in range(15):
+        p.produce(topic, value=b"%d" % i, partition=0)
+        if i == 9:
+            assert p.flush(30) == 0
+            assert len(_consume(bootstrap, group, 10, topic)) == 10
+    assert p.flush(30) == 0
+
+    def restart() -> None:
+        nodes.update(wait_for_nodes(b, 2, timeout=90, not_pids={_kill(nodes[1])}))
+
+    before = _seen(bootstrap, b.port, group, topic)
+    named, everything, state, listed, classic = before
+    assert named[(topic, 0)].start_offset >= 10 and named[(topic, 0)].lag == 5  # share state
+    # records lie in the partition's log too: offsets, not records, past the 10 consumed
+    assert everything == named and state == "Empty" and listed == ["Empty"]
+    assert classic == (ErrorCode.group_id_not_found, f"Group {group} is not a classic group.")
+    restart()
+    assert _seen(bootstrap, b.port, group, topic) == before
+
+    _retried(bootstrap, lambda a: a.alter_share_group_offsets(group, {(topic, 0): 3}))
+    named = _retried(bootstrap, lambda a: a.describe_share_group_offsets(group, [(topic, 0)]))
+    assert named[(topic, 0)].start_offset == 3
+    _retried(bootstrap, lambda a: a.delete_share_group_offsets(group, [topic]))
+    named = _retried(bootstrap, lambda a: a.describe_share_group_offsets(group, [(topic, 0)]))
+    assert named[(topic, 0)].start_offset == -1
+    assert _retried(bootstrap, lambda a: a.delete_groups([group])) == {group: None}
+    for restarted in (False, True):
+        if restarted:
+            restart()
+
+        with pytest.raises(ClientKafkaError) as e:
+            _retried(bootstrap, lambda a: a.describe_share_group_offsets(group))
+        assert e.value.error_code == ErrorCode.group_id_not_found, restarted
+        assert _listed(b.port, group) == [], restarted
+        assert _classic_described(b.port, group)[1] == f"Group {group} not found.", restarted
+
+
+def _kill(pid: int) -> int:
+    os.kill(pid, signal.SIGKILL)
+    return pid
