@@ -9,6 +9,11 @@ the coordinators' own classes (`OffsetStore`, `TransactionLog`) into new logs.
 Several sources can hold one key only in a data dir an older version switched without this
 step: the latest wins (an offset's commit timestamp, an id's last update).
 
+Share groups (`coordinator.share_group_records`): with N > 1 a coordinator knows the share
+groups recorded in its own offsets log, so each new coordinator gets a record of every share
+group the data dir knows: those the old nodes recorded, and those with share state (all that
+N = 1 records nothing for).
+
 A transaction not ended at the stop is settled as Kafka's new coordinator settles what it
 loads (`TransactionStateManager.loadTransactionsForTxnTopicPartition`, then
 `TransactionCoordinator.onElection` completing PrepareCommit and PrepareAbort): a prepared
@@ -35,6 +40,7 @@ from broker.producer_ids import read_block_end
 from coordinator import txn_metadata as moves
 from coordinator.offset_store import OFFSETS_LOG_CONFIGS
 from coordinator.offset_store import OffsetStore
+from coordinator.share_group_records import ShareGroupRecords
 from coordinator.transaction_log import TRANSACTION_LOG_CONFIGS
 from coordinator.transaction_log import TransactionLog
 from coordinator.txn_metadata import TxnState
@@ -70,6 +76,7 @@ class Merged:
     offsets: dict[str, dict[TopicPartition, OffsetValue]] = field(default_factory=dict)
     txns: dict[str, TransactionRecord] = field(default_factory=dict)
     highest_id: int = -1  # above every producer id any old node may have handed out
+    share_groups: set[str] = field(default_factory=set)  # recorded, or with share state
 
 
 def read_sources(sources: list[Source], config: LogConfig, now_ms: Callable[[], int]) -> Merged:
@@ -80,7 +87,9 @@ def read_sources(sources: list[Source], config: LogConfig, now_ms: Callable[[], 
         if offsets_dir.is_dir():
             offsets_log = SegmentLog.open(offsets_dir, config.with_overrides(OFFSETS_LOG_CONFIGS))
             try:
-                store = OffsetStore(offsets_log, now_ms)
+                records = ShareGroupRecords(offsets_log, now_ms, lambda _: True)
+                store = OffsetStore(offsets_log, now_ms, other_records=records.replay)
+                merged.share_groups |= records.groups()
                 for group, tp, value in store.all_offsets():
                     mine = merged.offsets.setdefault(group, {})
                     old = mine.get(tp)
@@ -175,6 +184,10 @@ def write_node(
         for group, values in merged.offsets.items():
             if values and owner.coordinates(group):
                 store.commit(group, values)
+        if not owner.single:
+            ShareGroupRecords(offsets_log, now_ms, owner.coordinates).record_all(
+                sorted(merged.share_groups)
+            )
     finally:
         offsets_log.close()  # synced
     txn_dir = directory / f"{TRANSACTION_STATE}-0"

@@ -45,6 +45,8 @@ from storage.dir_checkpoints import mark_clean_shutdown
 from storage.dir_lock import DataDirLock
 from storage.fsutil import atomic_write
 from storage.fsutil import fsync_dir
+from storage.share_state_store import SHARE_STATE_DIR
+from storage.share_state_store import snapshot_groups
 
 log = structlog.get_logger("shoal.node_migration")
 
@@ -153,6 +155,7 @@ def _rewrite(data_dir: Path, processes: int, config: LogConfig, node_id: int) ->
         shutil.rmtree(work)
     work.mkdir()
     merged = read_sources(found, config, lambda: int(time.time() * 1000))
+    merged.share_groups |= snapshot_groups(data_dir / SHARE_STATE_DIR)
     for j in range(processes):
         owner = Ownership(node_id if processes == 1 else j, processes)
         write_node(merged, work / str(j), owner, config, lambda: int(time.time() * 1000))

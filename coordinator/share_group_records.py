@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Collection
+from collections.abc import Iterable
 
 import structlog
 
@@ -32,6 +33,8 @@ from protocol.share_group_metadata import encode_value
 from storage.log import PartitionLog
 
 _log = structlog.get_logger("shoal.groups")
+
+RECORD_ALL_BATCH = 1_000  # records per batch of `record_all` (~40 bytes each)
 
 
 class ShareGroupRecords:
@@ -76,6 +79,28 @@ class ShareGroupRecords:
         mine = self._coordinates
         if mine is not None and group_id not in self._groups and mine(group_id):
             self._write(group_id, encode_value(epoch))
+
+    def record_all(self, group_ids: Iterable[str]) -> int:
+        """Record every group of `group_ids` this process coordinates and has not recorded,
+        `RECORD_ALL_BATCH` to a batch, with one log line (a change of N: `broker.node_merge`
+        writes every known share group at its new coordinator); how many.
+
+        :raises storage.errors.StorageError: not all written.
+        """
+        mine = self._coordinates
+        if mine is None:
+            return 0
+        todo = [g for g in dict.fromkeys(group_ids) if g not in self._groups and mine(g)]
+        for i in range(0, len(todo), RECORD_ALL_BATCH):
+            chunk = todo[i : i + RECORD_ALL_BATCH]
+            now = self._now_ms()
+            records = [(encode_key(g), encode_value(0)) for g in chunk]
+            self._log.append(build_batch(records, timestamp_ms=now), now_ms=now, keyed=True)
+            self._groups.update(chunk)
+            self._frozen = None
+        if todo:
+            _log.info("share groups recorded", groups=len(todo))
+        return len(todo)
 
     def forget(self, group_id: str) -> None:
         """A tombstone for a deleted group (nothing when it was never recorded).

@@ -10,6 +10,7 @@ aborts, fencing, what stays open past its timeout (`abortTimedOutTransactions`).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from broker.node_migration import recorded
 from broker.ownership import Ownership
 from coordinator.offset_store import OFFSETS_LOG_CONFIGS
 from coordinator.offset_store import OffsetStore
+from coordinator.share_group_records import ShareGroupRecords
 from coordinator.transaction_log import TRANSACTION_LOG_CONFIGS
 from coordinator.transaction_log import TransactionLog
 from protocol.consumer_offsets import OffsetValue
@@ -38,6 +40,8 @@ from storage.dir_checkpoints import RECOVERY_POINT_FILE
 from storage.dir_lock import DataDirLock
 from storage.dir_lock import DataDirLocked
 from storage.segment_log import SegmentLog
+from storage.share_state_store import SHARE_STATE_DIR
+from storage.share_state_store import SNAPSHOT_SUFFIX
 from storage.topics import CONSUMER_OFFSETS
 from storage.topics import TRANSACTION_STATE
 
@@ -333,3 +337,49 @@ def test_offsets_staged_on_another_node_follow_their_transactions_decision(
     assert _without_times(offsets) == {"g": {("t", 0): (1, -1, ""), ("t", 1): (41, -1, "")}}
     assert moved["committing"].partitions == {("t", 1)}
     assert (moved["open"].state, moved["open"].partitions) == ("PrepareAbort", {("t", 2)})
+
+
+def _share_groups_of(directory: Path, owner: Ownership) -> frozenset[str]:
+    log = SegmentLog.open(
+        directory / f"{CONSUMER_OFFSETS}-0", CONFIG.with_overrides(OFFSETS_LOG_CONFIGS)
+    )
+    try:
+        records = ShareGroupRecords(log, _now, owner.coordinates)
+        OffsetStore(log, _now, other_records=records.replay)
+        return records.groups()
+    finally:
+        log.close()
+
+
+def test_every_share_group_is_recorded_at_its_new_coordinator(tmp_path: Path) -> None:
+    """With N > 1 a coordinator knows the share groups recorded in its own offsets log
+    (`coordinator.share_group_records`, Kafka's ShareGroupMetadata records replayed by its new
+    `__consumer_offsets` leader). A change of N keeps them, and a group with share state
+    (`q`, its snapshot file as the share-partition leader writes it) is recorded too, so going
+    through N = 1 (which records nothing, knowing groups from their state) loses none that N = 1
+    knows; a recorded group without state is not one of them (nor a group deleted at N = 1,
+    which writes no tombstone, brought back)."""
+    data = tmp_path / "data"
+    _one_process_data_dir(data)
+    state = data / SHARE_STATE_DIR / "t-0"
+    state.mkdir(parents=True)
+    snapshot = {"group_id": "q", "sco": 0, "checkpoint_epoch": 0}
+    (state / f"q{SNAPSHOT_SUFFIX}").write_text(json.dumps(snapshot))
+    migrate(data, 2, CONFIG)
+    shared = {f"share-{i}" for i in range(8)}
+    for j in range(2):
+        owner = Ownership(j, 2)
+        log = SegmentLog.open(
+            node_dir(data, 2, j) / f"{CONSUMER_OFFSETS}-0",
+            CONFIG.with_overrides(OFFSETS_LOG_CONFIGS),
+        )
+        ShareGroupRecords(log, _now, owner.coordinates).record_all(shared)
+        log.close()
+    for n, want in ((3, shared | {"q"}), (1, None), (2, {"q"})):
+        migrate(data, n, CONFIG)
+        if want is None:
+            continue
+        known = [_share_groups_of(node_dir(data, n, j), Ownership(j, n)) for j in range(n)]
+        assert set().union(*known) == want, n
+        for j, groups in enumerate(known):
+            assert all(Ownership(j, n).coordinates(g) for g in groups)
