@@ -75,35 +75,39 @@ async def join(
 ) -> ErrorCode:  # fmt: skip
     """This leader's share-partitions `wanted` (and its participant) added to the transaction
     by its coordinator, and the join recorded in `acks`; the code for the whole request."""
-    txn_id, pid, epoch = request.transactional_id, request.producer_id, request.producer_epoch
-    me = share_participant(node_id, nodes)
-    guard: int | None = acks.guard(pid)
+    pid, epoch = request.producer_id, request.producer_epoch
+    guard = acks.guard(pid)
+    code = ErrorCode.unknown_server_error
     try:
-        if not acks.joined(pid, epoch):
-            seen = await verify(links, coordinator, txn_id, pid, epoch, {me[0]: [me[1]]})
-            code = seen.get(me, ErrorCode.invalid_txn_state)
-            if code is ErrorCode.none:  # joined before a restart: what it staged is gone
-                log.warning("share acknowledgements refused: staged in this transaction "
-                            "before a restart", transactional_id=txn_id,
-                            producer_id=pid)  # fmt: skip
-                return ErrorCode.transaction_abortable
-            if code is not ErrorCode.transaction_abortable:  # (that one: not in it, as wanted)
-                return _FOR_CLIENT.get(code, code)
-        by_topic: dict[str, list[int]] = {me[0]: [me[1]]}
-        for topic, p in wanted:
-            by_topic.setdefault(topic, []).append(p)
-        added = await verify(links, coordinator, txn_id, pid, epoch, by_topic, verify_only=False)
-        refused = [c for c in added.values() if c is not ErrorCode.none]
-        if refused:
-            return _FOR_CLIENT.get(refused[0], refused[0])
-    except BaseException:
-        guard = None
-        raise
-    finally:
-        fresh = acks.join(pid, epoch, guard)
-    if not fresh:  # a marker of the producer came while the coordinator was asked
+        code = await _added(links, coordinator, acks, share_participant(node_id, nodes),
+                            request, wanted)  # fmt: skip
+    finally:  # recorded only if added, and no marker of the producer came meanwhile
+        fresh = acks.join(pid, epoch, guard if code is ErrorCode.none else None)
+    if code is ErrorCode.none and not fresh:
         return ErrorCode.transaction_abortable
-    return ErrorCode.none
+    return code
+
+
+async def _added(
+    links: NodeLinks, coordinator: int, acks: TxnShareAcks, me: TopicPartition,
+    request: _Request, wanted: Collection[TopicPartition],
+) -> ErrorCode:  # fmt: skip
+    txn_id, pid, epoch = request.transactional_id, request.producer_id, request.producer_epoch
+    if not acks.joined(pid, epoch):
+        seen = await verify(links, coordinator, txn_id, pid, epoch, {me[0]: [me[1]]})
+        code = seen.get(me, ErrorCode.invalid_txn_state)
+        if code is ErrorCode.none:  # joined before a restart: what it staged is gone
+            log.warning("share acknowledgements refused: staged in this transaction before a "
+                        "restart", transactional_id=txn_id, producer_id=pid)  # fmt: skip
+            return ErrorCode.transaction_abortable
+        if code is not ErrorCode.transaction_abortable:  # (that one: not in it, as wanted)
+            return _FOR_CLIENT.get(code, code)
+    by_topic: dict[str, list[int]] = {me[0]: [me[1]]}
+    for topic, p in wanted:
+        by_topic.setdefault(topic, []).append(p)
+    added = await verify(links, coordinator, txn_id, pid, epoch, by_topic, verify_only=False)
+    refused = [c for c in added.values() if c is not ErrorCode.none]
+    return _FOR_CLIENT.get(refused[0], refused[0]) if refused else ErrorCode.none
 
 
 def remote_participants(

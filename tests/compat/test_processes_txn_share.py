@@ -132,11 +132,17 @@ class Step:
             self.seq[part] += 1
             data = build(produce_v10.PartitionProduceData, index=part, records=records)
             tdata = build(produce_v10.TopicProduceData, name=OUT, partition_data=(data,))
-            answer = await self.cluster.request(build(
-                produce_v10.ProduceRequest, transactional_id=TXN, acks=-1,
-                timeout=datetime.timedelta(seconds=30), topic_data=(tdata,),
-            ), node_id=await self._leader(OUT, part))  # fmt: skip
-            assert answer.responses[0].partition_responses[0].error_code == ErrorCode.none
+            deadline = time.monotonic() + 30
+            while True:  # a new topic reaches the other process a moment later: retried
+                answer = await self.cluster.request(build(
+                    produce_v10.ProduceRequest, transactional_id=TXN, acks=-1,
+                    timeout=datetime.timedelta(seconds=30), topic_data=(tdata,),
+                ), node_id=await self._leader(OUT, part))  # fmt: skip
+                code = answer.responses[0].partition_responses[0].error_code
+                if code != ErrorCode.unknown_topic_or_partition or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.1)
+            assert code == ErrorCode.none
 
     async def ack(
         self, member_id: str, ranges: dict[int, tuple[int, int]]
