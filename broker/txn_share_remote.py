@@ -47,6 +47,8 @@ from broker.txn_verify import verify
 from coordinator.transaction_coordinator import SHARE_STATE
 from coordinator.transaction_coordinator import TransactionCoordinator
 from coordinator.transaction_coordinator import share_participant
+from coordinator.txn_metadata import TxnState
+from coordinator.txn_metadata import state_of
 from protocol.shoal_apis import TxnShareStagedRequest
 
 log = structlog.get_logger("shoal.transactions")
@@ -116,7 +118,7 @@ def remote_participants(
     """The other processes that staged share acknowledgements in the transaction (asked by
     participant: a transaction may have a million partitions)."""
     m = coordinator.txns.get(txn_id)
-    if m is None:
+    if m is None or state_of(m) is not TxnState.ONGOING:  # EndTxn answers what it is
         return []
     return [n for n in range(nodes) if n != node_id and (SHARE_STATE, n) in m.partitions]
 
