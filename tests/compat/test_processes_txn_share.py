@@ -153,14 +153,23 @@ class Step:
         )  # fmt: skip
 
     async def end(self, commit: bool) -> ErrorCode:
-        """EndTxn, retried while CONCURRENT_TRANSACTIONS (as clients do)."""
+        """EndTxn, retried while CONCURRENT_TRANSACTIONS or COORDINATOR_LOAD_IN_PROGRESS (as
+        clients do)."""
         deadline = time.monotonic() + 90
         while True:
-            answer = await self.cluster.request(build(
-                EndTxnRequest, transactional_id=TXN, producer_id=self.pid,
-                producer_epoch=self.epoch, committed=commit,
-            ), node_id=_node(TXN))  # fmt: skip
-            if answer.error_code != ErrorCode.concurrent_transactions:
+            try:
+                answer = await self.cluster.request(build(
+                    EndTxnRequest, transactional_id=TXN, producer_id=self.pid,
+                    producer_epoch=self.epoch, committed=commit,
+                ), node_id=_node(TXN))  # fmt: skip
+            except OSError:  # the coordinator restarted: a connection to its new process
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.1)
+                continue
+            if answer.error_code not in (
+                ErrorCode.concurrent_transactions,
+                ErrorCode.coordinator_load_in_progress,
+            ):
                 return ErrorCode(answer.error_code)
             assert time.monotonic() < deadline
             await asyncio.sleep(0.1)
@@ -345,6 +354,62 @@ async def test_kill_9_of_the_other_leader_before_end_txn_leaves_nothing_applied(
                 fetched = await _fetch_committed(cluster, await step._leader(OUT, p), p)
                 assert fetched.last_stable_offset == fetched.high_watermark == 2
                 assert [a.producer_id for a in fetched.aborted_transactions] == [step.pid]
+    finally:
+        broker.stop(60)
+
+
+@pytest.mark.parametrize("staged_on", ["both", "node 1"])
+async def test_kill_9_of_the_coordinator_before_end_txn_is_atomic(
+    tmp_path: Path, staged_on: str
+) -> None:
+    """kill -9 of node 0, the transaction's coordinator (and a leader), after staging and
+    before EndTxn. Staged on both leaders: node 0's part died with it, so at its restart it
+    aborts the transaction and fences the producer, and node 1 releases its part: nothing
+    applied, every input delivered again, the output aborted. Staged on node 1 alone: nothing
+    was lost, the transaction survives the coordinator's restart and commits whole: node 1's
+    inputs acknowledged, the output visible to read_committed on both partitions."""
+    broker, nodes = _start(tmp_path / "data")
+    try:
+        b = broker.bootstrap
+        _prepare(b)
+        async with _cluster(b) as cluster:
+            step = Step(cluster)
+            await step.init()
+            leaders = [await step._leader(IN, p) for p in range(PARTS)]
+            on_one = leaders.index(1)
+            everything = {p: (0, COUNT - 1) for p in range(PARTS)}
+            staged = everything if staged_on == "both" else {on_one: everything[on_one]}
+            async with ShareConsumer(b, GROUP, acknowledgement_mode="explicit") as consumer:
+                consumer.subscribe([IN])
+                assert len(await _acquire(consumer)) == PARTS
+                await step.produce(b"out")
+                codes = await step.ack(consumer.member_id, staged)
+                assert set(codes.values()) == {ErrorCode.none}
+            os.kill(nodes[0], 9)
+            wait_for_nodes(broker, 2, timeout=90, not_pids={nodes[0]})
+            if staged_on == "both":
+                assert await step.end(commit=True) == ErrorCode.producer_fenced
+                async with ShareConsumer(b, GROUP, acknowledgement_mode="explicit") as fresh:
+                    fresh.subscribe([IN])
+                    again = await _acquire(fresh)
+                assert {p: (r.first_offset, r.last_offset) for p, r in again.items()} == everything
+                assert await _start_offsets(b) == [0, 0]
+                for p in range(PARTS):
+                    fetched = await _fetch_committed(cluster, await step._leader(OUT, p), p)
+                    assert [a.producer_id for a in fetched.aborted_transactions] == [step.pid]
+            else:
+                assert await step.end(commit=True) == ErrorCode.none
+                # (node 0's share-partition, never acknowledged, restarts unstarted: -1)
+                offsets = await _start_offsets(b)
+                assert offsets[on_one] >= COUNT and offsets[1 - on_one] in (0, -1)
+                async with ShareConsumer(b, GROUP, acknowledgement_mode="explicit") as fresh:
+                    fresh.subscribe([IN])
+                    again = await _acquire(fresh, parts=1)
+                assert {p: (r.first_offset, r.last_offset) for p, r in again.items()} == {
+                    1 - on_one: everything[1 - on_one]
+                }
+                seen = await asyncio.to_thread(_read_committed, b, PARTS)
+                assert seen == {p: [b"out"] for p in range(PARTS)}
     finally:
         broker.stop(60)
 
