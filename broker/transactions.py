@@ -27,9 +27,11 @@ from broker.slicing import Slicer
 from broker.txn_markers import MarkerChannel
 from coordinator.offset_store import OffsetStore
 from coordinator.transaction_coordinator import SHARE_ACKS_PARTITION
+from coordinator.transaction_coordinator import SHARE_STATE
 from coordinator.transaction_coordinator import OffsetsPlacement
 from coordinator.transaction_coordinator import TransactionCoordinator
 from coordinator.transaction_coordinator import TxnLimits
+from coordinator.transaction_coordinator import share_participant
 from coordinator.transaction_log import TransactionLog
 from protocol.consumer_offsets import OffsetValue
 from protocol.transaction_log import PendingOffset
@@ -160,12 +162,16 @@ def transaction_coordinator(
     # is served, so nothing waits on them longer than the start.
     for txn_id in coordinator.prepared():  # a crash inside EndTxn: see broker/share/txn_acks.py
         m = coordinator.txns[txn_id]
-        if m.state == "PrepareCommit" and SHARE_ACKS_PARTITION in m.partitions:
+        if m.state == "PrepareCommit" and any(tp[0] == SHARE_STATE for tp in m.partitions):
             log.warning("transaction committed at start: its staged share acknowledgements "
                         "not written before the crash were lost (those records are delivered "
                         "again)", transactional_id=txn_id, producer_id=m.producer_id)  # fmt: skip
     coordinator.complete_prepared(now_ms())
-    coordinator.abort_open_with(SHARE_ACKS_PARTITION, now_ms())
+    # What this process staged was lost with its memory; other processes' stagings were not
+    # (`--processes N`: they are asked before a commit, `broker/txn_share_remote.py`).
+    own = remote.ownership if remote is not None else None
+    mine = share_participant(own.node_id, own.nodes) if own is not None else SHARE_ACKS_PARTITION
+    coordinator.abort_open_with(mine, now_ms())
     return coordinator
 
 

@@ -90,13 +90,15 @@ async def remote_verdicts(
 
 async def verify(
     links: NodeLinks, coordinator: int, txn_id: str, pid: int, epoch: int,
-    wanted: dict[str, list[int]],
+    wanted: dict[str, list[int]], verify_only: bool = True,
 ) -> Verdicts:  # fmt: skip
     """The coordinator's answer for each partition of `wanted` (topic -> partitions), with
-    what Kafka's `AddPartitionsToTxnManager` makes of no answer or a request-level error."""
+    what Kafka's `AddPartitionsToTxnManager` makes of no answer or a request-level error.
+    `verify_only=False` adds them instead (TxnShareAcknowledge's leader: `txn_share_remote`)."""
     asked = [(name, i) for name, parts in wanted.items() for i in parts]
     try:
-        answer = await links.request(coordinator, _request(txn_id, pid, epoch, wanted))
+        request = _request(txn_id, pid, epoch, wanted, verify_only)
+        answer = await links.request(coordinator, request)
     except (OSError, TimeoutError) as e:
         log.warning("transaction verification: coordinator not reachable",
                     transactional_id=txn_id, coordinator=coordinator, error=str(e))  # fmt: skip
@@ -148,7 +150,7 @@ async def _to_verify(
 
 
 def _request(
-    txn_id: str, pid: int, epoch: int, wanted: dict[str, list[int]]
+    txn_id: str, pid: int, epoch: int, wanted: dict[str, list[int]], verify_only: bool = True
 ) -> v5.AddPartitionsToTxnRequest:
     r = v5.request
     topics = tuple(
@@ -157,6 +159,6 @@ def _request(
     )
     txn = r.AddPartitionsToTxnTransaction(
         transactional_id=TransactionalId(txn_id), producer_id=ProducerId(pid),
-        producer_epoch=i16(epoch), verify_only=True, topics=topics,
+        producer_epoch=i16(epoch), verify_only=verify_only, topics=topics,
     )  # fmt: skip
     return v5.AddPartitionsToTxnRequest(transactions=(txn,))

@@ -183,6 +183,8 @@ class Cluster:
         async with lock:
             conn = self._conns.get(key)
             if conn is None or conn.closed:
+                if conn is not None:  # failed (the broker went away): its socket closed too
+                    await conn.close()
                 host, port = self._address(node_id)
                 conn = await Connection.open(host, port, self.client_id, self.security)
                 self._conns[key] = conn

@@ -6,10 +6,15 @@ The caller holds a transactional producer id and epoch (InitProducerId with its 
 id) and a share consumer's member id and acquired ranges (`ShareConsumer.poll_acquired` in
 explicit mode). Once staged, the records belong to the transaction: the member can no longer
 acknowledge them, and neither its lock expiry nor its departure releases them.
+
+Each share-partition's acknowledgements go to its leader (Metadata), as ShareAcknowledge's do:
+one request per leader, sent together (with `shoal serve --processes N` the leaders may be
+several; with one process every partition's leader is that process).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +30,7 @@ from kio.static.primitive import i32
 from kio.static.primitive import i64
 
 from client.cluster import Cluster
+from client.errors import KafkaError
 from client.share_acks import AcknowledgeType
 from protocol.shoal_apis import TxnShareAcknowledgementBatch
 from protocol.shoal_apis import TxnShareAcknowledgePartition
@@ -48,11 +54,42 @@ async def txn_share_acknowledge(
     cluster: Cluster, transactional_id: str, producer_id: int, producer_epoch: int,
     group_id: str, member_id: str, acks: Mapping[TopicPartition, Sequence[AckRange]],
 ) -> dict[TopicPartition, ErrorCode]:  # fmt: skip
-    """Stage `acks` (sorted, disjoint ranges per partition) in the transaction; each
-    partition's answer (NONE: staged; INVALID_RECORD_STATE: the member does not hold them).
+    """Stage `acks` (sorted, disjoint ranges per partition) in the transaction, sent to each
+    partition's leader; each partition's answer (NONE: staged; INVALID_RECORD_STATE: the member
+    does not hold them).
 
-    :raises TxnShareAckError: the request was refused whole.
+    :raises TxnShareAckError: a leader refused its request whole (the first such refusal).
     """
+    by_leader: dict[int | None, dict[TopicPartition, Sequence[AckRange]]] = {}
+    for tp, ranges in acks.items():
+        by_leader.setdefault(await _leader(cluster, *tp), {})[tp] = ranges
+    if not by_leader:  # nothing to stage: one request still says whether the broker takes it
+        by_leader[None] = {}
+    args = (transactional_id, producer_id, producer_epoch, group_id, member_id)
+    answers = await asyncio.gather(
+        *(_send(cluster, leader, *args, part) for leader, part in by_leader.items())
+    )
+    merged: dict[TopicPartition, ErrorCode] = {}
+    for answer in answers:
+        merged.update(answer)
+    return merged
+
+
+async def _leader(cluster: Cluster, topic: str, partition: int) -> int | None:
+    """The partition's leader; None (any node, which answers why) for one Metadata lacks."""
+    try:
+        info = await cluster.topic(topic)
+    except KafkaError:
+        return None
+    p = info.partitions.get(partition)
+    return p.leader_id if p is not None and p.leader_id >= 0 else None
+
+
+async def _send(
+    cluster: Cluster, leader: int | None, transactional_id: str, producer_id: int,
+    producer_epoch: int, group_id: str, member_id: str,
+    acks: Mapping[TopicPartition, Sequence[AckRange]],
+) -> dict[TopicPartition, ErrorCode]:  # fmt: skip
     by_topic: dict[str, list[TxnShareAcknowledgePartition]] = {}
     for (topic, partition), ranges in acks.items():
         batches = tuple(
@@ -77,7 +114,7 @@ async def txn_share_acknowledge(
             for t, ps in by_topic.items()
         ),
     )
-    response: Any = await cluster.request(request)
+    response: Any = await cluster.request(request, node_id=leader)
     assert isinstance(response, TxnShareAcknowledgeResponse)
     if response.error_code != ErrorCode.none:
         raise TxnShareAckError(ErrorCode(response.error_code))

@@ -59,8 +59,18 @@ OFFSETS_PARTITION: TopicPartition = (CONSUMER_OFFSETS, 0)
 # does not have: share state lives in the partitions' logs), so the transaction log records
 # that the transaction staged share acknowledgements; they are in memory only, so such a
 # transaction still open at a start is aborted (`abort_open_with`).
-SHARE_ACKS_PARTITION: TopicPartition = ("__share_group_state", 0)
+# With `--processes N` each process that staged some adds its own, `(SHARE_STATE, its node id)`
+# (`share_participant`), so the coordinator knows whom to ask before a commit
+# (`broker/txn_share_remote.py`); none of them gets a marker.
+SHARE_STATE = "__share_group_state"
+SHARE_ACKS_PARTITION: TopicPartition = (SHARE_STATE, 0)
 _NOT_LOGS = frozenset({OFFSETS_PARTITION, SHARE_ACKS_PARTITION})
+
+
+def share_participant(node_id: int, nodes: int) -> TopicPartition:
+    """The participant a process's staged share acknowledgements add to a transaction."""
+    return SHARE_ACKS_PARTITION if nodes == 1 else (SHARE_STATE, node_id)
+
 
 # What one call may add to a transaction (handlers cut larger requests into calls, yielding
 # between them): its addition is encoded on the loop, ~2 us a partition, ~10 us an offset.
@@ -100,7 +110,7 @@ class OffsetsPlacement:
     def gets_marker(self, tp: TopicPartition) -> bool:
         if self.nodes == 1:
             return tp not in _NOT_LOGS
-        return tp != SHARE_ACKS_PARTITION and tp != (CONSUMER_OFFSETS, self.node_id)
+        return tp[0] != SHARE_STATE and tp != (CONSUMER_OFFSETS, self.node_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,6 +452,19 @@ class TransactionCoordinator:
                          producer_id=m.producer_id)  # fmt: skip
             self._end(moves.fence(m, now_ms), now_ms)
         return len(doomed)
+
+    def abort_lost(self, txn_id: str, producer_id: int, epoch: int, now_ms: int) -> bool:
+        """Abort (fencing the producer) the transaction open at `epoch`, whose share
+        acknowledgements staged in another process were lost there (a restart: they live in
+        memory), before its commit is decided (`broker/txn_share_remote.py`). Whether it was."""
+        m = self._current(txn_id, producer_id, epoch)
+        if isinstance(m, ErrorCode) or state_of(m) is not TxnState.ONGOING:
+            return False
+        _log.warning("transaction aborted: share acknowledgements it staged in another process "
+                     "were lost in a restart", transactional_id=txn_id,
+                     producer_id=producer_id)  # fmt: skip
+        self._end(moves.fence(m, now_ms), now_ms)
+        return True
 
     def prepared(self) -> Sequence[str]:
         """The ids whose transaction is prepared: markers, offsets or completion to write

@@ -10,6 +10,10 @@ client (`client/`) sends them.
 TxnShareAcknowledge (Shoal's own, after KIP-1289's draft RPC of that name, apache/kafka#22357):
 a transactional producer stages share-group acknowledgements in its open transaction; the
 transaction's COMMIT applies them, ABORT releases the records (`broker/share/txn_acks.py`).
+
+TxnShareStaged (Shoal's own, between its processes only: `shoal serve --processes N`): a
+transaction's coordinator asks a share-partition leader, before it decides a commit, whether
+that process still holds what the transaction staged there (`broker/txn_share_remote.py`).
 """
 
 # No `from __future__ import annotations`: kio reads the field types at runtime.
@@ -36,6 +40,7 @@ from kio.static.protocol import ResponsePayload
 
 SHOAL_KEYS_FROM: Final = 30_000  # Shoal's own API keys: never one of Kafka's (int16 range)
 TXN_SHARE_ACKNOWLEDGE: Final = 30_000
+TXN_SHARE_STAGED: Final = 30_001
 
 _KEY: Final = i16(TXN_SHARE_ACKNOWLEDGE)
 _V0: Final = i16(0)
@@ -130,9 +135,33 @@ class TxnShareAcknowledgeResponse(_Response):
     topics: tuple[TxnShareAcknowledgeResponseTopic, ...]
 
 
+# --- TxnShareStaged v0 (between processes) -------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnShareStagedRequest(_Request):
+    __type__: ClassVar = EntityType.request
+    __api_key__: ClassVar[i16] = i16(TXN_SHARE_STAGED)
+    transactional_id: TransactionalId = field(metadata={"kafka_type": "string"})
+    producer_id: ProducerId = field(metadata={"kafka_type": "int64"})
+    producer_epoch: i16 = field(metadata={"kafka_type": "int16"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnShareStagedResponse(_Response):
+    __type__: ClassVar = EntityType.response
+    __api_key__: ClassVar[i16] = i16(TXN_SHARE_STAGED)
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    """NONE: this process joined the producer's transaction at this epoch and holds what it
+    staged; INVALID_TXN_STATE: it does not (it restarted since, or never staged any)."""
+
+
 REQUESTS: Final[dict[tuple[int, int], type[RequestPayload]]] = {
     (TXN_SHARE_ACKNOWLEDGE, 0): TxnShareAcknowledgeRequest,
+    (TXN_SHARE_STAGED, 0): TxnShareStagedRequest,
 }
 RESPONSES: Final[dict[tuple[int, int], type[ResponsePayload]]] = {
     (TXN_SHARE_ACKNOWLEDGE, 0): TxnShareAcknowledgeResponse,
+    (TXN_SHARE_STAGED, 0): TxnShareStagedResponse,
 }

@@ -57,6 +57,7 @@ from broker.handlers import share_group_heartbeat
 from broker.handlers import sync_group
 from broker.handlers import txn_offset_commit
 from broker.handlers import txn_share_acknowledge
+from broker.handlers import txn_share_staged
 from broker.handlers import write_txn_markers
 from broker.registry import Registry
 
@@ -80,6 +81,7 @@ HANDLERS: tuple[RequestHandler, ...] = (
     end_txn.HANDLER,
     txn_offset_commit.HANDLER,
     txn_share_acknowledge.HANDLER,  # Shoal's own (not in ApiVersions)
+    txn_share_staged.HANDLER,  # Shoal's own, between processes (not in ApiVersions)
     describe_transactions.HANDLER,
     list_transactions.HANDLER,
     describe_producers.HANDLER,

@@ -38,6 +38,7 @@ from broker.handlers.txn_common import for_version
 from broker.registry import handler
 from broker.slicing import Slicer
 from coordinator.transaction_coordinator import ADD_PER_CALL
+from coordinator.transaction_coordinator import SHARE_STATE
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.topics import CONSUMER_OFFSETS
@@ -58,20 +59,26 @@ class _Topic(Protocol):
 
 
 async def _checked(
-    ctx: RequestContext, topics: Sequence[_Topic], slicer: Slicer, verify_only: bool = False
-) -> Codes:
+    ctx: RequestContext, topics: Sequence[_Topic], slicer: Slicer, verify_only: bool = False,
+    from_broker: bool = False,
+) -> Codes:  # fmt: skip
     """Unauthorized and unknown partitions' codes (empty: every partition may be added). A
     group coordinator of `--processes N` verifies a TxnOffsetCommit with the group's
-    `__consumer_offsets` partition (one a process, as Kafka's `partitionFor(groupId)`)."""
+    `__consumer_offsets` partition (one a process, as Kafka's `partitionFor(groupId)`); a
+    share-partition leader adds (and verifies) its `__share_group_state` participant, one a
+    process (`broker/txn_share_remote.py`)."""
     codes: Codes = {}
     processes = ctx.services.config.processes
     offsets_partitions = processes if verify_only and processes > 1 else 0
+    share_participants = processes if from_broker and processes > 1 else 0
     for topic in topics:
         writable = authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic.name)
         info = ctx.services.logs.topic(topic.name)
         count = info.partitions if info is not None else 0
         if topic.name == CONSUMER_OFFSETS:
             count = offsets_partitions
+        elif topic.name == SHARE_STATE:
+            count = share_participants
         for p in topic.partitions:
             if not writable:
                 codes[(topic.name, p)] = ErrorCode.topic_authorization_failed
@@ -99,14 +106,14 @@ async def _added(
 
 async def _one(
     ctx: RequestContext, txn_id: str, pid: int, epoch: int, topics: Sequence[_Topic],
-    slicer: Slicer, verify_only: bool = False,
+    slicer: Slicer, verify_only: bool = False, from_broker: bool = False,
 ) -> Codes:  # fmt: skip
     pairs = ((t.name, int(p)) for t in topics for p in t.partitions)
     wanted = await slicer.map(lambda tp: tp, pairs)
     if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
         refusal = ErrorCode.transactional_id_authorization_failed
         return await _each(wanted, lambda _: refusal, slicer)
-    refused = await _checked(ctx, topics, slicer, verify_only)
+    refused = await _checked(ctx, topics, slicer, verify_only, from_broker)
     if refused:
         return await _each(
             wanted, lambda tp: refused.get(tp, ErrorCode.operation_not_attempted), slicer
@@ -169,7 +176,7 @@ async def handle(
     answers = []
     for t in request.transactions:
         codes = await _one(ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics,
-                           slicer, t.verify_only)  # fmt: skip
+                           slicer, t.verify_only, from_broker=True)  # fmt: skip
         answers.append(
             r.AddPartitionsToTxnResult(
                 transactional_id=TransactionalId(t.transactional_id),

@@ -6,6 +6,8 @@ client that reads after its commit sees it. If a write fails the decision stands
 answer is NONE; the timer writes the rest, as Kafka's marker channel retries.
 PRODUCER_FENCED from v2. v5's producer id and epoch are the transaction's own: without
 transaction version 2 (KIP-890 part 2; Shoal finalizes no such feature) no epoch is bumped.
+With `--processes N`, a commit first asks the other processes that staged share
+acknowledgements in the transaction whether they still hold them (`broker/txn_share_remote.py`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from broker.handlers.common import NO_THROTTLE
 from broker.handlers.txn_common import for_version
 from broker.registry import handler
 from broker.transactions import finish
+from broker.txn_share_remote import held_everywhere
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 
@@ -43,9 +46,17 @@ async def handle(ctx: RequestContext, request: Request) -> v5.EndTxnResponse:
         code = ErrorCode.transactional_id_authorization_failed
     else:
         now = ctx.services.now_ms()
-        code = ctx.services.transactions.end_txn(
-            request.transactional_id, pid, epoch, request.committed, now
-        )
+        code = ErrorCode.none
+        links = ctx.services.node_links
+        if request.committed and links is not None:  # `--processes N`: share acks elsewhere
+            code = await held_everywhere(
+                links, ctx.services.transactions, request.transactional_id, pid, epoch,
+                ctx.services.config.ownership, now,
+            )  # fmt: skip
+        if code is ErrorCode.none:
+            code = ctx.services.transactions.end_txn(
+                request.transactional_id, pid, epoch, request.committed, now
+            )
         if code is ErrorCode.none:
             await finish(ctx.services.transactions, request.transactional_id, now,
                          remote=ctx.services.txn_remote)  # fmt: skip

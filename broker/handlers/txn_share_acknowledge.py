@@ -8,6 +8,10 @@ The share-partitions acknowledged join the transaction (with the `SHARE_ACKS_PAR
 participant), as AddPartitionsToTxn adds partitions, so its markers reach them; then each
 partition's batches are staged, all or none per partition (INVALID_RECORD_STATE: a record the
 member does not hold, as ShareAcknowledge).
+
+With `--processes N` the request goes to each share-partition's leader, as ShareAcknowledge
+(NOT_LEADER_OR_FOLLOWER for a partition led elsewhere); a leader that is not the transaction's
+coordinator has the coordinator add them (`broker/txn_share_remote.py`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from broker.handlers.share_common import member_of
 from broker.registry import handler
 from broker.share.txn_acks import MAX_STAGED_RUNS
 from broker.slicing import Slicer
-from coordinator.transaction_coordinator import SHARE_ACKS_PARTITION
+from broker.txn_share_remote import join
+from coordinator.transaction_coordinator import share_participant
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from protocol.shoal_apis import TxnShareAcknowledgePartition as Partition
@@ -72,12 +77,15 @@ def _checked(ctx: RequestContext, request: Request) -> tuple[Codes, list[tuple[s
     for t in request.topics:
         readable = authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
         info = ctx.services.logs.topic(t.name)
+        owner = ctx.services.config.ownership
         for p in t.partitions:
             tp = (str(t.name), int(p.partition_index))
             if not readable:
                 codes[tp] = ErrorCode.topic_authorization_failed
             elif info is None or not 0 <= tp[1] < info.partitions:
                 codes[tp] = ErrorCode.unknown_topic_or_partition
+            elif not owner.leads(info.topic_id, tp[1]):
+                codes[tp] = ErrorCode.not_leader_or_follower
             else:
                 wanted.append(tp)
     return codes, wanted
@@ -92,7 +100,11 @@ def _stage(ctx: RequestContext, request: Request, tp: tuple[str, int], p: Partit
     info = s.logs.topic(tp[0])
     if info is None or s.txn_share_acks is None:
         return ErrorCode.unknown_topic_or_partition
-    live = s.transactions.verify(request.transactional_id, pid, epoch, tp)
+    if ctx.services.config.ownership.coordinates(request.transactional_id):
+        live = s.transactions.verify(request.transactional_id, pid, epoch, tp)
+    else:  # its coordinator added it; a marker since (the transaction ended) voids the join
+        joined = s.txn_share_acks.joined(pid, epoch)
+        live = ErrorCode.none if joined else ErrorCode.transaction_abortable
     if live is not ErrorCode.none:
         return live
     batches = [
@@ -105,8 +117,29 @@ def _stage(ctx: RequestContext, request: Request, tp: tuple[str, int], p: Partit
     )  # fmt: skip
 
 
+async def _join(ctx: RequestContext, request: Request, wanted: list[tuple[str, int]]) -> ErrorCode:
+    """The share-partitions (and this process's participant) added to the transaction: by
+    its coordinator here, or asked of it in its process."""
+    s, owner = ctx.services, ctx.services.config.ownership
+    if (
+        s.node_links is not None
+        and s.txn_share_acks is not None
+        and not owner.coordinates(request.transactional_id)
+    ):
+        if not wanted:
+            return ErrorCode.none  # nothing to stage here: the transaction need not know
+        coordinator = owner.coordinator(request.transactional_id)
+        return await join(
+            s.node_links, coordinator, s.txn_share_acks, owner.node_id, owner.nodes, request,
+            wanted,
+        )  # fmt: skip
+    return s.transactions.add_partitions(
+        request.transactional_id, int(request.producer_id), int(request.producer_epoch),
+        [share_participant(owner.node_id, owner.nodes), *wanted], s.now_ms(),
+    )  # fmt: skip
+
+
 async def handle(ctx: RequestContext, request: Request) -> Response:
-    s = ctx.services
     if sum(len(t.partitions) for t in request.topics) > MAX_STAGED_RUNS:
         # More partitions than a transaction may stage runs: refused whole, before any
         # per-partition work (50,000 of them held the loop 124 ms).
@@ -115,10 +148,7 @@ async def handle(ctx: RequestContext, request: Request) -> Response:
     if code is not ErrorCode.none:
         return _response(request, code, {})
     codes, wanted = _checked(ctx, request)
-    joined = s.transactions.add_partitions(
-        request.transactional_id, int(request.producer_id), int(request.producer_epoch),
-        [SHARE_ACKS_PARTITION, *wanted], s.now_ms(),
-    )  # fmt: skip
+    joined = await _join(ctx, request, wanted)
     if joined is not ErrorCode.none:
         return _response(request, joined, codes)
     slicer = Slicer()

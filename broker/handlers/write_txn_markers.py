@@ -68,6 +68,11 @@ def _write(
     current = next((e for p, e, *_ in plog.active_producers() if p == pid), -1)
     if epoch < current:
         return ErrorCode.invalid_producer_epoch
+    # What the transaction staged on this share-partition first, as the coordinator's own
+    # markers do (`broker/txn_share_remote.py`): a failed share-state write is retried.
+    acks = ctx.services.txn_share_acks if ctx.services.config.processes > 1 else None
+    if acks is not None and not acks.end((topic, partition), pid, commit, ctx.services.now_ms()):
+        return ErrorCode.kafka_storage_error
     try:
         result = plog.append_marker(pid, epoch, commit, now_ms=ctx.services.now_ms())
     except StorageError:

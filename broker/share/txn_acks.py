@@ -71,6 +71,36 @@ class TxnShareAcks:
         self._manager = manager
         self._staged: dict[int, dict[TopicPartition, list[_Staged]]] = {}
         self._runs: dict[int, int] = {}  # runs staged per producer id (MAX_STAGED_RUNS)
+        # `--processes N`, staging for a coordinator in another process: the epoch whose
+        # transaction this process joined (`broker/txn_share_remote.py`), and the markers seen
+        # per producer id while a join is asked for (Kafka's `VerificationGuard`).
+        self._joined: dict[int, int] = {}
+        self._guards: dict[int, list[int]] = {}  # producer id -> [markers seen, askers]
+
+    def joined(self, producer_id: int, epoch: int) -> bool:
+        """Whether this process joined `producer_id`'s transaction of `epoch` (and holds what
+        it staged there since: only the transaction's end here forgets it, or a restart)."""
+        return self._joined.get(producer_id) == epoch
+
+    def guard(self, producer_id: int) -> int:
+        """Start watching `producer_id`'s markers; the count to hand to `join`."""
+        g = self._guards.setdefault(producer_id, [0, 0])
+        g[1] += 1
+        return g[0]
+
+    def join(self, producer_id: int, epoch: int, guard: int | None) -> bool:
+        """Stop watching (`guard` from `guard`; None: nothing more); with a guard, record the
+        join unless a marker of the producer came meanwhile (its transaction ended while the
+        coordinator was asked: staging now would outlive it). Whether it was recorded."""
+        g = self._guards.get(producer_id)
+        fresh = g is not None and guard is not None and g[0] == guard
+        if g is not None:
+            g[1] -= 1
+            if g[1] <= 0:
+                del self._guards[producer_id]
+        if fresh:
+            self._joined[producer_id] = epoch
+        return fresh
 
     def staged(self, producer_id: int) -> int:
         """How many share-partitions `producer_id`'s transaction staged acknowledgements in."""
@@ -115,6 +145,9 @@ class TxnShareAcks:
         """The transaction's marker reaches `tp`: apply (COMMIT) or release (ABORT) what it
         staged there, durably, before the marker is written. False when a write failed: the
         rest stays staged and the coordinator tries the marker again."""
+        self._joined.pop(producer_id, None)
+        if (g := self._guards.get(producer_id)) is not None:
+            g[0] += 1
         by_tp = self._staged.get(producer_id)
         entries = by_tp.get(tp) if by_tp else None
         if not entries:

@@ -328,12 +328,14 @@ def test_every_handler_declares_kafkas_acl_checks() -> None:
 
 
 def test_shoals_own_apis_declare_their_checks() -> None:
-    """TxnShareAcknowledge checks what TxnOffsetCommit does (Kafka's table for that API)."""
+    """TxnShareAcknowledge checks what TxnOffsetCommit does (Kafka's table for that API);
+    TxnShareStaged, sent between processes, what the brokers' WriteTxnMarkers does."""
     declared = {h.name: set(h.acl) for h in build_registry() if is_shoal_api(h.api_key)}
     assert declared == {
         "TxnShareAcknowledge": {
             (_O.WRITE, _R.TRANSACTIONAL_ID), (_O.READ, _R.GROUP), (_O.READ, _R.TOPIC)
-        }
+        },
+        "TxnShareStaged": {(_O.CLUSTER_ACTION, _R.CLUSTER)},
     }  # fmt: skip
 
 
