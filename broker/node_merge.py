@@ -41,6 +41,7 @@ from coordinator import txn_metadata as moves
 from coordinator.offset_store import OFFSETS_LOG_CONFIGS
 from coordinator.offset_store import OffsetStore
 from coordinator.share_group_records import ShareGroupRecords
+from coordinator.transaction_coordinator import SHARE_STATE
 from coordinator.transaction_log import TRANSACTION_LOG_CONFIGS
 from coordinator.transaction_log import TransactionLog
 from coordinator.txn_metadata import TxnState
@@ -158,7 +159,10 @@ def _settle(
                     _commit(merged, group, {
                         tp: replace(v, commit_timestamp_ms=now_ms) for tp, v in values.items()
                     })  # fmt: skip
-            partitions = {tp for tp in m.partitions if tp[0] != CONSUMER_OFFSETS}
+            # Neither participant kind names a log: `__consumer_offsets` (settled here) and
+            # `__share_group_state` (staged share acknowledgements, in memory: gone at the
+            # stop; with N = 1 a node's participant would be taken for a partition).
+            partitions = {tp for tp in m.partitions if tp[0] not in (CONSUMER_OFFSETS, SHARE_STATE)}
             m = replace(m, partitions=partitions, offsets={})
         merged.txns[txn_id] = replace(m, txn=WHOLE, additions=0)
 

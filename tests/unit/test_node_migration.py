@@ -29,6 +29,7 @@ from broker.ownership import Ownership
 from coordinator.offset_store import OFFSETS_LOG_CONFIGS
 from coordinator.offset_store import OffsetStore
 from coordinator.share_group_records import ShareGroupRecords
+from coordinator.transaction_coordinator import SHARE_STATE
 from coordinator.transaction_log import TRANSACTION_LOG_CONFIGS
 from coordinator.transaction_log import TransactionLog
 from protocol.consumer_offsets import OffsetValue
@@ -383,3 +384,23 @@ def test_every_share_group_is_recorded_at_its_new_coordinator(tmp_path: Path) ->
         assert set().union(*known) == want, n
         for j, groups in enumerate(known):
             assert all(Ownership(j, n).coordinates(g) for g in groups)
+
+
+def test_a_prepared_commits_share_participant_is_dropped(tmp_path: Path) -> None:
+    """`(__share_group_state, node)` says a process staged share acknowledgements for the
+    transaction (`coordinator.transaction_coordinator.share_participant`); they are in memory
+    and gone at the stop, and under another N the name means another node (with N = 1, a
+    partition to write a marker to). The rewrite keeps the data partitions only."""
+    data = tmp_path / "data"
+    _one_process_data_dir(data)
+    log = SegmentLog.open(
+        data / f"{TRANSACTION_STATE}-0", CONFIG.with_overrides(TRANSACTION_LOG_CONFIGS)
+    )
+    TransactionLog(log, _now).append(TransactionRecord(
+        "shared", 10, 1, 60_000, "PrepareCommit", {("t", 2), (SHARE_STATE, 0)},
+        start_ms=NOW, update_ms=NOW,
+    ))  # fmt: skip
+    log.close()
+    migrate(data, 2, CONFIG)
+    shared = _served(data, 2)[1]["shared"]
+    assert (shared.state, shared.partitions) == ("PrepareCommit", {("t", 2)})
