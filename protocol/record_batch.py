@@ -262,10 +262,11 @@ def iter_batch_headers(buf: Buffer, pos: int = 0) -> Iterator[tuple[int, BatchHe
     end = len(buf)
     while end - pos >= BATCH_HEADER_SIZE:
         header = parse_header(buf, pos)
-        if header.size > end - pos:
+        size = header.batch_length + LOG_OVERHEAD  # `header.size`, inline: once per batch read
+        if size > end - pos:
             return
         yield pos, header
-        pos += header.size
+        pos += size
 
 
 def whole_batches_end(buf: Buffer, pos: int = 0) -> int:

@@ -413,23 +413,34 @@ class SegmentedLog(ABC):
         data = self.read(offset, max_bytes, first_batch_max)
         spans: list[BatchSpan] = []
         records = 0
+        # Once per batch of every fetch: the header's properties inline, and tuple.__new__
+        # (a NamedTuple's own __new__ is Python code, a frame per batch).
+        new = tuple.__new__
         for pos, h in iter_batch_headers(data):
             if spans and max_records is not None and records >= max_records:
                 break
-            txn_producer = h.producer_id if h.attributes & TRANSACTIONAL_MASK else -1
+            base, last, attributes = (
+                h.base_offset,
+                h.base_offset + h.last_offset_delta,
+                h.attributes,
+            )
+            txn_producer = h.producer_id if attributes & TRANSACTIONAL_MASK else -1
             spans.append(
-                BatchSpan(
-                    h.base_offset,
-                    h.last_offset,
-                    pos,
-                    h.size,
-                    h.is_control,
-                    h.record_count > 0,
-                    txn_producer,
+                new(
+                    BatchSpan,
+                    (
+                        base,
+                        last,
+                        pos,
+                        h.batch_length + LOG_OVERHEAD,
+                        bool(attributes & CONTROL_MASK),
+                        h.record_count > 0,
+                        txn_producer,
+                    ),
                 )
             )
             if h.record_count:  # an empty batch's offsets are archived, never handed out
-                records += h.last_offset - max(h.base_offset, offset) + 1
+                records += last - max(base, offset) + 1
         end = spans[-1].position_in_result + spans[-1].size if spans else 0
         return (data if end == len(data) else data[:end]), spans
 

@@ -70,6 +70,10 @@ class DamageMap:
     def ranges(self) -> list[DamagedRange]:
         return list(self._ranges)
 
+    def __bool__(self) -> bool:
+        """Whether any range is damaged (nearly never)."""
+        return bool(self._ranges)
+
     def add(self, damaged: DamagedRange) -> None:
         i = bisect.bisect_left(self._ends, damaged.end)
         self._ranges.insert(i, damaged)

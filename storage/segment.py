@@ -54,6 +54,9 @@ NON_DATA_SUFFIX = ".nondata"
 _DATA_MAX = struct.Struct(">qqq")
 # Batch headers walked between two yields of `learn_data_max` (about 10 ms of parsing).
 WALK_SLICE_BATCHES = 4096
+# False: `locate` always walks headers, even to the batch just appended (the tests comparing
+# the two set it).
+TAIL_READ = True
 
 
 def segment_stem(base_offset: int) -> str:
@@ -445,6 +448,12 @@ class Segment(ABC):
         i = bisect_right(self._tail_offsets, offset) - 1
         if i >= 0 and self._tail_positions[i] < self.size:
             start = self._tail_positions[i]  # the batch itself, or one before it
+            if TAIL_READ and self._tail_offsets[i] == offset and not self.damage:
+                # The batch just appended (a steady-rate reader's next offset): its header
+                # alone, as the walk below would find it first, without the walk's set-up.
+                found = self._tail_header(start, offset)
+                if found is not None:
+                    return found
         else:
             start = self.offset_index.lookup(offset - self.base_offset)
         found = None
@@ -456,6 +465,17 @@ class Segment(ABC):
         if hole is not None:
             raise CorruptRecords(hole.first_offset, hole.last_offset, self.describe())
         return found
+
+    def _tail_header(self, position: int, offset: int) -> tuple[int, BatchHeader] | None:
+        """The header at `position` of the tracked batch starting at `offset`, if it reads as
+        that batch (else None: the walk looks again, and records any damage it finds)."""
+        try:
+            header = parse_header(self.read(position, BATCH_HEADER_SIZE))
+        except InvalidRecordBatch:
+            return None
+        if header.base_offset != offset or position + header.size > self.size:
+            return None
+        return position, header
 
     def verify(self, position: int, data: bytes) -> int:
         """How much of ``data`` (whole batches read at ``position``) holds intact batches.

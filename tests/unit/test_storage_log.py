@@ -95,7 +95,8 @@ def test_read_from_middle_of_batch_returns_whole_batch(make_log: MakeLog) -> Non
 
 def test_a_read_at_the_tail_walks_no_header_before_its_batch(make_log: MakeLog) -> None:
     # Consumers read at the tail, one small batch at a time: the walk starts at the batch
-    # itself, not at the last sparse index entry (an index interval of headers back).
+    # itself, not at the last sparse index entry (an index interval of headers back), or
+    # there is none (`TAIL_READ`: its header is read alone, test_storage_tail_read.py).
     log = make_log(LogConfig())
     for _ in range(40):
         log.append(batch(1), now_ms=TS)
@@ -109,9 +110,10 @@ def test_a_read_at_the_tail_walks_no_header_before_its_batch(make_log: MakeLog) 
 
     segment.iter_headers = recording  # type: ignore[method-assign]
     for offset in (39, 25, 0):
+        walks.clear()
         located = segment.locate(offset)
         assert located is not None
-        assert walks[-1] == located[0]
+        assert walks in ([], [located[0]])
         assert located[1].base_offset == offset
     assert read_all(log)[-1][0] == 39
 
