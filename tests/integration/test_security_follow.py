@@ -233,6 +233,7 @@ async def _worst_wait(work: Awaitable[object]) -> float:
     return worst
 
 
+@pytest.mark.latency  # the loop's waits: alone, not beside other tests
 async def test_following_a_big_credentials_file_leaves_the_event_loop_free(
     tmp_path: Path,
 ) -> None:
@@ -252,6 +253,7 @@ async def test_following_a_big_credentials_file_leaves_the_event_loop_free(
     assert worst < 0.1, f"the loop waited {worst * 1000:.0f} ms"
 
 
+@pytest.mark.latency  # the loop's waits: alone, not beside other tests
 async def test_following_a_big_file_leaves_the_event_loop_free(tmp_path: Path) -> None:
     """Read and parsed in a thread, a batch of lines per json.loads, the authorizer built there
     too, with automatic garbage collection paused meanwhile (`broker.gc_pause`): the loop
