@@ -58,6 +58,7 @@ from kio.schema.txn_offset_commit.v3 import request as txn_commit
 
 from broker.server import Server
 from client.connection import Connection
+from protocol.consumer_offsets import OffsetValue
 from protocol.messages import build
 from tests.brokers import free_ports
 from tests.brokers import make_server
@@ -182,6 +183,12 @@ async def test_classic_groups_and_offsets_on_the_wrong_node(
 
     _nothing_made(server)
     assert GROUP not in await _listed(conn)
+    # Offsets a wrong node took before this change (durable in its own log) are not listed
+    # there: ListGroups names only the groups the node coordinates.
+    server.services.offsets.commit(GROUP, {(TOPIC, 0): OffsetValue(5)})
+    server.services.offsets.commit(LOCAL_GROUP, {(TOPIC, 0): OffsetValue(5)})
+    listed = await _listed(conn)
+    assert GROUP not in listed and LOCAL_GROUP in listed
     # A group node 0 coordinates is served as before: JoinGroup v9 asks for a member id.
     mine = await conn.request(
         build(join_group.JoinGroupRequest, group_id=LOCAL_GROUP, session_timeout=MINUTE,
@@ -309,3 +316,8 @@ async def test_transactions_on_the_wrong_node(node0: tuple[Server, Connection]) 
               transaction_timeout=MINUTE, producer_id=-1, producer_epoch=-1)
     )  # fmt: skip
     assert mine.error_code == ErrorCode.none and mine.producer_id >= 0
+    # An id a wrong node began before this change (durable in its log) is not listed there.
+    txns, now = server.services.transactions, server.services.now_ms()
+    assert txns.init_producer_id(TXN, 60_000, None, now).error_code == ErrorCode.none
+    listed = await conn.request(build(list_txns.ListTransactionsRequest, duration_filter=-1))
+    assert [s.transactional_id for s in listed.transaction_states] == [LOCAL_TXN]
