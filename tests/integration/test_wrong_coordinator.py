@@ -57,6 +57,7 @@ from kio.schema.sync_group.v5 import request as sync_group
 from kio.schema.txn_offset_commit.v3 import request as txn_commit
 
 from broker.server import Server
+from client.admin import Admin
 from client.connection import Connection
 from protocol.consumer_offsets import OffsetValue
 from protocol.messages import build
@@ -321,3 +322,35 @@ async def test_transactions_on_the_wrong_node(node0: tuple[Server, Connection]) 
     assert txns.init_producer_id(TXN, 60_000, None, now).error_code == ErrorCode.none
     listed = await conn.request(build(list_txns.ListTransactionsRequest, duration_filter=-1))
     assert [s.transactional_id for s in listed.transaction_states] == [LOCAL_TXN]
+
+
+async def test_the_admin_client_sends_each_group_to_its_own_coordinator(tmp_path: Path) -> None:
+    """Shoal's `client.Admin` with groups of both nodes in one call: each node is asked about
+    its own (Kafka's AdminClient batches by coordinator, `CoordinatorStrategy`); before, every
+    group went to the first one's coordinator and the others got NOT_COORDINATOR."""
+    port = free_ports(2)
+    nodes = [
+        make_server(
+            tmp_path, listeners=f"PLAINTEXT://127.0.0.1:{port + i}", processes=2, **{"node.id": i}
+        )
+        for i in (0, 1)
+    ]
+    for server in nodes:
+        await server.start()
+    try:
+        async with Admin(f"127.0.0.1:{port}") as admin:
+            errors = await admin.delete_groups([LOCAL_GROUP, GROUP])
+            codes = {g: e.error_code if e else None for g, e in errors.items()}
+            assert codes == {g: ErrorCode.group_id_not_found for g in (LOCAL_GROUP, GROUP)}
+            await admin.create_topic(TOPIC, 2)
+            nodes[1].services.logs.refresh_topics()  # not a second later: node 0 made it
+            for group in (LOCAL_GROUP, GROUP):  # an empty share group on each node
+                await admin.alter_share_group_offsets(group, {(TOPIC, 0): 0})
+            described = await admin.describe_share_groups([LOCAL_GROUP, GROUP])
+            assert {g: d.state for g, d in described.items()} == {
+                LOCAL_GROUP: "Empty",
+                GROUP: "Empty",
+            }
+    finally:
+        for server in reversed(nodes):
+            await server.stop()
