@@ -402,22 +402,28 @@ class Admin:
         """Groups of the given types ("share", "consumer"...) and states; None: all of them.
 
         Filters match case-insensitively; a broker older than ListGroups v5 (v4) is filtered
-        here instead.
+        here instead. Every broker is asked, as Kafka's AdminClient does (`listGroups`): each
+        lists only the groups it coordinates.
         """
         await self.cluster.bootstrap()
+        await self.cluster.metadata(())
         version = self.cluster.version(API_LIST_GROUPS, 0, 5)
         m = LIST_GROUPS.requests(version)
         type_filter = tuple(types or ())
         state_filter = tuple(states or ())
-        resp = await self.cluster.call(
-            build(m.ListGroupsRequest, states_filter=state_filter, types_filter=type_filter),
-            LIST_GROUPS.response(version),
-        )
-        raise_for(resp.error_code, "ListGroups")
+        listed: list[Any] = []  # each version's ListedGroup
+        for node in self.cluster.node_ids or [self.cluster.any_node()]:
+            resp = await self.cluster.call(
+                build(m.ListGroupsRequest, states_filter=state_filter, types_filter=type_filter),
+                LIST_GROUPS.response(version),
+                node_id=node,
+            )
+            raise_for(resp.error_code, "ListGroups")
+            listed += resp.groups
         wanted_types = {t.lower() for t in type_filter}
         wanted_states = {s.lower() for s in state_filter}
         out = []
-        for g in resp.groups:
+        for g in listed:
             listing = GroupListing(
                 group_id=g.group_id,
                 group_type=getattr(g, "group_type", "") or g.protocol_type,

@@ -327,7 +327,9 @@ async def test_transactions_on_the_wrong_node(node0: tuple[Server, Connection]) 
 async def test_the_admin_client_sends_each_group_to_its_own_coordinator(tmp_path: Path) -> None:
     """Shoal's `client.Admin` with groups of both nodes in one call: each node is asked about
     its own (Kafka's AdminClient batches by coordinator, `CoordinatorStrategy`); before, every
-    group went to the first one's coordinator and the others got NOT_COORDINATOR."""
+    group went to the first one's coordinator and the others got NOT_COORDINATOR. ListGroups
+    goes to every node, as Kafka's `listGroups` (before: one node, whose groups alone were
+    listed)."""
     port = free_ports(2)
     nodes = [
         make_server(
@@ -346,6 +348,8 @@ async def test_the_admin_client_sends_each_group_to_its_own_coordinator(tmp_path
             nodes[1].services.logs.refresh_topics()  # not a second later: node 0 made it
             for group in (LOCAL_GROUP, GROUP):  # an empty share group on each node
                 await admin.alter_share_group_offsets(group, {(TOPIC, 0): 0})
+            listed = {g.group_id for g in await admin.list_groups(types=["share"])}
+            assert listed == {LOCAL_GROUP, GROUP}  # every node asked: each lists its own
             described = await admin.describe_share_groups([LOCAL_GROUP, GROUP])
             assert {g: d.state for g, d in described.items()} == {
                 LOCAL_GROUP: "Empty",
