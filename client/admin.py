@@ -386,28 +386,44 @@ class Admin:
         await self.cluster.bootstrap()
         return (await self.cluster.find_coordinator(group_id)).node_id
 
+    async def _by_coordinator(self, group_ids: tuple[str, ...]) -> dict[int, tuple[str, ...]]:
+        """The groups, by the node that coordinates each: a broker answers NOT_COORDINATOR
+        for a group another node coordinates (`--processes N`, any Kafka cluster), so a
+        request naming several groups goes to each coordinator with its own, as Kafka's
+        AdminClient batches them (`CoordinatorStrategy`)."""
+        nodes: dict[int, list[str]] = {}
+        for g in dict.fromkeys(group_ids):
+            nodes.setdefault(await self._coordinator(g), []).append(g)
+        return {node: tuple(ids) for node, ids in nodes.items()}
+
     async def list_groups(
         self, types: Iterable[str] | None = None, states: Iterable[str] | None = None
     ) -> list[GroupListing]:
         """Groups of the given types ("share", "consumer"...) and states; None: all of them.
 
         Filters match case-insensitively; a broker older than ListGroups v5 (v4) is filtered
-        here instead.
+        here instead. Every broker is asked, as Kafka's AdminClient does (`listGroups`): each
+        lists only the groups it coordinates.
         """
         await self.cluster.bootstrap()
+        await self.cluster.metadata(())
         version = self.cluster.version(API_LIST_GROUPS, 0, 5)
         m = LIST_GROUPS.requests(version)
         type_filter = tuple(types or ())
         state_filter = tuple(states or ())
-        resp = await self.cluster.call(
-            build(m.ListGroupsRequest, states_filter=state_filter, types_filter=type_filter),
-            LIST_GROUPS.response(version),
-        )
-        raise_for(resp.error_code, "ListGroups")
+        listed: list[Any] = []  # each version's ListedGroup
+        for node in self.cluster.node_ids or [self.cluster.any_node()]:
+            resp = await self.cluster.call(
+                build(m.ListGroupsRequest, states_filter=state_filter, types_filter=type_filter),
+                LIST_GROUPS.response(version),
+                node_id=node,
+            )
+            raise_for(resp.error_code, "ListGroups")
+            listed += resp.groups
         wanted_types = {t.lower() for t in type_filter}
         wanted_states = {s.lower() for s in state_filter}
         out = []
-        for g in resp.groups:
+        for g in listed:
             listing = GroupListing(
                 group_id=g.group_id,
                 group_type=getattr(g, "group_type", "") or g.protocol_type,
@@ -431,16 +447,22 @@ class Admin:
         ids = tuple(group_ids)
         if not ids:
             return {}
-        node = await self._coordinator(ids[0])
         version = self.cluster.version(API_SHARE_GROUP_DESCRIBE, 1, 1)
         m = SHARE_GROUP_DESCRIBE.requests(version)
-        resp = await self.cluster.call(
-            build(m.ShareGroupDescribeRequest, group_ids=ids, include_authorized_operations=False),
-            SHARE_GROUP_DESCRIBE.response(version),
-            node_id=node,
-        )
+        described: list[Any] = []  # each version's DescribedGroup
+        for node, on_node in (await self._by_coordinator(ids)).items():
+            resp = await self.cluster.call(
+                build(
+                    m.ShareGroupDescribeRequest,
+                    group_ids=on_node,
+                    include_authorized_operations=False,
+                ),
+                SHARE_GROUP_DESCRIBE.response(version),
+                node_id=node,
+            )
+            described += resp.groups
         out: dict[str, ShareGroupDescription] = {}
-        for g in resp.groups:
+        for g in described:
             raise_for(g.error_code, g.error_message or f"share group {g.group_id}")
             out[g.group_id] = ShareGroupDescription(
                 group_id=g.group_id,
@@ -457,19 +479,21 @@ class Admin:
         ids = tuple(group_ids)
         if not ids:
             return {}
-        node = await self._coordinator(ids[0])
         version = self.cluster.version(API_DELETE_GROUPS, 0, 2)
         m = DELETE_GROUPS.requests(version)
-        resp = await self.cluster.call(
-            build(m.DeleteGroupsRequest, groups_names=ids),
-            DELETE_GROUPS.response(version),
-            node_id=node,
-        )
+        results: list[Any] = []  # each version's DeletableGroupResult
+        for node, on_node in (await self._by_coordinator(ids)).items():
+            resp = await self.cluster.call(
+                build(m.DeleteGroupsRequest, groups_names=on_node),
+                DELETE_GROUPS.response(version),
+                node_id=node,
+            )
+            results += resp.results
         return {
             r.group_id: None
             if r.error_code == ErrorCode.none
             else error_for(r.error_code, f"group {r.group_id}")
-            for r in resp.results
+            for r in results
         }
 
     # -- consumer groups: description (client/group_describe.py), committed offsets -------------

@@ -12,6 +12,8 @@ from __future__ import annotations
 import datetime
 import uuid
 
+from kio.schema.errors import ErrorCode
+
 from client.cluster import Cluster
 from client.errors import raise_for
 from client.group_offsets import CommittedOffset
@@ -61,6 +63,8 @@ class GroupMember:
         resp = await self.cluster.call(
             req, CONSUMER_GROUP_HEARTBEAT.response(version), node_id=await self._coordinator()
         )
+        if resp.error_code == ErrorCode.not_coordinator:  # N changed: ask FindCoordinator again
+            self._node = None
         raise_for(resp.error_code, resp.error_message or f"group {self.group_id}")
         self.member_id = resp.member_id or self.member_id
         self.epoch = int(resp.member_epoch)

@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.handlers.txn_common import for_version
 from broker.registry import handler
 from protocol.acl import AclOperation
@@ -33,6 +34,8 @@ def _code(ctx: RequestContext, request: Request) -> ErrorCode:
         return ErrorCode.transactional_id_authorization_failed
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return ErrorCode.group_authorization_failed
+    if not_coordinator(ctx, request.transactional_id):
+        return ErrorCode.not_coordinator
     code = ctx.services.transactions.add_offsets(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id,
         ctx.services.now_ms(),

@@ -34,6 +34,7 @@ from broker.authorization import authorize
 from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.handlers.txn_common import for_version
 from broker.registry import handler
 from broker.slicing import Slicer
@@ -118,6 +119,8 @@ async def _one(
         return await _each(
             wanted, lambda tp: refused.get(tp, ErrorCode.operation_not_attempted), slicer
         )
+    if not_coordinator(ctx, txn_id):  # a client's cached coordinator; never a node's own
+        return await _each(wanted, lambda _: ErrorCode.not_coordinator, slicer)
     txns = ctx.services.transactions
     if verify_only:
         # TRANSACTION_ABORTABLE came with v5

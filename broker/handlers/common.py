@@ -64,6 +64,23 @@ def not_controller(ctx: RequestContext) -> bool:
     return not ctx.services.config.ownership.is_controller
 
 
+def not_coordinator(ctx: RequestContext, key: str) -> bool:
+    """With `--processes N`, whether another process coordinates this group id or
+    transactional id (`Ownership.coordinator`: crc32 % N). Kafka's coordinator answers
+    NOT_COORDINATOR where the key's `__consumer_offsets` or `__transaction_state` partition is
+    not loaded (`CoordinatorRuntime` throws NotCoordinatorException for a shard that is not
+    local; `TransactionStateManager.getTransactionState` returns NOT_COORDINATOR), and every
+    client then asks FindCoordinator again and retries there. Checked after authorization, as
+    KafkaApis authorizes before it calls the coordinator, and before any state is read or
+    made: a group made on the wrong node would be a second group of the same name. With N = 1
+    every key is local (no hash)."""
+    owner = ctx.services.config.ownership
+    return not owner.single and owner.coordinator(key) != owner.node_id
+
+
+NOT_COORDINATOR_MESSAGE = "another node of --processes N coordinates it: ask FindCoordinator"
+
+
 def missing_partition(ctx: RequestContext, topic: str, partition: int) -> ErrorCode:
     """The code for a partition whose log this process does not have: another process of
     `--processes N` leads it (NOT_LEADER_OR_FOLLOWER: the client refreshes its metadata and

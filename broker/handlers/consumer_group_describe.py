@@ -19,6 +19,8 @@ from broker.authorized_operations import GROUP_OPERATIONS
 from broker.authorized_operations import NOT_REQUESTED
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import NOT_COORDINATOR_MESSAGE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.slicing import sliced_map
 from coordinator.consumer_group import ConsumerGroup
@@ -85,6 +87,8 @@ def _described(ctx: RequestContext, group_id: GroupId, with_ops: bool) -> r.Desc
         return _refused(group_id, ErrorCode.group_authorization_failed, "no DESCRIBE on group")
     if not group_id:
         return _refused(group_id, ErrorCode.invalid_group_id, "group id is empty")
+    if not_coordinator(ctx, group_id):
+        return _refused(group_id, ErrorCode.not_coordinator, NOT_COORDINATOR_MESSAGE)
     group = ctx.services.consumer_groups.groups.get(group_id)
     if group is None:  # unknown, or another kind of group: Kafka's answer for both
         return _refused(group_id, ErrorCode.group_id_not_found, f"no consumer group {group_id}")

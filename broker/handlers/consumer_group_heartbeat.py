@@ -18,6 +18,8 @@ from kio.static.primitive import i32Timedelta
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import NOT_COORDINATOR_MESSAGE
+from broker.handlers.common import not_coordinator
 from broker.handlers.common import too_many_subscribed
 from broker.registry import handler
 from coordinator.assignor import Assignment
@@ -104,6 +106,8 @@ async def handle(ctx: RequestContext, request: Request) -> Response:
     s = ctx.services
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _error(request, ErrorCode.group_authorization_failed, "no READ on the group")
+    if not_coordinator(ctx, request.group_id):
+        return _error(request, ErrorCode.not_coordinator, NOT_COORDINATOR_MESSAGE)
     if too_many := too_many_subscribed(ctx, _subscribed_count(request)):
         return _error(request, ErrorCode.invalid_request, too_many)
     denied = _undescribable(ctx, request.subscribed_topic_names)

@@ -23,6 +23,7 @@ from broker import share_admin_remote as remote
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.ownership import CONTROLLER
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
@@ -178,7 +179,9 @@ async def handle(ctx: RequestContext, request: Request) -> v2.DeleteGroupsRespon
     slicer = Slicer()  # a request may name a million groups
     for g in request.groups_names:
         code = ErrorCode.none
-        if ctx.services.node_links is not None:  # --processes N: other processes hold share
+        if not_coordinator(ctx, g) and authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, g):
+            code = ErrorCode.not_coordinator  # nothing deleted here, nor asked of the others
+        elif ctx.services.node_links is not None:  # --processes N: other processes hold share
             code = await _delete_elsewhere(ctx, g)  # state and configs of the group
         if code == ErrorCode.none:
             code = await _logged(ctx, g)

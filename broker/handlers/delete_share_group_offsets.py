@@ -14,6 +14,8 @@ from broker import share_admin_remote as remote
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import NOT_COORDINATOR_MESSAGE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.slicing import Slicer
@@ -96,6 +98,9 @@ async def handle(ctx: RequestContext, request: v0.DeleteShareGroupOffsetsRequest
             error_message="not authorized on the group",
             responses=(),
         )
+    if not_coordinator(ctx, request.group_id):
+        return Response(throttle_time=NO_THROTTLE, error_code=ErrorCode.not_coordinator,
+                        error_message=NOT_COORDINATOR_MESSAGE, responses=())  # fmt: skip
     try:
         ctx.services.share_group_admin.require_empty(request.group_id)
     except CoordinatorError as e:

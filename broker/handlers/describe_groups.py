@@ -25,6 +25,7 @@ from broker.authorized_operations import GROUP_OPERATIONS
 from broker.authorized_operations import NOT_REQUESTED
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.slicing import sliced_map
 from coordinator.classic_group import ClassicGroup
@@ -78,6 +79,8 @@ def _members(group: ClassicGroup) -> tuple[r.DescribedGroupMember, ...]:
 def _described(ctx: RequestContext, group_id: GroupId, with_ops: bool) -> r.DescribedGroup:
     if not authorize(ctx, AclOperation.DESCRIBE, GROUP, group_id):
         return _empty(group_id, ErrorCode.group_authorization_failed, "no DESCRIBE on group")
+    if not_coordinator(ctx, group_id):
+        return _empty(group_id, ErrorCode.not_coordinator, None)
     group = ctx.services.classic_groups.coordinator.groups.get(group_id)
     if group is None:
         if ctx.version < ERRORS_FOR_OTHER_GROUPS:

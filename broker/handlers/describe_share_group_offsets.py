@@ -22,6 +22,8 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.errors import BrokerException
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import NOT_COORDINATOR_MESSAGE
+from broker.handlers.common import not_coordinator
 from broker.lag_readings import learn_non_data
 from broker.registry import handler
 from broker.share.share_group_offsets import PartitionOffsets
@@ -185,6 +187,16 @@ async def handle(ctx: RequestContext, request: Request) -> v1.DescribeShareGroup
                     topics=(),
                     error_code=ErrorCode.group_authorization_failed,
                     error_message="no DESCRIBE on the group",
+                )
+            )
+            continue
+        if g.group_id and not_coordinator(ctx, g.group_id):
+            groups.append(
+                Group(
+                    group_id=g.group_id,
+                    topics=(),
+                    error_code=ErrorCode.not_coordinator,
+                    error_message=NOT_COORDINATOR_MESSAGE,
                 )
             )
             continue

@@ -24,6 +24,7 @@ from kio.static.primitive import i32Timedelta
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.slicing import Slicer
 from protocol.acl import AclOperation
@@ -49,6 +50,8 @@ async def _state(ctx: RequestContext, txn_id: str, slicer: Slicer) -> resp.Trans
 
     if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id):
         return refused(ErrorCode.transactional_id_authorization_failed)
+    if not_coordinator(ctx, txn_id):  # per id, as TransactionStateManager.getTransactionState
+        return refused(ErrorCode.not_coordinator)
     m = ctx.services.transactions.txns.get(txn_id)
     if m is None:
         return refused(ErrorCode.transactional_id_not_found)

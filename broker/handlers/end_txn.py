@@ -25,6 +25,7 @@ from kio.static.primitive import i16
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.handlers.txn_common import for_version
 from broker.registry import handler
 from broker.transactions import finish
@@ -44,6 +45,8 @@ async def handle(ctx: RequestContext, request: Request) -> v5.EndTxnResponse:
         ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
     ):
         code = ErrorCode.transactional_id_authorization_failed
+    elif not_coordinator(ctx, request.transactional_id):
+        code = ErrorCode.not_coordinator
     else:
         now = ctx.services.now_ms()
         code = ErrorCode.none

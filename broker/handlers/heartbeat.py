@@ -12,6 +12,7 @@ from kio.schema.heartbeat import v4
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -30,6 +31,8 @@ async def handle(ctx: RequestContext, request: Request) -> v4.HeartbeatResponse:
     s = ctx.services
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         code = ErrorCode.group_authorization_failed
+    elif not_coordinator(ctx, request.group_id):
+        code = ErrorCode.not_coordinator
     else:
         code = s.classic_groups.coordinator.heartbeat(
             request.group_id,

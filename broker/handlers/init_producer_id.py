@@ -24,6 +24,7 @@ from broker.authorization import authorize_any
 from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.request_order import release_order
 from broker.transactions import finish
@@ -87,6 +88,11 @@ async def _ids_ready(ctx: RequestContext) -> bool:
 
 async def handle(ctx: RequestContext, request: Request) -> Response:
     if request.transactional_id is not None:
+        txn_id = request.transactional_id
+        if not_coordinator(ctx, txn_id) and authorize(
+            ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id
+        ):  # answered at once: no id handed out, no transaction made here
+            return _answer(ErrorCode.not_coordinator, -1, -1)
         if not await _ids_ready(ctx):
             return _answer(ErrorCode.coordinator_load_in_progress, -1, -1)
         return await _transactional(ctx, request, request.transactional_id)

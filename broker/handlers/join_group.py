@@ -27,6 +27,7 @@ from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.classic_common import millis
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.slicing import sliced_map
 from coordinator.classic_group import JoinResult
@@ -115,6 +116,8 @@ def _response(ctx: RequestContext, r: JoinResult) -> v9.JoinGroupResponse:
 async def handle(ctx: RequestContext, request: Request) -> v9.JoinGroupResponse:
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(ctx, JoinResult(request.member_id, error=_DENIED))
+    if not_coordinator(ctx, request.group_id):
+        return _response(ctx, JoinResult(request.member_id, error=ErrorCode.not_coordinator))
     # One kind per group id (no online migration between the protocols yet); a share group
     # counts even when known only from its durable state.
     if (

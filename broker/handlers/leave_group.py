@@ -20,6 +20,7 @@ from kio.schema.leave_group import v5
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.slicing import sliced_map
 from coordinator.share_group import CoordinatorError
@@ -63,6 +64,8 @@ def _response(
 async def handle(ctx: RequestContext, request: Request) -> Response:
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(ctx, ErrorCode.group_authorization_failed, ())
+    if not_coordinator(ctx, request.group_id):
+        return _response(ctx, ErrorCode.not_coordinator, ())
     leaving = await _leaving(request)
     try:
         codes = ctx.services.classic_groups.leave(request.group_id, leaving)

@@ -24,6 +24,7 @@ from broker.authorization import authorize
 from broker.authorization import authorize_cluster
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.slicing import Slicer
 from coordinator.group_registry import GroupKind
@@ -113,6 +114,9 @@ async def handle(ctx: RequestContext, request: Request) -> v5.ListGroupsResponse
         g
         for g in sorted(listed, key=lambda g: g.group_id)
         if (not states or g.group_state.lower() in states)
+        # `--processes N`: only what this node coordinates (Kafka's brokers list their own
+        # shards); state a wrong node kept from before NOT_COORDINATOR is not its to list
+        and not not_coordinator(ctx, g.group_id)
         and (everything or authorize(ctx, DESCRIBE, ResourceType.GROUP, g.group_id))
     )
     return v5.ListGroupsResponse(

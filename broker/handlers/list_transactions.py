@@ -16,6 +16,7 @@ from kio.schema.types import TransactionalId
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from coordinator.txn_metadata import TxnState
 from protocol.acl import AclOperation
@@ -49,7 +50,8 @@ async def handle(
                 transaction_state=m.state,
             )
             for m in found
-            if authorize(
+            if not not_coordinator(ctx, m.transactional_id)  # as ListGroups: this node's own
+            and authorize(
                 ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, m.transactional_id
             )
         ),

@@ -24,6 +24,7 @@ from kio.schema.types import TopicName
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.slicing import Slicer
 from coordinator.group_registry import GroupKind
@@ -61,6 +62,8 @@ log = structlog.get_logger("shoal.offsets")
 def _group_code(ctx: RequestContext, request: Request) -> ErrorCode:
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return ErrorCode.group_authorization_failed
+    if not_coordinator(ctx, request.group_id):
+        return ErrorCode.not_coordinator  # per partition: the response has no group code
     return ctx.services.offsets.check_commit(
         request.group_id,
         request.member_id,

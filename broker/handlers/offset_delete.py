@@ -16,6 +16,7 @@ from kio.schema.types import TopicName
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.slicing import Slicer
 from protocol.acl import AclOperation
@@ -64,6 +65,8 @@ async def _delete(ctx: RequestContext, request: v0.OffsetDeleteRequest, slicer: 
 def _group_code(ctx: RequestContext, group_id: str) -> ErrorCode:
     if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed
+    if not_coordinator(ctx, group_id):
+        return ErrorCode.not_coordinator
     if not ctx.services.offsets.has_group(group_id):
         return ErrorCode.group_id_not_found
     return ErrorCode.none

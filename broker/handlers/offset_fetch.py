@@ -31,6 +31,7 @@ from kio.static.primitive import i64
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.slicing import Slicer
 from protocol.acl import AclOperation
@@ -179,6 +180,10 @@ async def _group(
         return r.OffsetFetchResponseGroup(
             group_id=GroupId(group_id), topics=(), error_code=ErrorCode.group_authorization_failed
         )
+    if not_coordinator(ctx, group_id):
+        return r.OffsetFetchResponseGroup(
+            group_id=GroupId(group_id), topics=(), error_code=ErrorCode.not_coordinator
+        )
     answer = await _answer(ctx, group_id, topics, r.OffsetFetchResponsePartitions, slicer, stable)
     return r.OffsetFetchResponseGroup(
         group_id=GroupId(group_id),
@@ -189,6 +194,28 @@ async def _group(
             ]
         ),
         error_code=ErrorCode.none,
+    )
+
+
+def _not_coordinator(request: OneGroup, topics: Sequence[Topic] | None) -> v7.OffsetFetchResponse:
+    """NOT_COORDINATOR for one group: v2+ carry it in the top-level error code; v1 has none,
+    so each partition asked carries it, as Kafka's `OffsetFetchRequest.getErrorResponse`."""
+    r = v7.response
+    rows: tuple[v7.response.OffsetFetchResponseTopic, ...] = ()
+    if isinstance(request, v1.OffsetFetchRequest) and topics is not None:
+        code = ErrorCode.not_coordinator
+        rows = tuple(
+            r.OffsetFetchResponseTopic(
+                name=TopicName(t.name),
+                partitions=tuple(
+                    _row(r.OffsetFetchResponsePartition, p, NO_OFFSET, -1, "", code)
+                    for p in t.partition_indexes
+                ),
+            )
+            for t in topics
+        )
+    return v7.OffsetFetchResponse(
+        throttle_time=NO_THROTTLE, topics=rows, error_code=ErrorCode.not_coordinator
     )
 
 
@@ -207,6 +234,8 @@ async def handle(
             throttle_time=NO_THROTTLE, topics=(), error_code=ErrorCode.group_authorization_failed
         )
     topics: Sequence[Topic] | None = request.topics
+    if not_coordinator(ctx, request.group_id):
+        return _not_coordinator(request, topics)
     stable = not isinstance(request, _NO_REQUIRE_STABLE) and request.require_stable
     return v7.OffsetFetchResponse(
         throttle_time=NO_THROTTLE,

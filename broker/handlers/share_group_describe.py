@@ -14,6 +14,8 @@ from broker.authorized_operations import GROUP_OPERATIONS
 from broker.authorized_operations import NOT_REQUESTED
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import NOT_COORDINATOR_MESSAGE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.slicing import sliced_map
 from coordinator.share_group import ShareGroup
@@ -69,6 +71,8 @@ def _described(
 ) -> v1.response.DescribedGroup:
     if not authorize(ctx, DESCRIBE, GROUP, group_id):
         return _refused(group_id, ErrorCode.group_authorization_failed, "no DESCRIBE on group")
+    if group_id and not_coordinator(ctx, group_id):
+        return _refused(group_id, ErrorCode.not_coordinator, NOT_COORDINATOR_MESSAGE)
     if group is None:
         code = ErrorCode.invalid_group_id if not group_id else ErrorCode.group_id_not_found
         message = "group id is empty" if not group_id else f"no share group {group_id}"

@@ -14,6 +14,8 @@ from kio.static.primitive import i32Timedelta
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import NOT_COORDINATOR_MESSAGE
+from broker.handlers.common import not_coordinator
 from broker.handlers.common import too_many_subscribed
 from broker.registry import handler
 from coordinator.assignor import Assignment
@@ -80,6 +82,8 @@ async def handle(ctx: RequestContext, request: v1.ShareGroupHeartbeatRequest) ->
     now = s.now_ms()
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _error(request, ErrorCode.group_authorization_failed, "no READ on the group")
+    if not_coordinator(ctx, request.group_id):
+        return _error(request, ErrorCode.not_coordinator, NOT_COORDINATOR_MESSAGE)
     other = s.groups.other_kind(GroupKind.SHARE, request.group_id)
     if other is GroupKind.CLASSIC:
         # One kind per group id; Kafka answers this for a classic group's id.

@@ -17,6 +17,7 @@ from kio.schema.sync_group import v5
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.slicing import Slicer
 from coordinator.classic_group import SyncResult
@@ -69,6 +70,8 @@ async def _assignments(request: Request) -> dict[str, bytes]:
 async def handle(ctx: RequestContext, request: Request) -> v5.SyncGroupResponse:
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(SyncResult(error=ErrorCode.group_authorization_failed))
+    if not_coordinator(ctx, request.group_id):
+        return _response(SyncResult(error=ErrorCode.not_coordinator))
     if _inconsistent(ctx, request):
         return _response(SyncResult(error=ErrorCode.inconsistent_group_protocol))
     result = await ctx.services.classic_groups.sync(

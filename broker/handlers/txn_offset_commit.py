@@ -27,6 +27,7 @@ from kio.static.primitive import i32
 from broker.authorization import authorize
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
+from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.slicing import Slicer
 from broker.txn_offsets_remote import staged_remotely
@@ -49,6 +50,8 @@ def _request_code(ctx: RequestContext, request: Request) -> ErrorCode:
         return ErrorCode.transactional_id_authorization_failed
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return ErrorCode.group_authorization_failed
+    if not_coordinator(ctx, request.group_id):  # the group's coordinator takes it (KIP-447)
+        return ErrorCode.not_coordinator
     if isinstance(request, (v3.TxnOffsetCommitRequest, v4.TxnOffsetCommitRequest,
                             v5.TxnOffsetCommitRequest)):  # fmt: skip
         verdict = ctx.services.offsets.check_commit(
