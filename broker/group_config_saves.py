@@ -6,12 +6,18 @@ rename, fsync of the directory: 10-100 ms of a disk's time, the loop's when done
 thread, and the answer goes out once it is on disk. One write at a time; a write takes every
 change made up to its start, so requests that changed configs meanwhile share it (a request
 altering 50,000 groups writes once, not 50,000 times).
+
+A write runs to its end (`broker.to_the_end`) when the request that waits for it is cancelled
+(its connection lost): the lock is held until the file is written and recorded as saved, so a
+next write never runs beside it on the same tmp file, and a change a cancelled request made in
+memory is on disk too, not only until a restart.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+from broker.to_the_end import to_the_end
 from coordinator.group_configs import GroupConfigs
 
 
@@ -24,7 +30,9 @@ class GroupConfigSaves:
 
         :raises OSError: the write failed (the change stays in memory, unanswered as done).
         """
-        wanted = configs.version
+        await to_the_end(self._durable(configs, configs.version))
+
+    async def _durable(self, configs: GroupConfigs, wanted: int) -> None:
         async with self._lock:
             pending = configs.unsaved()
             if pending is None or configs.saved_through(wanted):

@@ -24,6 +24,7 @@ from typing import Any
 import structlog
 
 from broker import gc_freeze
+from broker import to_the_end
 from broker import wiring
 from broker.acceptor import Acceptor
 from broker.acceptor import open_listening_sockets
@@ -411,6 +412,9 @@ class Server:
         for conn in list(self._connections):
             conn.close()
         await self.services.ack_slices.drain()  # acknowledgements under way end whole
+        # Changes the closed connections' requests began run to their end (`to_the_end`):
+        # before the logs close, within what is left of the budget.
+        await to_the_end.drain(deadline - loop.time())
         for task in list(self._duties):
             task.cancel()
         await asyncio.gather(*self._duties, return_exceptions=True)

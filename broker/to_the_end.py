@@ -28,3 +28,10 @@ async def to_the_end(change: Coroutine[Any, Any, T]) -> T:
     _running.add(task)
     task.add_done_callback(_running.discard)
     return await asyncio.shield(task)
+
+
+async def drain(timeout_s: float) -> None:
+    """Wait up to `timeout_s` for the changes under way (a stopping broker: before its logs
+    close, within its shutdown timeout); those still running then are left to the loop's end."""
+    if _running:
+        await asyncio.wait(set(_running), timeout=max(timeout_s, 0.0))

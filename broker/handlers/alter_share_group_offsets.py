@@ -6,6 +6,10 @@ with members gets NON_EMPTY_GROUP for the whole request; an unknown group is cre
 (this is how a share group is initialised before it first runs, KIP-932). An id another kind
 of group holds, or that has committed offsets (Kafka's "simple" classic group), gets
 GROUP_ID_NOT_FOUND and nothing is made over it, as Kafka's `getOrMaybeCreateShareGroup` does.
+
+The resets run to their end if the client goes (`broker.to_the_end`), as Kafka's coordinator
+writes an accepted request's records whatever became of it: share-partitions are reset a slice
+at a time, and a request cancelled between slices left some reset and the rest not.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.slicing import Slicer
+from broker.to_the_end import to_the_end
 from coordinator.group_registry import GroupKind
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
@@ -101,6 +106,10 @@ async def _topic(
 
 
 async def handle(ctx: RequestContext, request: v0.AlterShareGroupOffsetsRequest) -> Response:
+    return await to_the_end(_alter(ctx, request))
+
+
+async def _alter(ctx: RequestContext, request: v0.AlterShareGroupOffsetsRequest) -> Response:
     if not authorize(ctx, ACL_CHECKS[0][0], ResourceType.GROUP, request.group_id):
         return Response(
             throttle_time=NO_THROTTLE,

@@ -7,6 +7,12 @@ committed offsets are deleted by tombstones, as are those of an empty KIP-848 gr
 by its coordinator too) and of a group that is only committed offsets (Kafka's "Empty"
 group). A group with members gets NON_EMPTY_GROUP and keeps its offsets, an unknown one
 GROUP_ID_NOT_FOUND, as Kafka answers (`GroupMetadataManager.validateDeleteGroup`).
+
+The deletions run to their end if the client goes (`broker.to_the_end`), as Kafka's
+coordinator writes a DeleteGroups' tombstones whatever became of the request: a share group
+is forgotten by its coordinator first and its share-partitions dropped a slice at a time
+after, so a request cancelled between them left a group half deleted (the rest of its state,
+its configs forgotten in memory and not on disk).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from broker.ownership import CONTROLLER
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.slicing import Slicer
+from broker.to_the_end import to_the_end
 from coordinator.group_registry import GroupKind
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
@@ -175,6 +182,10 @@ async def _forget_configs_on_controller(ctx: RequestContext, group_id: str) -> E
 
 
 async def handle(ctx: RequestContext, request: Request) -> v2.DeleteGroupsResponse:
+    return await to_the_end(_delete_all(ctx, request))
+
+
+async def _delete_all(ctx: RequestContext, request: Request) -> v2.DeleteGroupsResponse:
     results = []
     slicer = Slicer()  # a request may name a million groups
     for g in request.groups_names:

@@ -2,6 +2,10 @@
 
 The next member starts them again from `share.auto.offset.reset`. A topic the group has no
 share-partition of answers UNKNOWN_TOPIC_OR_PARTITION, as does an unknown topic.
+
+The deletions run to their end if the client goes (`broker.to_the_end`), as
+AlterShareGroupOffsets' resets: a request cancelled between slices left some share-partitions
+of a topic forgotten and the rest not.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.slicing import Slicer
+from broker.to_the_end import to_the_end
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -91,6 +96,10 @@ async def _delete_elsewhere(
 
 
 async def handle(ctx: RequestContext, request: v0.DeleteShareGroupOffsetsRequest) -> Response:
+    return await to_the_end(_delete_all(ctx, request))
+
+
+async def _delete_all(ctx: RequestContext, request: v0.DeleteShareGroupOffsetsRequest) -> Response:
     if not authorize(ctx, ACL_CHECKS[0][0], ResourceType.GROUP, request.group_id):
         return Response(
             throttle_time=NO_THROTTLE,

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import socket
 from pathlib import Path
 
 import pytest
 from kio.schema.errors import ErrorCode
+from kio.schema.incremental_alter_configs import v1 as incremental_v1
+from kio.static.primitive import i8
 
 from broker.server import Server
 from client.admin import Admin
 from client.admin import ConfigResourceType
 from client.admin import ConfigSource
 from client.errors import KafkaError
+from protocol.framing import frame
+from protocol.messages import encode_request
 from tests.brokers import make_server
 
 pytestmark = pytest.mark.integration
@@ -218,3 +225,36 @@ async def test_log_configs_set_on_the_cluster_default_reach_every_log(tmp_path: 
     for configs in (live, restarted):
         assert [c.segment_bytes for c in configs] == [2048, 4096]
         assert [c.flush_messages for c in configs] == [1, 1]
+
+
+async def test_configs_altered_for_a_client_gone_at_once_are_altered_whole(
+    broker: Server,
+) -> None:
+    """An IncrementalAlterConfigs of many groups (changed a slice at a time), whose client
+    closes its connection right after sending it: every group's config is changed and written,
+    as Kafka's controller commits a request's config records whatever became of the request
+    (`ControllerApis.handleIncrementalAlterConfigs` -> `ConfigurationControlManager`). Before,
+    the request's task, cancelled when its connection was lost, stopped between slices: some
+    groups changed, in memory only, and the rest not."""
+    groups = 4_000  # decoded on the loop (below 256 KiB): handled at once, cancelled after
+    m = incremental_v1.request
+    resources = tuple(
+        m.AlterConfigsResource(
+            resource_type=i8(32), resource_name=f"g{i}",
+            configs=(m.AlterableConfig(name="share.auto.offset.reset", config_operation=i8(0),
+                                       value="earliest"),),
+        )
+        for i in range(groups)
+    )  # fmt: skip
+    request = incremental_v1.IncrementalAlterConfigsRequest(
+        resources=resources, validate_only=False
+    )
+    with socket.create_connection(("127.0.0.1", broker.port)) as sock:
+        sock.sendall(frame(encode_request(request, 1, "gone-at-once")))
+    configs = broker.services.group_configs
+    deadline = asyncio.get_running_loop().time() + 30
+    while not configs.stored(f"g{groups - 1}") or configs.unsaved() is not None:
+        assert asyncio.get_running_loop().time() < deadline, "the last groups never changed"
+        await asyncio.sleep(0.05)
+    stored = json.loads((broker.config.data_dir / "share-group-configs.json").read_text())
+    assert len(stored) == groups

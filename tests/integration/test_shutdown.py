@@ -1,5 +1,5 @@
 """Stopping the broker while a share snapshot file is being written, or a flush round runs,
-in its thread."""
+in its thread, or a change runs to its end for a request whose connection is gone."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from broker.to_the_end import to_the_end
 from client import Admin
 from client import ConfigResourceType
 from client import Producer
@@ -116,3 +117,33 @@ async def test_stop_does_not_wait_for_the_flush_round_under_way(
     assert (data / CLEAN_SHUTDOWN_FILE).exists()
     points = read_recovery_points(data)
     assert all(points[("wide", p)] == 1 for p in range(partitions)), points
+
+
+async def test_stop_waits_for_a_change_running_to_its_end_within_its_timeout(
+    tmp_path: Path,
+) -> None:
+    """A change a request began runs to its end when the request's connection is closed
+    (`broker.to_the_end`), and stop() closes every connection: it waits for such changes
+    before the logs close (one that took its time ends; before, stop() went on and the loop's
+    end cut it), and no longer than what is left of `shutdown.timeout.ms` (one that never
+    ends does not hold the stop)."""
+    server = make_server(tmp_path / "data", **{"shutdown.timeout.ms": 3_000})
+    await server.start()
+    ended = asyncio.Event()
+
+    async def slow_change() -> None:
+        await asyncio.sleep(1.0)
+        ended.set()
+
+    async def endless_change() -> None:
+        await asyncio.Event().wait()
+
+    slow = asyncio.ensure_future(to_the_end(slow_change()))
+    endless = asyncio.ensure_future(to_the_end(endless_change()))
+    await asyncio.sleep(0)  # begun
+    slow.cancel()  # their requests are gone
+    endless.cancel()
+    started = time.monotonic()
+    await asyncio.wait_for(server.stop(), 20)
+    assert ended.is_set()
+    assert time.monotonic() - started < 3.0 + 2.0  # the timeout, and some slack for the rest

@@ -226,3 +226,40 @@ def unstable(port: int) -> None:
                                producer_epoch=0, committed=True))  # fmt: skip
         assert end.error_code == ErrorCode.none
         assert fetched(True) == fetched(False) == (ErrorCode.none, 17)
+
+
+@pytest.mark.parametrize(  # the timer that finishes what is left stays out of the way
+    "broker_overrides", [{"transaction.abort.timed.out.transaction.cleanup.interval.ms": 3_600_000}]
+)
+async def test_a_commit_whose_client_is_gone_at_once_completes(broker: Server) -> None:
+    """An EndTxn(commit) whose client closes its connection right after sending it, for a
+    transaction of many partitions (its markers take several loop turns). The decision is
+    written, and the markers and CompleteCommit follow without the client, as Kafka's
+    coordinator sends a decided transaction's markers whatever became of the EndTxn
+    (`TransactionCoordinator.endTransaction` hands them to `TransactionMarkerChannelManager`
+    and does not wait for the caller). Before, the request's task, cancelled when its
+    connection was lost, stopped between markers: the transaction stayed PrepareCommit, its
+    partitions' LSO held, until the timer's next round (here, an hour away)."""
+    partitions = 3000
+    await asyncio.to_thread(broker.services.logs.create_topic, TOPIC, partitions)
+    await asyncio.to_thread(commit_and_go, broker.port, partitions)
+    txns = broker.services.transactions.txns
+    deadline = asyncio.get_running_loop().time() + 30
+    while txns[TXN].state != "CompleteCommit":
+        assert asyncio.get_running_loop().time() < deadline, txns[TXN].state
+        await asyncio.sleep(0.02)
+    plog = broker.services.logs.log(TOPIC, 0)
+    assert plog is not None
+    assert plog.last_stable_offset == plog.log_end_offset == 2  # the record, its marker
+
+
+def commit_and_go(port: int, partitions: int) -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        init = call(sock, build(InitProducerIdRequest, transactional_id=TXN, producer_id=-1,
+                                transaction_timeout=MINUTE, producer_epoch=-1))  # fmt: skip
+        pid = int(init.producer_id)
+        assert set(add(sock, pid, tuple(range(partitions))).values()) == {ErrorCode.none}
+        assert produce(sock, produce_v10, 0, pid, 0) == ErrorCode.none
+        end = build(EndTxnRequest, transactional_id=TXN, producer_id=pid, producer_epoch=0,
+                    committed=True)  # fmt: skip
+        sock.sendall(frame(encode_request(end, 1, "gone-at-once")))

@@ -11,6 +11,9 @@ from pathlib import Path
 
 from broker.acl_manager import AclManager
 from broker.authorizer import AuthorizerSettings
+from broker.group_config_saves import GroupConfigSaves
+from coordinator.group_configs import BROKER_DEFAULTS
+from coordinator.group_configs import GroupConfigs
 from protocol.acl import AccessControlEntry
 from protocol.acl import AclBinding
 from protocol.acl import AclOperation
@@ -69,4 +72,54 @@ async def test_an_acl_written_for_a_cancelled_request_is_in_force_and_kept_by_th
     assert await second == [None]
     assert sorted(manager.authorizer) == [_deny("orders"), _deny("payments")]
     assert sorted(AclStore(tmp_path).load()) == [_deny("orders"), _deny("payments")]
+    assert first.cancelled()
+
+
+class _HeldGroupConfigs(GroupConfigs):
+    """Group configs whose first write waits until the test lets it go on; every write says
+    whether another was under way beside it (two on the one tmp file)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, lambda name: BROKER_DEFAULTS[name][0])
+        self.saving = threading.Event()
+        self.go_on = threading.Event()
+        self._writing = 0
+        self.overlapped = False
+
+    def write(self, configs: dict[str, dict[str, str]]) -> None:
+        self._writing += 1
+        self.overlapped |= self._writing > 1
+        try:
+            if not self.saving.is_set():
+                self.saving.set()
+                assert self.go_on.wait(30)
+            super().write(configs)
+        finally:
+            self._writing -= 1
+
+
+async def test_a_group_config_written_for_a_cancelled_request_is_saved_before_the_next_write(
+    tmp_path: Path,
+) -> None:
+    """An IncrementalAlterConfigs of a group cancelled while its file is being written: the
+    write goes on, is recorded as saved, and holds the lock till then, so the next change's
+    write waits for it (before: the cancelled request released the lock, the next write ran
+    beside it on the same tmp file, and the first change was taken as never saved)."""
+    path = tmp_path / "group-configs.json"
+    configs = _HeldGroupConfigs(path)
+    saves = GroupConfigSaves()
+    configs.change("g", {"share.auto.offset.reset": "earliest"})
+    first = asyncio.create_task(saves.durable(configs))
+    await _until(configs.saving)
+    first.cancel()
+    configs.change("h", {"share.auto.offset.reset": "earliest"})
+    second = asyncio.create_task(saves.durable(configs))
+    await asyncio.sleep(0.05)  # the second waits while the first still writes
+    assert not second.done()
+    configs.go_on.set()
+    await second
+    assert not configs.overlapped
+    assert configs.unsaved() is None
+    on_disk = GroupConfigs(path, lambda name: BROKER_DEFAULTS[name][0])
+    assert on_disk.stored("g") == on_disk.stored("h") == {"share.auto.offset.reset": "earliest"}
     assert first.cancelled()
