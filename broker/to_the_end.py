@@ -15,7 +15,10 @@ from collections.abc import Coroutine
 from typing import Any
 from typing import TypeVar
 
+import structlog
+
 T = TypeVar("T")
+log = structlog.get_logger("shoal.changes")
 
 _running: set[asyncio.Task[Any]] = set()  # strong references: the loop keeps only weak ones
 
@@ -27,7 +30,16 @@ async def to_the_end(change: Coroutine[Any, Any, T]) -> T:
     task = asyncio.ensure_future(change)
     _running.add(task)
     task.add_done_callback(_running.discard)
-    return await asyncio.shield(task)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.add_done_callback(_said_if_failed)  # no one is left to be answered its error
+        raise
+
+
+def _said_if_failed(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and (error := task.exception()) is not None:
+        log.error("a change whose client had gone failed", error=repr(error))
 
 
 async def drain(timeout_s: float) -> None:

@@ -9,9 +9,12 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+import pytest
+
 from broker.acl_manager import AclManager
 from broker.authorizer import AuthorizerSettings
 from broker.group_config_saves import GroupConfigSaves
+from broker.to_the_end import to_the_end
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import GroupConfigs
 from protocol.acl import AccessControlEntry
@@ -123,3 +126,25 @@ async def test_a_group_config_written_for_a_cancelled_request_is_saved_before_th
     on_disk = GroupConfigs(path, lambda name: BROKER_DEFAULTS[name][0])
     assert on_disk.stored("g") == on_disk.stored("h") == {"share.auto.offset.reset": "earliest"}
     assert first.cancelled()
+
+
+async def test_a_change_that_fails_after_its_caller_went_is_logged(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No one is left to be answered the error: it is said once, in the log."""
+    go_on = asyncio.Event()
+
+    async def failing() -> None:
+        await go_on.wait()
+        raise OSError(28, "No space left on device")
+
+    caller = asyncio.create_task(to_the_end(failing()))
+    await asyncio.sleep(0)
+    caller.cancel()
+    go_on.set()
+    for _ in range(100):
+        await asyncio.sleep(0)
+    assert caller.cancelled()
+    out = capsys.readouterr().out
+    assert out.count("a change whose client had gone failed") == 1, out
+    assert "No space left on device" in out
