@@ -388,6 +388,8 @@ class Server:
             return
         loop = asyncio.get_running_loop()
         for write in writes:
+            if not write.current():  # its share-partition deleted since the listing
+                continue
             try:
                 await loop.run_in_executor(self._snapshotter, write.run)
             except OSError as e:  # a full disk: the file keeps its older SCO, tried again later

@@ -24,6 +24,7 @@ This is the one place that writes share-state records.
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import uuid
 from collections.abc import Callable
@@ -93,11 +94,17 @@ class SnapshotWrite:
     chain: Chain
     offset: int
     written: Callable[[str], None] = lambda group_id: None  # told the group has a snapshot
+    # Whether the share-partition still has this chain: a DeleteGroups may delete it between
+    # the duty's listing and this write, or while the file is written in a thread.
+    current: Callable[[], bool] = lambda: True
 
     def run(self) -> None:
         self.store.write_snapshot(self.group_id, self.offset, self.chain.epoch)
 
     def done(self) -> None:
+        if not self.current():  # deleted meanwhile: the file just written would bring it back
+            self.store.delete_snapshot(self.group_id)
+            return
         self.chain.snapshot_offset = self.offset
         self.written(self.group_id)
 
@@ -318,8 +325,14 @@ class ShareStateLog:
             store = self._store(key)
             if store is not None and chain.snapshot_offset != chain.checkpoint_offset:
                 offset = chain.checkpoint_offset
-                due.append(SnapshotWrite(store, key[0], chain, offset, self._snapshot_written))
+                current = functools.partial(self._holds, key, chain)
+                due.append(
+                    SnapshotWrite(store, key[0], chain, offset, self._snapshot_written, current)
+                )
         return due
+
+    def _holds(self, key: ShareKey, chain: Chain) -> bool:
+        return self._chains.get(key) is chain
 
     def flush_snapshots(self) -> list[tuple[str, OSError]]:
         """Bring lagging snapshot files up to their newest checkpoint, here and now (shutdown).

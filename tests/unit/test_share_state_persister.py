@@ -137,6 +137,30 @@ def test_the_groups_are_kept_not_read_from_the_files_each_time(
     assert ShareStatePersister(t.logs, tmp_path).groups() == {"H"}  # as the files say
 
 
+def test_a_snapshot_written_while_its_share_partition_is_deleted_does_not_bring_it_back(
+    tmp_path: Path,
+) -> None:
+    """The broker's snapshot duty takes its list of due writes, then writes them one at a time
+    in a thread, yielding between them; a DeleteGroups (or DeleteShareGroupOffsets) may delete
+    the share-partition meanwhile, before or while its file is written. That write must leave
+    no file: the group would be listed again, its state known (found by cancelaudit: hundreds of
+    a deleted group's share-partitions came back)."""
+    t = Topic()
+    persister = ShareStatePersister(t.logs, tmp_path)
+    for group in ("G", "H"):
+        load(persister, t.partition(group), 0, 0)
+    before, during = persister.due_snapshots()  # G's, H's
+    assert (before.group_id, during.group_id) == ("G", "H")
+    persister.delete(t.key("G"), 0, 1)  # before its write ran
+    assert not before.current()
+    during.run()
+    persister.delete(t.key("H"), 0, 1)  # after its file was written, before `done`
+    during.done()
+    assert persister.groups() == frozenset()
+    assert not persister.has_state(t.key("G")) and not persister.has_state(t.key("H"))
+    assert ShareStatePersister(t.logs, tmp_path).groups() == frozenset()  # as the files say
+
+
 def test_forget_topic_takes_its_snapshot_files(tmp_path: Path) -> None:
     t = Topic()
     persister = ShareStatePersister(t.logs, tmp_path)
