@@ -197,25 +197,27 @@ async def _group(
     )
 
 
-def _not_coordinator(request: OneGroup, topics: Sequence[Topic] | None) -> v7.OffsetFetchResponse:
+async def _not_coordinator(
+    request: OneGroup, topics: Sequence[Topic] | None
+) -> v7.OffsetFetchResponse:
     """NOT_COORDINATOR for one group: v2+ carry it in the top-level error code; v1 has none,
-    so each partition asked carries it, as Kafka's `OffsetFetchRequest.getErrorResponse`."""
+    so each partition asked carries it, as Kafka's `OffsetFetchRequest.getErrorResponse` (a
+    slice at a time: a request may name a million partitions)."""
     r = v7.response
-    rows: tuple[v7.response.OffsetFetchResponseTopic, ...] = ()
+    rows: list[v7.response.OffsetFetchResponseTopic] = []
     if isinstance(request, v1.OffsetFetchRequest) and topics is not None:
         code = ErrorCode.not_coordinator
-        rows = tuple(
-            r.OffsetFetchResponseTopic(
-                name=TopicName(t.name),
-                partitions=tuple(
-                    _row(r.OffsetFetchResponsePartition, p, NO_OFFSET, -1, "", code)
-                    for p in t.partition_indexes
-                ),
+        slicer = Slicer()
+        for t in topics:
+            partitions = []
+            for p in t.partition_indexes:
+                partitions.append(_row(r.OffsetFetchResponsePartition, p, NO_OFFSET, -1, "", code))
+                await slicer.pause()
+            rows.append(
+                r.OffsetFetchResponseTopic(name=TopicName(t.name), partitions=tuple(partitions))
             )
-            for t in topics
-        )
     return v7.OffsetFetchResponse(
-        throttle_time=NO_THROTTLE, topics=rows, error_code=ErrorCode.not_coordinator
+        throttle_time=NO_THROTTLE, topics=tuple(rows), error_code=ErrorCode.not_coordinator
     )
 
 
@@ -235,7 +237,7 @@ async def handle(
         )
     topics: Sequence[Topic] | None = request.topics
     if not_coordinator(ctx, request.group_id):
-        return _not_coordinator(request, topics)
+        return await _not_coordinator(request, topics)
     stable = not isinstance(request, _NO_REQUIRE_STABLE) and request.require_stable
     return v7.OffsetFetchResponse(
         throttle_time=NO_THROTTLE,
