@@ -24,6 +24,7 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.node_link import NodeLinks
 from broker.slicing import Slicer
+from broker.txn_verify import TxnRequest
 from broker.txn_verify import verify
 from coordinator.transaction_coordinator import OFFSETS_PER_CALL
 from protocol.consumer_offsets import OffsetValue
@@ -41,15 +42,9 @@ _FOR_OFFSETS = {
 }
 
 
-class _Request(Protocol):
-    @property
-    def transactional_id(self) -> str: ...
+class _Request(TxnRequest, Protocol):
     @property
     def group_id(self) -> str: ...
-    @property
-    def producer_id(self) -> int: ...
-    @property
-    def producer_epoch(self) -> int: ...
 
 
 async def staged_remotely(

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection
-from typing import Protocol
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -43,6 +42,7 @@ from kio.static.primitive import i16
 from broker.node_link import NodeLinks
 from broker.ownership import Ownership
 from broker.share.txn_acks import TxnShareAcks
+from broker.txn_verify import TxnRequest
 from broker.txn_verify import verify
 from coordinator.transaction_coordinator import SHARE_STATE
 from coordinator.transaction_coordinator import TransactionCoordinator
@@ -62,18 +62,9 @@ _FOR_CLIENT = {
 }
 
 
-class _Request(Protocol):
-    @property
-    def transactional_id(self) -> str: ...
-    @property
-    def producer_id(self) -> int: ...
-    @property
-    def producer_epoch(self) -> int: ...
-
-
 async def join(
     links: NodeLinks, coordinator: int, acks: TxnShareAcks, node_id: int, nodes: int,
-    request: _Request, wanted: Collection[TopicPartition],
+    request: TxnRequest, wanted: Collection[TopicPartition],
 ) -> ErrorCode:  # fmt: skip
     """This leader's share-partitions `wanted` (and its participant) added to the transaction
     by its coordinator, and the join recorded in `acks`; the code for the whole request."""
@@ -92,7 +83,7 @@ async def join(
 
 async def _added(
     links: NodeLinks, coordinator: int, acks: TxnShareAcks, me: TopicPartition,
-    request: _Request, wanted: Collection[TopicPartition],
+    request: TxnRequest, wanted: Collection[TopicPartition],
 ) -> ErrorCode:  # fmt: skip
     txn_id, pid, epoch = request.transactional_id, request.producer_id, request.producer_epoch
     if not acks.joined(pid, epoch):

@@ -48,6 +48,19 @@ log = structlog.get_logger("shoal.transactions")
 Verdicts = dict[tuple[str, int], ErrorCode]
 
 
+class TxnRequest(Protocol):
+    """What a transactional request names: its transactional id, producer id and epoch
+    (TxnOffsetCommit's and TxnShareAcknowledge's remote steps, `txn_offsets_remote`,
+    `txn_share_remote`)."""
+
+    @property
+    def transactional_id(self) -> str: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+
+
 class _Partition(Protocol):
     @property
     def index(self) -> int: ...
