@@ -27,7 +27,10 @@ from client.security import AuthenticationError
 
 log = structlog.get_logger("shoal.controller")
 
-FORWARD_TIMEOUT_S = 10.0  # the node links' own bound on one request
+# Kafka's brokers keep a forwarded request queued for 60 s while the controller is away
+# (`BrokerServer`: the "forwarding" `NodeToControllerChannelManagerImpl`, retryTimeoutMs
+# 60000): node 0 restarted by the supervisor on a loaded machine takes more than 10.
+FORWARD_TIMEOUT_S = 60.0
 FIRST_RETRY_S = 0.1
 MAX_RETRY_S = 1.0
 
