@@ -9,10 +9,13 @@ own client to node 0, and then reads the topic file node 0 wrote before it answe
 
 from __future__ import annotations
 
+import asyncio
+
 import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.context import BrokerServices
+from broker.node_link import REQUEST_TIMEOUT_S
 from client.admin import Admin
 from client.errors import KafkaError
 from storage.topics import TopicInfo
@@ -37,16 +40,22 @@ async def create_on_controller(s: BrokerServices, name: str, partitions: int) ->
     The controller's own answer (an invalid name...) is logged and the client sees the topic
     as unknown, as it would on a refused auto-creation."""
     security = s.node_links.security if s.node_links is not None else None
-    try:
+
+    async def create() -> None:
         async with Admin(
             controller_address(s), client_id=f"shoal-node-{s.node_id}", security=security
         ) as admin:
             await admin.create_topic(name, partitions)
+
+    try:  # bounded as the node links are: a node 0 that never answers (or never finishes a
+        # TLS handshake) is one that is not reachable
+        await asyncio.wait_for(create(), REQUEST_TIMEOUT_S)
     except KafkaError as e:
         if e.error_code != ErrorCode.topic_already_exists:
             log.info("auto-creation refused by the controller", topic=name, error=str(e))
-    except OSError as e:
-        log.warning("controller not reachable for an auto-creation", topic=name, error=str(e))
+    except (OSError, TimeoutError) as e:
+        log.warning("controller not reachable for an auto-creation", topic=name,
+                    error=str(e) or type(e).__name__)  # fmt: skip
     s.logs.refresh_topics()
     return s.logs.topic(name)
 
