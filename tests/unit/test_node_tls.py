@@ -278,3 +278,32 @@ def test_a_process_reaches_the_others_with_the_listener_settings(files: dict[str
     assert context is not None and not context.check_hostname
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert node_security(_config("PLAINTEXT://127.0.0.1:9092", processes=2), "secret") is None
+
+
+def test_pkcs12_stores_serve_the_processes_too(files: dict[str, str], tmp_path: Path) -> None:
+    """The processes load the stores as the listeners do (`ssl.keystore.type=PKCS12`); a wrong
+    store password is refused before any process starts."""
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    pem = Path(files["node"]).read_bytes()
+    key = serialization.load_pem_private_key(pem, None)
+    cert, *chain = x509.load_pem_x509_certificates(pem)
+    ca = x509.load_pem_x509_certificate(Path(files["ca"]).read_bytes())
+    locked = serialization.BestAvailableEncryption(b"store-secret")
+    keystore, truststore = tmp_path / "node.p12", tmp_path / "trust.p12"
+    keystore.write_bytes(
+        pkcs12.serialize_key_and_certificates(b"node", key, cert, chain, locked)  # type: ignore[arg-type]
+    )
+    truststore.write_bytes(pkcs12.serialize_key_and_certificates(b"ca", None, None, [ca], locked))
+    stores = {
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(keystore),
+        "ssl.keystore.password": "store-secret",
+        "ssl.truststore.type": "PKCS12",
+        "ssl.truststore.location": str(truststore),
+        "ssl.truststore.password": "store-secret",
+        "ssl.client.auth": "required",
+    }
+    assert check(_config(**stores), 2) is None
+    refused = check(_config(**{**stores, "ssl.truststore.password": "wrong"}), 2)
+    assert refused is not None and "which do not load" in refused
