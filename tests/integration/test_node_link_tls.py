@@ -157,3 +157,42 @@ async def test_a_peer_that_never_finishes_its_handshake_is_bounded(tmp_path: Pat
             assert time.monotonic() - started < 8
     finally:
         await one.stop()
+
+
+async def test_auto_creation_reaches_node_0_at_its_own_address_not_the_advertised_one(
+    tmp_path: Path,
+) -> None:
+    """The inter-node listener advertised under a name this host cannot resolve (a NAT, a
+    container's published name), which the certificate carries: node 1 still has node 0
+    create a topic asked of it, over TLS to the listener's own address, the certificate
+    checked for the advertised name (docs/multicore.md: the processes connect to the
+    listener's own address)."""
+    tls = make_tls_files(tmp_path / "tls", "unreachable.invalid")
+    port = free_ports(2)
+    zero, one = (
+        _node(tmp_path, tls, port, n, **{
+            "ssl.client.auth": "none",
+            "advertised.listeners": f"SSL://unreachable.invalid:{port + n}",
+        })
+        for n in (0, 1)
+    )  # fmt: skip
+    await zero.start()
+    await one.start()
+    client = Security("SSL", ca_file=str(tls.ca))
+    try:
+        conn = await Connection.open("127.0.0.1", port + 1, "test", client)
+        try:
+            metadata = MetadataRequest(
+                topics=(MetadataRequestTopic(name=TopicName("made-by-0"), topic_id=None),),
+                allow_auto_topic_creation=True,
+                include_topic_authorized_operations=False,
+            )
+            answer = await asyncio.wait_for(conn.request(metadata), 20)
+        finally:
+            await conn.close()
+        (topic,) = answer.topics
+        assert topic.error_code == ErrorCode.none
+        assert zero.services.logs.topic("made-by-0") is not None
+    finally:
+        await one.stop()
+        await zero.stop()
