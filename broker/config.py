@@ -119,6 +119,10 @@ class BrokerConfig:
     ssl_truststore_type: str = "PEM"
     ssl_truststore_location: str = ""
     ssl_client_auth: str = "none"
+    # How the processes of `--processes N` check each other's certificate on an SSL or
+    # SASL_SSL inter-node listener (Kafka's client setting): https checks the host name;
+    # empty checks the chain only. Unused with N = 1 (the broker opens no TLS connection).
+    ssl_endpoint_identification_algorithm: str = "https"
     # Kafka's default is GSSAPI, which Shoal lacks; PLAIN (a password on the wire) is opt-in.
     sasl_enabled_mechanisms: str = "SCRAM-SHA-256,SCRAM-SHA-512"
     connection_failed_authentication_delay_ms: int = _int(100, 0)
@@ -439,6 +443,10 @@ def check_listeners(config: BrokerConfig) -> None:
         raise ValueError("an SSL or SASL_SSL listener needs ssl.keystore.location")
     if config.ssl_client_auth != "none" and not config.ssl_truststore_location:
         raise ValueError(f"ssl.client.auth={config.ssl_client_auth} needs ssl.truststore.location")
+    if config.ssl_endpoint_identification_algorithm.strip().lower() not in ("", "https"):
+        raise ValueError(
+            "ssl.endpoint.identification.algorithm must be https (check the host name) or empty"
+        )
     unknown = set(config.sasl_mechanisms) - set(SASL_MECHANISMS)
     if unknown:
         raise ValueError(f"sasl.enabled.mechanisms: {', '.join(sorted(unknown))} not supported")

@@ -3,32 +3,29 @@
 With `--processes N` only node 0 writes `__topics` and the config files (docs/multicore.md);
 the others read them again when they change (`follow_controller`). A producer asks any
 broker for Metadata with auto-creation on, as Kafka's brokers forward such a creation to the
-controller (KIP-590, `AutoTopicCreationManager`): so does this one, with CreateTopics from our
-own client to node 0, and then reads the topic file node 0 wrote before it answered.
+controller (KIP-590, `AutoTopicCreationManager`): so does this one, with CreateTopics to node 0
+over the kept node link (`broker.node_link`: the inter-node listener's own address, its TLS
+and login), and then reads the topic file node 0 wrote before it answered.
 """
 
 from __future__ import annotations
 
+import datetime
+
 import structlog
+from kio.schema.create_topics import v7 as create_topics
 from kio.schema.errors import ErrorCode
+from kio.schema.types import TopicName
+from kio.static.primitive import i16
+from kio.static.primitive import i32
+from kio.static.primitive import i32Timedelta
 
 from broker.context import BrokerServices
-from client.admin import Admin
-from client.errors import KafkaError
+from broker.node_link import REQUEST_TIMEOUT_S
+from broker.ownership import CONTROLLER
 from storage.topics import TopicInfo
 
 log = structlog.get_logger("shoal.controller")
-
-WILDCARDS = ("", "0.0.0.0", "::")
-
-
-def controller_address(s: BrokerServices) -> str:
-    owner = s.config.ownership
-    inter = s.config.inter_node_listener  # one host: its own address, never the advertised
-    host, port = inter.host, inter.port
-    return (
-        f"{'127.0.0.1' if host in WILDCARDS else host}:{owner.port_of(owner.controller_id, port)}"
-    )
 
 
 async def create_on_controller(s: BrokerServices, name: str, partitions: int) -> TopicInfo | None:
@@ -36,17 +33,28 @@ async def create_on_controller(s: BrokerServices, name: str, partitions: int) ->
 
     The controller's own answer (an invalid name...) is logged and the client sees the topic
     as unknown, as it would on a refused auto-creation."""
-    security = s.node_links.security if s.node_links is not None else None
-    try:
-        async with Admin(
-            controller_address(s), client_id=f"shoal-node-{s.node_id}", security=security
-        ) as admin:
-            await admin.create_topic(name, partitions)
-    except KafkaError as e:
-        if e.error_code != ErrorCode.topic_already_exists:
-            log.info("auto-creation refused by the controller", topic=name, error=str(e))
-    except OSError as e:
-        log.warning("controller not reachable for an auto-creation", topic=name, error=str(e))
+    links = s.node_links
+    assert links is not None  # every process of N > 1 has them
+    topic = create_topics.request.CreatableTopic(
+        name=TopicName(name), num_partitions=i32(partitions), replication_factor=i16(1),
+        assignments=(), configs=(),
+    )  # fmt: skip
+    body = create_topics.CreateTopicsRequest(
+        topics=(topic,),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=REQUEST_TIMEOUT_S)),
+        validate_only=False,
+    )
+    try:  # bounded: a node 0 that never answers (or never finishes a TLS handshake) is down
+        answer = await links.request(CONTROLLER, body, REQUEST_TIMEOUT_S)
+    except (OSError, TimeoutError) as e:
+        log.warning("controller not reachable for an auto-creation", topic=name,
+                    error=str(e) or type(e).__name__)  # fmt: skip
+    else:
+        (result,) = answer.topics
+        if result.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
+            error = ErrorCode(result.error_code).name
+            log.info("auto-creation refused by the controller", topic=name, error=error,
+                     message=result.error_message)  # fmt: skip
     s.logs.refresh_topics()
     return s.logs.topic(name)
 

@@ -10,9 +10,13 @@ Each process derives from it, in memory only, SCRAM credentials of the reserved 
 counts `User:__shoal_node` among the super users. No client can log in as it without the
 secret: the reserved credentials win over any stored user of that name.
 
-On a PLAINTEXT listener every connection is `User:ANONYMOUS`, the processes' own too, as
-Kafka's brokers are on a PLAINTEXT inter-broker listener: give that principal CLUSTER_ACTION
-(or make it a super user) for transactions across processes (docs/multicore.md).
+On SASL_SSL they log in the same way, over TLS (`broker.node_tls`). On SSL the principal is the
+certificate's, as Kafka's inter-broker principal is its broker certificate's DN: with
+`ssl.client.auth=required|requested` each process shows the keystore's certificate, so
+`User:<its subject>` (list it in `super.users`); with `none`, `User:ANONYMOUS`. On a PLAINTEXT
+listener every connection is `User:ANONYMOUS`, the processes' own too, as Kafka's brokers are
+on a PLAINTEXT inter-broker listener: give that principal CLUSTER_ACTION (or make it a super
+user) for transactions across processes (docs/multicore.md).
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import os
 import secrets
 
 from broker.config import BrokerConfig
-from broker.listeners import SASL_PLAINTEXT
+from broker.listeners import PLAINTEXT
+from broker.node_tls import client_context
+from broker.node_tls import verified_name
 from broker.principal import user
 from client.security import Security
 from storage.scram_credentials import MECHANISMS
@@ -56,17 +62,33 @@ def reserve(store: ScramCredentialStore, secret: str) -> None:
 
 def node_mechanism(config: BrokerConfig) -> str | None:
     """The SASL mechanism the processes log in to each other with, on the inter-node listener
-    (`inter.broker.listener.name`) when it is SASL_PLAINTEXT; None when they cannot."""
-    if config.inter_node_listener.security_protocol != SASL_PLAINTEXT:
+    (`inter.broker.listener.name`) when it is SASL_PLAINTEXT or SASL_SSL; None when they
+    cannot."""
+    if not config.inter_node_listener.sasl:
         return None
     enabled = config.sasl_mechanisms
     return next((m for m in _PREFERRED if m in enabled), None)
 
 
 def node_security(config: BrokerConfig, secret: str | None) -> Security | None:
-    """How this process logs in to the others: as `NODE_USER` on a SASL_PLAINTEXT inter-node
-    listener; None (no SASL) on a PLAINTEXT one or without a secret."""
+    """How this process reaches the others on the inter-node listener: over TLS on SSL and
+    SASL_SSL (`broker.node_tls`: the listener's keystore and truststore), logged in as
+    `NODE_USER` on SASL_PLAINTEXT and SASL_SSL; None (a plain connection) on PLAINTEXT, or on a
+    SASL listener without a secret.
+
+    :raises OSError, ssl.SSLError: on SSL and SASL_SSL, the keystore or truststore does not
+    load (the listeners could not start either)."""
+    inter = config.inter_node_listener
     mechanism = node_mechanism(config)
-    if secret is None or mechanism is None:
+    if inter.security_protocol == PLAINTEXT or (
+        inter.sasl and (secret is None or mechanism is None)
+    ):
         return None
-    return Security(SASL_PLAINTEXT, mechanism, NODE_USER, secret)
+    context = client_context(config) if inter.tls else None
+    name = verified_name(config) if inter.tls else None
+    if not inter.sasl:  # SSL
+        return Security(inter.security_protocol, context=context, server_hostname=name)
+    assert secret is not None and mechanism is not None
+    return Security(
+        inter.security_protocol, mechanism, NODE_USER, secret, context=context, server_hostname=name
+    )

@@ -121,7 +121,7 @@ class Server:
             reserve(credentials, secret)
         txns = wiring.transactions(
             config, logs, notifier, dynamic, clock.now_ms, share_partitions,
-            node_security(config, secret), share_groups,
+            None if config.ownership.single else node_security(config, secret), share_groups,
         )  # fmt: skip
         self._txn_log = txns.txn_log
         # Periodic fsyncs and group commits run here, one at a time, never on the event loop.

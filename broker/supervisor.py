@@ -29,12 +29,12 @@ import structlog
 
 from broker.config import BrokerConfig
 from broker.config import log_config
-from broker.listeners import PLAINTEXT
 from broker.listeners import moved
 from broker.node_identity import SECRET_ENV
 from broker.node_identity import new_secret
 from broker.node_identity import node_mechanism
 from broker.node_migration import migrate
+from broker.node_tls import tls_refusal
 from storage.dir_lock import DataDirLock
 
 log = structlog.get_logger("shoal.supervisor")
@@ -160,22 +160,23 @@ def _other_families(a: str, b: str) -> bool:
 
 
 def inter_node_refusal(config: BrokerConfig) -> str | None:
-    """The processes reach each other on the inter-node listener as a plain client, or on a
-    SASL_PLAINTEXT one as their own user (`broker.node_identity`); they hold no certificates.
-    Why they cannot on this one, or None."""
+    """The processes reach each other on the inter-node listener: as a plain client on
+    PLAINTEXT, over TLS with the listener's own keystore and truststore on SSL and SASL_SSL
+    (`broker.node_tls`), logged in as their own user on SASL_PLAINTEXT and SASL_SSL
+    (`broker.node_identity`). Why they cannot on this one, or None."""
     try:
         inter = config.inter_node_listener
     except ValueError as e:
         return str(e)
-    if inter.security_protocol == PLAINTEXT or node_mechanism(config) is not None:
-        return None
-    return (
-        f"the processes send each other requests (transactions, topic auto-creation, ACL and "
-        f"SCRAM changes) over listener {inter.name}, a {inter.security_protocol} one, and hold "
-        "no certificates of their own: set inter.broker.listener.name to a PLAINTEXT listener "
-        "(one on 127.0.0.1 keeps it off the network) or a SASL_PLAINTEXT one with SCRAM or "
-        "PLAIN enabled"
-    )
+    if inter.sasl and node_mechanism(config) is None:
+        # Kafka: "sasl.mechanism.inter.broker.protocol must be included in
+        # sasl.enabled.mechanisms when SASL is used for inter-broker communication".
+        return (
+            f"the processes log in to each other on listener {inter.name} (a "
+            f"{inter.security_protocol} one) with SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN, and "
+            "sasl.enabled.mechanisms includes none of them: enable one"
+        )
+    return tls_refusal(config)
 
 
 class Supervisor:

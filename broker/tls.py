@@ -42,6 +42,18 @@ def server_context(config: BrokerConfig) -> ssl.SSLContext:
     PKCS12 store that does not open (not PKCS12, a wrong store password)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2  # Kafka's ssl.enabled.protocols
+    load_keystore(context, config)
+    context.verify_mode = _CLIENT_AUTH[config.ssl_client_auth]
+    if config.ssl_truststore_location:
+        load_truststore(context, config)
+    return context
+
+
+def load_keystore(context: ssl.SSLContext, config: BrokerConfig) -> None:
+    """`ssl.keystore.location` (PEM or PKCS12) into `context`: the server's certificate, and
+    the client certificate of the processes' own connections (`broker.node_tls`).
+
+    :raises OSError, ssl.SSLError: as `server_context`."""
     if config.ssl_keystore_type == "PKCS12":
         keystores.load_keystore(
             context,
@@ -52,15 +64,19 @@ def server_context(config: BrokerConfig) -> ssl.SSLContext:
         context.load_cert_chain(
             config.ssl_keystore_location, password=config.ssl_key_password or None
         )
-    context.verify_mode = _CLIENT_AUTH[config.ssl_client_auth]
-    if config.ssl_truststore_location and config.ssl_truststore_type == "PKCS12":
+
+
+def load_truststore(context: ssl.SSLContext, config: BrokerConfig) -> None:
+    """`ssl.truststore.location` (PEM or PKCS12) into `context` as its CA certificates.
+
+    :raises OSError, ssl.SSLError: as `server_context`."""
+    if config.ssl_truststore_type == "PKCS12":
         cadata = keystores.truststore_pem(
             config.ssl_truststore_location, config.ssl_truststore_password
         )
         context.load_verify_locations(cadata=cadata)
-    elif config.ssl_truststore_location:
+    else:
         context.load_verify_locations(cafile=config.ssl_truststore_location)
-    return context
 
 
 def _escape(value: str) -> str:

@@ -33,6 +33,15 @@ class ConnectionClosed(ConnectionError):
     """The broker closed the connection, or it was closed here."""
 
 
+def _server_name(
+    host: str, context: ssl.SSLContext | None, security: Security | None
+) -> str | None:
+    """The name the broker's certificate is checked against: `host` unless set otherwise."""
+    if context is None:
+        return None
+    return (security.server_hostname if security else None) or host
+
+
 class Connection:
     def __init__(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str
@@ -57,11 +66,16 @@ class Connection:
         context = security.ssl_context() if security else None
         try:
             reader, writer = await asyncio.open_connection(
-                host, port, ssl=context, server_hostname=host if context else None
+                host, port, ssl=context, server_hostname=_server_name(host, context, security)
             )
         except (ssl.SSLError, ConnectionResetError, asyncio.IncompleteReadError) as e:
             if context is None or security is None:
                 raise
+            if isinstance(e, ssl.SSLCertVerificationError):
+                raise TlsHandshakeError(
+                    f"TLS handshake with {host}:{port} failed: the broker's certificate is "
+                    f"refused ({e.verify_message})"
+                ) from e
             # A plaintext listener answers a ClientHello with garbage or a reset: say so.
             raise TlsHandshakeError(
                 f"TLS handshake with {host}:{port} failed ({type(e).__name__}: {e}): "

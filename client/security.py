@@ -38,6 +38,11 @@ class Security:
     ca_file: str | None = None
     cert_file: str | None = None
     key_file: str | None = None
+    # A TLS context made by the caller (the broker's own links to its other processes:
+    # `broker.node_tls`), used instead of one made from the files above.
+    context: ssl.SSLContext | None = None
+    # The name the broker's certificate must carry, when it is not the host connected to.
+    server_hostname: str | None = None
 
     @property
     def tls(self) -> bool:
@@ -70,6 +75,8 @@ class Security:
     def ssl_context(self) -> ssl.SSLContext | None:
         if not self.tls:
             return None
+        if self.context is not None:
+            return self.context
         context = ssl.create_default_context(cafile=self.ca_file)
         if self.cert_file:
             context.load_cert_chain(self.cert_file, self.key_file)

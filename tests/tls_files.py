@@ -21,10 +21,11 @@ class TlsFiles:
     client_key: Path
 
 
-def make_tls_files(directory: Path) -> TlsFiles:
+def make_tls_files(directory: Path, *names: str) -> TlsFiles:
+    """`names`: more names the server certificate carries besides 127.0.0.1 and localhost."""
     directory.mkdir(parents=True, exist_ok=True)
     ca = trustme.CA(organization_name="Shoal Tests CA")
-    server = ca.issue_cert("127.0.0.1", "localhost")
+    server = ca.issue_cert("127.0.0.1", "localhost", *names)
     client = ca.issue_cert(
         "alice@example.org",
         common_name="alice",

@@ -130,10 +130,11 @@ def test_two_listeners_and_advertised_listeners_are_served() -> None:
                 **TWO,
                 "listener.security.protocol.map": "EXTERNAL:SASL_SSL,INTERNAL:PLAINTEXT",
                 "inter.broker.listener.name": "",
-                "ssl.keystore.location": "/etc/shoal/broker.pem",  # read at start, not here
+                "ssl.keystore.location": "/etc/shoal/broker.pem",  # missing: tried here
             },
             2,
-            "over listener EXTERNAL, a SASL_SSL one",
+            "over TLS on listener EXTERNAL (inter.broker.listener.name) with its ssl.* settings,"
+            " which do not load",
         ),
         (
             {**TWO, "inter.broker.listener.name": "REPLICATION"},
