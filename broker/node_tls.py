@@ -29,6 +29,7 @@ from __future__ import annotations
 import ssl
 
 from broker.config import BrokerConfig
+from broker.errors import BrokerException
 from broker.listeners import advertised_endpoint
 from broker.tls import load_keystore
 from broker.tls import load_truststore
@@ -66,7 +67,7 @@ def client_context(config: BrokerConfig) -> ssl.SSLContext:
     return context
 
 
-class _Failed(Exception):
+class _Failed(BrokerException):
     def __init__(self, server_side: bool, error: ssl.SSLError) -> None:
         super().__init__(str(error))
         self.server_side = server_side
