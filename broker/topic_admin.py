@@ -24,7 +24,7 @@ from typing import TypeVar
 
 from broker import gc_freeze
 from broker.slicing import Slicer
-from broker.to_the_end import to_the_end
+from broker.to_the_end import Changes
 from storage.log_manager import LogManager
 from storage.topic_changes import NewPartitions
 from storage.topic_changes import TopicDeletion
@@ -36,7 +36,8 @@ T = TypeVar("T")
 
 
 class TopicAdmin:
-    def __init__(self) -> None:
+    def __init__(self, changes: Changes) -> None:
+        self._changes = changes
         self._busy: dict[str, asyncio.Event] = {}  # collision key -> set when its change ends
 
     async def create_topic(
@@ -81,7 +82,7 @@ class TopicAdmin:
         """Run the change `start` makes, and `then` with its outcome, once no other change of
         `name` runs, in a task of its own: both go on if the request's task is cancelled (the
         task has a copy of the request's context: its log lines say who asked)."""
-        return await to_the_end(self._exclusive(name, start, then))
+        return await self._changes.to_the_end(self._exclusive(name, start, then))
 
     async def _exclusive(
         self,

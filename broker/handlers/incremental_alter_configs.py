@@ -27,7 +27,6 @@ from broker.handlers.config_changes import alter_configs
 from broker.handlers.config_changes import current_configs
 from broker.registry import handler
 from broker.slicing import Slicer
-from broker.to_the_end import to_the_end
 
 Request = v0.IncrementalAlterConfigsRequest | v1.IncrementalAlterConfigsRequest
 Resource = v0.request.AlterConfigsResource | v1.request.AlterConfigsResource
@@ -48,7 +47,7 @@ async def handle(ctx: RequestContext, request: Request) -> v1.IncrementalAlterCo
     # To its end if the client goes (`broker.to_the_end`), as Kafka's controller commits a
     # request's config records whatever became of it: resources are changed a slice at a time,
     # and a request cancelled between slices left some changed (in memory only) and the rest not.
-    return await to_the_end(_alter_all(ctx, request))
+    return await ctx.services.changes.to_the_end(_alter_all(ctx, request))
 
 
 async def _alter_all(ctx: RequestContext, request: Request) -> v1.IncrementalAlterConfigsResponse:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from broker.to_the_end import Changes
 from broker.topic_admin import TopicAdmin
 from storage import InvalidPartitions
 from storage import InvalidTopic
@@ -70,7 +71,9 @@ async def test_a_topic_is_made_while_the_loop_keeps_turning(tmp_path: Path) -> N
 
     ticking = asyncio.create_task(ticker())
     try:
-        info = await TopicAdmin().create_topic(logs, "made", PARTITIONS, {"retention.ms": "1000"})
+        info = await TopicAdmin(Changes()).create_topic(
+            logs, "made", PARTITIONS, {"retention.ms": "1000"}
+        )
     finally:
         ticking.cancel()
     # 2 fsyncs a partition, in a thread: the loop turned all along (it never did, before).
@@ -84,7 +87,7 @@ async def test_a_topic_is_made_while_the_loop_keeps_turning(tmp_path: Path) -> N
 
 
 async def test_grown_and_deleted_off_the_loop(tmp_path: Path) -> None:
-    logs, admin = LogManager(tmp_path), TopicAdmin()
+    logs, admin = LogManager(tmp_path), TopicAdmin(Changes())
     await admin.create_topic(logs, "t", 2, {})
     grown = await admin.create_partitions(logs, "t", 5)
     assert grown.partitions == 5 and logs.log("t", 4) is not None
@@ -96,7 +99,7 @@ async def test_grown_and_deleted_off_the_loop(tmp_path: Path) -> None:
 
 
 async def test_changes_of_one_name_run_one_after_another(tmp_path: Path) -> None:
-    logs, admin = LogManager(tmp_path), TopicAdmin()
+    logs, admin = LogManager(tmp_path), TopicAdmin(Changes())
     first, same, colliding = await asyncio.gather(
         admin.create_topic(logs, "a.b", PARTITIONS, {}),
         admin.create_topic(logs, "a.b", 1, {}),
@@ -114,7 +117,7 @@ async def test_changes_of_one_name_run_one_after_another(tmp_path: Path) -> None
 
 async def test_a_change_goes_on_when_its_request_is_cancelled(tmp_path: Path) -> None:
     logs = LogManager(tmp_path)
-    asking = asyncio.create_task(TopicAdmin().create_topic(logs, "t", PARTITIONS, {}))
+    asking = asyncio.create_task(TopicAdmin(Changes()).create_topic(logs, "t", PARTITIONS, {}))
     await asyncio.sleep(0.001)
     asking.cancel()
     for _ in range(1000):
@@ -140,6 +143,6 @@ async def test_a_failed_make_leaves_nothing(
 
     monkeypatch.setattr(log_manager_module, "write_partition_metadata", failing)
     with pytest.raises(KafkaStorageError):
-        await TopicAdmin().create_topic(logs, "half", 5, {})
+        await TopicAdmin(Changes()).create_topic(logs, "half", 5, {})
     assert logs.topic("half") is None and logs.partition_count() == 0
     assert not list(tmp_path.glob("half-*")) and topic_files(tmp_path) == []
