@@ -12,9 +12,12 @@ change whatever happened to the client's connection. Each server has its own `Ch
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Coroutine
+from collections.abc import Generator
 from typing import Any
 from typing import TypeVar
+from typing import cast
 
 import structlog
 
@@ -30,10 +33,18 @@ class Changes:
         self._running: set[asyncio.Task[Any]] = set()  # strong references: the loop's are weak
 
     async def to_the_end(self, change: Coroutine[Any, Any, T]) -> T:
-        """Run `change` in a task of its own that a cancelled caller does not stop (the task
-        has a copy of the caller's context: its log lines say who asked); its outcome, if the
-        caller is still there."""
-        task = asyncio.ensure_future(change)
+        """Run `change` to its end whether or not the caller is cancelled meanwhile; its
+        outcome, if the caller is still there. Its first step runs here, at once: a change
+        that never waits (a small ShareAcknowledge) costs no task and no loop turn. One that
+        waits goes on from there in a task of its own that a cancelled caller does not stop
+        (in a copy of the caller's context: its log lines say who asked)."""
+        try:
+            waiting_on = change.send(None)
+        except StopIteration as done:
+            return cast(T, done.value)
+        task = asyncio.get_running_loop().create_task(
+            _Rest(change, waiting_on), context=contextvars.copy_context()
+        )
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         try:
@@ -53,3 +64,34 @@ class Changes:
 def _said_if_failed(task: asyncio.Task[Any]) -> None:
     if not task.cancelled() and (error := task.exception()) is not None:
         log.error("a change whose client had gone failed", error=repr(error))
+
+
+class _Rest(Coroutine[Any, Any, T]):
+    """A change already run to its first wait, and what that step yielded (the future it
+    waits on, or None for a bare yield): its Task's first send hands that over, as the change
+    would have yielded it to the Task itself (as `broker.handler_drive`'s resumed requests)."""
+
+    __slots__ = ("_coro", "_first", "_started")
+
+    def __init__(self, coro: Coroutine[Any, Any, T], first: Any) -> None:
+        self._coro = coro
+        self._first: Any = first
+        self._started = False
+
+    def send(self, value: Any) -> Any:
+        if not self._started:
+            self._started = True
+            first, self._first = self._first, None
+            return first
+        return self._coro.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        self._started = True
+        self._first = None
+        return self._coro.throw(*args)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Generator[Any, None, T]:
+        raise TypeError("a change's rest is driven by its Task, never awaited")
