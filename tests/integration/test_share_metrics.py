@@ -214,12 +214,12 @@ async def test_a_share_acknowledge_whose_client_went_is_counted(broker: Server) 
     """A ShareAcknowledge whose connection is closed right after it was sent. Its
     acknowledgements are applied all the same (a big one runs to its end in a task of its
     own: `broker.ack_slices`), and the metrics count what was applied, whether or not the
-    client is still there to be answered: Kafka counts a request's topics once its
-    partitions' acknowledgements complete, whatever became of the connection
-    (core/src/main/java/kafka/server/share/SharePartitionManager.java, `acknowledge`:
-    totalShareAcknowledgementRequestRate marked in the futures' completion). Before, the
-    cancelled request never reached its counting: TotalShareAcknowledgementRequestsPerSec
-    stayed at 0."""
+    client is still there to be answered: Kafka's broker counts a request's topics once it
+    has started their acknowledgements, and the failed ones when they complete, with no
+    regard to the connection (core/src/main/java/kafka/server/share/
+    SharePartitionManager.java: `acknowledge` marks totalShareAcknowledgementRequestRate per
+    topic, `mapAcknowledgementFutures` the failed ones). Before, the cancelled request never
+    reached its counting: TotalShareAcknowledgementRequestsPerSec stayed at 0."""
     bootstrap, records = f"127.0.0.1:{broker.port}", 4_000
     async with Admin(bootstrap) as admin:
         topic_id = await admin.create_topic("gone", 1)
