@@ -20,7 +20,7 @@ import structlog
 from broker import gc_freeze
 from broker.authorizer import AuthorizerSettings
 from broker.authorizer import StandardAuthorizer
-from broker.to_the_end import to_the_end
+from broker.to_the_end import Changes
 from protocol.acl import AclBinding
 from protocol.acl import AclBindingFilter
 from protocol.acl import InvalidAcl
@@ -32,11 +32,12 @@ log: structlog.typing.FilteringBoundLogger = structlog.get_logger("shoal.acls")
 
 
 class AclManager:
-    def __init__(self, store: AclStore, settings: AuthorizerSettings) -> None:
+    def __init__(self, store: AclStore, settings: AuthorizerSettings, changes: Changes) -> None:
         """:raises AclFileDamaged: the ACL file in the data dir does not parse."""
         self._store = store
         self._settings = settings
         self._lock = asyncio.Lock()
+        self._changes = changes
         self._stamp: FileStamp | None
         self._stamp, bindings = store.load_stamped()
         self.authorizer = StandardAuthorizer(settings, bindings)
@@ -52,7 +53,7 @@ class AclManager:
 
         :raises OSError: the file was not written; nothing changed.
         """
-        return await to_the_end(self._create(bindings))
+        return await self._changes.to_the_end(self._create(bindings))
 
     async def delete(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
         """Remove what each filter selects; the bindings removed, per filter. Run to its end,
@@ -60,7 +61,7 @@ class AclManager:
 
         :raises OSError: the file was not written; nothing changed.
         """
-        return await to_the_end(self._delete(filters))
+        return await self._changes.to_the_end(self._delete(filters))
 
     async def _create(self, bindings: Sequence[AclBinding]) -> list[str | None]:
         async with self._lock:

@@ -20,6 +20,7 @@ from broker.principal import ANONYMOUS
 from broker.producer_ids import ProducerIdAllocator
 from broker.registry import Handler
 from broker.registry import Registry
+from broker.to_the_end import Changes
 from broker.topic_admin import TopicAdmin
 from protocol.messages import RequestHeader
 
@@ -74,14 +75,16 @@ class BrokerServices:
     offsets: OffsetStore  # consumer groups' committed offsets
     transactions: TransactionCoordinator  # transactional ids, their state and markers
     group_commit: GroupCommit  # fsyncs produce requests need, one batch per loop tick
+    # The changes this server's requests began that run to their end; stop() waits for them.
+    changes: Changes
     # Group configs written off the loop, one write at a time.
-    group_config_saves: GroupConfigSaves = field(default_factory=GroupConfigSaves)
+    group_config_saves: GroupConfigSaves
+    topic_admin: TopicAdmin  # topics made and removed
     # One credential change at a time: each is applied, written, or rolled back whole.
     credentials_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # Listener name -> the (host, port) Metadata gives its clients; filled in when bound.
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
     notifier: Notifier = field(default_factory=Notifier)
-    topic_admin: TopicAdmin = field(default_factory=TopicAdmin)  # topics made and removed
     # Acknowledgements of a share-partition wait while a big one of it is applied in steps.
     ack_slices: AckSlices = field(default_factory=AckSlices)
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)

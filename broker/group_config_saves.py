@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.to_the_end import to_the_end
+from broker.to_the_end import Changes
 from coordinator.group_configs import GroupConfigs
 
 
 class GroupConfigSaves:
-    def __init__(self) -> None:
+    def __init__(self, changes: Changes) -> None:
+        self._changes = changes
         self._lock = asyncio.Lock()
 
     async def durable(self, configs: GroupConfigs) -> None:
@@ -30,7 +31,7 @@ class GroupConfigSaves:
 
         :raises OSError: the write failed (the change stays in memory, unanswered as done).
         """
-        await to_the_end(self._durable(configs, configs.version))
+        await self._changes.to_the_end(self._durable(configs, configs.version))
 
     async def _durable(self, configs: GroupConfigs, wanted: int) -> None:
         async with self._lock:

@@ -3,7 +3,8 @@
 Ownership is static, fixed by N alone, so the processes never talk to agree on it: partition
 `p` of the topic with id `t` is led by node `(crc32(t.bytes) + p) % N`; a group (any kind) is
 coordinated by node `crc32(group id) % N`, as Kafka maps a group to a `__consumer_offsets`
-partition by a hash of its id. Node 0 is the controller: the one writer of topics and configs.
+partition by a hash of its id. Node 0 is the controller: the one writer of topics, topic and
+group configs, the cluster's dynamic broker configs, ACLs and SCRAM users.
 
 With N = 1 (the default) the one process owns everything under its configured `node.id`, as
 before this module existed.
@@ -78,7 +79,10 @@ class Ownership:
 
     def node_dir(self, data_dir: Path) -> Path:
         """Where this process keeps the files no other process may touch (its lock, recovery
-        points, producer-id block, committed offsets, transaction log, share snapshot files):
-        the data dir itself when N = 1, else `<data dir>/__nodes/<id>` (a name no partition
-        directory can have: those end in `-<partition>`, and rebuilding topics reads them)."""
+        points and clean-shutdown marker, producer-id block, `__consumer_offsets-0` and
+        `__transaction_state-0`, and with N > 1 its own dynamic broker configs): the data dir
+        itself when N = 1, else `<data dir>/__nodes/<id>` (a name no partition directory can
+        have: those end in `-<partition>`, and rebuilding topics reads them). Share snapshot
+        files are not here: they live in `<data dir>/__share_state/<topic>-<p>/`, touched only
+        by the partition's leader, and move with the partition when N changes."""
         return data_dir if self.single else data_dir / NODES_DIR / str(self.node_id)

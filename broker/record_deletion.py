@@ -31,7 +31,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.share.share_partition_manager import SharePartitionManager
-from broker.to_the_end import to_the_end
+from broker.to_the_end import Changes
 from storage.errors import KafkaStorageError
 from storage.errors import StorageError
 from storage.log import PartitionLog
@@ -59,6 +59,7 @@ class RecordDeletion:
         *,
         write_snapshots: Callable[[], Awaitable[None]],
         min_retained_offset: Callable[[str, int], int | None],
+        changes: Changes,
     ) -> None:
         self._logs = logs
         self._share_partitions = share_partitions
@@ -66,6 +67,7 @@ class RecordDeletion:
         self._write_snapshots = write_snapshots  # the broker's snapshot duty, run now
         self._min_retained_offset = min_retained_offset  # the partition's ESO, if any
         self._lock = asyncio.Lock()
+        self._changes = changes
 
     async def _move_share_partitions(
         self, topic_id: uuid.UUID, partition: int, log_start: int
@@ -88,7 +90,7 @@ class RecordDeletion:
         partitions moved, log start written and applied) even if the request is cancelled
         meanwhile (`broker.to_the_end`).
         """
-        return await to_the_end(self._delete_records(topic, partition, offset))
+        return await self._changes.to_the_end(self._delete_records(topic, partition, offset))
 
     async def _delete_records(
         self, topic: str, partition: int, offset: int

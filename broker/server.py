@@ -24,7 +24,6 @@ from typing import Any
 import structlog
 
 from broker import gc_freeze
-from broker import to_the_end
 from broker import wiring
 from broker.acceptor import Acceptor
 from broker.acceptor import open_listening_sockets
@@ -43,6 +42,7 @@ from broker.controller_link import follow_controller
 from broker.dynamic_config import DynamicBrokerConfigs
 from broker.failure_episode import FailureEpisode
 from broker.group_commit import GroupCommit
+from broker.group_config_saves import GroupConfigSaves
 from broker.group_duties import CLASSIC_GROUP_TICK_MS
 from broker.group_duties import DEAD_LETTER_TICK_MS
 from broker.group_duties import LOCK_TIMER_TICK_MS
@@ -60,6 +60,8 @@ from broker.notifier import Notifier
 from broker.record_deletion import RecordDeletion
 from broker.security_follow import follow_security
 from broker.tls import server_context
+from broker.to_the_end import Changes
+from broker.topic_admin import TopicAdmin
 from coordinator.share_group_admin import ShareGroupAdmin
 from coordinator.share_group_records import known_share_groups
 from storage.dir_lock import DataDirLock
@@ -126,6 +128,7 @@ class Server:
         self._txn_log = txns.txn_log
         # Periodic fsyncs and group commits run here, one at a time, never on the event loop.
         self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-flush")
+        changes = Changes()  # this server's own: another in this process has its own
         self.services = BrokerServices(
             logs=logs,
             group_configs=group_configs,
@@ -146,7 +149,11 @@ class Server:
                 clock.now_ms,
                 write_snapshots=self._snapshots,
                 min_retained_offset=wiring.earliest_share_offset(self._share_state),
+                changes=changes,
             ),
+            changes=changes,
+            group_config_saves=GroupConfigSaves(changes),
+            topic_admin=TopicAdmin(changes),
             credentials=credentials,
             offsets=txns.offsets,
             transactions=txns.coordinator,
@@ -163,7 +170,7 @@ class Server:
             host=host,
             port=port,
             clock=clock,
-            acls=wiring.acl_manager(config, secret),
+            acls=wiring.acl_manager(config, changes, secret),
         )
         wiring.join_offsets_to_groups(txns.offsets, groups)
         self._start_producer_ids()  # at once if there is no log to open (a new data dir)
@@ -416,7 +423,7 @@ class Server:
         await self.services.ack_slices.drain()  # acknowledgements under way end whole
         # Changes the closed connections' requests began run to their end (`to_the_end`):
         # before the logs close, within what is left of the budget.
-        await to_the_end.drain(deadline - loop.time())
+        await self.services.changes.drain(deadline - loop.time())
         for task in list(self._duties):
             task.cancel()
         await asyncio.gather(*self._duties, return_exceptions=True)

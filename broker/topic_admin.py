@@ -24,7 +24,7 @@ from typing import TypeVar
 
 from broker import gc_freeze
 from broker.slicing import Slicer
-from broker.to_the_end import to_the_end
+from broker.to_the_end import Changes
 from storage.log_manager import LogManager
 from storage.topic_changes import NewPartitions
 from storage.topic_changes import TopicDeletion
@@ -33,10 +33,12 @@ from storage.topics import TopicInfo
 from storage.topics import collision_key
 
 T = TypeVar("T")
+_PARTITIONS_A_STEP = 1_000  # partitions' logs given a topic's new configs between pauses
 
 
 class TopicAdmin:
-    def __init__(self) -> None:
+    def __init__(self, changes: Changes) -> None:
+        self._changes = changes
         self._busy: dict[str, asyncio.Event] = {}  # collision key -> set when its change ends
 
     async def create_topic(
@@ -72,6 +74,22 @@ class TopicAdmin:
         """`LogManager.delete_topic`, off the loop; `then(None)` as `create_topic`'s."""
         await self._change(name, lambda: _delete(logs.begin_delete(name)), then)
 
+    async def alter_configs(
+        self,
+        logs: LogManager,
+        name: str,
+        changes_of: Callable[[Mapping[str, str]], Mapping[str, str | None]],
+    ) -> TopicInfo:
+        """`LogManager.alter_topic_configs` with the changes `changes_of(the topic's configs)`
+        makes, worked out once no other change of `name` runs (an APPEND sees the one before
+        it: two alters in order take effect in order), the file written in a thread and the
+        partitions' logs changed a slice at a time, to its end if the caller goes.
+
+        :raises StorageError: as `alter_topic_configs`; nothing changed.
+        :raises OSError: the file was not written; nothing changed.
+        """
+        return await self._change(name, lambda: _alter(logs, name, changes_of), None)
+
     async def _change(
         self,
         name: str,
@@ -81,7 +99,7 @@ class TopicAdmin:
         """Run the change `start` makes, and `then` with its outcome, once no other change of
         `name` runs, in a task of its own: both go on if the request's task is cancelled (the
         task has a copy of the request's context: its log lines say who asked)."""
-        return await to_the_end(self._exclusive(name, start, then))
+        return await self._changes.to_the_end(self._exclusive(name, start, then))
 
     async def _exclusive(
         self,
@@ -121,6 +139,24 @@ async def _add(change: NewPartitions) -> TopicInfo:
     info = change.finish()
     gc_freeze.after_bulk(info.partitions - change.first)
     return info
+
+
+async def _alter(
+    logs: LogManager,
+    name: str,
+    changes_of: Callable[[Mapping[str, str]], Mapping[str, str | None]],
+) -> TopicInfo:
+    """The configs planned from the topic as it is now, written (a value may be megabytes,
+    and the fsyncs take a disk's time), then put in force."""
+    current = logs.topic(name)
+    altered = logs.plan_topic_configs(name, changes_of(current.configs if current else {}))
+    await _in_thread(lambda: logs.save(altered))
+    slicer = Slicer()
+    total = altered.partitions
+    for first in range(0, total, _PARTITIONS_A_STEP):  # a topic may have 100,000
+        logs.apply_topic_configs(altered, range(first, min(first + _PARTITIONS_A_STEP, total)))
+        await slicer.pause()
+    return altered
 
 
 async def _delete(deletion: TopicDeletion) -> None:

@@ -39,6 +39,7 @@ from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session_cache import ShareSessionCache
 from broker.share.share_state_persister import ShareStatePersister
 from broker.share.txn_acks import TxnShareAcks
+from broker.to_the_end import Changes
 from broker.transactions import RemoteMarkers
 from broker.transactions import finishing
 from broker.transactions import transaction_coordinator
@@ -334,7 +335,9 @@ def transactions(
 # Security
 
 
-def acl_manager(config: BrokerConfig, node_secret: str | None = None) -> AclManager | None:
+def acl_manager(
+    config: BrokerConfig, changes: Changes, node_secret: str | None = None
+) -> AclManager | None:
     """None when `authorizer.class.name` is empty: every request is allowed. With
     `--processes N` the processes' own principal is a super user (`broker.node_identity`)."""
     if not config.authorizer_class_name:
@@ -345,6 +348,7 @@ def acl_manager(config: BrokerConfig, node_secret: str | None = None) -> AclMana
     return AclManager(
         AclStore(config.data_dir),
         AuthorizerSettings(super_users, config.allow_everyone_if_no_acl_found),
+        changes,
     )
 
 

@@ -816,21 +816,39 @@ class LogManager:
 
     def alter_topic_configs(self, name: str, changes: Mapping[str, str | None]) -> TopicInfo:
         """Set (None: remove) topic configs; the partitions' logs use the new values at once.
+        The broker does it in steps, the file written off its loop (`broker.topic_admin`).
 
         :raises UnknownTopicOrPartition: no such topic.
         :raises InvalidConfig: a value does not parse or is out of range; nothing changes then.
+        """
+        altered = self.plan_topic_configs(name, changes)
+        self._save(altered)
+        self.apply_topic_configs(altered, range(altered.partitions))
+        return altered
+
+    def plan_topic_configs(self, name: str, changes: Mapping[str, str | None]) -> TopicInfo:
+        """The topic with `changes` made to its configs, checked; nothing changes yet (then
+        `save` it and `apply_topic_configs`).
+
+        :raises UnknownTopicOrPartition: no such topic.
+        :raises InvalidConfig: a value does not parse or is out of range.
         """
         info = self._require(name)
         check_topic_config_names(changes)
         check_topic_config_values(changes)
         configs = {k: v for k, v in info.configs.items() if k not in changes}
         configs.update({k: v for k, v in changes.items() if v is not None})
-        config = self.config.with_overrides(configs)
-        altered = replace(info, configs=configs)
-        self._save(altered)
+        self.config.with_overrides(configs)
+        return replace(info, configs=configs)
+
+    def apply_topic_configs(self, altered: TopicInfo, partitions: range) -> None:
+        """Put a planned change in force: the topic registered with it, and the logs of
+        `partitions` using its values (a caller with many partitions does them in slices,
+        the topic registered on each call)."""
         self._register(altered)
-        for partition in range(info.partitions):
+        config = self.config.with_overrides(altered.configs)
+        name = altered.name
+        for partition in partitions:
             log = self._logs.get((name, partition))
             if isinstance(log, SegmentedLog):
                 log.config = config
-        return altered

@@ -7,6 +7,8 @@ IncrementalAlterConfigs (KIP-848). The validation is IncrementalAlterConfigs' ow
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kio.schema.alter_configs import v0
 from kio.schema.alter_configs import v1
 from kio.schema.alter_configs import v2
@@ -20,7 +22,6 @@ from broker.handlers.config_changes import TOPIC
 from broker.handlers.config_changes import Changes
 from broker.handlers.config_changes import Result
 from broker.handlers.config_changes import alter_configs
-from broker.handlers.config_changes import current_configs
 from broker.registry import handler
 from broker.slicing import Slicer
 
@@ -32,22 +33,33 @@ Resource = (
 )
 
 
-def _replace(ctx: RequestContext, resource: Resource, validate_only: bool) -> Result:
+async def _replace(ctx: RequestContext, resource: Resource, validate_only: bool) -> Result:
     kind, name = resource.resource_type, resource.resource_name
     if kind not in (TOPIC, BROKER):
         return ErrorCode.invalid_request, f"AlterConfigs does not alter resource type {kind}"
     given = {c.name: c.value for c in resource.configs}
-    changes: Changes = {n: None for n in current_configs(ctx, kind, name) if n not in given}
-    changes.update(given)
-    return alter_configs(ctx, kind, name, changes, validate_only)
+
+    def replaced(current: Mapping[str, str]) -> Changes:
+        changes: Changes = {n: None for n in current if n not in given}
+        changes.update(given)
+        return changes
+
+    return await alter_configs(ctx, kind, name, replaced, validate_only)
 
 
 async def handle(ctx: RequestContext, request: Request) -> v2.AlterConfigsResponse:
+    # To its end if the client goes (`broker.to_the_end`): resources are changed one after
+    # another, a topic's file written off the loop, and a request cancelled in between left
+    # some changed and the rest not.
+    return await ctx.services.changes.to_the_end(_alter_all(ctx, request))
+
+
+async def _alter_all(ctx: RequestContext, request: Request) -> v2.AlterConfigsResponse:
     responses = []
     slicer = Slicer()  # a request may name a million resources
     for resource in request.resources:
         await slicer.pause()
-        code, message = _replace(ctx, resource, request.validate_only)
+        code, message = await _replace(ctx, resource, request.validate_only)
         responses.append(
             v2.response.AlterConfigsResourceResponse(
                 error_code=code,

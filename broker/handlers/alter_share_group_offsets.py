@@ -29,7 +29,6 @@ from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.slicing import Slicer
-from broker.to_the_end import to_the_end
 from coordinator.group_registry import GroupKind
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
@@ -106,7 +105,7 @@ async def _topic(
 
 
 async def handle(ctx: RequestContext, request: v0.AlterShareGroupOffsetsRequest) -> Response:
-    return await to_the_end(_alter(ctx, request))
+    return await ctx.services.changes.to_the_end(_alter(ctx, request))
 
 
 async def _alter(ctx: RequestContext, request: v0.AlterShareGroupOffsetsRequest) -> Response:

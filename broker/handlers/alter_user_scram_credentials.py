@@ -30,7 +30,6 @@ from broker.handlers.common import NO_THROTTLE
 from broker.registry import handler
 from broker.security_follow import follow_credentials
 from broker.slicing import sliced_map
-from broker.to_the_end import to_the_end
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
 from storage.scram_credentials import BY_KAFKA_TYPE
@@ -102,7 +101,7 @@ async def handle(
             return await _response(_Everyone((e.error_code, str(e))), changes)
         await follow_credentials(ctx.services)
         return answer
-    refused = await to_the_end(_change(ctx, store, changes))
+    refused = await ctx.services.changes.to_the_end(_change(ctx, store, changes))
     return await _response(refused, changes)
 
 

@@ -19,6 +19,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.authorization import config_refusal
+from broker.config_ops import InvalidOperation
 from broker.context import RequestContext
 from broker.dynamic_config import InvalidBrokerConfig
 from broker.handlers.common import NOT_CONTROLLER_MESSAGE
@@ -31,10 +32,12 @@ from protocol.acl import ResourceType
 from storage.config import check_topic_config_names
 from storage.config import check_topic_config_values
 from storage.errors import StorageError
+from storage.errors import UnknownTopicOrPartition
 
 TOPIC, BROKER, GROUP = 2, 4, 32
 _NAMES: Final = {TOPIC: "topic", BROKER: "broker", GROUP: "group"}
 SECRET_WORDS: Final = ("password", "jaas", "secret", "keystore.key", "private")
+_SHOWN_CHARS: Final = 200  # of a value, in the log line of a change
 log = structlog.get_logger("shoal.configs")
 # What both handlers check: ALTER_CONFIGS on the topic, group, or cluster (for a broker).
 ACL_CHECKS: Final = (
@@ -44,6 +47,9 @@ ACL_CHECKS: Final = (
 )
 Result = tuple[ErrorCode, str | None]
 Changes = dict[str, str | None]
+# A resource's changes worked out from the values set on it (IncrementalAlterConfigs' APPEND
+# reads them): for a topic, once the change before it has ended.
+ChangesOf = Callable[[Mapping[str, str]], Mapping[str, str | None]]
 
 
 def _group(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: bool) -> Result:
@@ -62,21 +68,37 @@ def _group(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: 
     return ErrorCode.none, None
 
 
-def _topic(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: bool) -> Result:
+async def _topic(
+    ctx: RequestContext, name: str, changes_of: ChangesOf, dry: bool, made: Changes
+) -> Result:
+    """`made`: filled with the changes worked out (for the log line)."""
     logs = ctx.services.logs
     topic = logs.topic(name)
     if topic is None:
         return ErrorCode.unknown_topic_or_partition, f"no topic {name!r}"
+
+    def recorded(configs: Mapping[str, str]) -> Mapping[str, str | None]:
+        made.update(changes := changes_of(configs))
+        return changes
+
     try:
-        check_topic_config_names(changes)
-        check_topic_config_values(changes)
         if dry:
+            changes = recorded(topic.configs)
+            check_topic_config_names(changes)
+            check_topic_config_values(changes)
             merged = {**topic.configs, **{k: v for k, v in changes.items() if v is not None}}
             logs.config.with_overrides(merged)
-        else:
-            logs.alter_topic_configs(name, changes)
+        else:  # after any change of the topic under way, its file written off the loop
+            await ctx.services.topic_admin.alter_configs(logs, name, recorded)
+    except InvalidOperation as e:
+        return e.error_code, str(e)
+    except UnknownTopicOrPartition as e:  # deleted while its change waited
+        return e.error_code, str(e)
     except StorageError as e:
         return ErrorCode.invalid_config, str(e)
+    except OSError as e:
+        log.error("topic configs not written", topic=name, error=str(e))
+        return ErrorCode.kafka_storage_error, f"the topic's configs were not written: {e}"
     return ErrorCode.none, None
 
 
@@ -107,14 +129,15 @@ def _broker(ctx: RequestContext, name: str, changes: dict[str, str | None], dry:
 
 _BY_TYPE: Mapping[int, Callable[[RequestContext, str, Changes, bool], Result]] = {
     GROUP: _group,
-    TOPIC: _topic,
     BROKER: _broker,
 }
 
 
-def alter_configs(
-    ctx: RequestContext, resource_type: int, name: str, changes: Changes, dry: bool
+async def alter_configs(
+    ctx: RequestContext, resource_type: int, name: str, changes_of: ChangesOf, dry: bool
 ) -> Result:
+    """Change a resource's configs by `changes_of(the values set on it now)`: for a topic,
+    worked out once the topic's change before it has ended (`TopicAdmin.alter_configs`)."""
     refused = config_refusal(ctx, resource_type, name, AclOperation.ALTER_CONFIGS)
     if refused is not None:
         return refused, None
@@ -123,10 +146,21 @@ def alter_configs(
     named_broker = resource_type == BROKER and name != ""
     if not_controller(ctx) and not named_broker:
         return ErrorCode.not_controller, NOT_CONTROLLER_MESSAGE
-    alter = _BY_TYPE.get(resource_type)
-    if alter is None:
-        return ErrorCode.invalid_request, f"altering resource type {resource_type} is not supported"
-    result = alter(ctx, name, changes, dry)
+    changes: Changes = {}
+    if resource_type == TOPIC:
+        result = await _topic(ctx, name, changes_of, dry, changes)
+    else:
+        alter = _BY_TYPE.get(resource_type)
+        if alter is None:
+            return (
+                ErrorCode.invalid_request,
+                f"altering resource type {resource_type} is not supported",
+            )
+        try:
+            changes = dict(changes_of(current_configs(ctx, resource_type, name)))
+        except InvalidOperation as e:
+            return e.error_code, str(e)
+        result = alter(ctx, name, changes, dry)
     if result[0] == ErrorCode.none and not dry:
         log.info(
             "configs altered", resource_type=_NAMES[resource_type], resource=name,
@@ -137,8 +171,13 @@ def alter_configs(
 
 
 def _shown(name: str, value: str) -> str:
-    """Secrets (passwords, JAAS lines, keys) are never written to the log."""
-    return "[hidden]" if any(w in name for w in SECRET_WORDS) else value
+    """Secrets (passwords, JAAS lines, keys) are never written to the log, nor the whole of a
+    long value (a stored topic config may be megabytes: rendered on the loop)."""
+    if any(w in name for w in SECRET_WORDS):
+        return "[hidden]"
+    if len(value) > _SHOWN_CHARS:
+        return f"{value[:_SHOWN_CHARS]}... ({len(value)} characters)"
+    return value
 
 
 def current_configs(ctx: RequestContext, resource_type: int, name: str) -> Mapping[str, str]:

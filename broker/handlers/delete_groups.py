@@ -34,7 +34,6 @@ from broker.ownership import CONTROLLER
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.slicing import Slicer
-from broker.to_the_end import to_the_end
 from coordinator.group_registry import GroupKind
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
@@ -182,7 +181,7 @@ async def _forget_configs_on_controller(ctx: RequestContext, group_id: str) -> E
 
 
 async def handle(ctx: RequestContext, request: Request) -> v2.DeleteGroupsResponse:
-    return await to_the_end(_delete_all(ctx, request))
+    return await ctx.services.changes.to_the_end(_delete_all(ctx, request))
 
 
 async def _delete_all(ctx: RequestContext, request: Request) -> v2.DeleteGroupsResponse:

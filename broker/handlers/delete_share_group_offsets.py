@@ -23,7 +23,6 @@ from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.share.share_group_offsets import ShareGroupOffsets
 from broker.slicing import Slicer
-from broker.to_the_end import to_the_end
 from coordinator.share_group import CoordinatorError
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -96,7 +95,7 @@ async def _delete_elsewhere(
 
 
 async def handle(ctx: RequestContext, request: v0.DeleteShareGroupOffsetsRequest) -> Response:
-    return await to_the_end(_delete_all(ctx, request))
+    return await ctx.services.changes.to_the_end(_delete_all(ctx, request))
 
 
 async def _delete_all(ctx: RequestContext, request: v0.DeleteShareGroupOffsetsRequest) -> Response:

@@ -102,9 +102,10 @@ def _broker(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list
     # --processes N: "" is the cluster default, without this node's own configs over it.
     values = dynamic.cluster if dynamic.per_node and not name else s.config
     rows = [
-        (n, _text(v), _broker_source(ctx, n, cluster=not name), n not in DYNAMIC)
+        (n, _text(v), _broker_source(ctx, n, node_layer=bool(name), this_broker=bool(name)),
+         n not in DYNAMIC)
         for n, v in sorted(values.values.items())
-    ]
+    ]  # fmt: skip
     return ErrorCode.none, None, rows
 
 
@@ -114,16 +115,23 @@ def _default_source(ctx: RequestContext, topic_config: str) -> int:
     return DEFAULT if name is None else _broker_source(ctx, name)
 
 
-def _broker_source(ctx: RequestContext, name: str, *, cluster: bool = True) -> int:
-    """Where a broker setting's value comes from. With N = 1 the one broker's dynamic configs
-    are the cluster's: described as the cluster default ("", and topics) or as this node's;
-    with N > 1 this node's own are DYNAMIC_BROKER, the cluster default's DYNAMIC_DEFAULT_BROKER."""
-    config = ctx.services.config
+def _broker_source(
+    ctx: RequestContext, name: str, *, node_layer: bool = True, this_broker: bool = False
+) -> int:
+    """Where the value of broker setting `name` comes from, the first of its synonyms in
+    Kafka's order (core/src/main/scala/kafka/server/ConfigHelper.scala, `configSynonyms`):
+    this broker's own dynamic value (DYNAMIC_BROKER_CONFIG: N > 1, this node's), the cluster
+    default (DYNAMIC_DEFAULT_BROKER_CONFIG), the properties file (STATIC_BROKER_CONFIG), else
+    the default. A topic's or group's default is sourced so too (`createTopicConfigEntry`,
+    `createGroupConfigEntry`). `node_layer` False: BROKER "", the cluster default without this
+    node's own values. With N = 1 the one broker's dynamic configs are the cluster's, described
+    as its own only for its BROKER "<id>" (`this_broker`)."""
     dynamic = ctx.services.dynamic_configs
-    if not cluster and name in dynamic.node_stored:
+    if node_layer and name in dynamic.node_stored:
         return DYNAMIC_BROKER
     if name in dynamic.stored:
-        return DYNAMIC_DEFAULT_BROKER if cluster or dynamic.per_node else DYNAMIC_BROKER
+        return DYNAMIC_BROKER if this_broker and not dynamic.per_node else DYNAMIC_DEFAULT_BROKER
+    config = ctx.services.config if node_layer else dynamic.cluster
     if name in DEFAULTS and DEFAULTS[name][0] == config.by_name(name):
         return DEFAULT
     return STATIC_BROKER

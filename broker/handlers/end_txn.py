@@ -28,7 +28,6 @@ from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import not_coordinator
 from broker.handlers.txn_common import for_version
 from broker.registry import handler
-from broker.to_the_end import to_the_end
 from broker.transactions import finish
 from broker.txn_share_remote import held_everywhere
 from protocol.acl import AclOperation
@@ -65,8 +64,10 @@ async def handle(ctx: RequestContext, request: Request) -> v5.EndTxnResponse:
             # To its end even if the client goes (`broker.to_the_end`), as Kafka's markers are
             # sent whatever became of the EndTxn: else the transaction stayed prepared, its
             # partitions' LSO held, until the timer's next round.
-            await to_the_end(finish(ctx.services.transactions, request.transactional_id, now,
-                                    remote=ctx.services.txn_remote))  # fmt: skip
+            s = ctx.services
+            await s.changes.to_the_end(
+                finish(s.transactions, request.transactional_id, now, remote=s.txn_remote)
+            )
     ok = code is ErrorCode.none
     return v5.EndTxnResponse(
         throttle_time=NO_THROTTLE,

@@ -16,7 +16,6 @@ from kio.schema.incremental_alter_configs import v0
 from kio.schema.incremental_alter_configs import v1
 
 from broker.config_ops import TOPIC_LIST_CONFIGS
-from broker.config_ops import InvalidOperation
 from broker.config_ops import resolve
 from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
@@ -24,31 +23,28 @@ from broker.handlers.config_changes import ACL_CHECKS
 from broker.handlers.config_changes import TOPIC
 from broker.handlers.config_changes import Result
 from broker.handlers.config_changes import alter_configs
-from broker.handlers.config_changes import current_configs
 from broker.registry import handler
 from broker.slicing import Slicer
-from broker.to_the_end import to_the_end
 
 Request = v0.IncrementalAlterConfigsRequest | v1.IncrementalAlterConfigsRequest
 Resource = v0.request.AlterConfigsResource | v1.request.AlterConfigsResource
 
 
-def _alter(ctx: RequestContext, resource: Resource, validate_only: bool) -> Result:
+async def _alter(ctx: RequestContext, resource: Resource, validate_only: bool) -> Result:
     kind, name = resource.resource_type, resource.resource_name
     ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
     lists = TOPIC_LIST_CONFIGS if kind == TOPIC else {}
-    try:
-        changes = resolve(ops, current_configs(ctx, kind, name), lists)
-    except InvalidOperation as e:
-        return e.error_code, str(e)
-    return alter_configs(ctx, kind, name, changes, validate_only)
+    # From the values set when the change runs (a topic's after the change before it).
+    return await alter_configs(
+        ctx, kind, name, lambda current: resolve(ops, current, lists), validate_only
+    )
 
 
 async def handle(ctx: RequestContext, request: Request) -> v1.IncrementalAlterConfigsResponse:
     # To its end if the client goes (`broker.to_the_end`), as Kafka's controller commits a
     # request's config records whatever became of it: resources are changed a slice at a time,
     # and a request cancelled between slices left some changed (in memory only) and the rest not.
-    return await to_the_end(_alter_all(ctx, request))
+    return await ctx.services.changes.to_the_end(_alter_all(ctx, request))
 
 
 async def _alter_all(ctx: RequestContext, request: Request) -> v1.IncrementalAlterConfigsResponse:
@@ -56,7 +52,7 @@ async def _alter_all(ctx: RequestContext, request: Request) -> v1.IncrementalAlt
     slicer = Slicer()  # a request may name a million resources
     for resource in request.resources:
         await slicer.pause()
-        code, message = _alter(ctx, resource, request.validate_only)
+        code, message = await _alter(ctx, resource, request.validate_only)
         responses.append(
             v1.response.AlterConfigsResourceResponse(
                 error_code=code,

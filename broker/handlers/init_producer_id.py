@@ -27,7 +27,6 @@ from broker.handlers.common import NO_THROTTLE
 from broker.handlers.common import not_coordinator
 from broker.registry import handler
 from broker.request_order import release_order
-from broker.to_the_end import to_the_end
 from broker.transactions import finish
 from protocol.acl import AclOperation
 from protocol.acl import ResourceType
@@ -71,7 +70,8 @@ async def _transactional(ctx: RequestContext, request: Request, txn_id: str) -> 
     )
     code = result.error_code
     if code is ErrorCode.concurrent_transactions:  # a fenced transaction aborts: finish it,
-        await to_the_end(finish(ctx.services.transactions, txn_id, now))  # client there or not
+        s = ctx.services  # to its end, the client there or not
+        await s.changes.to_the_end(finish(s.transactions, txn_id, now))
     if code == ErrorCode.producer_fenced and ctx.version < 4:
         code = ErrorCode.invalid_producer_epoch
     return _answer(code, result.producer_id, result.producer_epoch)

@@ -201,8 +201,9 @@ async def _not_coordinator(
     request: OneGroup, topics: Sequence[Topic] | None
 ) -> v7.OffsetFetchResponse:
     """NOT_COORDINATOR for one group: v2+ carry it in the top-level error code; v1 has none,
-    so each partition asked carries it, as Kafka's `OffsetFetchRequest.getErrorResponse` (a
-    slice at a time: a request may name a million partitions)."""
+    so each partition asked carries it, offset -1, as Kafka's `OffsetFetchResponse.groupError`
+    (in older Kafka `OffsetFetchRequest.getErrorResponse`) (a slice at a time: a request may
+    name a million partitions)."""
     r = v7.response
     rows: list[v7.response.OffsetFetchResponseTopic] = []
     if isinstance(request, v1.OffsetFetchRequest) and topics is not None:

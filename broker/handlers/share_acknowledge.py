@@ -28,6 +28,7 @@ from broker.context import RequestContext
 from broker.handlers.common import NO_THROTTLE
 from broker.handlers.share_common import SHARE_ACL_CHECKS
 from broker.handlers.share_common import SLICED
+from broker.handlers.share_common import AckResults
 from broker.handlers.share_common import Refusal
 from broker.handlers.share_common import acknowledge_all
 from broker.handlers.share_common import authorized_member
@@ -81,16 +82,10 @@ async def _handle(
         s.share_fetch.advance_for_acknowledge(group_id, member_id, request.share_session_epoch)
     except ShareSessionError as e:
         return _response(Refusal(e.error_code, str(e)))
-    denied = unreadable_topics(ctx, request.topics)
-    results = await acknowledge_all(
-        s.share_fetch, s.ack_slices, group_id, member_id,
-        [t for t in request.topics if topic_id(t) not in denied],
-        renew_allowed=isinstance(request, ShareAcknowledgeRequestV2), now_ms=s.now_ms(),
-    )  # fmt: skip
-    results |= refused_acks(request.topics, denied)
-    await count_acknowledgements(ctx, results)
-    if request.share_session_epoch == CLOSE_EPOCH:
-        s.share_fetch.close_session(group_id, member_id, s.now_ms())
+    # To its end if the client goes (`broker.to_the_end`), as Kafka's broker finishes a
+    # request it has read: a cancelled one's acknowledgements were applied (a big one's
+    # steps go on in a task of their own) but not counted, and the rest not applied.
+    results = await s.changes.to_the_end(_acknowledge(ctx, request, group_id, member_id))
     leader = LeaderIdAndEpoch(leader_id=BrokerId(s.node_id), leader_epoch=i32(0))
     by_topic: dict[uuid.UUID, list[PartitionData]] = {}
     slicer = Slicer() if len(results) > SLICED else None  # a request may name a million
@@ -110,6 +105,25 @@ async def _handle(
         for t, ps in by_topic.items()
     )
     return _response(lock_ms=s.share_fetch.lock_duration_ms(group_id), topics=topics)
+
+
+async def _acknowledge(
+    ctx: RequestContext, request: ShareAcknowledgeRequest, group_id: str, member_id: str
+) -> AckResults:
+    """Every partition's acknowledgements applied and counted, and the session closed if
+    the request asks."""
+    s = ctx.services
+    denied = unreadable_topics(ctx, request.topics)
+    results = await acknowledge_all(
+        s.share_fetch, s.ack_slices, group_id, member_id,
+        [t for t in request.topics if topic_id(t) not in denied],
+        renew_allowed=isinstance(request, ShareAcknowledgeRequestV2), now_ms=s.now_ms(),
+    )  # fmt: skip
+    results |= refused_acks(request.topics, denied)
+    await count_acknowledgements(ctx, results)
+    if request.share_session_epoch == CLOSE_EPOCH:
+        s.share_fetch.close_session(group_id, member_id, s.now_ms())
+    return results
 
 
 HANDLER = handler(

@@ -32,6 +32,7 @@ from broker.acl_manager import AclManager
 from broker.authorizer import AuthorizerSettings
 from broker.security_follow import follow_credentials
 from broker.server import Server
+from broker.to_the_end import Changes
 from client.connection import Connection
 from protocol.acl import AccessControlEntry
 from protocol.acl import AclBinding
@@ -179,8 +180,8 @@ async def test_a_follower_takes_the_file_node_0_wrote_and_drops_its_cached_decis
 ) -> None:
     settings = AuthorizerSettings()
     writer, follower = (
-        AclManager(AclStore(tmp_path), settings),
-        AclManager(AclStore(tmp_path), settings),
+        AclManager(AclStore(tmp_path), settings, Changes()),
+        AclManager(AclStore(tmp_path), settings, Changes()),
     )
     assert not await follower.follow()  # nothing changed: a stat
     before = follower.authorizer.version
@@ -197,7 +198,7 @@ async def test_a_follower_takes_the_file_node_0_wrote_and_drops_its_cached_decis
 async def test_a_damaged_file_keeps_the_acls_in_force(tmp_path: Path) -> None:
     store = AclStore(tmp_path)
     store.save([_binding("a")])
-    follower = AclManager(AclStore(tmp_path), AuthorizerSettings())
+    follower = AclManager(AclStore(tmp_path), AuthorizerSettings(), Changes())
     (tmp_path / ACL_FILE).write_bytes(b'{"version": 1, "acls": [\n{"host": "*"')
     assert not await follower.follow()
     assert list(follower.authorizer) == [_binding("a")]
@@ -261,7 +262,7 @@ async def test_following_a_big_file_leaves_the_event_loop_free(tmp_path: Path) -
     of the whole file, and the collections that making 100,000 bindings triggered, held it
     120-255 ms at a time."""
     n = 100_000
-    follower = AclManager(AclStore(tmp_path), AuthorizerSettings())
+    follower = AclManager(AclStore(tmp_path), AuthorizerSettings(), Changes())
     _big_file(tmp_path / ACL_FILE, n)
     worst = await _worst_wait(follower.follow())
     assert len(follower.authorizer) == n

@@ -4,19 +4,28 @@ partition-level error codes, releases on close and on lock expiry, partition loa
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import socket
+import time
 
 import pytest
+from kio.schema.errors import ErrorCode
+from kio.schema.share_acknowledge.v2 import request as ack_v2
 from kio.schema.share_fetch.v1 import request as fetch_v1
+from kio.schema.share_group_heartbeat.v1 import request as hb_v1
 
 from broker.server import Server
 from client import AcknowledgeType
 from client import Admin
 from client import ConfigResourceType
 from client import Producer
+from client import Record
 from client import ShareConsumer
 from client.connection import Connection
+from protocol.framing import frame
 from protocol.messages import build
+from protocol.messages import encode_request
 from tests.clock import ManualClock
 from tests.scrape import samples as samples_of
 from tests.scrape import scrape_text as scrape_page
@@ -199,3 +208,81 @@ async def test_every_share_fetch_counts_for_its_topics_with_records_or_without(
     # One topic: every ShareFetch named it (the session holds its one partition).
     assert samples[f'{TOPICS}_totalsharefetchrequestspersec_total{{topic="t5"}}'] == fetches
     assert samples[f'{TOPICS}_failedsharefetchrequestspersec_total{{topic="t5"}}'] == 0
+
+
+async def test_a_share_acknowledge_whose_client_went_is_counted(broker: Server) -> None:
+    """A ShareAcknowledge whose connection is closed right after it was sent. Its
+    acknowledgements are applied all the same (a big one runs to its end in a task of its
+    own: `broker.ack_slices`), and the metrics count what was applied, whether or not the
+    client is still there to be answered: Kafka's broker counts a request's topics once it
+    has started their acknowledgements, and the failed ones when they complete, with no
+    regard to the connection (core/src/main/java/kafka/server/share/
+    SharePartitionManager.java: `acknowledge` marks totalShareAcknowledgementRequestRate per
+    topic, `mapAcknowledgementFutures` the failed ones). Before, the cancelled request never
+    reached its counting: TotalShareAcknowledgementRequestsPerSec stayed at 0."""
+    bootstrap, records = f"127.0.0.1:{broker.port}", 4_000
+    async with Admin(bootstrap) as admin:
+        topic_id = await admin.create_topic("gone", 1)
+        await admin.incremental_alter_configs(
+            ConfigResourceType.GROUP, "g", {"share.auto.offset.reset": "earliest"}
+        )
+    assert topic_id is not None
+    async with Producer(bootstrap) as producer:
+        await producer.send_batch("gone", 0, [Record(value=b"x")] * records)
+    member = "m" * 22
+    conn = await Connection.open("127.0.0.1", broker.port)
+    try:
+        join = build(
+            hb_v1.ShareGroupHeartbeatRequest, group_id="g", member_id=member,
+            member_epoch=0, subscribed_topic_names=("gone",),
+        )  # fmt: skip
+        joined = await conn.request(join)
+        assert joined.error_code == ErrorCode.none
+        fetch = build(
+            fetch_v1.ShareFetchRequest, group_id="g", member_id=member,
+            share_session_epoch=0, max_wait=datetime.timedelta(milliseconds=500),
+            min_bytes=1, max_bytes=1 << 24, max_records=records, batch_size=records,
+            topics=(build(fetch_v1.FetchTopic, topic_id=topic_id, partitions=(
+                build(fetch_v1.FetchPartition, partition_index=0),
+            )),),
+            forgotten_topics_data=(),
+        )  # fmt: skip
+        fetched = await conn.request(fetch)
+        acquired = fetched.responses[0].partitions[0].acquired_records
+        assert [(a.first_offset, a.last_offset) for a in acquired] == [(0, records - 1)]
+        # One range a record, ACCEPT and REJECT in turn: thousands of runs, a job of steps.
+        batches = tuple(
+            build(
+                ack_v2.AcknowledgementBatch,
+                first_offset=o,
+                last_offset=o,
+                acknowledge_types=(1 if o % 2 == 0 else 3,),
+            )
+            for o in range(records)
+        )
+        request = build(
+            ack_v2.ShareAcknowledgeRequest, group_id="g", member_id=member,
+            share_session_epoch=1,
+            topics=(build(ack_v2.AcknowledgeTopic, topic_id=topic_id, partitions=(
+                build(ack_v2.AcknowledgePartition, partition_index=0,
+                      acknowledgement_batches=batches),
+            )),),
+        )  # fmt: skip
+        with socket.create_connection(("127.0.0.1", broker.port)) as sock:
+            sock.sendall(frame(encode_request(request, 1, "gone-at-once")))
+        metrics = broker.services.metrics
+        deadline = time.monotonic() + 30
+        while metrics.record_acks.values["Accept"] < records // 2:
+            assert time.monotonic() < deadline, "the acknowledgements were not applied"
+            await asyncio.sleep(0.02)
+        assert metrics.record_acks.values["Reject"] == records // 2
+        while metrics.share_ack_requests.values.get("gone", 0) < 1:
+            assert time.monotonic() < deadline, "the applied acknowledgements were not counted"
+            await asyncio.sleep(0.02)
+        samples = await scrape(broker)
+        t = '{topic="gone"}'
+        assert samples[f"{TOPICS}_totalshareacknowledgementrequestspersec_total{t}"] == 1
+        assert samples[f"{TOPICS}_failedshareacknowledgementrequestspersec_total{t}"] == 0
+        assert samples[f'{SHARE}_shareacknowledgementpersec_total{{result="ok"}}'] == 1
+    finally:
+        await conn.close()

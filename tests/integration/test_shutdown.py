@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from broker.to_the_end import to_the_end
 from client import Admin
 from client import ConfigResourceType
 from client import Producer
@@ -138,8 +137,9 @@ async def test_stop_waits_for_a_change_running_to_its_end_within_its_timeout(
     async def endless_change() -> None:
         await asyncio.Event().wait()
 
-    slow = asyncio.ensure_future(to_the_end(slow_change()))
-    endless = asyncio.ensure_future(to_the_end(endless_change()))
+    changes = server.services.changes
+    slow = asyncio.ensure_future(changes.to_the_end(slow_change()))
+    endless = asyncio.ensure_future(changes.to_the_end(endless_change()))
     await asyncio.sleep(0)  # begun
     slow.cancel()  # their requests are gone
     endless.cancel()

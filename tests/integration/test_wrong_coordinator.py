@@ -10,7 +10,8 @@ SyncGroup, Heartbeat, LeaveGroup, OffsetDelete, ConsumerGroupHeartbeat, ShareGro
 Alter/DeleteShareGroupOffsets), per group (DescribeGroups, DeleteGroups, OffsetFetch v8+,
 ConsumerGroupDescribe, ShareGroupDescribe, DescribeShareGroupOffsets) or per partition
 (OffsetCommit, TxnOffsetCommit; OffsetFetch v0-1, whose response has no top-level code:
-`OffsetFetchRequest.getErrorResponse`). The transaction coordinator's
+`OffsetFetchResponse.groupError`, which `KafkaApis.fetchOffsetsForGroup` answers a failed group
+with; in older Kafka `OffsetFetchRequest.getErrorResponse`). The transaction coordinator's
 `TransactionStateManager.getTransactionState` answers NOT_COORDINATOR for an id whose
 `__transaction_state` partition it does not own (InitProducerId, AddPartitionsToTxn per
 partition, AddOffsetsToTxn, EndTxn, DescribeTransactions per id). Clients then ask
@@ -156,6 +157,7 @@ async def test_classic_groups_and_offsets_on_the_wrong_node(
     asked = build(fetch_v1.OffsetFetchRequestTopic, name=TOPIC, partition_indexes=(0, 1))
     old = await conn.request(build(fetch_v1.OffsetFetchRequest, group_id=GROUP, topics=(asked,)))
     assert _partition_codes(old.topics) == {NOT_COORDINATOR}  # v1: no top-level code
+    assert [p.committed_offset for t in old.topics for p in t.partitions] == [-1, -1]
     asked7 = build(fetch_v7.OffsetFetchRequestTopic, name=TOPIC, partition_indexes=(0,))
     one = await conn.request(build(fetch_v7.OffsetFetchRequest, group_id=GROUP, topics=(asked7,)))
     assert one.error_code == NOT_COORDINATOR and not one.topics

@@ -13,6 +13,7 @@ from broker.acl_manager import AclManager
 from broker.authorizer import AuthorizerSettings
 from broker.authorizer import parse_super_users
 from broker.config import BrokerConfig
+from broker.to_the_end import Changes
 from protocol.acl import AccessControlEntry
 from protocol.acl import AclBinding
 from protocol.acl import AclBindingFilter
@@ -110,7 +111,7 @@ async def test_a_failed_write_changes_nothing(tmp_path: Path) -> None:
     those a restart would load stay as they were."""
     data = tmp_path / "data"
     data.mkdir()
-    manager = AclManager(AclStore(data), AuthorizerSettings())
+    manager = AclManager(AclStore(data), AuthorizerSettings(), Changes())
     await manager.create([READ_ORDERS])
     before = manager.authorizer
     data.rename(tmp_path / "elsewhere")
@@ -124,7 +125,7 @@ async def test_a_failed_write_changes_nothing(tmp_path: Path) -> None:
 
 
 async def test_invalid_bindings_are_refused_one_by_one(tmp_path: Path) -> None:
-    manager = AclManager(AclStore(tmp_path), AuthorizerSettings())
+    manager = AclManager(AclStore(tmp_path), AuthorizerSettings(), Changes())
     no_type = AclBinding(ResourcePattern(RT.ANY, "x", PatternType.LITERAL), READ_ORDERS.entry)
     bad_principal = AclBinding(
         READ_ORDERS.pattern, AccessControlEntry("alice", "*", Op.READ, Perm.ALLOW)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from broker.acl_manager import AclManager
 from broker.authorizer import AuthorizerSettings
 from broker.group_config_saves import GroupConfigSaves
-from broker.to_the_end import to_the_end
+from broker.to_the_end import Changes
 from coordinator.group_configs import BROKER_DEFAULTS
 from coordinator.group_configs import GroupConfigs
 from protocol.acl import AccessControlEntry
@@ -25,6 +26,7 @@ from protocol.acl import PatternType
 from protocol.acl import ResourcePattern
 from protocol.acl import ResourceType
 from storage.acl_store import AclStore
+from tests.brokers import make_server
 
 
 def _deny(topic: str) -> AclBinding:
@@ -65,7 +67,7 @@ async def test_an_acl_written_for_a_cancelled_request_is_in_force_and_kept_by_th
     that came meanwhile plans from it (before: the cancelled request's lock was released, the
     next one planned from the old ACLs, and its file dropped the DENY)."""
     store = _HeldStore(tmp_path)
-    manager = AclManager(store, AuthorizerSettings())
+    manager = AclManager(store, AuthorizerSettings(), Changes())
     first = asyncio.create_task(manager.create([_deny("orders")]))
     await _until(store.saving)
     first.cancel()
@@ -110,7 +112,7 @@ async def test_a_group_config_written_for_a_cancelled_request_is_saved_before_th
     beside it on the same tmp file, and the first change was taken as never saved)."""
     path = tmp_path / "group-configs.json"
     configs = _HeldGroupConfigs(path)
-    saves = GroupConfigSaves()
+    saves = GroupConfigSaves(Changes())
     configs.change("g", {"share.auto.offset.reset": "earliest"})
     first = asyncio.create_task(saves.durable(configs))
     await _until(configs.saving)
@@ -138,7 +140,7 @@ async def test_a_change_that_fails_after_its_caller_went_is_logged(
         await go_on.wait()
         raise OSError(28, "No space left on device")
 
-    caller = asyncio.create_task(to_the_end(failing()))
+    caller = asyncio.create_task(Changes().to_the_end(failing()))
     await asyncio.sleep(0)
     caller.cancel()
     go_on.set()
@@ -148,3 +150,37 @@ async def test_a_change_that_fails_after_its_caller_went_is_logged(
     out = capsys.readouterr().out
     assert out.count("a change whose client had gone failed") == 1, out
     assert "No space left on device" in out
+
+
+async def test_a_servers_stop_waits_for_its_own_changes_not_another_servers(
+    tmp_path: Path,
+) -> None:
+    """Each server keeps its own running changes (`BrokerServices.changes`): before, they were
+    one module-level set, so a stopping server waited, up to its shutdown timeout, for a
+    change of another server in the same process (the tests' in-process brokers)."""
+    first = make_server(tmp_path / "first", **{"shutdown.timeout.ms": 10_000})
+    second = make_server(tmp_path / "second", **{"shutdown.timeout.ms": 10_000})
+    await first.start()
+    await second.start()
+    held, mine = asyncio.Event(), asyncio.Event()
+
+    async def seconds_change() -> None:
+        await held.wait()
+
+    async def firsts_change() -> None:
+        await asyncio.sleep(0.2)
+        mine.set()
+
+    others = asyncio.ensure_future(second.services.changes.to_the_end(seconds_change()))
+    own = asyncio.ensure_future(first.services.changes.to_the_end(firsts_change()))
+    await asyncio.sleep(0)  # begun
+    others.cancel()  # their requests are gone; the changes go on
+    own.cancel()
+    try:
+        started = time.monotonic()
+        await asyncio.wait_for(first.stop(), 20)
+        assert mine.is_set()  # its own change was waited for
+        assert time.monotonic() - started < 5.0  # the other's, held, was not (10 s timeout)
+    finally:
+        held.set()
+        await second.stop()
