@@ -58,7 +58,8 @@ mypyc-trial: $(STAMP)
 # Every API's worst request at full size (a million partitions...) while a probe times other
 # clients' round trips; `make test` sends a smaller one per family. Minutes, not seconds.
 stalls: $(STAMP)
-	SHOAL_STALLS=full $(BIN)/pytest -m latency -s tests/integration/test_stalls.py
+	SHOAL_STALLS=full $(BIN)/pytest -m latency -s tests/integration/test_stalls.py \
+		tests/integration/test_stalls_processes.py
 
 # The wire fuzzer of `make test` (tests/integration/test_request_fuzzer.py), with more frames;
 # SHOAL_FUZZ_SEED=N picks another sequence.

@@ -324,8 +324,12 @@ def _flexible_header(api_key: int, version: int) -> bool:
     return flexible
 
 
-def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, ResponsePayload]:
-    """The correlation id and body of a response (the client's side)."""
+def decode_response(
+    api_key: int, version: int, payload: bytes, *, large: bool = False
+) -> tuple[int, ResponsePayload]:
+    """The correlation id and body of a response (the client's side). `large`: read an array
+    element at a time (`protocol.large_requests`), for a worker thread that must let the event
+    loop run (kio's reader keeps the GIL for a whole array)."""
     resp_type = response_type(api_key, version)
     header_type: Any = (
         ResponseHeaderV0
@@ -333,7 +337,8 @@ def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, Re
         else ResponseHeaderV1
     )
     header, pos = _reader(header_type)(payload, 0)
-    body, _ = _reader(resp_type)(payload, pos)
+    read = large_requests.reader(resp_type) if large else _reader(resp_type)
+    body, _ = read(payload, pos)
     return int(header.correlation_id), body
 
 

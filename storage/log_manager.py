@@ -51,7 +51,10 @@ from storage.topics import TopicInfo
 from storage.topics import collision_key
 from storage.topics import load_topics
 from storage.topics import read_partition_metadata
+from storage.topics import read_topic_files
 from storage.topics import save_topic
+from storage.topics import topic_file
+from storage.topics import topic_file_versions
 from storage.topics import validate_topic_name
 from storage.topics import write_partition_metadata
 
@@ -155,6 +158,8 @@ class LogManager:
         if writes_topics:
             self._finish_deletes()
         self._load_topics()
+        # The version (inode) of each topic file read: a follower reads only those that moved.
+        self._topic_files: dict[str, int] = topic_file_versions(self.meta_dir)
         self._topics_seen = self._topics_stamp()
         for info in self.topics():
             for partition in range(info.partitions):
@@ -224,28 +229,41 @@ class LogManager:
         """Follow the controller's topic files (a process that does not write them): serve
         new topics and partitions (this process's own opened on use), stop serving deleted
         ones (their logs closed; the controller removes their directories) and take changed
-        configs. Cheap when nothing changed (one stat). True if something did."""
+        configs. Cheap when nothing changed (one stat); else one listing of the directory and
+        the files made or replaced since read (reading every file, 30-40 us each, held the
+        loop ~90 ms per auto-created topic once 2,000 were known). True if something did."""
         stamp = self._topics_stamp()
         if self.data_dir is None or self.writes_topics or stamp == self._topics_seen:
             return False
         self._topics_seen = stamp
-        topics, _ = load_topics(self.meta_dir)
-        ids = {info.topic_id for info in topics}
-        for gone in [info for info in self._topics.values() if info.topic_id not in ids]:
+        try:
+            files = topic_file_versions(self.meta_dir)
+        except OSError:
+            files = {}
+        read = self._topic_files
+        moved = sorted(name for name, version in files.items() if read.get(name) != version)
+        self._topic_files = files
+        topics, unreadable = read_topic_files(self.meta_dir / name for name in moved)
+        # As before: a topic whose file is gone, or no longer reads, is no longer served.
+        stale = {_file_topic_id(name) for name in read.keys() - files.keys()}
+        stale |= {f.topic_id for f in unreadable}
+        for gone in [info for info in self._topics.values() if info.topic_id in stale]:
             for closing in self.begin_delete(gone.name).logs.values():
                 if isinstance(closing, SegmentLog):
                     closing.drop()  # its directory is gone (renamed by the controller)
                 else:
                     closing.close()
         for info in topics:
-            self._follow(info)
+            if not self._follow(info):
+                self._topic_files.pop(topic_file(self.meta_dir, info).name, None)  # read again
         return True
 
-    def _follow(self, info: TopicInfo) -> None:
-        """Serve a topic as the controller's file now says (`refresh_topics`)."""
+    def _follow(self, info: TopicInfo) -> bool:
+        """Serve a topic as the controller's file now says (`refresh_topics`); False: not
+        yet."""
         known = self._by_id.get(info.topic_id)
         if known is None and info.name in self._topics:
-            return  # a name reused before its old id's file went: next time
+            return False  # a name reused before its old id's file went: next time
         first = known.partitions if known is not None else 0
         self._register(info)
         for partition in range(first, info.partitions):
@@ -257,6 +275,7 @@ class LogManager:
                 plog = self._logs.get((info.name, partition))
                 if isinstance(plog, SegmentedLog):
                     plog.config = config
+        return True
 
     @property
     def meta_dir(self) -> Path:
@@ -852,3 +871,11 @@ class LogManager:
             log = self._logs.get((name, partition))
             if isinstance(log, SegmentedLog):
                 log.config = config
+
+
+def _file_topic_id(name: str) -> uuid.UUID | None:
+    """The topic id a topic file's name carries (`<topic id>.json`)."""
+    try:
+        return uuid.UUID(name.removesuffix(".json"))
+    except ValueError:
+        return None

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import uuid
+from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
@@ -104,14 +106,33 @@ def _read_topic(path: Path) -> TopicInfo:
 def load_topics(directory: Path) -> tuple[list[TopicInfo], list[UnreadableTopicFile]]:
     """Every topic file that reads, and those that do not: one garbled file must not keep the
     broker from serving every other topic (its own is rebuilt from its partition directories)."""
+    return read_topic_files(sorted(directory.glob("*.json")))
+
+
+def read_topic_files(
+    paths: Iterable[Path],
+) -> tuple[list[TopicInfo], list[UnreadableTopicFile]]:
+    """`load_topics` of these files only."""
     topics, unreadable = [], []
-    for path in sorted(directory.glob("*.json")):
+    for path in paths:
         try:
             topics.append(_read_topic(path))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError,
                 InvalidTopic) as e:  # fmt: skip
             unreadable.append(UnreadableTopicFile(path, repr(e)[:200]))
     return topics, unreadable
+
+
+def topic_file_versions(directory: Path) -> dict[str, int]:
+    """Each topic file's name and inode, from one listing of the directory: no file is read or
+    stat'ed (the inode comes with the entry). A topic file is only ever replaced by renaming a
+    new file into place (`atomic_write`), so another inode is another version of it."""
+    with os.scandir(directory) as entries:
+        return {
+            e.name: e.inode()
+            for e in entries
+            if e.name.endswith(".json") and not e.name.startswith(".")
+        }
 
 
 PARTITION_METADATA = "partition.metadata"

@@ -45,10 +45,14 @@ from kio.static.protocol import RequestPayload
 
 from client import Admin
 from client import Producer
+from client.errors import TopicError
 from protocol.framing import SIZE
 from protocol.messages import decode_response
 from protocol.messages import encode_request
 from tests.brokers import BrokerProcess
+from tests.brokers import free_ports
+from tests.brokers import node_pids
+from tests.brokers import wait_for_nodes
 from tests.kio_requests import TOPIC
 from tests.kio_requests import Site
 from tests.kio_requests import encode
@@ -66,6 +70,8 @@ CONCURRENCY = 48  # connections open at once
 WAIT_S = 0.25  # how long a frame that may wait (a long poll) is given before we hang up
 CLOSE_WITHIN_S = 10.0  # a frame the broker must refuse: closed within this, even under load
 KINDS = ("valid", "hostile", "deep", "mutated")
+# To node 1 of two: as node 0's own requests (`broker/node_link.py`), and a client's.
+CLIENT_IDS_OF_TWO = ("shoal-node-0", "fuzz")
 # Work a random request may ask for, kept small: the fuzzer looks for crashes, not stalls.
 BROKER_ENV = {"SHOAL_MAX_PARTITIONS_PER_REQUEST": "4", "SHOAL_MAX_BROKER_PARTITIONS": "3000"}
 
@@ -133,16 +139,19 @@ def mutate(rng: random.Random, frame: bytes, other: bytes, sites: list[Site]) ->
     return bytes(data), how
 
 
-def cases(seed: int, count: int, topic_ids: tuple[uuid.UUID, ...]) -> Iterator[Case]:
+def cases(
+    seed: int, count: int, topic_ids: tuple[uuid.UUID, ...], client_ids: tuple[str, ...] = ("fuzz",)
+) -> Iterator[Case]:
     """`count` frames: kinds in turn, and every served (api key, version) once per len(KINDS)
-    turns."""
+    turns; the client ids in turn, (api key, version) by (api key, version)."""
     rng = random.Random(seed)
     pairs = served()
     for i in range(count):
         kind = KINDS[i % len(KINDS)]
         request_type = pairs[(i // len(KINDS)) % len(pairs)]
         api = f"{request_type.__name__} v{request_type.__version__}"
-        yield make_case(rng, kind, request_type, api, topic_ids)
+        client_id = client_ids[(i // len(KINDS)) % len(client_ids)]
+        yield make_case(rng, kind, request_type, api, topic_ids, client_id)
 
 
 def make_case(
@@ -151,9 +160,10 @@ def make_case(
     request_type: type[RequestPayload],
     api: str,
     topic_ids: tuple[uuid.UUID, ...],
+    client_id: str = "fuzz",
 ) -> Case:
     body = random_request(rng, request_type, deep=kind == "deep", uuids=topic_ids)
-    frame, sites = encode(body, correlation_id=rng.getrandbits(31), client_id="fuzz")
+    frame, sites = encode(body, correlation_id=rng.getrandbits(31), client_id=client_id)
     if kind in ("valid", "deep"):
         return Case(frame, kind, api, False, "")
     if kind == "hostile":
@@ -210,8 +220,15 @@ async def prepare(bootstrap: str) -> tuple[uuid.UUID, ...]:
     async with Admin(bootstrap) as admin:
         topic_id = await admin.create_topic(TOPIC, 2)
     async with Producer(bootstrap) as producer:
+        deadline = time.monotonic() + 30
         for i in range(10):
-            await producer.send(TOPIC, b"%d" % i, partition=i % 2)
+            while True:  # with --processes N, until the leader has followed node 0's topic
+                try:
+                    await producer.send(TOPIC, b"%d" % i, partition=i % 2)
+                    break
+                except TopicError:
+                    assert time.monotonic() < deadline, "the topic never reached its leader"
+                    await asyncio.sleep(0.1)
     return (topic_id,)
 
 
@@ -238,29 +255,44 @@ def handler_failures(log_path: Path) -> list[str]:
     return failures
 
 
-async def fuzz(broker: BrokerProcess, seed: int, count: int) -> Counter[str]:
+async def fuzz(
+    broker: BrokerProcess,
+    seed: int,
+    count: int,
+    node: int = 0,
+    pids: dict[int, int] | None = None,
+    client_ids: tuple[str, ...] = ("fuzz",),
+) -> Counter[str]:
+    """`count` frames to `node` (of `--processes N`: its port is the broker's + node); with
+    `pids` (node id -> pid), every node must keep its process (the supervisor restarts one
+    that dies)."""  # fmt: skip
     topic_ids = await prepare(broker.bootstrap)
-    witness = await asyncio.open_connection("127.0.0.1", broker.port)
+    port = broker.port + node
+    witness = await asyncio.open_connection("127.0.0.1", port)
     outcomes: Counter[str] = Counter()
     limit = asyncio.Semaphore(CONCURRENCY)
 
     async def run(case: Case) -> None:
         async with limit:
-            outcome = await send(broker.port, case)
+            outcome = await send(port, case)
         outcomes[outcome] += 1
         outcomes[f"{case.kind}:{outcome}"] += 1
         if case.must_close:
             assert outcome == "closed", f"{case.api}, {case.note}: {outcome}, not refused"
 
-    all_cases = cases(seed, count, topic_ids)
+    all_cases = cases(seed, count, topic_ids, client_ids)
     try:
         while batch := list(itertools.islice(all_cases, BATCH)):
             try:
                 await asyncio.gather(*(run(c) for c in batch))
                 assert broker.proc is not None and broker.proc.poll() is None
-                await probe(broker.port)
+                if pids is not None:
+                    assert node_pids(broker) == pids, "a node died and was restarted"
+                await probe(port)
                 await api_versions(*witness)
             except (AssertionError, OSError, asyncio.IncompleteReadError) as e:
+                if pids is not None and (now := node_pids(broker)) != pids:
+                    pytest.fail(f"a node died: pids {pids}, now {now}; {dead(broker, batch)}")
                 if broker.proc is not None:
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         broker.proc.wait(timeout=10)  # a dying broker may still be writing
@@ -284,4 +316,28 @@ def test_no_frame_takes_the_broker_down(tmp_path: Path) -> None:
         f"\n{FRAMES} frames over {covered} of {pairs} (api, version) pairs, seed {SEED}, "
         f"in {time.monotonic() - started:.1f} s: {dict(sorted(outcomes.items()))}"
     )
+    assert not failures, f"{len(failures)} handler failures, the first:\n" + "\n".join(failures[:3])
+
+
+def test_no_frame_takes_a_node_of_two_processes_down(tmp_path: Path) -> None:
+    """The same frames to node 1 of `--processes 2` (issue 33): what it forwards to node 0
+    (ACL and SCRAM changes, auto-created topics), answers NOT_COORDINATOR or
+    NOT_LEADER_OR_FOLLOWER for, or asks the other node about, and Shoal's own keys (30000
+    TxnShareAcknowledge, 30001 TxnShareStaged), which any client may send. Every other
+    (api key, version) names node 0 as its client id, as the processes' own requests do
+    (`broker/node_link.py`): without an authorizer the share-state RPCs are taken from it
+    alone (`broker/share_state_peer.py`), so the leader's side of them is fuzzed too.
+    Neither node may die (the supervisor would restart it: its pid would change) or log a
+    handler failure."""
+    broker = BrokerProcess(tmp_path / "data", port=free_ports(2), env=BROKER_ENV,
+                           extra=["--processes", "2"])  # fmt: skip
+    broker.start(timeout=90)
+    try:
+        pids = wait_for_nodes(broker, 2, timeout=90)
+        outcomes = asyncio.run(fuzz(broker, SEED, FRAMES, 1, pids, CLIENT_IDS_OF_TWO))
+        assert node_pids(broker) == pids, broker.log()[-3000:]
+        failures = handler_failures(broker.log_path)
+    finally:
+        broker.stop(60)
+    print(f"\n{FRAMES} frames to node 1 of 2, seed {SEED}: {dict(sorted(outcomes.items()))}")
     assert not failures, f"{len(failures)} handler failures, the first:\n" + "\n".join(failures[:3])

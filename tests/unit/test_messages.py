@@ -103,3 +103,26 @@ def test_the_request_version_decides_the_header_layout() -> None:
     assert isinstance(decoded, MetadataV1)
     assert [t.name for t in decoded.topics] == ["t"]
     assert decoded.brokers[0].port == 9092
+
+
+def test_a_large_response_read_an_element_at_a_time_is_the_one_kio_reads() -> None:
+    """`decode_response(large=True)` (the client's reader for a big answer, in a thread)."""
+    from kio.schema.delete_acls.v3 import response as r
+    from kio.static.primitive import i8
+
+    from protocol.messages import response_frame
+
+    acl = r.DeleteAclsMatchingAcl(
+        error_code=ErrorCode.none, error_message=None, resource_type=i8(2), resource_name="t",
+        pattern_type=i8(3), principal="User:x", host="*", operation=i8(3), permission_type=i8(3),
+    )  # fmt: skip
+    results = (
+        r.DeleteAclsFilterResult(error_code=ErrorCode.none, error_message=None,
+                                 matching_acls=(acl,) * 300),
+        r.DeleteAclsFilterResult(error_code=ErrorCode.invalid_request, error_message="bad",
+                                 matching_acls=()),
+    )  # fmt: skip
+    body = r.DeleteAclsResponse(throttle_time=NONE, filter_results=results)
+    payload = response_frame(body, 7, 3)[4:]
+    assert decode_response(31, 3, payload, large=True) == decode_response(31, 3, payload)
+    assert decode_response(31, 3, payload, large=True) == (7, body)

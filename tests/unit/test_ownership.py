@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import uuid
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
+
+import pytest
 
 from broker.ownership import Ownership
 from broker.producer_ids import ProducerIdAllocator
 from protocol.record_batch import build_batch
 from storage import LogManager
+from storage.topics import TopicInfo
+from storage.topics import UnreadableTopicFile
 
 TS = 1_700_000_000_000
 
@@ -92,3 +97,56 @@ def test_a_follower_serves_the_controllers_topics_and_opens_only_its_own(tmp_pat
     assert follower.topic("t") is None and follower.log("t", theirs) is None
     assert controller.close() and follower.close()
     assert (tmp_path / "__nodes" / "1" / ".kafka_cleanshutdown").exists()
+
+
+def _pair(tmp_path: Path) -> tuple[LogManager, LogManager]:
+    owners = [Ownership(n, 2) for n in range(2)]
+    controller, follower = (
+        LogManager(
+            tmp_path, node_dir=o.node_dir(tmp_path), owns=o.leads, writes_topics=o.is_controller
+        )
+        for o in owners
+    )
+    return controller, follower
+
+
+def test_a_follower_reads_only_the_topic_files_made_or_replaced_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each refresh lists `__topics` and reads the files whose version (inode) moved: a new
+    topic, a config change (a new file renamed into place), not the others; a file gone or no
+    longer readable stops the topic being served, as when every file was read."""
+    from storage import log_manager
+
+    controller, follower = _pair(tmp_path)
+    kept = controller.create_topic("kept", 1)
+    changed = controller.create_topic("changed", 1)
+    assert follower.refresh_topics()
+    reads: list[list[str]] = []
+    read = log_manager.read_topic_files
+
+    def counted(paths: Iterable[Path]) -> tuple[list[TopicInfo], list[UnreadableTopicFile]]:
+        listed = list(paths)
+        reads.append(sorted(p.name for p in listed))
+        return read(listed)
+
+    monkeypatch.setattr(log_manager, "read_topic_files", counted)
+    made = controller.create_topic("made", 2)
+    controller.alter_topic_configs("changed", {"retention.ms": "1000"})
+    assert follower.refresh_topics()
+    assert reads == [sorted([f"{made.topic_id}.json", f"{changed.topic_id}.json"])]
+    assert follower.topic("made") == made
+    changed_now = follower.topic("changed")
+    assert changed_now is not None and changed_now.configs == {"retention.ms": "1000"}
+    assert follower.topic("kept") == kept
+    assert not follower.refresh_topics()  # nothing moved: one stat
+    garbled = tmp_path / "__topics" / "garbled.tmp"  # a new version, renamed into place
+    garbled.write_bytes(b"{garbled")
+    garbled.rename(tmp_path / "__topics" / f"{kept.topic_id}.json")
+    controller.delete_topic("made")
+    assert follower.refresh_topics()
+    assert reads[-1] == [f"{kept.topic_id}.json"]
+    assert follower.topic("kept") is None and follower.topic("made") is None
+    assert follower.topic("changed") is not None
+    assert controller.close()
+    follower.close()  # "kept"'s log, if it led it, dropped as a deleted topic's: not clean
