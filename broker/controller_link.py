@@ -10,6 +10,7 @@ and login), and then reads the topic file node 0 wrote before it answered.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 
 import structlog
@@ -24,6 +25,7 @@ from broker.context import BrokerServices
 from broker.node_link import REQUEST_TIMEOUT_S
 from broker.ownership import CONTROLLER
 from storage.topics import TopicInfo
+from storage.topics import topic_file_stats
 
 log = structlog.get_logger("shoal.controller")
 
@@ -69,3 +71,17 @@ def follow_controller(s: BrokerServices) -> None:
     s.logs.refresh_topics()
     s.group_configs.reload()
     s.dynamic_configs.reload()
+
+
+async def recheck_topic_files(s: BrokerServices) -> None:
+    """When `__topics` changed since the last check, a stat of every topic file, made in a
+    thread (20,000 stats held the loop 84-142 ms here), then the files it shows changed read
+    again: `refresh_topics` goes by inode, and ext4 reuses a freed inode at once. A duty of
+    the other processes, beside `follow_controller`."""
+    logs = s.logs
+    stamp = logs.topic_files_unchecked()
+    if stamp is None:
+        return
+    stats = await asyncio.to_thread(topic_file_stats, logs.meta_dir)
+    logs.recheck_topic_files(stamp, stats)
+    logs.refresh_topics()

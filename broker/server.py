@@ -39,6 +39,7 @@ from broker.connection_sweep import ConnectionSweep
 from broker.context import BrokerServices
 from broker.controller_link import FOLLOW_INTERVAL_MS
 from broker.controller_link import follow_controller
+from broker.controller_link import recheck_topic_files
 from broker.dynamic_config import DynamicBrokerConfigs
 from broker.failure_episode import FailureEpisode
 from broker.group_commit import GroupCommit
@@ -281,6 +282,7 @@ class Server:
         self._every(SNAPSHOT_INTERVAL_MS, self._snapshots)
         if not self.config.ownership.is_controller:  # --processes N: node 0 writes, we read
             self._every(FOLLOW_INTERVAL_MS, lambda: follow_controller(self.services))
+            self._every(FOLLOW_INTERVAL_MS, lambda: recheck_topic_files(self.services))
             self._every(FOLLOW_INTERVAL_MS, lambda: follow_security(self.services))
         self._every(self._sweep.interval_ms, self._sweep.run)
         # Share-partitions with recorded state are loaded now, in the background: their lag

@@ -47,6 +47,7 @@ from storage.segment_log import SegmentLog
 from storage.topic_changes import NewPartitions
 from storage.topic_changes import TopicDeletion
 from storage.topics import INTERNAL_LOGS
+from storage.topics import FileStat
 from storage.topics import TopicInfo
 from storage.topics import collision_key
 from storage.topics import load_topics
@@ -54,6 +55,7 @@ from storage.topics import read_partition_metadata
 from storage.topics import read_topic_files
 from storage.topics import save_topic
 from storage.topics import topic_file
+from storage.topics import topic_file_stats
 from storage.topics import topic_file_versions
 from storage.topics import validate_topic_name
 from storage.topics import write_partition_metadata
@@ -157,6 +159,12 @@ class LogManager:
         self._saved_points = read_recovery_points(node)
         if writes_topics:
             self._finish_deletes()
+        # What a follower checks its topic files against (`recheck_topic_files`): taken before
+        # they are read, so a change made meanwhile shows at the first check.
+        self._checked_stamp = self._topics_stamp()
+        self._file_stats: dict[str, FileStat] = (
+            {} if writes_topics else topic_file_stats(self.meta_dir)
+        )
         self._load_topics()
         # The version (inode) of each topic file read: a follower reads only those that moved.
         self._topic_files: dict[str, int] = topic_file_versions(self.meta_dir)
@@ -257,6 +265,27 @@ class LogManager:
             if not self._follow(info):
                 self._topic_files.pop(topic_file(self.meta_dir, info).name, None)  # read again
         return True
+
+    def topic_files_unchecked(self) -> int | None:
+        """The topic directory's stamp if it moved since the last `recheck_topic_files` (a
+        follower's), else None: one stat."""
+        if self.data_dir is None or self.writes_topics:
+            return None
+        stamp = self._topics_stamp()
+        return None if stamp == self._checked_stamp else stamp
+
+    def recheck_topic_files(self, stamp: int, stats: Mapping[str, FileStat]) -> None:
+        """Take a stat of every topic file (`topic_file_stats`, made in a thread after the
+        directory showed `stamp`): a file whose stat moved since the last check is read again at
+        the next `refresh_topics`, even where its inode is one already read (the inode scan of
+        `refresh_topics` cannot see a file replaced twice with its inode reused)."""
+        before = self._file_stats
+        for name, stat in stats.items():
+            if before.get(name) != stat:
+                self._topic_files.pop(name, None)
+                self._topics_seen = -2  # the next refresh lists the directory
+        self._file_stats = dict(stats)
+        self._checked_stamp = stamp
 
     def _follow(self, info: TopicInfo) -> bool:
         """Serve a topic as the controller's file now says (`refresh_topics`); False: not

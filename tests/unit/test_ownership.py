@@ -8,6 +8,8 @@ Kafka maps a group to the `__consumer_offsets` partition `abs(hashCode(group id)
 
 from __future__ import annotations
 
+import json
+import os
 import uuid
 import zlib
 from collections.abc import Iterable
@@ -21,6 +23,7 @@ from protocol.record_batch import build_batch
 from storage import LogManager
 from storage.topics import TopicInfo
 from storage.topics import UnreadableTopicFile
+from storage.topics import topic_file_stats
 
 TS = 1_700_000_000_000
 
@@ -150,3 +153,41 @@ def test_a_follower_reads_only_the_topic_files_made_or_replaced_since(
     assert follower.topic("changed") is not None
     assert controller.close()
     follower.close()  # "kept"'s log, if it led it, dropped as a deleted topic's: not clean
+
+
+def test_a_topic_file_replaced_with_its_inode_reused_is_read_again_after_the_stat_check(
+    tmp_path: Path,
+) -> None:
+    """`refresh_topics` goes by inode, and ext4 gives a new file the inode just freed: a topic
+    file replaced twice between two looks can show the inode the follower read (this machine's
+    ext4 gave 718, 719, 718 to three versions of one file). Modelled deterministically by
+    rewriting the file in place (same inode, new content) and moving the directory's stamp
+    as a rename does: the inode scan misses it; the threaded stat check
+    (`controller_link.recheck_topic_files`) finds it and the next refresh reads it."""
+    controller, follower = _pair(tmp_path)
+    controller.create_topic("grown", 1)
+    assert follower.refresh_topics()
+    meta = tmp_path / "__topics"
+    (path,) = meta.glob("*.json")
+    first = path.stat()
+    doc = json.loads(path.read_bytes())
+    doc["partitions"], doc["configs"] = 3, {"retention.ms": "1000"}
+    path.write_text(json.dumps(doc))  # in place: the inode kept, as a reused one
+    later = first.st_mtime_ns + 1_000_000_000  # a later write, at any clock granularity
+    os.utime(path, ns=(later, later))
+    inode = first.st_ino
+    assert path.stat().st_ino == inode
+    (meta / ".stamp.tmp").write_bytes(b"")  # the directory moves, as the renames moved it
+    (meta / ".stamp.tmp").unlink()
+    follower.refresh_topics()
+    stale = follower.topic("grown")
+    assert stale is not None and stale.partitions == 1  # the inode scan alone misses it
+    stamp = follower.topic_files_unchecked()
+    assert stamp is not None
+    follower.recheck_topic_files(stamp, topic_file_stats(meta))
+    assert follower.topic_files_unchecked() is None  # checked: nothing moved since
+    assert follower.refresh_topics()
+    now = follower.topic("grown")
+    assert now is not None and now.partitions == 3 and now.configs == {"retention.ms": "1000"}
+    assert controller.close()
+    follower.close()
