@@ -115,21 +115,28 @@ def other_broker(node_id: int, name: str, *, describing: bool = False) -> str | 
     return f"Unexpected broker id, expected {node_id}, but received {name}"
 
 
-def _broker(ctx: RequestContext, name: str, changes: dict[str, str | None], dry: bool) -> Result:
+async def _broker(
+    ctx: RequestContext, name: str, changes_of: ChangesOf, dry: bool, made: Changes
+) -> Result:
+    """`made`: filled with the changes worked out (for the log line)."""
     s = ctx.services
     refused = other_broker(s.node_id, name)
     if refused is not None:
         return ErrorCode.invalid_request, refused
+
+    def worked_out() -> Mapping[str, str | None]:
+        made.update(changes := changes_of(current_configs(ctx, BROKER, name)))
+        return changes
+
     try:  # --processes N: "<id>" is this node's own configs, "" the cluster default
-        s.dynamic_configs.alter(changes, validate_only=dry, node=bool(name))
-    except InvalidBrokerConfig as e:
+        await s.dynamic_configs.alter_durably(worked_out, validate_only=dry, node=bool(name))
+    except (InvalidBrokerConfig, InvalidOperation) as e:
         return e.error_code, str(e)
     return ErrorCode.none, None
 
 
 _BY_TYPE: Mapping[int, Callable[[RequestContext, str, Changes, bool], Result]] = {
     GROUP: _group,
-    BROKER: _broker,
 }
 
 
@@ -149,6 +156,8 @@ async def alter_configs(
     changes: Changes = {}
     if resource_type == TOPIC:
         result = await _topic(ctx, name, changes_of, dry, changes)
+    elif resource_type == BROKER:
+        result = await _broker(ctx, name, changes_of, dry, changes)
     else:
         alter = _BY_TYPE.get(resource_type)
         if alter is None:
