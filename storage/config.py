@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -70,11 +71,56 @@ def check_topic_config_names(names: Iterable[str]) -> None:
 CLEANUP_POLICIES = ("compact", "delete")
 
 
+# The stored configs' values as Kafka's LogConfig defines them (storage/.../log/LogConfig.java:
+# compression.type `in(BrokerCompressionType.names())`, message.timestamp.type `in("CreateTime",
+# "LogAppendTime")`, max.message.bytes INT `atLeast(0)`, min.insync.replicas INT `atLeast(1)`,
+# retention.local.ms and .bytes LONG `atLeast(-2)`), refused with ConfigDef's messages.
+_CHOICES: Mapping[str, tuple[str, ...]] = {
+    "compression.type": ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+    "message.timestamp.type": ("CreateTime", "LogAppendTime"),
+}
+_NUMBERS: Mapping[str, tuple[str, int, int]] = {  # type, its bits, the least value
+    "max.message.bytes": ("INT", 32, 0),
+    "min.insync.replicas": ("INT", 32, 1),
+    "retention.local.ms": ("LONG", 64, -2),
+    "retention.local.bytes": ("LONG", 64, -2),
+}
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")  # what Integer.parseInt / Long.parseLong take
+
+
+def _check_stored(name: str, value: str) -> None:
+    """:raises InvalidConfig: as Kafka's ConfigDef refuses the value."""
+    trimmed = value.strip()  # ConfigDef.parseType trims a string value
+    choices = _CHOICES.get(name)
+    if choices is not None and trimmed not in choices:
+        raise InvalidConfig(
+            f"Invalid value {value} for configuration {name}: "
+            f"String must be one of: {', '.join(choices)}"
+        )
+    number = _NUMBERS.get(name)
+    if number is None:
+        return
+    kind, bits, least = number
+    n = int(trimmed) if _JAVA_INTEGER.fullmatch(trimmed) else None
+    if n is None or not -(2 ** (bits - 1)) <= n < 2 ** (bits - 1):
+        raise InvalidConfig(
+            f"Invalid value {value} for configuration {name}: Not a number of type {kind}"
+        )
+    if n < least:
+        raise InvalidConfig(
+            f"Invalid value {value} for configuration {name}: Value must be at least {least}"
+        )
+
+
 def check_topic_config_values(configs: Mapping[str, str | None]) -> None:
     """Values a topic config name alone does not vouch for (the integer ones: `with_overrides`).
 
-    :raises InvalidConfig: `cleanup.policy` is not a list of `delete` and `compact`, or
-        `errors.deadletterqueue.group.enable` is not a boolean."""
+    :raises InvalidConfig: `cleanup.policy` is not a list of `delete` and `compact`,
+        `errors.deadletterqueue.group.enable` is not a boolean, or a stored config's value is
+        not one Kafka takes (`_CHOICES`, `_NUMBERS`)."""
+    for name, value in configs.items():
+        if value is not None and (name in _CHOICES or name in _NUMBERS):
+            _check_stored(name, value)
     for name in (DLQ_GROUP_ENABLE, SCHEDULED_DELIVERY_ENABLE):
         enable = configs.get(name)
         if enable is not None and enable.lower() not in ("true", "false"):

@@ -412,12 +412,12 @@ def incremental_alter_configs_written(env: Env, n: int) -> bytes:
     m = _module(44, 1)
 
     def resource(op: int, value: str | None) -> Any:
-        config = build(m.AlterableConfig, name="compression.type", config_operation=op, value=value)
+        config = build(m.AlterableConfig, name="max.message.bytes", config_operation=op, value=value)
         return build(
             m.AlterConfigsResource, resource_type=2, resource_name=env.topic, configs=(config,)
         )
 
-    resources = tuple(resource(0, f"codec-{i}") for i in range(n))
+    resources = tuple(resource(0, str(1_000_000 + i)) for i in range(n))
     body = build(
         m.IncrementalAlterConfigsRequest,
         resources=(*resources, resource(1, None)),

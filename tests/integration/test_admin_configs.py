@@ -337,3 +337,47 @@ async def test_a_broker_config_write_leaves_the_loop_free(
         assert stored == {name: "3"}
     finally:
         await server.stop()
+
+
+async def test_stored_topic_configs_take_only_the_values_kafka_takes(tmp_path: Path) -> None:
+    """The configs Shoal keeps without acting on them are checked as Kafka's LogConfig defines
+    them (storage/.../log/LogConfig.java): compression.type among BrokerCompressionType's names,
+    message.timestamp.type CreateTime or LogAppendTime, max.message.bytes INT at least 0,
+    min.insync.replicas INT at least 1, retention.local.* LONG at least -2; INVALID_CONFIG with
+    ConfigDef's message otherwise, at CreateTopics and at IncrementalAlterConfigs alike."""
+    server = make_server(tmp_path / "data")
+    await server.start()
+    try:
+        async with Admin(_bootstrap(server)) as admin:
+            with pytest.raises(KafkaError) as made:
+                await admin.create_topic("codec", 1, {"compression.type": "brotli"})
+            assert made.value.error_code == ErrorCode.invalid_config
+            assert "String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer" in str(
+                made.value
+            )
+            assert server.services.logs.topic("codec") is None
+            await admin.create_topic("checked", 1, {"compression.type": "zstd"})
+            refused = {
+                "message.timestamp.type": "createtime",
+                "max.message.bytes": "1e6",
+                "min.insync.replicas": "0",
+                "retention.local.ms": "-3",
+                "retention.local.bytes": str(2**63),
+            }
+            for name, value in refused.items():
+                code = await _error(
+                    admin.incremental_alter_configs(TOPIC, "checked", {name: value})
+                )
+                assert code == ErrorCode.invalid_config, (name, value)
+            taken = {
+                "message.timestamp.type": "LogAppendTime",
+                "max.message.bytes": " 2000000 ",
+                "min.insync.replicas": "1",
+                "retention.local.ms": "-2",
+                "retention.local.bytes": "-2",
+            }
+            await admin.incremental_alter_configs(TOPIC, "checked", taken)
+            stored = await admin.describe_configs(TOPIC, "checked", tuple(taken))
+            assert stored == taken
+    finally:
+        await server.stop()
