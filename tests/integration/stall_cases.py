@@ -412,7 +412,9 @@ def incremental_alter_configs_written(env: Env, n: int) -> bytes:
     m = _module(44, 1)
 
     def resource(op: int, value: str | None) -> Any:
-        config = build(m.AlterableConfig, name="max.message.bytes", config_operation=op, value=value)
+        config = build(
+            m.AlterableConfig, name="max.message.bytes", config_operation=op, value=value
+        )
         return build(
             m.AlterConfigsResource, resource_type=2, resource_name=env.topic, configs=(config,)
         )
