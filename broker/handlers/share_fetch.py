@@ -28,6 +28,7 @@ from broker.handlers.share_common import Refusal
 from broker.handlers.share_common import acknowledge_all
 from broker.handlers.share_common import any_acknowledgements
 from broker.handlers.share_common import authorized_member
+from broker.handlers.share_common import count_acknowledgements
 from broker.handlers.share_common import failed_topics
 from broker.handlers.share_common import member_of
 from broker.handlers.share_common import refused_acks
@@ -141,6 +142,9 @@ async def _handle(
     )  # fmt: skip
     if denied:  # rare: most fetches skip building these maps
         acks |= refused_acks(request.topics, denied)
+    # Counted now, before any wait: a fetch whose client goes while it waits has applied
+    # them (Kafka counts in SharePartitionManager.acknowledge, as they are applied).
+    await count_acknowledgements(ctx, acks)
     unknown = update.unknown | _denied(request.topics, denied) if denied else update.unknown
     if update.session is None:
         s.share_fetch.close_session(group_id, member_id, s.now_ms())

@@ -12,7 +12,6 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.handlers.share_common import SLICED
 from broker.handlers.share_common import AckResults
-from broker.handlers.share_common import count_acknowledgements
 from broker.handlers.share_common import failed_by_topic
 from broker.share.partition_reads import FetchedPartition
 from broker.share.share_session_cache import TopicIdPartition
@@ -43,9 +42,9 @@ def partition_answer(
     )
 
 
-async def _count(ctx: RequestContext, acks: AckResults, fetched: Fetched) -> None:
+def _count(ctx: RequestContext, fetched: Fetched) -> None:
+    """The bytes sent (the acknowledgements were counted as they were applied)."""
     metrics = ctx.services.metrics
-    await count_acknowledgements(ctx, acks)
     for (tid, _), f in fetched.items():
         if f.records and (info := ctx.services.logs.topic_by_id(tid)) is not None:
             metrics.on_bytes_out(info.name, len(f.records))
@@ -57,7 +56,7 @@ async def answer(
     """Written by `protocol.share_fetch_response` (tested byte for byte against kio): one
     answer per fetch, and a consumer at the tail fetches a record or two at a time. One for
     a million partitions is built in slices and written in a thread."""
-    await _count(ctx, acks, fetched)
+    _count(ctx, fetched)
     by_topic: dict[uuid.UUID, list[PartitionAnswer]] = {}
     if len(acks) + len(fetched) > SLICED:
         slicer = Slicer()

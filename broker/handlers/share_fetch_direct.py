@@ -86,6 +86,11 @@ async def direct(ctx: RequestContext, request: ShareFetchRequest) -> EncodedResp
             renew_allowed=isinstance(request, ShareFetchRequestV2), now_ms=s.now_ms(),
         )  # fmt: skip
     acks = {key: ack} if ack is not None else {}
+    info = s.logs.topic_by_id(key[0])
+    if ack is not None and info is not None:
+        # Counted before any wait (as the general path): a fetch whose client goes while it
+        # waits has applied them.
+        s.metrics.on_share_acknowledgement({info.name: ack.error_code != ErrorCode.none})
     if update.unknown or len(session.partitions) != 1:  # the general path's steps from here
         max_wait_s = 0.0 if update.unknown else request.max_wait.total_seconds()
         answered = update.unknown | await acquire_waiting(ctx, request, session, max_wait_s)
@@ -93,15 +98,10 @@ async def direct(ctx: RequestContext, request: ShareFetchRequest) -> EncodedResp
         return await answer(ctx, group_id, acks, answered)
     max_wait_s = request.max_wait.total_seconds()
     fetched = (await acquire_waiting(ctx, request, session, max_wait_s)).get(key)
-    # What count_fetch and answer count, for the one partition.
-    info = s.logs.topic_by_id(key[0])
+    # What count_fetch and answer count, for the one partition (named as before the wait).
     fetch_code = fetched.error_code if fetched is not None else ErrorCode.none
     metrics = s.metrics
     metrics.on_share_fetch({info.name: fetch_code != ErrorCode.none} if info else {})
-    if ack is not None:
-        metrics.on_share_acknowledgement(
-            {info.name: ack.error_code != ErrorCode.none} if info else {}
-        )
     if fetched is not None and fetched.records and info is not None:
         metrics.on_bytes_out(info.name, len(fetched.records))
     topics = []

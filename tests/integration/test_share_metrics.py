@@ -8,6 +8,7 @@ import asyncio
 import datetime
 import socket
 import time
+from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -284,5 +285,69 @@ async def test_a_share_acknowledge_whose_client_went_is_counted(broker: Server) 
         assert samples[f"{TOPICS}_totalshareacknowledgementrequestspersec_total{t}"] == 1
         assert samples[f"{TOPICS}_failedshareacknowledgementrequestspersec_total{t}"] == 0
         assert samples[f'{SHARE}_shareacknowledgementpersec_total{{result="ok"}}'] == 1
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "general"])
+async def test_a_share_fetch_whose_client_went_while_it_waited_counts_its_acks(
+    broker: Server, monkeypatch: pytest.MonkeyPatch, direct: bool
+) -> None:
+    """A ShareFetch that ACCEPTs its member's record, then waits for more (none come), its
+    connection closed meanwhile: the ACCEPT was applied, and it is counted as it is applied
+    (Kafka: `SharePartitionManager.acknowledge` marks the topic's requests as it starts them,
+    whatever happens to the fetch after). Before, both paths counted it with the answer,
+    after the long poll, which a cancelled fetch never reached."""
+    from broker.handlers import share_fetch_direct
+
+    monkeypatch.setattr(share_fetch_direct, "ENABLED", direct)
+    bootstrap, topic = f"127.0.0.1:{broker.port}", f"waited-{direct}"
+    async with Admin(bootstrap) as admin:
+        topic_id = await admin.create_topic(topic, 1)
+        await admin.incremental_alter_configs(
+            ConfigResourceType.GROUP, topic, {"share.auto.offset.reset": "earliest"}
+        )
+    assert topic_id is not None
+    async with Producer(bootstrap) as producer:
+        await producer.send_batch(topic, 0, [Record(value=b"x")])
+    member = "w" * 22
+
+    def fetch(epoch: int, acks: tuple[Any, ...], wait_ms: int) -> Any:
+        partition = build(fetch_v1.FetchPartition, partition_index=0, acknowledgement_batches=acks)
+        return build(
+            fetch_v1.ShareFetchRequest, group_id=topic, member_id=member,
+            share_session_epoch=epoch, max_wait=datetime.timedelta(milliseconds=wait_ms),
+            min_bytes=1, max_bytes=1 << 20, max_records=10, batch_size=10,
+            topics=(build(fetch_v1.FetchTopic, topic_id=topic_id, partitions=(partition,)),),
+            forgotten_topics_data=(),
+        )  # fmt: skip
+
+    conn = await Connection.open("127.0.0.1", broker.port)
+    try:
+        join = build(
+            hb_v1.ShareGroupHeartbeatRequest, group_id=topic, member_id=member,
+            member_epoch=0, subscribed_topic_names=(topic,),
+        )  # fmt: skip
+        assert (await conn.request(join)).error_code == ErrorCode.none
+        fetched = await conn.request(fetch(0, (), 500))
+        acquired = fetched.responses[0].partitions[0].acquired_records
+        assert [(a.first_offset, a.last_offset) for a in acquired] == [(0, 0)]
+        accept = build(
+            fetch_v1.AcknowledgementBatch, first_offset=0, last_offset=0, acknowledge_types=(1,)
+        )
+        with socket.create_connection(("127.0.0.1", broker.port)) as sock:
+            sock.sendall(frame(encode_request(fetch(1, (accept,), 30_000), 1, "gone-waiting")))
+        metrics = broker.services.metrics
+        deadline = time.monotonic() + 10
+        while metrics.record_acks.values["Accept"] < 1:
+            assert time.monotonic() < deadline, "the ACCEPT was not applied"
+            await asyncio.sleep(0.02)
+        while metrics.share_ack_requests.values.get(topic, 0) < 1:
+            assert time.monotonic() < deadline, "the applied ACCEPT was not counted"
+            await asyncio.sleep(0.02)
+        samples = await scrape(broker)
+        t = f'{{topic="{topic}"}}'
+        assert samples[f"{TOPICS}_totalshareacknowledgementrequestspersec_total{t}"] == 1
+        assert samples[f"{TOPICS}_failedshareacknowledgementrequestspersec_total{t}"] == 0
     finally:
         await conn.close()
