@@ -160,6 +160,11 @@ class DynamicBrokerConfigs:
         self._load()
 
     @property
+    def static(self) -> BrokerConfig:
+        """The settings of the properties file, under no dynamic value."""
+        return self._static
+
+    @property
     def per_node(self) -> bool:
         """Whether this node has configs of its own besides the cluster default (N > 1)."""
         return self._node_path is not None

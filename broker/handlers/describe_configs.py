@@ -3,7 +3,10 @@
 A topic lists every config Shoal acts on with its effective value (the topic's own, else the
 broker's `log.*` default, with that one's source), plus any other config stored on it. The
 broker lists its configs; the dynamic ones (`group.share.*` and the `log.*` defaults, see
-`broker.dynamic_config`) are writable, the rest read-only.
+`broker.dynamic_config`) are writable, the rest read-only. Asked for them (v1+
+IncludeSynonyms), each entry lists its synonyms, the value at each layer it has one, in the
+order the first of them wins, as Kafka's ConfigHelper does (`configSynonyms`); the entry's
+source is the first one's.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ TOPIC, BROKER, GROUP = 2, 4, 32
 DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER = 1, 2, 3
 STATIC_BROKER, DEFAULT, DYNAMIC_GROUP = 4, 5, 8
 
-Row = tuple[str, str, int, bool]  # name, value, source, read only
+Synonym = tuple[str, str, int]  # name, value, source
+Row = tuple[str, str, int, bool, tuple[Synonym, ...]]  # name, value, source, read only, synonyms
 Request = (
     v1.DescribeConfigsRequest
     | v2.DescribeConfigsRequest
@@ -63,19 +67,21 @@ def _group(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list[
     if not name:
         return ErrorCode.invalid_group_id, "group name is empty", []
     rows = ctx.services.group_configs.describe(name)
-    return (
-        ErrorCode.none,
-        None,
-        [
-            (n, v, DYNAMIC_GROUP if own else _group_default_source(ctx, n), False)
-            for n, v, own in rows
-        ],
+    return ErrorCode.none, None, [_row(ctx, n, v, own, DYNAMIC_GROUP) for n, v, own in rows]
+
+
+def _row(ctx: RequestContext, name: str, value: str, own: bool, own_source: int) -> Row:
+    """A topic's or group's config: its own value (if set) over its broker default's
+    synonyms (Kafka's `createTopicConfigEntry`, `createGroupConfigEntry`)."""
+    broker_name = (
+        GROUP_CONFIGS[name].broker_default
+        if own_source == DYNAMIC_GROUP
+        else LOG_CONFIG_SYNONYMS.get(name)
     )
-
-
-def _group_default_source(ctx: RequestContext, group_config: str) -> int:
-    name = GROUP_CONFIGS[group_config].broker_default
-    return DEFAULT if name is None else _broker_source(ctx, name)
+    synonyms = tuple(_broker_synonyms(ctx, broker_name)) if broker_name is not None else ()
+    if own:
+        synonyms = ((name, value, own_source), *synonyms)
+    return name, value, synonyms[0][2] if synonyms else DEFAULT, False, synonyms
 
 
 def _topic(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list[Row]]:
@@ -83,13 +89,16 @@ def _topic(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list[
     topic = logs.topic(name)
     if topic is None:
         return ErrorCode.unknown_topic_or_partition, f"no topic {name!r}", []
+    own = topic.configs
     rows: dict[str, Row] = {
-        n: (n, _text(getattr(logs.config, f)), _default_source(ctx, n), False)
+        n: _row(ctx, n, own[n] if n in own else _text(getattr(logs.config, f)), n in own,
+                DYNAMIC_TOPIC)
         for n, f in TOPIC_CONFIG_FIELDS.items()
-    }
-    rows[DLQ_GROUP_ENABLE] = (DLQ_GROUP_ENABLE, "false", DEFAULT, False)  # KIP-1191's default
-    for n, v in topic.configs.items():
-        rows[n] = (n, v, DYNAMIC_TOPIC, False)
+    }  # fmt: skip
+    rows[DLQ_GROUP_ENABLE] = (DLQ_GROUP_ENABLE, "false", DEFAULT, False, ())  # KIP-1191's default
+    for n, v in own.items():
+        if n not in TOPIC_CONFIG_FIELDS:  # stored, not acted on: no broker default here
+            rows[n] = (n, v, DYNAMIC_TOPIC, False, ((n, v, DYNAMIC_TOPIC),))
     return ErrorCode.none, None, [rows[n] for n in sorted(rows)]
 
 
@@ -101,40 +110,41 @@ def _broker(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None, list
     dynamic = s.dynamic_configs
     # --processes N: "" is the cluster default, without this node's own configs over it.
     values = dynamic.cluster if dynamic.per_node and not name else s.config
-    rows = [
-        (n, _text(v), _broker_source(ctx, n, node_layer=bool(name), this_broker=bool(name)),
-         n not in DYNAMIC)
-        for n, v in sorted(values.values.items())
-    ]  # fmt: skip
+    rows = []
+    for n, v in sorted(values.values.items()):
+        synonyms = tuple(_broker_synonyms(ctx, n, node_layer=bool(name), this_broker=bool(name)))
+        rows.append((n, _text(v), synonyms[0][2] if synonyms else DEFAULT, n not in DYNAMIC,
+                     synonyms))  # fmt: skip
     return ErrorCode.none, None, rows
 
 
-def _default_source(ctx: RequestContext, topic_config: str) -> int:
-    """Where a topic config's default comes from: its broker synonym, else Shoal's default."""
-    name = LOG_CONFIG_SYNONYMS.get(topic_config)
-    return DEFAULT if name is None else _broker_source(ctx, name)
-
-
-def _broker_source(
+def _broker_synonyms(
     ctx: RequestContext, name: str, *, node_layer: bool = True, this_broker: bool = False
-) -> int:
-    """Where the value of broker setting `name` comes from, the first of its synonyms in
-    Kafka's order (core/src/main/scala/kafka/server/ConfigHelper.scala, `configSynonyms`):
-    this broker's own dynamic value (DYNAMIC_BROKER_CONFIG: N > 1, this node's), the cluster
-    default (DYNAMIC_DEFAULT_BROKER_CONFIG), the properties file (STATIC_BROKER_CONFIG), else
-    the default. A topic's or group's default is sourced so too (`createTopicConfigEntry`,
+) -> list[Synonym]:
+    """Broker setting `name` at each layer that has it, in Kafka's order
+    (core/src/main/scala/kafka/server/ConfigHelper.scala, `configSynonyms`): this broker's own
+    dynamic value (DYNAMIC_BROKER_CONFIG: N > 1, this node's), the cluster default
+    (DYNAMIC_DEFAULT_BROKER_CONFIG), the properties file (STATIC_BROKER_CONFIG: a value other
+    than the default), the default (DEFAULT_CONFIG); the first is where the value in force
+    comes from. A topic's or group's default is sourced so too (`createTopicConfigEntry`,
     `createGroupConfigEntry`). `node_layer` False: BROKER "", the cluster default without this
-    node's own values. With N = 1 the one broker's dynamic configs are the cluster's, described
-    as its own only for its BROKER "<id>" (`this_broker`)."""
+    node's own values (Kafka leaves DYNAMIC_BROKER_CONFIG out of a default resource's). With
+    N = 1 the one broker's dynamic configs are the cluster's, described as its own only for its
+    BROKER "<id>" (`this_broker`)."""
     dynamic = ctx.services.dynamic_configs
+    out: list[Synonym] = []
     if node_layer and name in dynamic.node_stored:
-        return DYNAMIC_BROKER
+        out.append((name, dynamic.node_stored[name], DYNAMIC_BROKER))
     if name in dynamic.stored:
-        return DYNAMIC_BROKER if this_broker and not dynamic.per_node else DYNAMIC_DEFAULT_BROKER
-    config = ctx.services.config if node_layer else dynamic.cluster
-    if name in DEFAULTS and DEFAULTS[name][0] == config.by_name(name):
-        return DEFAULT
-    return STATIC_BROKER
+        own = this_broker and not dynamic.per_node
+        out.append((name, dynamic.stored[name], DYNAMIC_BROKER if own else DYNAMIC_DEFAULT_BROKER))
+    static = dynamic.static.by_name(name)
+    default = DEFAULTS.get(name)
+    if default is None or default[0] != static:
+        out.append((name, _text(static), STATIC_BROKER))
+    if default is not None:
+        out.append((name, _text(default[0]), DEFAULT))
+    return out
 
 
 _BY_TYPE = {GROUP: _group, TOPIC: _topic, BROKER: _broker}
@@ -155,7 +165,9 @@ def _entries(ctx: RequestContext, resource: Resource) -> tuple[ErrorCode, str | 
     return describe(ctx, resource.resource_name)
 
 
-def _result(ctx: RequestContext, resource: Resource) -> v4.response.DescribeConfigsResult:
+def _result(
+    ctx: RequestContext, resource: Resource, with_synonyms: bool
+) -> v4.response.DescribeConfigsResult:
     code, message, rows = _entries(ctx, resource)
     wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
     configs = tuple(
@@ -165,10 +177,17 @@ def _result(ctx: RequestContext, resource: Resource) -> v4.response.DescribeConf
             read_only=read_only,
             config_source=i8(source),
             is_sensitive=name in SENSITIVE,
-            synonyms=(),
+            synonyms=tuple(
+                v4.response.DescribeConfigsSynonym(
+                    name=n, value=None if n in SENSITIVE else v, source=i8(src)
+                )
+                for n, v, src in synonyms
+            )
+            if with_synonyms
+            else (),
             documentation=None,
         )
-        for name, value, source, read_only in rows
+        for name, value, source, read_only, synonyms in rows
         if wanted is None or name in wanted
     )
     return v4.response.DescribeConfigsResult(
@@ -189,7 +208,7 @@ async def handle(ctx: RequestContext, request: Request) -> v4.DescribeConfigsRes
         keys = resource.configuration_keys
         key = (resource.resource_type, resource.resource_name, tuple(keys) if keys else keys)
         if (found := described.get(key)) is None:
-            found = described[key] = _result(ctx, resource)
+            found = described[key] = _result(ctx, resource, request.include_synonyms)
         return found
 
     resources: Sequence[Resource] = request.resources

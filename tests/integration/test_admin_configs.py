@@ -9,6 +9,7 @@ import socket
 import time
 from collections.abc import Awaitable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -19,6 +20,7 @@ from broker.server import Server
 from client.admin import Admin
 from client.admin import ConfigResourceType
 from client.admin import ConfigSource
+from client.connection import Connection
 from client.errors import KafkaError
 from protocol.framing import frame
 from protocol.messages import encode_request
@@ -379,5 +381,58 @@ async def test_stored_topic_configs_take_only_the_values_kafka_takes(tmp_path: P
             await admin.incremental_alter_configs(TOPIC, "checked", taken)
             stored = await admin.describe_configs(TOPIC, "checked", tuple(taken))
             assert stored == taken
+    finally:
+        await server.stop()
+
+
+async def test_described_with_synonyms_each_layer_in_kafkas_order(tmp_path: Path) -> None:
+    """DescribeConfigs v1+ with IncludeSynonyms: each entry lists the value at every layer
+    that has one, in the order the first wins (Kafka's ConfigHelper.configSynonyms: the
+    topic's own, this broker's dynamic value, the cluster default, the properties file, the
+    default), and the entry's source is the first one's; without it, none."""
+    from kio.schema.describe_configs import v4 as describe_v4
+
+    server = make_server(tmp_path / "data", **{"log.segment.bytes": "2097152"})
+    await server.start()
+    try:
+        async with Admin(_bootstrap(server)) as admin:
+            await admin.create_topic("layered", 1)
+            await admin.incremental_alter_configs(TOPIC, "layered", {"retention.ms": "60000"})
+            await admin.incremental_alter_configs(BROKER, "", {"log.retention.ms": "7200000"})
+        conn = await Connection.open("127.0.0.1", server.port)
+        try:
+
+            async def described(kind: int, name: str, key: str, synonyms: bool) -> Any:
+                resource = describe_v4.request.DescribeConfigsResource(
+                    resource_type=i8(kind), resource_name=name, configuration_keys=(key,)
+                )
+                request = describe_v4.DescribeConfigsRequest(
+                    resources=(resource,), include_synonyms=synonyms, include_documentation=False
+                )
+                answer = await conn.request(request)
+                (entry,) = answer.results[0].configs
+                return entry
+
+            def layers(entry: Any) -> list[tuple[str, str | None, int]]:
+                return [(s.name, s.value, int(s.source)) for s in entry.synonyms]
+
+            retention = await described(TOPIC, "layered", "retention.ms", True)
+            assert (retention.value, int(retention.config_source)) == ("60000", 1)
+            assert layers(retention) == [
+                ("retention.ms", "60000", 1),  # DYNAMIC_TOPIC_CONFIG
+                ("log.retention.ms", "7200000", 3),  # DYNAMIC_DEFAULT_BROKER_CONFIG
+                ("log.retention.ms", str(7 * 24 * 3600 * 1000), 5),  # DEFAULT_CONFIG
+            ]
+            segment = await described(TOPIC, "layered", "segment.bytes", True)
+            assert (segment.value, int(segment.config_source)) == ("2097152", 4)
+            assert layers(segment) == [
+                ("log.segment.bytes", "2097152", 4),  # STATIC_BROKER_CONFIG
+                ("log.segment.bytes", str(1024**3), 5),
+            ]
+            broker = await described(BROKER, "", "log.retention.ms", True)
+            assert int(broker.config_source) == 3 and layers(broker)[0][2] == 3
+            assert layers(await described(TOPIC, "layered", "retention.ms", False)) == []
+        finally:
+            await conn.close()
     finally:
         await server.stop()
