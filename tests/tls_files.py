@@ -44,3 +44,28 @@ def make_tls_files(directory: Path, *names: str) -> TlsFiles:
         blob.write_to_path(str(files.client_cert), append=i > 0)
     client.private_key_pem.write_to_path(str(files.client_key))
     return files
+
+
+def pkcs12_stores(
+    keystore_pem: Path, ca_pem: Path, directory: Path, password: bytes
+) -> tuple[Path, Path]:
+    """A PEM keystore (key and chain) and its CA as PKCS12 files (as `keytool`/`openssl pkcs12`
+    make them): a keystore with the key and chain, and a truststore holding only the CA."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import BestAvailableEncryption
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    pem = keystore_pem.read_bytes()
+    key = load_pem_private_key(pem, None)
+    cert, *chain = x509.load_pem_x509_certificates(pem)
+    ca = x509.load_pem_x509_certificate(ca_pem.read_bytes())
+    encryption = BestAvailableEncryption(password)
+    keystore, truststore = directory / "server.p12", directory / "truststore.p12"
+    keystore.write_bytes(
+        pkcs12.serialize_key_and_certificates(b"server", key, cert, chain or None, encryption)  # type: ignore[arg-type]
+    )
+    truststore.write_bytes(
+        pkcs12.serialize_key_and_certificates(b"ca", None, None, [ca], encryption)
+    )
+    return keystore, truststore

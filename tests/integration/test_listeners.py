@@ -44,6 +44,7 @@ from tests.brokers import make_server
 from tests.scrape import scrape_text
 from tests.tls_files import TlsFiles
 from tests.tls_files import make_tls_files
+from tests.tls_files import pkcs12_stores
 
 pytestmark = pytest.mark.integration
 
@@ -256,26 +257,7 @@ async def test_a_v0_login_with_a_wrong_password_is_closed_unanswered(secured: Se
 
 
 def _pkcs12(tls: TlsFiles, directory: Path, password: bytes) -> tuple[Path, Path]:
-    """The PEM keystore and CA of `tls` as PKCS12 files (as `keytool`/`openssl pkcs12` make
-    them): a keystore with the key and chain, and a truststore holding only the CA."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives.serialization import BestAvailableEncryption
-    from cryptography.hazmat.primitives.serialization import load_pem_private_key
-    from cryptography.hazmat.primitives.serialization import pkcs12
-
-    pem = tls.keystore.read_bytes()
-    key = load_pem_private_key(pem, None)
-    cert, *chain = x509.load_pem_x509_certificates(pem)
-    ca = x509.load_pem_x509_certificate(tls.ca.read_bytes())
-    encryption = BestAvailableEncryption(password)
-    keystore, truststore = directory / "server.p12", directory / "truststore.p12"
-    keystore.write_bytes(
-        pkcs12.serialize_key_and_certificates(b"server", key, cert, chain or None, encryption)  # type: ignore[arg-type]
-    )
-    truststore.write_bytes(
-        pkcs12.serialize_key_and_certificates(b"ca", None, None, [ca], encryption)
-    )
-    return keystore, truststore
+    return pkcs12_stores(tls.keystore, tls.ca, directory, password)
 
 
 async def test_pkcs12_keystore_and_truststore(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from broker.node_identity import NODE_USER
 from broker.node_identity import node_security
 from broker.node_tls import verified_name
 from broker.supervisor import check
+from tests.tls_files import pkcs12_stores
 
 _NOW = datetime.datetime.now(datetime.UTC)
 
@@ -283,18 +284,9 @@ def test_a_process_reaches_the_others_with_the_listener_settings(files: dict[str
 def test_pkcs12_stores_serve_the_processes_too(files: dict[str, str], tmp_path: Path) -> None:
     """The processes load the stores as the listeners do (`ssl.keystore.type=PKCS12`); a wrong
     store password is refused before any process starts."""
-    from cryptography.hazmat.primitives.serialization import pkcs12
-
-    pem = Path(files["node"]).read_bytes()
-    key = serialization.load_pem_private_key(pem, None)
-    cert, *chain = x509.load_pem_x509_certificates(pem)
-    ca = x509.load_pem_x509_certificate(Path(files["ca"]).read_bytes())
-    locked = serialization.BestAvailableEncryption(b"store-secret")
-    keystore, truststore = tmp_path / "node.p12", tmp_path / "trust.p12"
-    keystore.write_bytes(
-        pkcs12.serialize_key_and_certificates(b"node", key, cert, chain, locked)  # type: ignore[arg-type]
+    keystore, truststore = pkcs12_stores(
+        Path(files["node"]), Path(files["ca"]), tmp_path, b"store-secret"
     )
-    truststore.write_bytes(pkcs12.serialize_key_and_certificates(b"ca", None, None, [ca], locked))
     stores = {
         "ssl.keystore.type": "PKCS12",
         "ssl.keystore.location": str(keystore),
