@@ -135,11 +135,6 @@ async def _broker(
     return ErrorCode.none, None
 
 
-_BY_TYPE: Mapping[int, Callable[[RequestContext, str, Changes, bool], Result]] = {
-    GROUP: _group,
-}
-
-
 async def alter_configs(
     ctx: RequestContext, resource_type: int, name: str, changes_of: ChangesOf, dry: bool
 ) -> Result:
@@ -158,18 +153,14 @@ async def alter_configs(
         result = await _topic(ctx, name, changes_of, dry, changes)
     elif resource_type == BROKER:
         result = await _broker(ctx, name, changes_of, dry, changes)
-    else:
-        alter = _BY_TYPE.get(resource_type)
-        if alter is None:
-            return (
-                ErrorCode.invalid_request,
-                f"altering resource type {resource_type} is not supported",
-            )
+    elif resource_type == GROUP:
         try:
-            changes = dict(changes_of(current_configs(ctx, resource_type, name)))
+            changes = dict(changes_of(current_configs(ctx, GROUP, name)))
         except InvalidOperation as e:
             return e.error_code, str(e)
-        result = alter(ctx, name, changes, dry)
+        result = _group(ctx, name, changes, dry)
+    else:
+        return ErrorCode.invalid_request, f"altering resource type {resource_type} is not supported"
     if result[0] == ErrorCode.none and not dry:
         log.info(
             "configs altered", resource_type=_NAMES[resource_type], resource=name,
